@@ -1,0 +1,81 @@
+"""Run configuration: YAML validated into pydantic models before any work starts.
+
+Every section forbids unknown keys, so a typo is an error naming the key, not a silent default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Columns(Section):
+    """Where each field lives in the corpus; defaults fit LAION-5B's metadata.
+
+    `url` and `caption` are required; an optional column set to null is not read.
+    """
+
+    url: str = "URL"
+    caption: str = "TEXT"
+    width: str | None = "WIDTH"
+    height: str | None = "HEIGHT"
+    similarity: str | None = "similarity"
+    punsafe: str | None = "punsafe"
+    nsfw: str | None = "NSFW"
+    sample_id: str | None = "SAMPLE_ID"
+    license: str | None = "LICENSE"
+
+    def source_columns(self) -> dict[str, str]:
+        """Canonical name -> corpus column, for the columns this mapping reads."""
+        return {name: column for name, column in self.model_dump().items() if column is not None}
+
+
+class Corpus(Section):
+    paths: list[str] = Field(default_factory=list, description="parquet paths, globs or URLs")
+    columns: Columns = Columns()
+
+
+class Tagging(Section):
+    batch_rows: int = Field(65_536, ge=1_000, le=1_000_000, description="rows per Arrow batch")
+
+
+class Runner(Section):
+    kind: Literal["local"] = "local"
+    workers: int = Field(1, ge=1, le=64, description="local worker processes")
+
+
+class Config(Section):
+    corpus: Corpus = Corpus()
+    tagging: Tagging = Tagging()
+    runner: Runner = Runner()
+
+
+class ConfigError(ValueError):
+    """A config file is unreadable or invalid; the message names the file and each bad key."""
+
+
+def load_config(path: str | Path | None) -> Config:
+    """The validated config from a YAML file, or the defaults when `path` is None."""
+    if path is None:
+        return Config()
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: cannot read config: {err}") from err
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as err:
+        problems = "\n".join(
+            f"  {'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
+            + (f" (got {e['input']!r})" if e["type"] != "missing" else "")
+            for e in err.errors()
+        )
+        raise ConfigError(f"{path}: invalid config:\n{problems}") from err

@@ -1,0 +1,176 @@
+"""A compact index over all WordNet 3.0 noun synsets, keyed by ImageNet-style wnid.
+
+Built once from NLTK (about 8 s) and cached as gzipped JSON (about 1 s to load), so every
+command and every pipeline worker gets the same plain-data view of the noun hierarchy.
+
+Hypernyms and hyponyms include the instance relations (`instance_hypernyms`,
+`instance_hyponyms`): "Paris" sits under "national capital" as it does in ImageNet's tree.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import os
+import re
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from wordnet.nltk_data import WORDNET_VERSION, cache_dir, load_nltk_wordnet
+
+ROOT_WNID = "n00001740"  # entity.n.01
+_FORMAT = 1  # bump when the cached layout changes
+WNID_PATTERN = re.compile(r"^([nvasr])(\d{8})$")
+
+
+def wnid_of_offset(offset: int) -> str:
+    return f"n{offset:08d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Synset:
+    wnid: str
+    name: str  # NLTK's name, e.g. "dog.n.01"
+    lemmas: tuple[str, ...]  # as WordNet spells them: "hot_dog", "Golden_Retriever"
+    gloss: str
+    lexname: str  # lexicographer file, e.g. "noun.animal"
+    hypernyms: tuple[str, ...]  # wnids, instance hypernyms included
+    hyponyms: tuple[str, ...]  # wnids, instance hyponyms included
+    depth: int  # shortest hypernym path to entity.n.01, which has 0
+
+    @property
+    def head(self) -> str:
+        """The head word of `name`, as LAIONet uses it: "dog" for "dog.n.01"."""
+        return self.name.rsplit(".", 2)[0].replace("_", " ")
+
+
+class NounIndex:
+    """All noun synsets with their lemmas, glosses and hierarchy, plus noun.exc."""
+
+    def __init__(self, synsets: dict[str, Synset], irregular: dict[str, tuple[str, ...]]):
+        self.synsets = synsets
+        self.irregular = irregular  # inflected form -> base lemmas, from noun.exc
+        self._by_name = {s.name: s for s in synsets.values()}
+
+    version = WORDNET_VERSION
+
+    def __getitem__(self, wnid: str) -> Synset:
+        return self.synsets[wnid]
+
+    def __contains__(self, wnid: object) -> bool:
+        return wnid in self.synsets
+
+    def __iter__(self):
+        return iter(self.synsets.values())
+
+    def __len__(self) -> int:
+        return len(self.synsets)
+
+    def by_name(self, name: str) -> Synset:
+        return self._by_name[name]
+
+    @functools.cached_property
+    def lemma_synsets(self) -> dict[str, tuple[str, ...]]:
+        """Each lemma as WordNet spells it -> the wnids of the synsets that have it."""
+        out: dict[str, list[str]] = {}
+        for synset in self:
+            for lemma in synset.lemmas:
+                out.setdefault(lemma, []).append(synset.wnid)
+        return {lemma: tuple(wnids) for lemma, wnids in out.items()}
+
+    @functools.lru_cache(maxsize=None)
+    def ancestors(self, wnid: str) -> frozenset[str]:
+        """Every synset on any hypernym path from `wnid` to the root, `wnid` excluded."""
+        found: set[str] = set()
+        for parent in self.synsets[wnid].hypernyms:
+            found.add(parent)
+            found |= self.ancestors(parent)
+        return frozenset(found)
+
+    @functools.lru_cache(maxsize=None)
+    def descendants(self, wnid: str) -> frozenset[str]:
+        """Every synset below `wnid` through hyponym links, `wnid` excluded."""
+        found: set[str] = set()
+        for child in self.synsets[wnid].hyponyms:
+            found.add(child)
+            found |= self.descendants(child)
+        return frozenset(found)
+
+
+def _build_from_nltk() -> NounIndex:
+    wn = load_nltk_wordnet()
+    raw = {}
+    for s in wn.all_synsets("n"):
+        raw[wnid_of_offset(s.offset())] = (
+            s.name(),
+            tuple(s.lemma_names()),
+            s.definition(),
+            s.lexname(),
+            tuple(wnid_of_offset(h.offset()) for h in s.hypernyms() + s.instance_hypernyms()),
+            tuple(wnid_of_offset(h.offset()) for h in s.hyponyms() + s.instance_hyponyms()),
+        )
+    depth = _shortest_depths({wnid: fields[5] for wnid, fields in raw.items()})
+    synsets = {
+        wnid: Synset(wnid, *fields, depth=depth[wnid]) for wnid, fields in sorted(raw.items())
+    }
+    irregular: dict[str, tuple[str, ...]] = {}
+    with wn.open("noun.exc") as f:
+        for line in f:
+            form, *bases = line.split()
+            irregular[form] = tuple(bases)
+    return NounIndex(synsets, irregular)
+
+
+def _shortest_depths(hyponyms: dict[str, tuple[str, ...]]) -> dict[str, int]:
+    """Breadth-first from the root: the first time a synset is reached is its shortest depth."""
+    depth = {ROOT_WNID: 0}
+    queue = deque([ROOT_WNID])
+    while queue:
+        wnid = queue.popleft()
+        for child in hyponyms[wnid]:
+            if child not in depth:
+                depth[child] = depth[wnid] + 1
+                queue.append(child)
+    return depth
+
+
+def _cache_path() -> Path:
+    return cache_dir() / f"noun_index-wordnet{WORDNET_VERSION}-v{_FORMAT}.json.gz"
+
+
+def _save(index: NounIndex, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "synsets": [
+            [s.wnid, s.name, s.lemmas, s.gloss, s.lexname, s.hypernyms, s.hyponyms, s.depth]
+            for s in index
+        ],
+        "irregular": index.irregular,
+    }
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    with gzip.open(staging, "wt", encoding="utf-8") as f:
+        json.dump(payload, f, separators=(",", ":"))
+    staging.replace(path)
+
+
+def _load(path: Path) -> NounIndex:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        payload = json.load(f)
+    synsets = {
+        row[0]: Synset(row[0], row[1], tuple(row[2]), row[3], row[4], tuple(row[5]), tuple(row[6]), row[7])
+        for row in payload["synsets"]
+    }
+    return NounIndex(synsets, {k: tuple(v) for k, v in payload["irregular"].items()})
+
+
+@functools.lru_cache(maxsize=1)
+def load_index() -> NounIndex:
+    """The noun index of WordNet 3.0, from the cache or built (and cached) from NLTK."""
+    path = _cache_path()
+    if path.exists():
+        return _load(path)
+    index = _build_from_nltk()
+    _save(index, path)
+    return index
