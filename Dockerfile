@@ -1,0 +1,21 @@
+# Worker image for Dataflow: Beam's Python 3.11 SDK image plus imagenot, its dependencies (the
+# ones pyproject.toml declares, torch held by constraints.txt) and WordNet 3.0 prepared inside.
+# Build: docker build -t REGION-docker.pkg.dev/PROJECT/REPO/imagenot-worker:TAG .
+FROM apache/beam_python3.11_sdk:2.77.0
+
+# Slim Debian images exclude man pages from packages, but NLTK's `lexnames` file is generated
+# from `man 5 lexnames`, so that one page is let through.
+RUN echo 'path-include /usr/share/man/man5/lexnames.5WN.gz' > /etc/dpkg/dpkg.cfg.d/imagenot-wordnet \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends wordnet-base wordnet-sense-index \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/imagenot
+COPY pyproject.toml constraints.txt README.md ./
+COPY pipeline ./pipeline
+COPY wordnet ./wordnet
+COPY filters ./filters
+RUN pip install --no-cache-dir -c constraints.txt .
+
+ENV IMAGENOT_CACHE=/opt/imagenot/cache
+RUN imagenot wordnet-prepare
