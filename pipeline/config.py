@@ -42,8 +42,21 @@ class Corpus(Section):
     columns: Columns = Columns()
 
 
+# English function words that are also WordNet noun lemmas or their plurals ("a": the letter,
+# vitamin A, adenine; "in": inch, indium; "it": information technology; "as": plural of "a").
+# Matched, they would tag nearly every caption with synsets it is not about.
+FUNCTION_WORDS = (
+    "a an i me he it us who in at as or so then while be am are do have one no none same more "
+    "least few much here there why out over down may might must will"
+).split()
+
+
 class Tagging(Section):
     batch_rows: int = Field(65_536, ge=1_000, le=1_000_000, description="rows per Arrow batch")
+    ignore_forms: list[str] = Field(
+        default_factory=lambda: list(FUNCTION_WORDS),
+        description="normalised surface forms never matched (multi-word lemmas holding them still are)",
+    )
 
 
 class Runner(Section):

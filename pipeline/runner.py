@@ -17,5 +17,6 @@ from pipeline.config import Runner
 def make_pipeline(runner: Runner) -> beam.Pipeline:
     """A pipeline for `runner`; with several local workers, each is its own process."""
     mode = "in_memory" if runner.workers == 1 else "multi_processing"
-    options = PipelineOptions(direct_num_workers=runner.workers, direct_running_mode=mode)
+    # flags=[]: Beam would otherwise parse the command line of whatever program builds it.
+    options = PipelineOptions(flags=[], direct_num_workers=runner.workers, direct_running_mode=mode)
     return beam.Pipeline(runner=FnApiRunner(), options=options)

@@ -1,0 +1,180 @@
+"""The funnel: synsets and captions left after each filter, and why a synset is or is not a class.
+
+Steps, in order: found (step 1) -> row_nsfw (LAION's per-image ratings, a caption filter placed
+before the synset steps so that step 3 counts usable captions) -> imagenet_overlap -> min_captions
+-> leaves -> nsfw_synsets -> single_synset (step 6). "Captions left" after a synset step counts
+the rows that still have a candidate synset; after single_synset, the rows kept with one class.
+A candidate left with no single-synset caption is dropped at single_synset. Accounting is exact:
+found synsets = classes + all dropped synsets, tagged rows = kept rows + all dropped rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from apache_beam.io.filesystems import FileSystems
+
+from filters import single_synset, unsafe_rows
+from filters.removal import Removal
+from filters.select import SYNSET_STEPS, SynsetSelection
+from pipeline import atomic
+from wordnet.index import NounIndex
+
+FOUND = "found"
+KEPT = "kept"  # the step column of a class in synset_fates.tsv
+STEPS = (FOUND, unsafe_rows.STEP, *SYNSET_STEPS, single_synset.STEP)
+
+
+FATE_COLUMNS = ("wnid", "name", "step", "reason", "cause", "detail")
+FUNNEL_FILES = ("funnel.tsv", "funnel.json", "synset_fates.tsv")
+
+
+class FunnelError(ValueError):
+    """The caption counts handed to the funnel do not add up."""
+
+
+@dataclass(frozen=True)
+class FunnelStep:
+    step: str
+    synsets_left: int
+    captions_left: int
+    synsets_dropped: dict[str, int]  # reason -> synsets
+    captions_dropped: dict[str, int]  # reason -> captions
+
+
+@dataclass(frozen=True)
+class Funnel:
+    steps: tuple[FunnelStep, ...]
+    classes: dict[str, tuple[str, int]]  # wnid -> (name, kept captions), sorted by wnid
+    removals: dict[str, Removal]  # wnid -> why it is not a class, sorted by wnid
+
+    def fates(self) -> dict[str, dict[str, str]]:
+        """wnid -> its row of `synset_fates.tsv` (FATE_COLUMNS), for every found synset."""
+        kept = (
+            (wnid, name, KEPT, "class", "", f"{n} single-synset captions")
+            for wnid, (name, n) in self.classes.items()
+        )
+        dropped = (
+            (r.wnid, r.name, r.step, r.reason, r.cause or "", r.detail)
+            for r in self.removals.values()
+        )
+        return {row[0]: dict(zip(FATE_COLUMNS, row)) for row in sorted([*kept, *dropped])}
+
+    def explain(self, wnid: str) -> str:
+        """Why `wnid` is or is not a class, in one line."""
+        return describe_fate(wnid, self.fates().get(wnid))
+
+
+def describe_fate(wnid: str, fate: Mapping[str, str] | None) -> str:
+    """One line from a synset's fate row (None: it was never found)."""
+    if fate is None:
+        return f"{wnid}: not found, no tagged caption mentions it"
+    if fate["step"] == KEPT:
+        return f"{wnid} {fate['name']}: kept as a class ({fate['detail']})"
+    return (
+        f"{wnid} {fate['name']}: dropped at step '{fate['step']}' ({fate['reason']}): "
+        f"{fate['detail']}"
+    )
+
+
+def build_funnel(
+    selection: SynsetSelection,
+    tagged_rows: int,
+    caption_drops: Mapping[tuple[str, str], int],
+    kept_counts: Mapping[str, int],
+    index: NounIndex,
+) -> Funnel:
+    """The funnel of a run.
+
+    `caption_drops`: (step, reason) -> rows, summed over all batches of the row filter and of
+    step 6; `kept_counts`: wnid -> rows kept by step 6 with that class.
+    """
+    unknown = sorted({step for step, _ in caption_drops} - set(STEPS))
+    if unknown:
+        raise FunnelError(f"caption drops name unknown steps {unknown}; steps are {list(STEPS)}")
+    candidates = selection.candidates
+    strays = sorted(set(kept_counts) - set(candidates))
+    if strays:
+        raise FunnelError(f"kept captions carry wnids that are not candidates: {strays[:5]}")
+    removals = dict(selection.removals)
+    for wnid in candidates:
+        if kept_counts.get(wnid, 0) == 0:
+            removals[wnid] = Removal(
+                wnid,
+                index[wnid].name,
+                single_synset.STEP,
+                "no_single_synset_caption",
+                "every caption that mentions it also mentions another candidate",
+            )
+
+    steps = []
+    synsets_left, captions_left = len(selection.found), tagged_rows
+    for step in STEPS:
+        synsets_dropped = _tally(r.reason for r in removals.values() if r.step == step)
+        captions_dropped = dict(
+            sorted((reason, n) for (s, reason), n in caption_drops.items() if s == step and n)
+        )
+        synsets_left -= sum(synsets_dropped.values())
+        captions_left -= sum(captions_dropped.values())
+        steps.append(
+            FunnelStep(step, synsets_left, captions_left, synsets_dropped, captions_dropped)
+        )
+    if captions_left != sum(kept_counts.values()) or captions_left < 0:
+        raise FunnelError(
+            f"{tagged_rows} tagged rows minus {tagged_rows - captions_left} dropped leaves "
+            f"{captions_left}, but {sum(kept_counts.values())} rows were kept"
+        )
+    classes = {
+        wnid: (index[wnid].name, kept_counts[wnid]) for wnid in candidates if wnid not in removals
+    }
+    return Funnel(tuple(steps), classes, dict(sorted(removals.items())))
+
+
+def _tally(reasons) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def write_funnel(funnel: Funnel, out_dir: str | Path) -> list[str]:
+    """Write `funnel.tsv`, `funnel.json` and `synset_fates.tsv` (every found synset) atomically."""
+    table = _tsv(
+        ("step", "synsets_left", "captions_left", "synsets_dropped", "captions_dropped"),
+        (
+            (s.step, s.synsets_left, s.captions_left)
+            + (_reasons(s.synsets_dropped), _reasons(s.captions_dropped))
+            for s in funnel.steps
+        ),
+    )
+    fates = (tuple(row.values()) for row in funnel.fates().values())
+    paths = [FileSystems.join(str(out_dir), name) for name in FUNNEL_FILES]
+    atomic.write_text(paths[0], table)
+    atomic.write_json(paths[1], {"steps": [asdict(s) for s in funnel.steps]})
+    atomic.write_text(paths[2], _tsv(FATE_COLUMNS, fates))
+    return paths
+
+
+def read_synset_fates(path: str | Path) -> dict[str, dict[str, str]]:
+    """wnid -> its row of a `synset_fates.tsv`, to answer "why is my synset not a class?" later."""
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    if rows and tuple(rows[0]) != FATE_COLUMNS:
+        raise ValueError(f"{path}: expected columns {FATE_COLUMNS}, found {tuple(rows[0])}")
+    return {row["wnid"]: row for row in rows}
+
+
+def _reasons(counts: Mapping[str, int]) -> str:
+    return ",".join(f"{reason}={n}" for reason, n in counts.items())
+
+
+def _tsv(header, rows) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()

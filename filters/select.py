@@ -1,0 +1,76 @@
+"""Steps 1-5 on the driver: from the tag stage's per-synset counts to the candidate classes.
+
+Each step sees the candidates the previous steps left, in the paper's order: found (tagged
+count > 0) -> ImageNet overlap -> minimum caption count -> leaves -> NSFW synsets. Every found
+synset that does not survive gets exactly one Removal, from the step that dropped it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from filters import leaves, min_captions, nsfw_synsets, overlap
+from filters.overlap import Reading
+from filters.removal import Removal
+from wordnet.index import NounIndex
+
+SYNSET_STEPS = (overlap.STEP, min_captions.STEP, leaves.STEP, nsfw_synsets.STEP)
+
+
+@dataclass(frozen=True)
+class SynsetSelection:
+    found: tuple[str, ...]  # sorted wnids tagged in at least one caption
+    removals: dict[str, Removal]  # wnid -> why it was dropped, sorted by wnid
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        return tuple(wnid for wnid in self.found if wnid not in self.removals)
+
+
+def select_synsets(
+    tagged: Mapping[str, int],
+    usable: Mapping[str, int],
+    index: NounIndex,
+    *,
+    reference: Iterable[str],
+    reading: Reading = "paper",
+    min_count: int = 1000,
+    nsfw_threshold: float | None = 0.5,
+) -> SynsetSelection:
+    """Run steps 1-5.
+
+    `tagged`: wnid -> captions tagged with it (the tag stage's count table); `usable`: the same
+    counted over rows that pass the row-level filters. `reference`: the wnids to stay apart
+    from. `nsfw_threshold` None turns step 5 off.
+    """
+    _check_counts(tagged, usable, index)
+    found = tuple(sorted(wnid for wnid, count in tagged.items() if count > 0))
+    removals: dict[str, Removal] = {}
+    remaining = set(found)
+    steps = [
+        lambda pool: overlap.overlap_removals(pool, reference, index, reading),
+        lambda pool: min_captions.too_few_captions(pool, usable, tagged, min_count, index),
+        lambda pool: leaves.non_leaves(pool, index),
+    ]
+    if nsfw_threshold is not None:
+        steps.append(lambda pool: nsfw_synsets.nsfw_removals(pool, index, nsfw_threshold))
+    for step in steps:
+        dropped = step(remaining)
+        removals.update(dropped)
+        remaining -= dropped.keys()
+    return SynsetSelection(found, dict(sorted(removals.items())))
+
+
+def _check_counts(tagged: Mapping[str, int], usable: Mapping[str, int], index: NounIndex) -> None:
+    for wnid, count in tagged.items():
+        if wnid not in index:
+            raise ValueError(f"synset count table: {wnid!r} is not a WordNet 3.0 noun synset")
+        if count < 0:
+            raise ValueError(f"synset count table: {wnid} has a negative count {count}")
+    for wnid, count in usable.items():
+        if count > tagged.get(wnid, 0):
+            raise ValueError(
+                f"usable count of {wnid} ({count}) exceeds its tagged count "
+                f"({tagged.get(wnid, 0)}): the two tables come from different inputs"
+            )

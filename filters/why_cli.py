@@ -1,0 +1,42 @@
+"""`imagenot why SYNSET --run DIR`: why a synset is or is not a class of a finished run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from filters.funnel import describe_fate, read_synset_fates
+from wordnet.index import WNID_PATTERN, load_index
+
+
+@click.command("why")
+@click.argument("synset")
+@click.option(
+    "--run",
+    "run_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="the run's output folder, holding synset_fates.tsv",
+)
+def why(synset: str, run_dir: Path) -> None:
+    """Say why SYNSET (a wnid like n03430313 or a name like gavel.n.01) is or is not a class."""
+    index = load_index()
+    if WNID_PATTERN.match(synset):
+        if synset not in index:
+            raise click.BadParameter(
+                f"{synset} is not a WordNet 3.0 noun synset", param_hint="SYNSET"
+            )
+        wnid = synset
+    else:
+        try:
+            wnid = index.by_name(synset).wnid
+        except KeyError:
+            raise click.BadParameter(
+                f"{synset!r} is neither a wnid nor a noun synset name such as gavel.n.01",
+                param_hint="SYNSET",
+            ) from None
+    path = run_dir / "synset_fates.tsv"
+    if not path.exists():
+        raise click.ClickException(f"{path} does not exist: has the run reached the filter stage?")
+    click.echo(describe_fate(wnid, read_synset_fates(path).get(wnid)))

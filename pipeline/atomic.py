@@ -1,0 +1,50 @@
+"""Atomic writes: a file is complete under its final name or absent, never half written.
+
+Goes through Beam's FileSystems, so the same code writes local paths and gs:// objects: the data
+goes to a temporary name in the same folder and is renamed into place once closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from typing import IO
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """A binary stream whose contents appear at `path` only if the block completes."""
+    path = os.fspath(path)
+    folder, name = FileSystems.split(path)
+    if not FileSystems.exists(folder):
+        FileSystems.mkdirs(folder)
+    staging = FileSystems.join(folder, f".{name}.{uuid.uuid4().hex}.partial")
+    stream = FileSystems.create(staging, compression_type=CompressionTypes.UNCOMPRESSED)
+    try:
+        yield stream
+        stream.close()
+    except BaseException:
+        stream.close()
+        FileSystems.delete([staging])
+        raise
+    FileSystems.rename([staging], [path])
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    with atomic_output(path) as stream:
+        stream.write(data)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | os.PathLike, payload: object) -> None:
+    """Pretty, key-sorted JSON: the same data gives the same bytes."""
+    write_text(path, json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
