@@ -17,7 +17,7 @@ from wordnet.index import WNID_PATTERN, load_index
     "run_dir",
     required=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="the run's output folder, holding synset_fates.tsv",
+    help="the run directory (its select/ folder holds synset_fates.tsv)",
 )
 def why(synset: str, run_dir: Path) -> None:
     """Say why SYNSET (a wnid like n03430313 or a name like gavel.n.01) is or is not a class."""
@@ -36,7 +36,7 @@ def why(synset: str, run_dir: Path) -> None:
                 f"{synset!r} is neither a wnid nor a noun synset name such as gavel.n.01",
                 param_hint="SYNSET",
             ) from None
-    path = run_dir / "synset_fates.tsv"
+    path = run_dir / "select" / "synset_fates.tsv"
     if not path.exists():
         raise click.ClickException(f"{path} does not exist: has the run reached the filter stage?")
     click.echo(describe_fate(wnid, read_synset_fates(path).get(wnid)))

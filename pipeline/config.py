@@ -59,6 +59,24 @@ class Tagging(Section):
     )
 
 
+class Selection(Section):
+    """Steps 2-6 of the method: which synsets may become classes, which captions they keep."""
+
+    reference: str = Field("imagenet1k", description="imagenet1k, imagenet21k or a class-list file")
+    overlap: Literal["paper", "strict"] = Field(
+        "paper", description="paper: drop reference synsets and shared lemmas; strict: also their ancestors and descendants"
+    )
+    min_captions: int = Field(1000, ge=1, le=100_000_000, description="usable captions a synset needs")
+    nsfw_synset_threshold: float | None = Field(
+        0.5, gt=0, le=1, description="alt-profanity-check score over lemmas and gloss; null: off"
+    )
+    allowed_nsfw_tags: list[Literal["UNLIKELY", "UNSURE", "NSFW"]] | None = Field(
+        default_factory=lambda: ["UNLIKELY"], description="LAION NSFW tags a row may carry; null: off"
+    )
+    max_punsafe: float | None = Field(None, ge=0, le=1, description="highest LAION punsafe kept; null: off")
+    keep_unrated: bool = Field(False, description="keep rows with no NSFW tag or punsafe value")
+
+
 class Runner(Section):
     kind: Literal["local"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
@@ -67,6 +85,7 @@ class Runner(Section):
 class Config(Section):
     corpus: Corpus = Corpus()
     tagging: Tagging = Tagging()
+    selection: Selection = Selection()
     runner: Runner = Runner()
 
 

@@ -218,7 +218,7 @@ def test_funnel_rejects_counts_that_do_not_add_up(index, run):
 
 
 def test_why_command_reads_the_run_folder(index, run, tmp_path):
-    write_funnel(run[-1], tmp_path)
+    write_funnel(run[-1], tmp_path / "select")
     cli = CliRunner()
     result = cli.invoke(why, ["cat.n.01", "--run", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -24,9 +24,9 @@ def test_image_installs_the_project_with_its_constraints():
     copied = " ".join(_instructions("COPY"))
     for needed in ("pyproject.toml", "constraints.txt"):
         assert needed in copied
-    for package in PYPROJECT["tool"]["setuptools"]["packages"]:
-        top = package.split(".")[0]
-        assert re.search(rf"\b{top}\b", copied), f"{top} is not copied into the image"
+    for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]:
+        top = pattern.rstrip("*")
+        assert re.search(rf"COPY {top} ", DOCKERFILE), f"{top} is not copied into the image"
     installs = [run for run in _instructions("RUN") if "pip install" in run]
     assert installs == ["pip install --no-cache-dir -c constraints.txt ."]
 

@@ -1,0 +1,1 @@
+"""Corpus input: reading LAION-style parquet shards, and generating synthetic ones."""

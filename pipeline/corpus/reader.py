@@ -1,0 +1,214 @@
+"""Reading corpus shards: parquet files behind paths, globs or URLs (gs:// on Dataflow).
+
+A shard's schema is checked from its footer before any row is read. Rows come out as Arrow
+record batches with canonical column names (the fields of `Columns`) plus `row_id`; only the
+mapped columns are read from disk. Row checks are vectorised over whole batches, and every row
+is either kept or dropped under exactly one counted reason, the first that applies in
+`DROP_REASONS` order:
+
+- `caption_missing`: the caption is null.
+- `caption_empty`: the caption is empty or only whitespace.
+- `caption_not_text`: the caption has no letter or digit in any script (only punctuation,
+  symbols, control or format characters: "...", "★★★", "\\u200b"). Captions must be a string
+  column; parquet readers validate UTF-8, so undecodable bytes make the shard unreadable
+  (a `CorpusError`), never a silently mangled caption.
+- `url_missing`: the URL is null, empty or only whitespace.
+- `url_not_http`: the URL does not start with http:// or https:// and a host (ftp://, file://,
+  data:, relative paths).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.config import Columns
+
+DROP_REASONS = (
+    "caption_missing",
+    "caption_empty",
+    "caption_not_text",
+    "url_missing",
+    "url_not_http",
+)
+REQUIRED = ("url", "caption")
+
+_HAS_WORD_CHARACTER = r"[\p{L}\p{N}]"
+_HTTP_URL = r"(?i)^https?://[^/\s]"
+
+
+@dataclass(frozen=True)
+class _ColumnType:
+    """What a corpus column may hold on disk, and the canonical type it is read as."""
+
+    expected: str  # for error messages
+    accepts: Callable[[pa.DataType], bool]
+    canonical: pa.DataType
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _is_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+def _is_id(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or _is_string(t)
+
+
+_TEXT = _ColumnType("string", _is_string, pa.string())
+COLUMN_TYPES: dict[str, _ColumnType] = {
+    "url": _TEXT,
+    "caption": _TEXT,
+    "width": _ColumnType("integer or float", _is_number, pa.int64()),
+    "height": _ColumnType("integer or float", _is_number, pa.int64()),
+    "similarity": _ColumnType("float or integer", _is_number, pa.float64()),
+    "punsafe": _ColumnType("float or integer", _is_number, pa.float64()),
+    "nsfw": _TEXT,
+    "sample_id": _ColumnType("integer or string", _is_id, pa.string()),
+    "license": _TEXT,
+}
+
+
+class CorpusError(ValueError):
+    """A shard cannot be used; the message names the shard and, for schema errors, the column,
+    the type found and the type expected."""
+
+
+@dataclass(frozen=True)
+class ShardBatch:
+    """Kept rows of one slice of a shard, and why the others were dropped.
+
+    Invariant: rows_read == len(batch) + sum(dropped.values()).
+    """
+
+    batch: pa.RecordBatch
+    rows_read: int
+    dropped: dict[str, int]
+
+
+def list_shards(patterns: list[str]) -> list[str]:
+    """Every file the paths, globs or URLs match, deduplicated and sorted."""
+    if not patterns:
+        raise CorpusError("no corpus paths given")
+    try:
+        results = FileSystems.match(list(patterns))
+    except Exception as err:  # Beam raises BeamIOError or ValueError for bad schemes
+        raise CorpusError(f"cannot list corpus paths {patterns}: {err}") from err
+    shards: set[str] = set()
+    for result in results:
+        if not result.metadata_list:
+            raise CorpusError(f"corpus path {result.pattern!r} matches no file")
+        shards.update(meta.path for meta in result.metadata_list)
+    return sorted(shards)
+
+
+@contextlib.contextmanager
+def _open_parquet(path: str) -> Iterator[pq.ParquetFile]:
+    try:
+        raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    except Exception as err:  # OSError, BeamIOError, permission: all mean "cannot open"
+        raise CorpusError(f"shard {path}: cannot open: {type(err).__name__}: {err}") from err
+    with raw:
+        try:
+            parquet = pq.ParquetFile(raw)
+        except Exception as err:  # ArrowInvalid for a bad footer, OSError for short reads
+            raise CorpusError(f"shard {path}: not a readable parquet file: {err}") from err
+        yield parquet
+
+
+def _present_columns(path: str, schema: pa.Schema, columns: Columns) -> dict[str, str]:
+    """Canonical name -> corpus column for mapped columns in `schema`; raises on bad ones."""
+    present = {}
+    for name, column in columns.source_columns().items():
+        kind = COLUMN_TYPES[name]
+        index = schema.get_field_index(column)
+        if index < 0:
+            if name in REQUIRED:
+                raise CorpusError(
+                    f"shard {path}: column {column!r} ({name}) is missing; expected type "
+                    f"{kind.expected}; the shard has {schema.names}"
+                )
+            continue
+        found = schema.field(index).type
+        optional_all_null = name not in REQUIRED and pa.types.is_null(found)
+        if not (kind.accepts(found) or optional_all_null):
+            raise CorpusError(
+                f"shard {path}: column {column!r} ({name}) has type {found}, "
+                f"expected {kind.expected}"
+            )
+        present[name] = column
+    return present
+
+
+def validate_shard(path: str, columns: Columns) -> None:
+    """Check the shard's schema against the column mapping, from the parquet footer only."""
+    with _open_parquet(path) as parquet:
+        _present_columns(path, parquet.schema_arrow, columns)
+
+
+def read_shard(path: str, columns: Columns, batch_rows: int) -> Iterator[ShardBatch]:
+    """The shard's rows in batches of up to `batch_rows`, checked, with canonical columns."""
+    stem = PurePosixPath(path).stem
+    with _open_parquet(path) as parquet:
+        present = _present_columns(path, parquet.schema_arrow, columns)
+        batches = parquet.iter_batches(batch_size=batch_rows, columns=list(present.values()))
+        position = 0
+        while True:
+            try:
+                raw = next(batches)
+            except StopIteration:
+                return
+            except Exception as err:  # a truncated or corrupt page surfaces only when read
+                raise CorpusError(
+                    f"shard {path}: unreadable after row {position}: {type(err).__name__}: {err}"
+                ) from err
+            yield _checked_batch(raw, present, stem, position)
+            position += raw.num_rows
+
+
+def _checked_batch(
+    raw: pa.RecordBatch, present: dict[str, str], stem: str, first: int
+) -> ShardBatch:
+    caption = raw.column(present["caption"])
+    url = raw.column(present["url"])
+    problems = {
+        "caption_missing": pc.is_null(caption),
+        "caption_empty": pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(caption)), 0),
+        "caption_not_text": pc.invert(pc.match_substring_regex(caption, _HAS_WORD_CHARACTER)),
+        "url_missing": pc.or_kleene(
+            pc.is_null(url), pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(url)), 0)
+        ),
+        "url_not_http": pc.invert(pc.match_substring_regex(url, _HTTP_URL)),
+    }
+    keep = np.ones(raw.num_rows, dtype=bool)
+    dropped = {}
+    for reason in DROP_REASONS:  # a row counts once, under the first reason that applies
+        hit = keep & pc.fill_null(problems[reason], False).to_numpy(zero_copy_only=False)
+        dropped[reason] = int(hit.sum())
+        keep &= ~hit
+    positions = pa.array(np.flatnonzero(keep) + first).cast(pa.string())
+    row_id = pc.binary_join_element_wise(f"{stem}:", positions, "")
+    mask = pa.array(keep)
+    arrays = {"row_id": row_id}
+    for name, column in present.items():
+        arrays[name] = _canonical(raw.column(column).filter(mask), COLUMN_TYPES[name].canonical)
+    return ShardBatch(pa.RecordBatch.from_pydict(arrays), raw.num_rows, dropped)
+
+
+def _canonical(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """`values` as `target`; floats become integers by rounding, NaN and infinity become null."""
+    if pa.types.is_integer(target) and pa.types.is_floating(values.type):
+        values = pc.if_else(pc.is_finite(values), pc.round(values), pa.scalar(None, values.type))
+    return values.cast(target)

@@ -1,0 +1,168 @@
+"""The select stage: steps 2-6 of the method, from tagged shards to single-synset captions.
+
+Two passes over the tag stage's shards. The first counts, per synset, the captions that pass
+LAION's row-level NSFW ratings; on the driver, steps 2-5 (`filters.select`) turn the tag
+stage's counts and these into candidate synsets. The second keeps each caption whose synsets
+hold exactly one candidate (step 6) and writes it with that `wnid` to `select/selected/<stem>.parquet`.
+The funnel (`funnel.tsv`, `funnel.json`) and every found synset's fate (`synset_fates.tsv`,
+read by `imagenot why`) go to `select/`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import asdict
+
+import apache_beam as beam
+import click
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from filters.funnel import Funnel, build_funnel, write_funnel
+from filters.min_captions import synset_caption_counts
+from filters.select import SynsetSelection, select_synsets
+from filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
+from filters.unsafe_rows import drop_unsafe_rows
+from pipeline.atomic import atomic_output, write_json
+from pipeline.config import Config, ConfigError, Selection, load_config
+from pipeline.runner import make_pipeline
+from pipeline.summary import record_stage
+from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
+from pipeline.tag import stage as tag_stage
+from wordnet.classlists import reference_wnids
+from wordnet.index import load_index
+
+log = logging.getLogger(__name__)
+
+STAGE = "select"
+SELECTED_DIR = "selected"
+USABLE_FILE = "usable_counts.json"
+TALLY_FILE = "select_tally.json"
+
+
+def _unsafe_filter(batch, selection: Selection):
+    return drop_unsafe_rows(batch, selection.allowed_nsfw_tags, selection.max_punsafe, selection.keep_unrated)
+
+
+def _row_filter_columns(selection: Selection) -> list[str]:
+    needed = ["wnids"]
+    needed += ["nsfw"] if selection.allowed_nsfw_tags is not None else []
+    needed += ["punsafe"] if selection.max_punsafe is not None else []
+    return needed
+
+
+def usable_counts(shard: str, selection: Selection) -> dict:
+    """wnid -> captions of a tagged shard that pass the row-level NSFW filter."""
+    counts = Counter()
+    for batch in read_batches(shard, _row_filter_columns(selection)):
+        kept, _ = _unsafe_filter(batch, selection)
+        counts.update(synset_caption_counts(kept))
+    return {"usable": dict(sorted(counts.items()))}
+
+
+def select_shard(shard: str, selection: Selection, lookup: CandidateLookup, stage_dir: str) -> dict:
+    """Step 6 over one tagged shard; the tally counts rows in, drops by step:reason, kept by class."""
+    files = shard_files(stage_dir, SELECTED_DIR, shard)
+    done = finished_tally(files)
+    if done is not None:
+        return done
+    rows_in, drops, kept_counts = 0, Counter(), Counter()
+    with atomic_output(files.data) as stream:
+        writer = None
+        for batch in read_batches(shard):
+            safe, unsafe_drops = _unsafe_filter(batch, selection)
+            kept, single_drops = keep_single_synset_rows(safe, lookup)
+            kept = kept.drop_columns(["wnids"])
+            if writer is None:
+                writer = pq.ParquetWriter(stream, kept.schema, compression="zstd")
+            writer.write_batch(kept)
+            rows_in += batch.num_rows
+            drops.update({f"{step}:{reason}": n for (step, reason), n in {**unsafe_drops, **single_drops}.items()})
+            kept_counts.update(class_caption_counts(kept))
+        if writer is None:  # a tagged shard with no rows still gets its (empty) selected file
+            writer = pq.ParquetWriter(stream, _selected_schema(shard), compression="zstd")
+        writer.close()
+    tally = {"rows_in": rows_in, "dropped": dict(sorted(drops.items())), "kept": dict(sorted(kept_counts.items()))}
+    write_json(files.tally, tally)
+    return tally
+
+
+def _selected_schema(tagged_shard: str) -> pa.Schema:
+    with FileSystems.open(tagged_shard, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        schema = pq.read_schema(f)
+    return schema.remove(schema.get_field_index("wnids")).append(pa.field("wnid", pa.string()))
+
+
+class _CountUsable(beam.DoFn):
+    def __init__(self, selection: Selection):
+        self._selection = selection
+
+    def process(self, shard: str):
+        yield usable_counts(shard, self._selection)
+
+
+class _SelectShards(beam.DoFn):
+    def __init__(self, selection: Selection, lookup: CandidateLookup, stage_dir: str):
+        self._selection, self._lookup, self._stage_dir = selection, lookup, stage_dir
+
+    def process(self, shard: str):
+        yield select_shard(shard, self._selection, self._lookup, self._stage_dir)
+
+
+def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Selection) -> SynsetSelection:
+    """Steps 2-5 on the driver, with the config's reference set and thresholds."""
+    index = load_index()
+    return select_synsets(
+        tagged,
+        usable,
+        index,
+        reference=reference_wnids(selection.reference, index),
+        reading=selection.overlap,
+        min_count=selection.min_captions,
+        nsfw_threshold=selection.nsfw_synset_threshold,
+    )
+
+
+def run_select(config: Config, run_dir: str) -> Funnel:
+    """Both passes over `<run_dir>/tag/`; writes `<run_dir>/select/` and returns the funnel."""
+    tag_dir = FileSystems.join(run_dir, tag_stage.STAGE)
+    stage_dir = FileSystems.join(run_dir, STAGE)
+    tagged_tally = read_json(FileSystems.join(tag_dir, tag_stage.TALLY_FILE))
+    shards = stage_shards(tag_dir, tag_stage.TAGGED_DIR)
+    selection_config = config.selection
+
+    usable_path = FileSystems.join(stage_dir, USABLE_FILE)
+    with make_pipeline(config.runner) as pipeline:
+        process_shards(pipeline, shards, _CountUsable(selection_config), usable_path)
+    selection = choose_synsets(tagged_tally["synset_captions"], read_json(usable_path).get("usable", {}), selection_config)
+    log.info("select: %d synsets found, %d candidates", len(selection.found), len(selection.candidates))
+
+    total_path = FileSystems.join(stage_dir, TALLY_FILE)
+    with make_pipeline(config.runner) as pipeline:
+        select_fn = _SelectShards(selection_config, CandidateLookup(selection), stage_dir)
+        process_shards(pipeline, shards, select_fn, total_path)
+    total = read_json(total_path)
+    drops = {tuple(key.split(":", 1)): n for key, n in total.get("dropped", {}).items()}
+    funnel = build_funnel(selection, tagged_tally["rows_tagged"], drops, total.get("kept", {}), load_index())
+    write_funnel(funnel, stage_dir)
+    return funnel
+
+
+@click.command("select")
+@click.option("--run", "run_dir", required=True, help="run directory holding a finished tag/ stage")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
+def select_command(run_dir: str, config_path: str | None) -> None:
+    """Filter synsets (ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions."""
+    try:
+        config = load_config(config_path)
+    except ConfigError as err:
+        raise click.ClickException(str(err)) from err
+    if not FileSystems.exists(FileSystems.join(run_dir, tag_stage.STAGE, tag_stage.TALLY_FILE)):
+        raise click.ClickException(f"{run_dir}: no finished tag stage; run `imagenot tag --out {run_dir}` first")
+    funnel = run_select(config, run_dir)
+    record_stage(run_dir, STAGE, {"funnel": [asdict(step) for step in funnel.steps], "classes": len(funnel.classes)})
+    for step in funnel.steps:
+        click.echo(f"{step.step:>16}: {step.synsets_left:>7} synsets, {step.captions_left:>9} captions")

@@ -1,0 +1,165 @@
+"""The tag stage: corpus shards in, tagged shards and per-synset caption counts out.
+
+`tag_shard` is the whole stage for one shard as a plain function; Beam spreads the shards over
+workers (one matcher per worker, see `pipeline.shards`). Outputs go to `<run dir>/tag/`: per
+input shard `tagged/<stem>.parquet` (the rows with at least one match: `row_id`, `wnids`,
+`matched`, then the source columns) and `tallies/<stem>.json`; then `tag_tally.json` (the sum)
+and `synset_counts.tsv`. Every row read is counted once: dropped by a reason, tagged, or
+unmatched.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from pathlib import PurePosixPath
+
+import apache_beam as beam
+import click
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.atomic import atomic_output, write_json, write_text
+from pipeline.config import Columns, Config, ConfigError, load_config
+from pipeline.corpus.reader import CorpusError, list_shards, read_shard, validate_shard
+from pipeline.runner import make_pipeline
+from pipeline.shards import finished_tally, process_shards, read_json, shard_files, sum_tallies
+from pipeline.summary import record_stage
+from pipeline.tag.matcher import LemmaMatcher, count_synsets
+from wordnet.index import NounIndex, load_index
+from wordnet.lemmas import normalize, surface_forms
+
+log = logging.getLogger(__name__)
+
+STAGE = "tag"
+TAGGED_DIR = "tagged"
+TALLY_FILE = "tag_tally.json"
+COUNTS_FILE = "synset_counts.tsv"
+
+
+def build_matcher(index: NounIndex, ignore_forms: list[str]) -> LemmaMatcher:
+    """The matcher over every noun lemma and inflection except the ignored surface forms."""
+    skip = {normalize(form) for form in ignore_forms}
+    return LemmaMatcher({form: wnids for form, wnids in surface_forms(index).items() if form not in skip})
+
+
+def tag_batch(batch: pa.RecordBatch, matcher: LemmaMatcher) -> pa.RecordBatch:
+    """The rows of a read batch that mention a noun synset, with `wnids` and `matched` in front."""
+    tags = matcher.tag(batch.column("caption"))
+    columns = {"row_id": batch.column("row_id"), "wnids": tags.wnids, "matched": tags.matched}
+    columns.update((name, batch.column(name)) for name in batch.schema.names if name != "row_id")
+    tagged = pa.RecordBatch.from_pydict(columns)
+    return tagged.filter(pc.greater(pc.list_value_length(tags.wnids), 0))
+
+
+def tag_shard(shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher, stage_dir: str) -> dict:
+    """Tag one shard into `stage_dir`, or return the tally of an earlier run that finished it.
+
+    The tally: shards, rows_read, dropped (reason -> rows), rows_tagged, rows_unmatched and
+    synset_captions (wnid -> tagged rows mentioning it).
+    """
+    files = shard_files(stage_dir, TAGGED_DIR, shard)
+    done = finished_tally(files)
+    if done is not None:
+        return done
+    started = time.monotonic()
+    rows_read = rows_tagged = rows_unmatched = 0
+    dropped, synsets = Counter(), Counter()
+    with atomic_output(files.data) as stream:
+        writer = None
+        for piece in read_shard(shard, columns, batch_rows):
+            tagged = tag_batch(piece.batch, matcher)
+            if writer is None:
+                writer = pq.ParquetWriter(stream, tagged.schema, compression="zstd")
+            writer.write_batch(tagged)
+            rows_read += piece.rows_read
+            rows_tagged += tagged.num_rows
+            rows_unmatched += piece.batch.num_rows - tagged.num_rows
+            dropped.update(piece.dropped)
+            synsets.update(count_synsets(tagged.column("wnids")))
+        if writer is None:
+            raise CorpusError(f"shard {shard}: has no rows")
+        writer.close()
+    tally = {
+        "shards": 1,
+        "rows_read": rows_read,
+        "dropped": dict(sorted(dropped.items())),
+        "rows_tagged": rows_tagged,
+        "rows_unmatched": rows_unmatched,
+        "synset_captions": dict(sorted(synsets.items())),
+    }
+    write_json(files.tally, tally)
+    seconds = time.monotonic() - started
+    log.info("tag: %s: %d rows, %d tagged, %.0f rows/s", shard, rows_read, rows_tagged, rows_read / max(seconds, 1e-9))
+    return tally
+
+
+class _TagShards(beam.DoFn):
+    """Tags whole shards; the matcher is built once per worker process."""
+
+    def __init__(self, config: Config, stage_dir: str):
+        self._config, self._stage_dir = config, stage_dir
+
+    def setup(self):
+        self._matcher = build_matcher(load_index(), self._config.tagging.ignore_forms)
+
+    def process(self, shard: str):
+        columns, batch_rows = self._config.corpus.columns, self._config.tagging.batch_rows
+        yield tag_shard(shard, columns, batch_rows, self._matcher, self._stage_dir)
+
+
+def _check_stems(shards: list[str]) -> None:
+    stems = Counter(PurePosixPath(s).stem for s in shards)
+    clashes = sorted(stem for stem, n in stems.items() if n > 1)
+    if clashes:
+        raise CorpusError(f"shards must have distinct file names (row ids and outputs use them): {clashes} repeat")
+
+
+def run_tag(config: Config, run_dir: str) -> dict:
+    """Tag every corpus shard on the configured runner into `<run_dir>/tag/`; returns the tally."""
+    stage_dir = FileSystems.join(run_dir, STAGE)
+    shards = list_shards(config.corpus.paths)
+    _check_stems(shards)
+    for shard in shards:  # every schema is checked before any work starts
+        validate_shard(shard, config.corpus.columns)
+    log.info("tag: %d shards", len(shards))
+    total_path = FileSystems.join(stage_dir, TALLY_FILE)
+    with make_pipeline(config.runner) as pipeline:
+        process_shards(pipeline, shards, _TagShards(config, stage_dir), total_path)
+    tally = read_json(total_path)
+    write_text(FileSystems.join(stage_dir, COUNTS_FILE), counts_table(tally["synset_captions"], load_index()))
+    return tally
+
+
+def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
+    """TSV of captions per synset, most captions first, ties by wnid."""
+    rows = sorted(synset_captions.items(), key=lambda item: (-item[1], item[0]))
+    lines = ["wnid\tname\tcaptions"] + [f"{w}\t{index[w].name}\t{n}" for w, n in rows]
+    return "\n".join(lines) + "\n"
+
+
+@click.command("tag")
+@click.option("--input", "inputs", multiple=True, help="parquet paths, globs or URLs (repeatable); default: the config's corpus.paths")
+@click.option("--out", required=True, help="run directory: writes its tag/ folder and summary.json")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
+def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None) -> None:
+    """Find every WordNet noun synset each caption mentions."""
+    try:
+        config = load_config(config_path)
+        if inputs:
+            config = config.model_copy(update={"corpus": config.corpus.model_copy(update={"paths": list(inputs)})})
+        started = time.monotonic()
+        tally = run_tag(config, out)
+    except (ConfigError, CorpusError) as err:
+        raise click.ClickException(str(err)) from err
+    figures = {key: value for key, value in tally.items() if key != "synset_captions"}
+    figures["synsets_found"] = len(tally["synset_captions"])
+    figures["seconds"] = round(time.monotonic() - started, 1)
+    record_stage(out, STAGE, figures)
+    click.echo(
+        f"{tally['rows_read']} rows read, {sum(tally['dropped'].values())} dropped, "
+        f"{tally['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {out}/{STAGE}"
+    )

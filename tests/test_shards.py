@@ -1,0 +1,19 @@
+from pipeline.shards import sum_tallies
+
+
+def test_sum_tallies_adds_counts_and_nested_counts():
+    total = sum_tallies(
+        [
+            {"rows": 3, "dropped": {"b": 1}, "synsets": {"n1": 2}},
+            {"rows": 4, "dropped": {"a": 2, "b": 1}, "synsets": {}},
+        ]
+    )
+    assert total == {"dropped": {"a": 2, "b": 2}, "rows": 7, "synsets": {"n1": 2}}
+    assert list(total) == ["dropped", "rows", "synsets"]
+    assert list(total["dropped"]) == ["a", "b"]
+
+
+def test_sum_of_partial_sums_is_the_sum():
+    parts = [{"rows": n, "by": {str(n % 3): n}} for n in range(10)]
+    assert sum_tallies([sum_tallies(parts[:4]), sum_tallies(parts[4:])]) == sum_tallies(parts)
+    assert sum_tallies([]) == {}
