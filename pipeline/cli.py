@@ -9,6 +9,8 @@ import click
 
 from filters.why_cli import why
 from pipeline.corpus.synth import synth_command
+from pipeline.rank.stage import rank_command
+from pipeline.score.stage import score_command
 from pipeline.select.stage import select_command
 from pipeline.tag.stage import tag_command
 from wordnet.index import load_index
@@ -29,5 +31,5 @@ def wordnet_prepare() -> None:
     click.echo(f"WordNet {index.version}: {len(index)} noun synsets indexed")
 
 
-for command in (stats, synth_command, tag_command, select_command, why):
+for command in (stats, synth_command, tag_command, select_command, score_command, rank_command, why):
     main.add_command(command)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 class Section(BaseModel):
@@ -77,6 +77,33 @@ class Selection(Section):
     keep_unrated: bool = Field(False, description="keep rows with no NSFW tag or punsafe value")
 
 
+class Scoring(Section):
+    """Step 7's similarity: captions against a query text per synset, with a text encoder."""
+
+    encoder: Literal["sentence-transformers", "transformers"] = "sentence-transformers"
+    model: str = Field("packaged:all-MiniLM-L6-v2", description="local path, cached hub id, or the packaged MiniLM")
+    pooling: Literal["mean", "cls"] = Field("mean", description="transformers encoder only")
+    max_length: int = Field(128, ge=8, le=4096, description="tokens per caption, transformers encoder only")
+    batch_size: int = Field(128, ge=1, le=8192, description="texts per model call")
+    query_template: str = Field("{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss}")
+    cache_dir: str | None = Field(None, description="embedding cache; null: <IMAGENOT_CACHE>/embeddings")
+    first_pass_captions: int = Field(
+        200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the classes"
+    )
+    seed: int = Field(0, description="picks the first-pass captions (by a keyed hash of row ids)")
+
+
+class Ranking(Section):
+    """Step 8: the classes are the best `classes` synsets by mean top-n caption similarity."""
+
+    top_n: int = Field(50, ge=1, le=100_000, description="captions averaged for a synset's score")
+    thresholds: dict[str, float] = Field(
+        default_factory=lambda: {"packaged:all-MiniLM-L6-v2": 0.5},
+        description="per scoring model: the lowest synset score kept (a threshold means something for one encoder only)",
+    )
+    classes: int = Field(1000, ge=1, le=100_000, description="K, the number of classes")
+
+
 class Runner(Section):
     kind: Literal["local"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
@@ -86,7 +113,22 @@ class Config(Section):
     corpus: Corpus = Corpus()
     tagging: Tagging = Tagging()
     selection: Selection = Selection()
+    scoring: Scoring = Scoring()
+    ranking: Ranking = Ranking()
     runner: Runner = Runner()
+
+    @model_validator(mode="after")
+    def _threshold_for_the_encoder(self) -> Config:
+        if self.scoring.model not in self.ranking.thresholds:
+            raise ValueError(
+                f"ranking.thresholds has no entry for scoring.model {self.scoring.model!r} "
+                f"(it has {sorted(self.ranking.thresholds)}); a threshold only means something for one encoder"
+            )
+        return self
+
+    @property
+    def threshold(self) -> float:
+        return self.ranking.thresholds[self.scoring.model]
 
 
 class ConfigError(ValueError):

@@ -114,6 +114,15 @@ def list_shards(patterns: list[str]) -> list[str]:
     return sorted(shards)
 
 
+def shard_identities(shards: list[str]) -> list[list]:
+    """[path, size in bytes, modification time] per shard: a changed corpus changes these."""
+    found = {}
+    for result in FileSystems.match(list(shards)):
+        for meta in result.metadata_list:
+            found[meta.path] = [meta.path, meta.size_in_bytes, meta.last_updated_in_seconds]
+    return [found[shard] for shard in shards]
+
+
 @contextlib.contextmanager
 def _open_parquet(path: str) -> Iterator[pq.ParquetFile]:
     try:

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import asdict
 
 import apache_beam as beam
-import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -27,9 +25,10 @@ from filters.select import SynsetSelection, select_synsets
 from filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from filters.unsafe_rows import drop_unsafe_rows
 from pipeline.atomic import atomic_output, write_json
-from pipeline.config import Config, ConfigError, Selection, load_config
+from pipeline.config import Config, Selection
 from pipeline.runner import make_pipeline
-from pipeline.summary import record_stage
+from pipeline.stage_dir import mark_done, open_stage, stage_fingerprint
+from pipeline.stage_command import stage_command
 from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
 from pipeline.tag import stage as tag_stage
 from wordnet.classlists import reference_wnids
@@ -129,7 +128,8 @@ def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Se
 def run_select(config: Config, run_dir: str) -> Funnel:
     """Both passes over `<run_dir>/tag/`; writes `<run_dir>/select/` and returns the funnel."""
     tag_dir = FileSystems.join(run_dir, tag_stage.STAGE)
-    stage_dir = FileSystems.join(run_dir, STAGE)
+    upstream = stage_fingerprint(run_dir, tag_stage.STAGE)
+    stage_dir = open_stage(run_dir, STAGE, config.selection.model_dump(), upstream)
     tagged_tally = read_json(FileSystems.join(tag_dir, tag_stage.TALLY_FILE))
     shards = stage_shards(tag_dir, tag_stage.TAGGED_DIR)
     selection_config = config.selection
@@ -148,21 +148,14 @@ def run_select(config: Config, run_dir: str) -> Funnel:
     drops = {tuple(key.split(":", 1)): n for key, n in total.get("dropped", {}).items()}
     funnel = build_funnel(selection, tagged_tally["rows_tagged"], drops, total.get("kept", {}), load_index())
     write_funnel(funnel, stage_dir)
+    mark_done(stage_dir)
     return funnel
 
 
-@click.command("select")
-@click.option("--run", "run_dir", required=True, help="run directory holding a finished tag/ stage")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
-def select_command(run_dir: str, config_path: str | None) -> None:
-    """Filter synsets (ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions."""
-    try:
-        config = load_config(config_path)
-    except ConfigError as err:
-        raise click.ClickException(str(err)) from err
-    if not FileSystems.exists(FileSystems.join(run_dir, tag_stage.STAGE, tag_stage.TALLY_FILE)):
-        raise click.ClickException(f"{run_dir}: no finished tag stage; run `imagenot tag --out {run_dir}` first")
-    funnel = run_select(config, run_dir)
-    record_stage(run_dir, STAGE, {"funnel": [asdict(step) for step in funnel.steps], "classes": len(funnel.classes)})
-    for step in funnel.steps:
-        click.echo(f"{step.step:>16}: {step.synsets_left:>7} synsets, {step.captions_left:>9} captions")
+select_command = stage_command(
+    STAGE,
+    tag_stage.STAGE,
+    run_select,
+    lambda funnel: {"funnel": {step.step: [step.synsets_left, step.captions_left] for step in funnel.steps}, "candidates": len(funnel.classes)},
+    "Filter synsets (ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
+)

@@ -24,8 +24,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import atomic_output, write_json, write_text
 from pipeline.config import Columns, Config, ConfigError, load_config
-from pipeline.corpus.reader import CorpusError, list_shards, read_shard, validate_shard
+from pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
 from pipeline.runner import make_pipeline
+from pipeline.stage_dir import mark_done, open_stage
 from pipeline.shards import finished_tally, process_shards, read_json, shard_files, sum_tallies
 from pipeline.summary import record_stage
 from pipeline.tag.matcher import LemmaMatcher, count_synsets
@@ -120,17 +121,24 @@ def _check_stems(shards: list[str]) -> None:
 
 def run_tag(config: Config, run_dir: str) -> dict:
     """Tag every corpus shard on the configured runner into `<run_dir>/tag/`; returns the tally."""
-    stage_dir = FileSystems.join(run_dir, STAGE)
     shards = list_shards(config.corpus.paths)
     _check_stems(shards)
     for shard in shards:  # every schema is checked before any work starts
         validate_shard(shard, config.corpus.columns)
+    settings = {
+        "shards": shard_identities(shards),
+        "columns": config.corpus.columns.model_dump(),
+        "tagging": config.tagging.model_dump(exclude={"batch_rows"}),  # batch size changes no result
+        "wordnet": load_index().version,
+    }
+    stage_dir = open_stage(run_dir, STAGE, settings)
     log.info("tag: %d shards", len(shards))
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with make_pipeline(config.runner) as pipeline:
         process_shards(pipeline, shards, _TagShards(config, stage_dir), total_path)
     tally = read_json(total_path)
     write_text(FileSystems.join(stage_dir, COUNTS_FILE), counts_table(tally["synset_captions"], load_index()))
+    mark_done(stage_dir)
     return tally
 
 

@@ -1,0 +1,124 @@
+"""The rank stage: step 8, the class list, and every caption of the chosen classes scored.
+
+A synset's score is the mean of its top-n first-pass caption similarities; synsets under the
+encoder's threshold are dropped and the best K become the classes (ties by wnid). Class indices
+follow wnid order, as ImageNet's do; `rank` is the position by score. Outputs in `rank/`:
+`classes.tsv` and `classes.json` (index, wnid, name, lemmas, gloss, captions, score, rank),
+`ranking.tsv` (every scored candidate with its score and fate), and `scored/<stem>.parquet`: the
+selected captions of the classes with `gloss_similarity` and `class_index`, for sampling.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.atomic import write_json, write_text
+from pipeline.config import Config
+from pipeline.runner import make_pipeline
+from pipeline.score import stage as score_stage
+from pipeline.score.ranking import Ranking, rank_synsets
+from pipeline.select import stage as select_stage
+from pipeline.shards import process_shards, read_json, stage_shards
+from pipeline.stage_command import stage_command
+from pipeline.stage_dir import mark_done, open_stage, stage_fingerprint
+from wordnet.index import NounIndex, load_index
+
+STAGE = "rank"
+SCORED_DIR = "scored"
+TALLY_FILE = "rank_tally.json"
+CLASS_COLUMNS = ("index", "wnid", "name", "lemmas", "gloss", "captions", "score", "rank")
+
+
+def class_rows(ranking: Ranking, captions: dict[str, int], index: NounIndex) -> list[dict]:
+    """One row per class, in class-index (wnid) order."""
+    rank_of = {wnid: position for position, wnid in enumerate(ranking.classes)}
+    return [
+        {
+            "index": i,
+            "wnid": wnid,
+            "name": index[wnid].name,
+            "lemmas": ", ".join(lemma.replace("_", " ") for lemma in index[wnid].lemmas),
+            "gloss": index[wnid].gloss,
+            "captions": captions.get(wnid, 0),
+            "score": round(ranking.scores[wnid], 6),
+            "rank": rank_of[wnid],
+        }
+        for i, wnid in enumerate(sorted(ranking.classes))
+    ]
+
+
+def _tsv(columns, rows) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([row[c] for c in columns] for row in rows)
+    return buffer.getvalue()
+
+
+def ranking_rows(ranking: Ranking, index: NounIndex) -> list[dict]:
+    """Every scored candidate, best first (ties by wnid), with its fate."""
+    order = sorted(ranking.scores, key=lambda w: (-ranking.scores[w], w))
+    return [
+        {"wnid": w, "name": index[w].name, "score": round(ranking.scores[w], 6), "fate": ranking.dropped.get(w, "class")}
+        for w in order
+    ]
+
+
+class _ScoreClasses(beam.DoFn):
+    """Scores every selected caption of the chosen classes; one encoder per worker process."""
+
+    def __init__(self, config: Config, classes: list[str], stage_dir: str):
+        self._config, self._classes, self._stage_dir = config, classes, stage_dir
+
+    def setup(self):
+        self._scorer = score_stage.CaptionScorer(self._config.scoring, self._classes)
+        self._class_wnids = pa.array(self._classes, pa.string())
+
+    def _admit(self, batch: pa.RecordBatch) -> pa.Array:
+        return pc.is_in(batch.column("wnid"), value_set=self._class_wnids)
+
+    def process(self, shard: str):
+        yield score_stage.score_shard(shard, self._stage_dir, SCORED_DIR, self._scorer, self._admit)
+
+
+def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
+    """Rank the scored candidates, write the class list, score the classes' captions."""
+    upstream = stage_fingerprint(run_dir, score_stage.STAGE)
+    stage_dir = open_stage(run_dir, STAGE, {**config.ranking.model_dump(), "threshold": config.threshold}, upstream)
+    index = load_index()
+    ranking = rank_synsets(
+        score_stage.first_pass_similarities(run_dir), config.ranking.top_n, config.threshold, config.ranking.classes
+    )
+    kept = read_json(FileSystems.join(run_dir, select_stage.STAGE, select_stage.TALLY_FILE)).get("kept", {})
+    rows = class_rows(ranking, kept, index)
+    write_text(FileSystems.join(stage_dir, "classes.tsv"), _tsv(CLASS_COLUMNS, rows))
+    write_json(FileSystems.join(stage_dir, "classes.json"), rows)
+    write_text(FileSystems.join(stage_dir, "ranking.tsv"), _tsv(("wnid", "name", "score", "fate"), ranking_rows(ranking, index)))
+
+    shards = stage_shards(FileSystems.join(run_dir, select_stage.STAGE), select_stage.SELECTED_DIR)
+    total_path = FileSystems.join(stage_dir, TALLY_FILE)
+    with make_pipeline(config.runner) as pipeline:
+        process_shards(pipeline, shards, _ScoreClasses(config, sorted(ranking.classes), stage_dir), total_path)
+    mark_done(stage_dir)
+    return ranking, read_json(total_path)
+
+
+def _summary(result: tuple[Ranking, dict]) -> dict:
+    ranking, tally = result
+    return {"classes": len(ranking.classes), "synsets_dropped": ranking.reasons(), **tally}
+
+
+rank_command = stage_command(
+    STAGE,
+    score_stage.STAGE,
+    run_rank,
+    _summary,
+    "Rank synsets by gloss similarity, write the class list, score the classes' captions.",
+)

@@ -1,0 +1,120 @@
+"""An on-disk embedding cache keyed by (model, text), so a rerun embeds nothing again.
+
+Layout: one folder per model (named by a hash of its model id, which is written inside), holding
+immutable chunk files. Each chunk is one .npy array of (sha1(text), vector) records sorted by
+key, written under a temporary name and renamed into place: several worker processes can add
+chunks at the same time, and a reader sees either a whole chunk or none. Lookups search each
+chunk's sorted keys (vectorised), and pick up chunks other writers added since the last look.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.atomic import atomic_output, write_text
+from pipeline.score.encoders import TextEncoder
+
+KEY_BYTES = 20  # sha1
+
+
+def text_keys(texts: list[str]) -> np.ndarray:
+    return np.array([hashlib.sha1(t.encode("utf-8")).digest() for t in texts], dtype=f"S{KEY_BYTES}")
+
+
+class EmbeddingCache:
+    """Embeddings of one model, stored under `root`."""
+
+    def __init__(self, root: str | Path, model_id: str, dim: int):
+        self.model_id = model_id
+        self.dtype = np.dtype([("key", f"S{KEY_BYTES}"), ("vector", "<f4", (dim,))])
+        self.folder = Path(root) / hashlib.sha1(model_id.encode("utf-8")).hexdigest()[:16]
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._check_model_file()
+        self._chunks: dict[str, np.ndarray] = {}
+
+    def _check_model_file(self) -> None:
+        marker = self.folder / "MODEL"
+        if marker.exists():
+            found = marker.read_text(encoding="utf-8")
+            if found != self.model_id:
+                raise ValueError(f"{marker}: cache folder holds model {found!r}, not {self.model_id!r}")
+            return
+        write_text(marker, self.model_id)
+
+    def _refresh(self) -> None:
+        for path in sorted(self.folder.glob("chunk-*.npy")):
+            if path.name not in self._chunks:
+                chunk = np.load(path, mmap_mode="r")
+                if chunk.dtype != self.dtype:
+                    raise ValueError(f"{path}: expected records {self.dtype}, found {chunk.dtype}")
+                self._chunks[path.name] = chunk
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found mask, vectors) for `keys`; rows not found are zero."""
+        self._refresh()
+        found = np.zeros(len(keys), dtype=bool)
+        vectors = np.zeros((len(keys), self.dtype["vector"].shape[0]), dtype=np.float32)
+        for chunk in self._chunks.values():
+            todo = np.flatnonzero(~found)
+            if not len(todo) or not len(chunk):
+                continue
+            chunk_keys = chunk["key"]
+            at = np.minimum(np.searchsorted(chunk_keys, keys[todo]), len(chunk) - 1)
+            hit = chunk_keys[at] == keys[todo]
+            vectors[todo[hit]] = chunk["vector"][at[hit]]
+            found[todo[hit]] = True
+        return found, vectors
+
+    def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Store a new chunk (keys unique)."""
+        if not len(keys):
+            return
+        records = np.empty(len(keys), dtype=self.dtype)
+        order = np.argsort(keys, kind="stable")
+        records["key"] = keys[order]
+        records["vector"] = vectors[order]
+        name = f"chunk-{hashlib.sha1(records['key'].tobytes()).hexdigest()[:16]}.npy"
+        with atomic_output(self.folder / name) as out:
+            np.save(out, records)
+
+
+class CachedEncoder:
+    """An encoder that embeds each distinct text once and, given a cache folder, never again.
+
+    Counters: `requested` texts asked for, `embedded` texts actually sent to the model,
+    `cache_hits` distinct texts read from the cache.
+    """
+
+    def __init__(self, encoder: TextEncoder, cache_dir: str | Path | None = None):
+        self.encoder = encoder
+        self.model_id = encoder.model_id
+        self.dim = encoder.dim
+        self.cache = None if cache_dir is None else EmbeddingCache(cache_dir, encoder.model_id, encoder.dim)
+        self.requested = 0
+        self.embedded = 0
+        self.cache_hits = 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        unique: dict[str, int] = {}
+        inverse = np.fromiter(
+            (unique.setdefault(t, len(unique)) for t in texts), dtype=np.int64, count=len(texts)
+        )
+        distinct = list(unique)
+        self.requested += len(texts)
+        if self.cache is None:
+            vectors = self.encoder.encode(distinct)
+            self.embedded += len(distinct)
+            return vectors[inverse]
+        keys = text_keys(distinct)
+        found, vectors = self.cache.lookup(keys)
+        misses = np.flatnonzero(~found)
+        if len(misses):
+            fresh = self.encoder.encode([distinct[i] for i in misses])
+            vectors[misses] = fresh
+            self.cache.add(keys[misses], fresh)
+        self.embedded += len(misses)
+        self.cache_hits += int(found.sum())
+        return vectors[inverse]

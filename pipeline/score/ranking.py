@@ -1,0 +1,69 @@
+"""Ranking synsets by caption similarity, and bounding how many captions must be scored.
+
+A synset's score is the mean of its top-n caption similarities; a synset with fewer than n
+scored captions is scored on all it has (dropping synsets with too few captions is an earlier
+step, with its own minimum). Synsets under the threshold are dropped, the best K become the
+classes, and ties are broken by wnid so the same scores always give the same classes.
+
+Cost bound: classes are ranked on at most M captions per synset, chosen by a seeded hash of
+`row_id` (so the choice does not depend on row order, sharding or runner). Only the captions of
+the chosen classes are then scored in full, for picking their images.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BELOW_THRESHOLD = "below_threshold"
+BEYOND_TOP_K = "beyond_top_k"
+NO_CAPTIONS = "no_captions"
+
+
+def top_n_mean(similarities: np.ndarray, n: int) -> float:
+    """Mean of the n largest values (of all of them when there are fewer)."""
+    if n < 1:
+        raise ValueError(f"top_n must be >= 1, got {n}")
+    values = np.sort(np.asarray(similarities, dtype=np.float64))[::-1][:n]
+    return float(values.mean()) if len(values) else float("nan")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    classes: tuple[str, ...]  # best first
+    scores: dict[str, float]  # every synset that had captions
+    dropped: dict[str, str] = field(default_factory=dict)  # wnid -> reason
+
+    def reasons(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for reason in self.dropped.values():
+            counts[reason] = counts.get(reason, 0) + 1
+        return dict(sorted(counts.items()))
+
+
+def rank_synsets(similarities: Mapping[str, np.ndarray], top_n: int, threshold: float, k: int) -> Ranking:
+    """The top `k` synsets by top-n mean similarity among those scoring >= `threshold`."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    scores: dict[str, float] = {}
+    dropped: dict[str, str] = {}
+    for wnid in sorted(similarities):
+        if len(similarities[wnid]) == 0:
+            dropped[wnid] = NO_CAPTIONS
+            continue
+        scores[wnid] = top_n_mean(similarities[wnid], top_n)
+        if scores[wnid] < threshold:
+            dropped[wnid] = BELOW_THRESHOLD
+    passing = sorted((w for w in scores if w not in dropped), key=lambda w: (-scores[w], w))
+    for wnid in passing[k:]:
+        dropped[wnid] = BEYOND_TOP_K
+    return Ranking(tuple(passing[:k]), scores, dict(sorted(dropped.items())))
+
+
+def sample_key(row_id: str, seed: int) -> int:
+    """A uniform 64-bit key per row, fixed by (seed, row_id) alone."""
+    digest = hashlib.blake2b(row_id.encode("utf-8"), digest_size=8, key=seed.to_bytes(8, "big", signed=True))
+    return int.from_bytes(digest.digest(), "big")

@@ -1,0 +1,203 @@
+"""The score stage: each candidate synset's first-pass captions scored against its gloss.
+
+Ranking needs only a bounded sample of each synset's captions: the `first_pass_captions` rows
+with the smallest keyed hash of `row_id` (the same rows whatever the sharding or runner). A
+first Beam pass finds, per synset, the hash cutoff that admits that many rows; a second embeds
+and scores the admitted rows, shard by shard, into `score/first_pass/<stem>.parquet`
+(`row_id`, `wnid`, `gloss_similarity`). The rank stage then scores the chosen classes' other
+captions; the embedding cache makes every caption cost one model call across both stages and
+across reruns.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.atomic import atomic_output, write_json
+from pipeline.config import Config, Scoring
+from pipeline.runner import make_pipeline
+from pipeline.score.cache import CachedEncoder
+from pipeline.score.encoders import load_encoder
+from pipeline.score.ranking import sample_key
+from pipeline.score.similarity import QueryEmbeddings, score_batch
+from pipeline.select import stage as select_stage
+from pipeline.stage_dir import mark_done, open_stage, stage_fingerprint
+from pipeline.stage_command import stage_command
+from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
+from wordnet.index import load_index
+from wordnet.nltk_data import cache_dir
+
+STAGE = "score"
+FIRST_PASS_DIR = "first_pass"
+CUTOFFS_FILE = "first_pass_cutoffs.json"
+TALLY_FILE = "score_tally.json"
+SCORE_COLUMN = "gloss_similarity"  # `similarity` is LAION's CLIP image-text score
+
+
+def row_keys(row_ids: pa.Array, seed: int) -> np.ndarray:
+    return np.fromiter((sample_key(r, seed) for r in row_ids.to_pylist()), np.uint64, len(row_ids))
+
+
+def smallest_keys(shard: str, per_synset: int, seed: int) -> dict[str, list[int]]:
+    """Per synset of a selected shard, its `per_synset` smallest row keys, ascending."""
+    found: dict[str, list[int]] = {}
+    for batch in read_batches(shard, ["row_id", "wnid"]):
+        keys = row_keys(batch.column("row_id"), seed)
+        wnids = batch.column("wnid").to_numpy(zero_copy_only=False)
+        order = np.lexsort((keys, wnids))
+        for wnid, group in _groups(wnids[order], keys[order]):
+            found[wnid] = heapq.nsmallest(per_synset, [*found.get(wnid, []), *group.tolist()])
+    return found
+
+
+def _groups(sorted_wnids: np.ndarray, values: np.ndarray):
+    """(wnid, its values) for runs of equal wnids."""
+    starts = np.flatnonzero(np.r_[True, sorted_wnids[1:] != sorted_wnids[:-1]])
+    for start, end in zip(starts, [*starts[1:], len(sorted_wnids)]):
+        yield sorted_wnids[start], values[start:end]
+
+
+def merge_smallest(parts: Iterable[dict[str, list[int]]], per_synset: int) -> dict[str, list[int]]:
+    merged: dict[str, list[int]] = {}
+    for part in parts:
+        for wnid, keys in part.items():
+            merged[wnid] = heapq.nsmallest(per_synset, [*merged.get(wnid, []), *keys])
+    return merged
+
+
+class CaptionScorer:
+    """Embeds captions (through the cache) and scores each against its synset's query."""
+
+    def __init__(self, scoring: Scoring, wnids: list[str]):
+        encoder = load_encoder(scoring.encoder, scoring.model, **_encoder_options(scoring))
+        self.encoder = CachedEncoder(encoder, scoring.cache_dir or str(cache_dir() / "embeddings"))
+        self.queries = QueryEmbeddings.build(load_index(), wnids, scoring.query_template, self.encoder)
+
+    def score(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """`batch` (with `caption` and `wnid`) with a float32 `gloss_similarity` appended."""
+        vectors = self.encoder.encode(batch.column("caption").to_pylist())
+        scores = score_batch(vectors, batch.column("wnid").to_pylist(), self.queries)
+        return batch.append_column(SCORE_COLUMN, pa.array(scores, pa.float32()))
+
+
+def _encoder_options(scoring: Scoring) -> dict:
+    options = {"batch_size": scoring.batch_size}
+    if scoring.encoder == "transformers":
+        options.update(pooling=scoring.pooling, max_length=scoring.max_length)
+    return options
+
+
+def score_shard(
+    shard: str, out_dir: str, folder: str, scorer: CaptionScorer, admit, columns: list[str] | None = None
+) -> dict:
+    """Score the rows of `shard` that `admit(batch) -> mask` lets through into `out_dir/folder`,
+    keeping `columns` (None: all) and the score. The tally counts rows scored and the captions
+    the model embedded (cache misses).
+    """
+    files = shard_files(out_dir, folder, shard)
+    done = finished_tally(files)
+    if done is not None:
+        return done
+    embedded_before = scorer.encoder.embedded
+    scored = 0
+    read = None if columns is None else sorted({"row_id", "wnid", "caption", *columns})
+    with atomic_output(files.data) as stream:
+        writer = None
+        for batch in read_batches(shard, read):
+            chosen = batch.filter(admit(batch))
+            result = scorer.score(chosen)
+            if columns is not None:
+                result = result.select([*columns, SCORE_COLUMN])
+            if writer is None:
+                writer = pq.ParquetWriter(stream, result.schema, compression="zstd")
+            writer.write_batch(result)
+            scored += chosen.num_rows
+        writer.close()
+    tally = {"rows_scored": scored, "captions_embedded": scorer.encoder.embedded - embedded_before}
+    write_json(files.tally, tally)
+    return tally
+
+
+class _SmallestKeys(beam.DoFn):
+    def __init__(self, per_synset: int, seed: int):
+        self._per_synset, self._seed = per_synset, seed
+
+    def process(self, shard: str):
+        yield smallest_keys(shard, self._per_synset, self._seed)
+
+
+class _ScoreFirstPass(beam.DoFn):
+    """Scores the first-pass rows of whole shards; one encoder per worker process."""
+
+    def __init__(self, scoring: Scoring, cutoffs: dict[str, int], stage_dir: str):
+        self._scoring, self._cutoffs, self._stage_dir = scoring, cutoffs, stage_dir
+
+    def setup(self):
+        self._scorer = CaptionScorer(self._scoring, sorted(self._cutoffs))
+        self._wnids = pa.array(sorted(self._cutoffs), pa.string())
+        self._limits = np.array([self._cutoffs[w] for w in sorted(self._cutoffs)], np.uint64)
+
+    def _admit(self, batch: pa.RecordBatch) -> pa.Array:
+        limit = self._limits[pc.index_in(batch.column("wnid"), value_set=self._wnids).to_numpy()]
+        return pa.array(row_keys(batch.column("row_id"), self._scoring.seed) <= limit)
+
+    def process(self, shard: str):
+        yield score_shard(shard, self._stage_dir, FIRST_PASS_DIR, self._scorer, self._admit, ["row_id", "wnid"])
+
+
+def run_score(config: Config, run_dir: str) -> dict:
+    """Both passes over `<run_dir>/select/`; returns the summed tally."""
+    select_dir = FileSystems.join(run_dir, select_stage.STAGE)
+    upstream = stage_fingerprint(run_dir, select_stage.STAGE)
+    settings = config.scoring.model_dump(exclude={"cache_dir", "batch_size"})  # these change no result
+    stage_dir = open_stage(run_dir, STAGE, settings, upstream)
+    shards = stage_shards(select_dir, select_stage.SELECTED_DIR)
+    scoring = config.scoring
+
+    cutoffs_path = FileSystems.join(stage_dir, CUTOFFS_FILE)
+    with make_pipeline(config.runner) as pipeline:
+        _ = (
+            pipeline
+            | "Shards" >> beam.Create(shards)
+            | "Spread" >> beam.Reshuffle()
+            | "Smallest" >> beam.ParDo(_SmallestKeys(scoring.first_pass_captions, scoring.seed))
+            | "Merge" >> beam.CombineGlobally(merge_smallest, per_synset=scoring.first_pass_captions)
+            | "Write" >> beam.Map(lambda keys: write_json(cutoffs_path, {w: k[-1] for w, k in keys.items()}))
+        )
+    cutoffs = read_json(cutoffs_path)
+
+    total_path = FileSystems.join(stage_dir, TALLY_FILE)
+    with make_pipeline(config.runner) as pipeline:
+        process_shards(pipeline, shards, _ScoreFirstPass(scoring, cutoffs, stage_dir), total_path)
+    mark_done(stage_dir)
+    return read_json(total_path)
+
+
+def first_pass_similarities(run_dir: str) -> dict[str, np.ndarray]:
+    """wnid -> the gloss similarities of its first-pass captions."""
+    stage_dir = FileSystems.join(run_dir, STAGE)
+    by_synset: dict[str, list[np.ndarray]] = {}
+    for shard in stage_shards(stage_dir, FIRST_PASS_DIR):
+        for batch in read_batches(shard, ["wnid", SCORE_COLUMN]):
+            wnids = batch.column("wnid").to_numpy(zero_copy_only=False)
+            order = np.argsort(wnids, kind="stable")
+            for wnid, scores in _groups(wnids[order], batch.column(SCORE_COLUMN).to_numpy()[order]):
+                by_synset.setdefault(wnid, []).append(scores)
+    return {wnid: np.concatenate(parts) for wnid, parts in sorted(by_synset.items())}
+
+
+score_command = stage_command(
+    STAGE,
+    select_stage.STAGE,
+    run_score,
+    dict,
+    "Score each candidate synset's first-pass captions against its gloss.",
+)

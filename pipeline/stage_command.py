@@ -1,0 +1,38 @@
+"""The command that runs one stage over a run directory: `imagenot <stage> --run DIR`."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import click
+
+from pipeline.config import Config, ConfigError, load_config
+from pipeline.stage_dir import is_done
+from pipeline.summary import record_stage
+
+
+def stage_command(
+    stage: str, upstream: str, run: Callable[[Config, str], object], summarize: Callable[[object], dict], doc: str
+) -> click.Command:
+    """A click command that runs `run(config, run_dir)` after `upstream` finished there and
+    records `summarize(result)` (plus the time taken) as the stage's part of summary.json."""
+
+    @click.command(stage, help=doc)
+    @click.option("--run", "run_dir", required=True, help=f"run directory holding a finished {upstream}/ stage")
+    @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
+    def command(run_dir: str, config_path: str | None) -> None:
+        try:
+            config = load_config(config_path)
+        except ConfigError as err:
+            raise click.ClickException(str(err)) from err
+        if not is_done(run_dir, upstream):
+            raise click.ClickException(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
+        started = time.monotonic()
+        figures = summarize(run(config, run_dir))
+        figures["seconds"] = round(time.monotonic() - started, 1)
+        record_stage(run_dir, stage, figures)
+        click.echo(f"{stage}: {json.dumps(figures, indent=2)}")
+
+    return command

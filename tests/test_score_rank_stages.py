@@ -1,0 +1,140 @@
+"""The score and rank stages on a tagged, selected synthetic corpus, with the real MiniLM."""
+
+import json
+import shutil
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.config import Config, Corpus, Ranking, Runner, Scoring, Selection
+from pipeline.corpus.synth import synth_corpus
+from pipeline.rank.stage import run_rank
+from pipeline.score.stage import run_score
+from pipeline.select.stage import run_select
+from pipeline.tag.stage import run_tag
+
+FIRST_PASS = 8
+
+
+def _config(cache, workers=1, threshold=0.3, classes=12):
+    return Config(
+        selection=Selection(min_captions=8),
+        scoring=Scoring(first_pass_captions=FIRST_PASS, cache_dir=str(cache)),
+        ranking=Ranking(top_n=5, classes=classes, thresholds={"packaged:all-MiniLM-L6-v2": threshold}),
+        runner=Runner(workers=workers),
+    )
+
+
+@pytest.fixture(scope="module")
+def selected_run(tmp_path_factory):
+    corpus = tmp_path_factory.mktemp("corpus")
+    synth_corpus(corpus, 20_000, 5, "http://127.0.0.1:9/img", 10_000)
+    run_dir = tmp_path_factory.mktemp("run")
+    config = _config(None).model_copy(update={"corpus": Corpus(paths=[str(corpus / "part-*.parquet")])})
+    run_tag(config, str(run_dir))
+    run_select(_config(None), str(run_dir))
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def ranked_run(selected_run, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("embeddings")
+    first = run_score(_config(cache), str(selected_run))
+    ranking, tally = run_rank(_config(cache), str(selected_run))
+    return selected_run, cache, first, ranking, tally
+
+
+def _kept(run_dir):
+    return json.loads((run_dir / "select" / "select_tally.json").read_text())["kept"]
+
+
+def test_first_pass_scores_at_most_m_captions_per_synset(ranked_run):
+    run_dir, _, first, _, _ = ranked_run
+    table = pq.read_table(run_dir / "score" / "first_pass")
+    per_synset = dict(zip(*[c.to_pylist() for c in pc.value_counts(table.column("wnid")).flatten()]))
+    assert per_synset == {w: min(n, FIRST_PASS) for w, n in _kept(run_dir).items()}
+    assert first["rows_scored"] == table.num_rows
+    assert 0 < first["captions_embedded"] <= table.num_rows  # duplicates are embedded once
+    scores = table.column("gloss_similarity").to_numpy()
+    assert ((-1 <= scores) & (scores <= 1)).all()
+
+
+def test_classes_are_the_best_k_above_the_threshold(ranked_run):
+    run_dir, _, _, ranking, _ = ranked_run
+    classes = json.loads((run_dir / "rank" / "classes.json").read_text())
+    assert [c["wnid"] for c in classes] == sorted(ranking.classes)
+    assert [c["index"] for c in classes] == list(range(len(classes)))
+    assert len(classes) == 12
+    assert min(c["score"] for c in classes) >= 0.3
+    by_rank = sorted(classes, key=lambda c: c["rank"])
+    assert [(-c["score"], c["wnid"]) for c in by_rank] == sorted((-c["score"], c["wnid"]) for c in classes)
+    ranking_lines = (run_dir / "rank" / "ranking.tsv").read_text().splitlines()
+    fates = [line.split("\t")[3] for line in ranking_lines[1:]]
+    assert fates.count("class") == 12
+    assert (run_dir / "rank" / "classes.tsv").read_text().splitlines()[0].split("\t") == [
+        "index", "wnid", "name", "lemmas", "gloss", "captions", "score", "rank"
+    ]
+
+
+def test_every_caption_of_the_classes_is_scored(ranked_run):
+    run_dir, _, _, ranking, tally = ranked_run
+    scored = pq.read_table(run_dir / "rank" / "scored")
+    assert set(scored.column("wnid").to_pylist()) == set(ranking.classes)
+    assert scored.num_rows == sum(n for w, n in _kept(run_dir).items() if w in ranking.classes) == tally["rows_scored"]
+    assert {"row_id", "url", "caption", "gloss_similarity"} <= set(scored.column_names)
+
+
+def test_a_rerun_embeds_nothing_and_gives_the_same_files(ranked_run, tmp_path):
+    run_dir, cache, _, _, _ = ranked_run
+    copy = tmp_path / "run"
+    for stage in ("tag", "select"):
+        shutil.copytree(run_dir / stage, copy / stage)
+    again = run_score(_config(cache, workers=2), str(copy))
+    _, tally = run_rank(_config(cache, workers=2), str(copy))
+    assert again["captions_embedded"] == 0 and tally["captions_embedded"] == 0
+    for name in ("rank/classes.tsv", "rank/ranking.tsv"):
+        assert (copy / name).read_bytes() == (run_dir / name).read_bytes()
+    for path in sorted((run_dir / "score" / "first_pass").iterdir()):
+        assert pq.read_table(copy / "score" / "first_pass" / path.name).equals(pq.read_table(path))
+
+
+def test_changing_the_threshold_reruns_only_the_rank_stage(ranked_run, tmp_path):
+    run_dir, cache, _, _, _ = ranked_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    first_pass = copy / "score" / "first_pass"
+    before = {p.name: p.stat().st_mtime_ns for p in first_pass.iterdir()}
+    run_score(_config(cache), str(copy))
+    ranking, _ = run_rank(_config(cache, threshold=0.99), str(copy))
+    assert {p.name: p.stat().st_mtime_ns for p in first_pass.iterdir()} == before
+    assert ranking.classes == ()
+    assert pq.read_table(copy / "rank" / "scored").num_rows == 0
+
+
+def test_first_pass_choice_does_not_depend_on_sharding(tmp_path):
+    import random
+
+    import pyarrow as pa
+
+    from pipeline.score.stage import merge_smallest, smallest_keys
+
+    rng = random.Random(0)
+    rows = [(f"part-{i % 3:05d}:{i}", rng.choice(["n01", "n02", "n03"])) for i in range(600)]
+
+    def cutoffs(layout):
+        parts = []
+        for n, shard_rows in enumerate(layout):
+            path = tmp_path / f"{len(layout)}-{n}.parquet"
+            pq.write_table(pa.table({"row_id": [r for r, _ in shard_rows], "wnid": [w for _, w in shard_rows]}), path)
+            parts.append(smallest_keys(str(path), 50, seed=7))
+        return merge_smallest(parts, 50)
+
+    three = cutoffs([rows[0::3], rows[1::3], rows[2::3]])
+    shuffled = rows[:]
+    rng.shuffle(shuffled)
+    assert cutoffs([shuffled[:100], shuffled[100:]]) == three
+    assert {w: len(keys) for w, keys in three.items()} == {"n01": 50, "n02": 50, "n03": 50}
+    assert merge_smallest([smallest_keys(str(tmp_path / "3-0.parquet"), 50, seed=8)], 50) != merge_smallest(
+        [smallest_keys(str(tmp_path / "3-0.parquet"), 50, seed=7)], 50
+    )
