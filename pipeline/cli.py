@@ -8,8 +8,13 @@ import logging
 import click
 
 from filters.why_cli import why
+from pipeline.audit.label_noise import label_noise_command
+from pipeline.audit.rankings import compare_rankings_command
+from pipeline.build import build_command
 from pipeline.corpus.synth import synth_command
+from pipeline.download.stage import download_command
 from pipeline.rank.stage import rank_command
+from pipeline.sample.stage import sample_command
 from pipeline.score.stage import score_command
 from pipeline.select.stage import select_command
 from pipeline.tag.stage import tag_command
@@ -21,7 +26,8 @@ from wordnet.stats_report import stats
 @click.option("-v", "--verbose", is_flag=True, help="log progress at INFO level")
 def main(verbose: bool) -> None:
     """Build and describe ImageNot-style contrast datasets."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s")
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s", force=True)
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)  # its INFO lines drown ours
 
 
 @main.command("wordnet-prepare")
@@ -31,5 +37,16 @@ def wordnet_prepare() -> None:
     click.echo(f"WordNet {index.version}: {len(index)} noun synsets indexed")
 
 
-for command in (stats, synth_command, tag_command, select_command, score_command, rank_command, why):
+@main.group("audit")
+def audit() -> None:
+    """Audits of a built dataset: label noise, duplicates, image-caption agreement."""
+
+
+for command in (build_command, stats, synth_command, tag_command, select_command, score_command, rank_command, sample_command, download_command, why):
     main.add_command(command)
+main.add_command(compare_rankings_command)
+audit.add_command(label_noise_command)
+
+
+if __name__ == "__main__":
+    main()

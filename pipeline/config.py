@@ -5,6 +5,8 @@ Every section forbids unknown keys, so a typo is an error naming the key, not a 
 
 from __future__ import annotations
 
+import math
+from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
@@ -37,9 +39,25 @@ class Columns(Section):
         return {name: column for name, column in self.model_dump().items() if column is not None}
 
 
+class Synth(Section):
+    """A synthetic LAION-style corpus generated into the run directory (`imagenot synth`)."""
+
+    rows: int = Field(ge=1, le=100_000_000)
+    seed: int = 0
+    url_base: str = Field("http://127.0.0.1:8000/img", description="image URLs start here")
+    shard_rows: int = Field(100_000, ge=1)
+
+
 class Corpus(Section):
     paths: list[str] = Field(default_factory=list, description="parquet paths, globs or URLs")
+    synth: Synth | None = Field(None, description="generate the corpus instead of reading paths")
     columns: Columns = Columns()
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Corpus:
+        if self.synth is not None and self.paths:
+            raise ValueError("give corpus.paths or corpus.synth, not both")
+        return self
 
 
 # English function words that are also WordNet noun lemmas or their plurals ("a": the letter,
@@ -104,6 +122,91 @@ class Ranking(Section):
     classes: int = Field(1000, ge=1, le=100_000, description="K, the number of classes")
 
 
+Strategy = Literal["top", "threshold", "matched"]
+
+
+class Sampling(Section):
+    """Step 8's images: per class, N captions by one of ImageNetV2's three strategies.
+
+    top: highest gloss similarity (TopImages); threshold: uniform among captions at or above
+    `threshold` (Threshold0.7); matched: the similarity distribution of a reference, given as
+    quantiles or another run's scores (MatchedFrequency).
+    """
+
+    images_per_class: int = Field(1000, ge=1, le=1_000_000, description="N, images per class")
+    strategy: Strategy = "top"
+    threshold: float | None = Field(None, ge=-1, le=1, description="lowest gloss similarity (strategy threshold)")
+    reference_quantiles: list[float] | None = Field(
+        None, description="similarity quantiles at equally spaced probabilities 0..1 (strategy matched)"
+    )
+    reference_scores: str | None = Field(
+        None, description="another run's sample/dataset folder or a parquet with gloss_similarity (strategy matched)"
+    )
+    reserve_factor: float = Field(0.3, ge=0, le=100, description="reserve = ceil(factor * N) extra candidates per class")
+    test_per_class: int = Field(100, ge=0, le=1_000_000, description="images per class in the test split")
+    seed: int = Field(0, ge=-(2**63), lt=2**63, description="fixes the random order (a keyed hash of row ids)")
+    shard_rows: int = Field(10_000, ge=1, le=10_000_000, description="rows per output parquet shard")
+
+    @model_validator(mode="after")
+    def _strategy_settings(self) -> Sampling:
+        if (self.strategy == "threshold") != (self.threshold is not None):
+            raise ValueError(
+                "sampling.threshold is required by strategy 'threshold'"
+                if self.threshold is None
+                else f"sampling.threshold is only used by strategy 'threshold' (strategy is {self.strategy!r})"
+            )
+        references = [key for key in ("reference_quantiles", "reference_scores") if getattr(self, key) is not None]
+        if self.strategy == "matched" and len(references) != 1:
+            raise ValueError("strategy 'matched' needs exactly one of sampling.reference_quantiles, sampling.reference_scores")
+        if self.strategy != "matched" and references:
+            raise ValueError(f"sampling.{references[0]} is only used by strategy 'matched' (strategy is {self.strategy!r})")
+        quantiles = self.reference_quantiles
+        if quantiles is not None and (len(quantiles) < 2 or any(b < a for a, b in pairwise(quantiles))):
+            raise ValueError(f"sampling.reference_quantiles must hold >= 2 non-decreasing values, got {quantiles}")
+        if self.test_per_class > self.images_per_class:
+            raise ValueError(
+                f"sampling.test_per_class ({self.test_per_class}) exceeds sampling.images_per_class ({self.images_per_class})"
+            )
+        return self
+
+    @property
+    def reserve(self) -> int:
+        """Extra candidates kept per class to replace images that fail to download."""
+        return math.ceil(round(self.reserve_factor * self.images_per_class, 6))  # 0.3 * 1000 is 300.00000000000006
+
+
+class Download(Section):
+    """How images are fetched with img2dataset, guarded, and backfilled from the reserve."""
+
+    enabled: bool = Field(False, description="the stage fetches from the open web: it runs only when set")
+    threads: int = Field(16, ge=1, le=1024, description="concurrent fetches per shard (img2dataset thread_count)")
+    timeout_s: float = Field(10, gt=0, le=600, description="seconds a connection or read may stall")
+    retries: int = Field(0, ge=0, le=10, description="extra attempts per URL inside a round")
+    max_rounds: int = Field(5, ge=1, le=100, description="fetch rounds: the dataset rows, then reserve backfills")
+    max_response_bytes: int = Field(20_000_000, ge=1_000, description="largest response body read")
+    # Pillow, which reads the header, refuses more than twice its MAX_IMAGE_PIXELS (89,478,485).
+    max_image_pixels: int = Field(50_000_000, ge=1, le=178_956_970, description="largest width*height decoded")
+    image_size: int = Field(256, ge=8, le=8192, description="img2dataset image_size")
+    resize_mode: Literal["no", "keep_ratio", "center_crop", "border", "keep_ratio_largest"] = Field(
+        "keep_ratio", description="img2dataset resize_mode"
+    )
+    encode_format: Literal["jpg", "png", "webp"] = "jpg"
+    encode_quality: int = Field(95, ge=0, le=100, description="jpg/webp quality; png compression 0-9")
+    shard_rows: int = Field(1_000, ge=1, le=1_000_000, description="URLs per img2dataset shard (tar)")
+    user_agent_token: str = Field("imagenot", description="names the crawler in the User-Agent, so sites can opt out")
+    disallowed_header_directives: list[str] = Field(
+        default_factory=lambda: ["noai", "noimageai", "noindex", "noimageindex"],
+        description="X-Robots-Tag directives that make a site's image off limits",
+    )
+
+    def output_settings(self) -> dict:
+        """The settings that shape the stored images and the rounds; the stage is redone when
+        they change. Throughput settings (threads, timeout, retries, max_rounds) are not among
+        them: changing those resumes the finished work."""
+        speed = {"enabled", "threads", "timeout_s", "retries", "max_rounds"}
+        return {k: v for k, v in self.model_dump().items() if k not in speed}
+
+
 class Runner(Section):
     kind: Literal["local"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
@@ -115,6 +218,8 @@ class Config(Section):
     selection: Selection = Selection()
     scoring: Scoring = Scoring()
     ranking: Ranking = Ranking()
+    sampling: Sampling = Sampling()
+    download: Download = Download()
     runner: Runner = Runner()
 
     @model_validator(mode="after")

@@ -9,15 +9,13 @@ from collections.abc import Callable
 import click
 
 from pipeline.config import Config, ConfigError, load_config
-from pipeline.stage_dir import is_done
+from pipeline.stage_dir import is_done, stage_figures
 from pipeline.summary import record_stage
 
 
-def stage_command(
-    stage: str, upstream: str, run: Callable[[Config, str], object], summarize: Callable[[object], dict], doc: str
-) -> click.Command:
+def stage_command(stage: str, upstream: str, run: Callable[[Config, str], object], doc: str) -> click.Command:
     """A click command that runs `run(config, run_dir)` after `upstream` finished there and
-    records `summarize(result)` (plus the time taken) as the stage's part of summary.json."""
+    records the stage's figures (plus the time taken) as its part of summary.json."""
 
     @click.command(stage, help=doc)
     @click.option("--run", "run_dir", required=True, help=f"run directory holding a finished {upstream}/ stage")
@@ -30,8 +28,8 @@ def stage_command(
         if not is_done(run_dir, upstream):
             raise click.ClickException(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
         started = time.monotonic()
-        figures = summarize(run(config, run_dir))
-        figures["seconds"] = round(time.monotonic() - started, 1)
+        run(config, run_dir)
+        figures = {**stage_figures(run_dir, stage), "seconds": round(time.monotonic() - started, 1)}
         record_stage(run_dir, stage, figures)
         click.echo(f"{stage}: {json.dumps(figures, indent=2)}")
 

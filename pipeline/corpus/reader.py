@@ -115,11 +115,12 @@ def list_shards(patterns: list[str]) -> list[str]:
 
 
 def shard_identities(shards: list[str]) -> list[list]:
-    """[path, size in bytes, modification time] per shard: a changed corpus changes these."""
+    """[file name, size in bytes, modification time] per shard: a changed corpus changes these,
+    a corpus moved or copied as it is (times kept) does not."""
     found = {}
     for result in FileSystems.match(list(shards)):
         for meta in result.metadata_list:
-            found[meta.path] = [meta.path, meta.size_in_bytes, meta.last_updated_in_seconds]
+            found[meta.path] = [PurePosixPath(meta.path).name, meta.size_in_bytes, meta.last_updated_in_seconds]
     return [found[shard] for shard in shards]
 
 

@@ -21,13 +21,14 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import write_json, write_text
 from pipeline.config import Config
+from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
 from pipeline.score import stage as score_stage
 from pipeline.score.ranking import Ranking, rank_synsets
 from pipeline.select import stage as select_stage
 from pipeline.shards import process_shards, read_json, stage_shards
 from pipeline.stage_command import stage_command
-from pipeline.stage_dir import mark_done, open_stage, stage_fingerprint
+from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from wordnet.index import NounIndex, load_index
 
 STAGE = "rank"
@@ -88,10 +89,13 @@ class _ScoreClasses(beam.DoFn):
         yield score_stage.score_shard(shard, self._stage_dir, SCORED_DIR, self._scorer, self._admit)
 
 
+def settings(config: Config) -> dict:
+    return {**config.ranking.model_dump(exclude={"thresholds"}), "threshold": config.threshold}
+
+
 def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     """Rank the scored candidates, write the class list, score the classes' captions."""
-    upstream = stage_fingerprint(run_dir, score_stage.STAGE)
-    stage_dir = open_stage(run_dir, STAGE, {**config.ranking.model_dump(), "threshold": config.threshold}, upstream)
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, score_stage.STAGE))
     index = load_index()
     ranking = rank_synsets(
         score_stage.first_pass_similarities(run_dir), config.ranking.top_n, config.threshold, config.ranking.classes
@@ -104,21 +108,13 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
 
     shards = stage_shards(FileSystems.join(run_dir, select_stage.STAGE), select_stage.SELECTED_DIR)
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, len(shards), STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
         process_shards(pipeline, shards, _ScoreClasses(config, sorted(ranking.classes), stage_dir), total_path)
-    mark_done(stage_dir)
-    return ranking, read_json(total_path)
-
-
-def _summary(result: tuple[Ranking, dict]) -> dict:
-    ranking, tally = result
-    return {"classes": len(ranking.classes), "synsets_dropped": ranking.reasons(), **tally}
+    tally = read_json(total_path)
+    finish_stage(stage_dir, {"classes": len(ranking.classes), "synsets_dropped": ranking.reasons(), **tally})
+    return ranking, tally
 
 
 rank_command = stage_command(
-    STAGE,
-    score_stage.STAGE,
-    run_rank,
-    _summary,
-    "Rank synsets by gloss similarity, write the class list, score the classes' captions.",
+    STAGE, score_stage.STAGE, run_rank, "Rank synsets by gloss similarity, write the class list, score the classes' captions."
 )

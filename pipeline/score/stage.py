@@ -23,13 +23,14 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import atomic_output, write_json
 from pipeline.config import Config, Scoring
+from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
 from pipeline.score.cache import CachedEncoder
 from pipeline.score.encoders import load_encoder
 from pipeline.score.ranking import sample_key
 from pipeline.score.similarity import QueryEmbeddings, score_batch
 from pipeline.select import stage as select_stage
-from pipeline.stage_dir import mark_done, open_stage, stage_fingerprint
+from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from pipeline.stage_command import stage_command
 from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
 from wordnet.index import load_index
@@ -153,12 +154,14 @@ class _ScoreFirstPass(beam.DoFn):
         yield score_shard(shard, self._stage_dir, FIRST_PASS_DIR, self._scorer, self._admit, ["row_id", "wnid"])
 
 
+def settings(config: Config) -> dict:
+    return config.scoring.model_dump(exclude={"cache_dir", "batch_size"})  # these change no result
+
+
 def run_score(config: Config, run_dir: str) -> dict:
     """Both passes over `<run_dir>/select/`; returns the summed tally."""
     select_dir = FileSystems.join(run_dir, select_stage.STAGE)
-    upstream = stage_fingerprint(run_dir, select_stage.STAGE)
-    settings = config.scoring.model_dump(exclude={"cache_dir", "batch_size"})  # these change no result
-    stage_dir = open_stage(run_dir, STAGE, settings, upstream)
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, select_stage.STAGE))
     shards = stage_shards(select_dir, select_stage.SELECTED_DIR)
     scoring = config.scoring
 
@@ -175,10 +178,11 @@ def run_score(config: Config, run_dir: str) -> dict:
     cutoffs = read_json(cutoffs_path)
 
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, len(shards), STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
         process_shards(pipeline, shards, _ScoreFirstPass(scoring, cutoffs, stage_dir), total_path)
-    mark_done(stage_dir)
-    return read_json(total_path)
+    tally = read_json(total_path)
+    finish_stage(stage_dir, {**tally, "synsets": len(cutoffs)})
+    return tally
 
 
 def first_pass_similarities(run_dir: str) -> dict[str, np.ndarray]:
@@ -195,9 +199,5 @@ def first_pass_similarities(run_dir: str) -> dict[str, np.ndarray]:
 
 
 score_command = stage_command(
-    STAGE,
-    select_stage.STAGE,
-    run_score,
-    dict,
-    "Score each candidate synset's first-pass captions against its gloss.",
+    STAGE, select_stage.STAGE, run_score, "Score each candidate synset's first-pass captions against its gloss."
 )

@@ -26,8 +26,9 @@ from filters.single_synset import CandidateLookup, class_caption_counts, keep_si
 from filters.unsafe_rows import drop_unsafe_rows
 from pipeline.atomic import atomic_output, write_json
 from pipeline.config import Config, Selection
+from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
-from pipeline.stage_dir import mark_done, open_stage, stage_fingerprint
+from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from pipeline.stage_command import stage_command
 from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
 from pipeline.tag import stage as tag_stage
@@ -125,11 +126,14 @@ def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Se
     )
 
 
+def settings(config: Config) -> dict:
+    return config.selection.model_dump()
+
+
 def run_select(config: Config, run_dir: str) -> Funnel:
     """Both passes over `<run_dir>/tag/`; writes `<run_dir>/select/` and returns the funnel."""
     tag_dir = FileSystems.join(run_dir, tag_stage.STAGE)
-    upstream = stage_fingerprint(run_dir, tag_stage.STAGE)
-    stage_dir = open_stage(run_dir, STAGE, config.selection.model_dump(), upstream)
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, tag_stage.STAGE))
     tagged_tally = read_json(FileSystems.join(tag_dir, tag_stage.TALLY_FILE))
     shards = stage_shards(tag_dir, tag_stage.TAGGED_DIR)
     selection_config = config.selection
@@ -141,21 +145,18 @@ def run_select(config: Config, run_dir: str) -> Funnel:
     log.info("select: %d synsets found, %d candidates", len(selection.found), len(selection.candidates))
 
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, len(shards), STAGE, "rows_in"), make_pipeline(config.runner) as pipeline:
         select_fn = _SelectShards(selection_config, CandidateLookup(selection), stage_dir)
         process_shards(pipeline, shards, select_fn, total_path)
     total = read_json(total_path)
     drops = {tuple(key.split(":", 1)): n for key, n in total.get("dropped", {}).items()}
     funnel = build_funnel(selection, tagged_tally["rows_tagged"], drops, total.get("kept", {}), load_index())
     write_funnel(funnel, stage_dir)
-    mark_done(stage_dir)
+    steps = {step.step: {"synsets_left": step.synsets_left, "captions_left": step.captions_left} for step in funnel.steps}
+    finish_stage(stage_dir, {"funnel": steps, "candidates": len(funnel.classes)})
     return funnel
 
 
 select_command = stage_command(
-    STAGE,
-    tag_stage.STAGE,
-    run_select,
-    lambda funnel: {"funnel": {step.step: [step.synsets_left, step.captions_left] for step in funnel.steps}, "candidates": len(funnel.classes)},
-    "Filter synsets (ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
+    STAGE, tag_stage.STAGE, run_select, "Filter synsets (ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions."
 )

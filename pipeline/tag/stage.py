@@ -25,12 +25,14 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.atomic import atomic_output, write_json, write_text
 from pipeline.config import Columns, Config, ConfigError, load_config
 from pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
+from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
-from pipeline.stage_dir import mark_done, open_stage
+from pipeline.stage_dir import finish_stage, open_stage, stage_figures
 from pipeline.shards import finished_tally, process_shards, read_json, shard_files, sum_tallies
 from pipeline.summary import record_stage
 from pipeline.tag.matcher import LemmaMatcher, count_synsets
 from wordnet.index import NounIndex, load_index
+from wordnet.nltk_data import WORDNET_VERSION
 from wordnet.lemmas import normalize, surface_forms
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,7 @@ STAGE = "tag"
 TAGGED_DIR = "tagged"
 TALLY_FILE = "tag_tally.json"
 COUNTS_FILE = "synset_counts.tsv"
+SHARDS_FILE = "shards.json"  # [path, size, mtime] of each corpus shard read, for the manifest
 
 
 def build_matcher(index: NounIndex, ignore_forms: list[str]) -> LemmaMatcher:
@@ -119,26 +122,32 @@ def _check_stems(shards: list[str]) -> None:
         raise CorpusError(f"shards must have distinct file names (row ids and outputs use them): {clashes} repeat")
 
 
+def settings(config: Config) -> dict:
+    """What the stage's outputs depend on: the corpus shards as they are now, and the settings."""
+    return {
+        "shards": shard_identities(list_shards(config.corpus.paths)),
+        "columns": config.corpus.columns.model_dump(),
+        "tagging": config.tagging.model_dump(exclude={"batch_rows"}),  # batch size changes no result
+        "wordnet": WORDNET_VERSION,
+    }
+
+
 def run_tag(config: Config, run_dir: str) -> dict:
     """Tag every corpus shard on the configured runner into `<run_dir>/tag/`; returns the tally."""
     shards = list_shards(config.corpus.paths)
     _check_stems(shards)
     for shard in shards:  # every schema is checked before any work starts
         validate_shard(shard, config.corpus.columns)
-    settings = {
-        "shards": shard_identities(shards),
-        "columns": config.corpus.columns.model_dump(),
-        "tagging": config.tagging.model_dump(exclude={"batch_rows"}),  # batch size changes no result
-        "wordnet": load_index().version,
-    }
-    stage_dir = open_stage(run_dir, STAGE, settings)
+    stage_dir = open_stage(run_dir, STAGE, settings(config))
+    write_json(FileSystems.join(stage_dir, SHARDS_FILE), [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))])
     log.info("tag: %d shards", len(shards))
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, len(shards), STAGE, "rows_read"), make_pipeline(config.runner) as pipeline:
         process_shards(pipeline, shards, _TagShards(config, stage_dir), total_path)
     tally = read_json(total_path)
     write_text(FileSystems.join(stage_dir, COUNTS_FILE), counts_table(tally["synset_captions"], load_index()))
-    mark_done(stage_dir)
+    figures = {key: value for key, value in tally.items() if key != "synset_captions"}
+    finish_stage(stage_dir, {**figures, "synsets_found": len(tally["synset_captions"])})
     return tally
 
 
@@ -160,14 +169,12 @@ def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None) -> N
         if inputs:
             config = config.model_copy(update={"corpus": config.corpus.model_copy(update={"paths": list(inputs)})})
         started = time.monotonic()
-        tally = run_tag(config, out)
+        run_tag(config, out)
     except (ConfigError, CorpusError) as err:
         raise click.ClickException(str(err)) from err
-    figures = {key: value for key, value in tally.items() if key != "synset_captions"}
-    figures["synsets_found"] = len(tally["synset_captions"])
-    figures["seconds"] = round(time.monotonic() - started, 1)
+    figures = {**stage_figures(out, STAGE), "seconds": round(time.monotonic() - started, 1)}
     record_stage(out, STAGE, figures)
     click.echo(
-        f"{tally['rows_read']} rows read, {sum(tally['dropped'].values())} dropped, "
-        f"{tally['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {out}/{STAGE}"
+        f"{figures['rows_read']} rows read, {sum(figures['dropped'].values())} dropped, "
+        f"{figures['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {out}/{STAGE}"
     )

@@ -1,0 +1,107 @@
+"""`imagenot build`: every stage from corpus to class list, in order, resumable.
+
+A stage that finished for the same settings and upstream outputs is skipped; an interrupted
+stage picks up its finished shards; a changed setting reruns that stage and everything after it
+(see `pipeline.stage_dir`). `--from STAGE` reruns from STAGE on regardless.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import click
+import yaml
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.atomic import write_text
+from pipeline.config import Config, ConfigError, load_config
+from pipeline.corpus import stage as corpus_stage
+from pipeline.download import stage as download_stage
+from pipeline.rank import stage as rank_stage
+from pipeline.sample import stage as sample_stage
+from pipeline.score import stage as score_stage
+from pipeline.select import stage as select_stage
+from pipeline.stage_dir import is_current, stage_figures, stage_fingerprint
+from pipeline.summary import record_stage
+from pipeline.tag import stage as tag_stage
+
+log = logging.getLogger(__name__)
+RESOLVED_CONFIG = "config.yaml"
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    upstream: str | None
+    settings: Callable[[Config], dict]
+    run: Callable[[Config, str], object]
+    wanted: Callable[[Config], bool] = lambda config: True
+
+
+STAGES = (
+    Stage(corpus_stage.STAGE, None, corpus_stage.settings, corpus_stage.run_corpus, lambda c: c.corpus.synth is not None),
+    Stage(tag_stage.STAGE, None, tag_stage.settings, tag_stage.run_tag),
+    Stage(select_stage.STAGE, tag_stage.STAGE, select_stage.settings, select_stage.run_select),
+    Stage(score_stage.STAGE, select_stage.STAGE, score_stage.settings, score_stage.run_score),
+    Stage(rank_stage.STAGE, score_stage.STAGE, rank_stage.settings, rank_stage.run_rank),
+    Stage(sample_stage.STAGE, rank_stage.STAGE, sample_stage.settings, sample_stage.run_sample),
+    Stage(
+        download_stage.STAGE,
+        sample_stage.STAGE,
+        download_stage.settings,
+        download_stage.run_download,
+        lambda c: c.download.enabled,
+    ),
+)
+STAGE_NAMES = tuple(stage.name for stage in STAGES)
+
+
+def for_run(config: Config, run_dir: str) -> Config:
+    """The config as the stages see it: a synthetic corpus is read from the run directory."""
+    if config.corpus.synth is None:
+        return config
+    corpus = config.corpus.model_copy(update={"paths": [corpus_stage.corpus_glob(run_dir)]})
+    return config.model_copy(update={"corpus": corpus})
+
+
+def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[str]:
+    """Run every wanted stage not already current; returns the names of the stages run."""
+    write_text(FileSystems.join(run_dir, RESOLVED_CONFIG), yaml.safe_dump(config.model_dump(), sort_keys=False))
+    forced = STAGE_NAMES.index(from_stage) if from_stage else len(STAGE_NAMES)
+    ran = []
+    for position, stage in enumerate(STAGES):
+        if not stage.wanted(config):
+            continue
+        stage_config = for_run(config, run_dir) if stage.name != corpus_stage.STAGE else config
+        upstream = stage_fingerprint(run_dir, stage.upstream) if stage.upstream else None
+        stage_dir = FileSystems.join(run_dir, stage.name)
+        if position >= forced and FileSystems.exists(stage_dir):
+            FileSystems.delete([stage_dir])
+        elif is_current(run_dir, stage.name, stage.settings(stage_config), upstream):
+            log.info("%s: up to date, skipped", stage.name)
+            continue
+        log.info("%s: running", stage.name)
+        started = time.monotonic()
+        stage.run(stage_config, run_dir)
+        figures = {**stage_figures(run_dir, stage.name), "seconds": round(time.monotonic() - started, 1)}
+        record_stage(run_dir, stage.name, figures)
+        ran.append(stage.name)
+    return ran
+
+
+@click.command("build")
+@click.option("--config", "config_path", required=True, type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
+@click.option("--out", "run_dir", help="run directory (default: runs/<config file name>)")
+@click.option("--from", "from_stage", type=click.Choice(STAGE_NAMES), help="rerun this stage and all after it")
+def build_command(config_path: str, run_dir: str | None, from_stage: str | None) -> None:
+    """Build a dataset from a config: every stage in order, skipping what is done."""
+    try:
+        config = load_config(config_path)
+    except ConfigError as err:
+        raise click.ClickException(str(err)) from err
+    run_dir = run_dir or FileSystems.join("runs", config_path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    ran = build(config, run_dir, from_stage)
+    click.echo(f"{run_dir}: ran {', '.join(ran) or 'nothing (all stages up to date)'}")

@@ -1,0 +1,35 @@
+"""The corpus stage of a build whose config asks for a synthetic corpus: `<run>/corpus/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.config import Config
+from pipeline.corpus.synth import synth_corpus
+from pipeline.stage_dir import finish_stage, is_current, open_stage
+
+STAGE = "corpus"
+
+
+def settings(config: Config) -> dict:
+    return config.corpus.synth.model_dump()
+
+
+def corpus_glob(run_dir: str) -> str:
+    return FileSystems.join(run_dir, STAGE, "part-*.parquet")
+
+
+def run_corpus(config: Config, run_dir: str) -> None:
+    """Generate the configured synthetic corpus; a partial one (killed run) is made afresh,
+    which is cheap and gives the same bytes."""
+    if is_current(run_dir, STAGE, settings(config), None):
+        return
+    partial = FileSystems.join(run_dir, STAGE)
+    if FileSystems.exists(partial):
+        FileSystems.delete([partial])
+    stage_dir = open_stage(run_dir, STAGE, settings(config))
+    synth = config.corpus.synth
+    result = synth_corpus(Path(stage_dir), synth.rows, synth.seed, synth.url_base, synth.shard_rows)
+    finish_stage(stage_dir, {"rows": result.rows, "shards": len(result.shards)})

@@ -1,0 +1,165 @@
+"""One fetch round through img2dataset: its shards, which of them are finished, their results.
+
+A round folder `rounds/<k>/` holds `fetch.parquet` (the rows to fetch, written before any fetch)
+and, per shard of `shard_rows` of those rows, img2dataset's own outputs: `<shard>.tar`
+(webdataset), `<shard>.parquet` (every row with status and error_message) and
+`<shard>_stats.json`. img2dataset writes the stats after closing the tar and the parquet, so a
+shard is finished exactly when its stats parse; a killed round resumes by refetching only its
+unfinished shards (their partial tar and parquet are overwritten).
+
+The shards are spread over Beam workers; each runs img2dataset's Downloader (threads inside)
+with the guarded urllib opener and `GuardedResizer`, not img2dataset's `download()`, whose
+process pool, logger process and SIGINT handler a library stage should not own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would check for updates online
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from img2dataset.downloader import Downloader
+from img2dataset.writer import WebDatasetSampleWriter
+
+from pipeline.atomic import write_bytes
+from pipeline.config import Runner
+from pipeline.config import Download
+from pipeline.download.http_guard import install_guarded_opener
+from pipeline.download.image_guard import GuardedResizer
+from pipeline.runner import make_pipeline
+
+FETCH_FILE = "fetch.parquet"
+INPUT_DIR = "_input"
+SHARD_DIGITS = 5  # img2dataset's oom_shard_count: shard names 00000, 00001, ...
+# Fetched columns, in img2dataset's column_list order; all but url land in each sample's json.
+SAVED_COLUMNS = ["row_id", "class_index", "wnid"]
+FETCH_COLUMNS = ["url", "caption", *SAVED_COLUMNS]
+RESULT_COLUMNS = ["row_id", "key", "status", "error_message", "width", "height", "original_width", "original_height"]
+
+
+class FetchError(RuntimeError):
+    """img2dataset did not finish a shard."""
+
+
+def shard_name(shard: int) -> str:
+    return f"{shard:0{SHARD_DIGITS}d}"
+
+
+def shard_count(rows: int, shard_rows: int) -> int:
+    return math.ceil(rows / shard_rows)
+
+
+def is_finished(round_dir: str, shard: int) -> bool:
+    """img2dataset wrote the shard's tar, parquet and (last) a readable stats file."""
+    name = FileSystems.join(round_dir, shard_name(shard))
+    if not all(FileSystems.exists(f"{name}{suffix}") for suffix in (".tar", ".parquet", "_stats.json")):
+        return False
+    try:
+        with FileSystems.open(f"{name}_stats.json") as f:
+            return "successes" in json.load(f)
+    except ValueError:  # cut short while being written
+        return False
+
+
+def unfinished_shards(round_dir: str, rows: int, shard_rows: int) -> list[int]:
+    return [s for s in range(shard_count(rows, shard_rows)) if not is_finished(round_dir, s)]
+
+
+def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
+    """A parquet file (local or gs://) in full; empty ones keep their schema."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return pq.read_table(f, columns=columns)
+
+
+def read_fetch(round_dir: str) -> pa.Table:
+    return read_table(FileSystems.join(round_dir, FETCH_FILE))
+
+
+def _arrow_file(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+class _FetchShard(beam.DoFn):
+    """Fetches one shard of a round with img2dataset's Downloader."""
+
+    def __init__(self, round_dir: str, settings: Download):
+        self._round_dir, self._settings = round_dir, settings
+
+    def setup(self):
+        s = self._settings
+        install_guarded_opener(s.max_response_bytes)
+        resizer = GuardedResizer(
+            s.max_image_pixels,
+            image_size=s.image_size,
+            resize_mode=s.resize_mode,
+            resize_only_if_bigger=False,
+            encode_format=s.encode_format,
+            encode_quality=s.encode_quality,
+        )
+        self._downloader = Downloader(
+            sample_writer_class=WebDatasetSampleWriter,
+            resizer=resizer,
+            thread_count=s.threads,
+            save_caption=True,
+            extract_exif=False,
+            output_folder=self._round_dir,
+            column_list=FETCH_COLUMNS,
+            timeout=s.timeout_s,
+            number_sample_per_shard=s.shard_rows,
+            oom_shard_count=SHARD_DIGITS,
+            compute_hash="sha256",
+            verify_hash_type=None,
+            encode_format=s.encode_format,
+            retries=s.retries,
+            user_agent_token=s.user_agent_token,
+            disallowed_header_directives=s.disallowed_header_directives or None,
+        )
+
+    def process(self, shard: int):
+        self._downloader((shard, input_path(self._round_dir, shard)))
+        yield shard
+
+
+def input_path(round_dir: str, shard: int) -> str:
+    return FileSystems.join(round_dir, INPUT_DIR, f"{shard_name(shard)}.arrow")
+
+
+def fetch_round(round_dir: str, settings: Download, runner: Runner) -> int:
+    """Fetch the round's unfinished shards; the number of rows fetched."""
+    table = read_fetch(round_dir)
+    todo = unfinished_shards(round_dir, table.num_rows, settings.shard_rows)
+    for shard in todo:  # img2dataset reads a shard from an Arrow file, and deletes it when done
+        rows = table.slice(shard * settings.shard_rows, settings.shard_rows).select(FETCH_COLUMNS)
+        write_bytes(input_path(round_dir, shard), _arrow_file(rows))
+    if todo:
+        with make_pipeline(runner) as pipeline:
+            _ = (
+                pipeline
+                | "Shards" >> beam.Create(todo)
+                | "Spread" >> beam.Reshuffle()
+                | "Fetch" >> beam.ParDo(_FetchShard(round_dir, settings))
+            )
+    failed = unfinished_shards(round_dir, table.num_rows, settings.shard_rows)
+    if failed:
+        names = ", ".join(FileSystems.join(round_dir, shard_name(s)) for s in failed)
+        raise FetchError(f"img2dataset did not finish shards {names}; rerun to fetch them again")
+    return sum(min(settings.shard_rows, table.num_rows - s * settings.shard_rows) for s in todo)
+
+
+def read_results(round_dir: str, rows: int, shard_rows: int) -> list[tuple[str, pa.Table]]:
+    """(tar path, img2dataset's result table) per shard of a finished round."""
+    results = []
+    for shard in range(shard_count(rows, shard_rows)):
+        name = FileSystems.join(round_dir, shard_name(shard))
+        results.append((f"{name}.tar", read_table(f"{name}.parquet", RESULT_COLUMNS)))
+    return results

@@ -1,0 +1,55 @@
+"""What img2dataset may decode: real, complete images of at most a pixel cap.
+
+img2dataset's Resizer decodes with OpenCV first and checks `max_image_area` after, so a small
+PNG declaring 20000x20000 pixels is fully decoded (1.2 GB) before it is refused; and OpenCV
+decodes a JPEG cut short as a gray-bottomed image without an error. `GuardedResizer` is a
+Resizer whose call first reads the header with Pillow (dimensions without decoding), refuses an
+image over the cap, then decodes it with Pillow, which raises on truncated data (for JPEG at a
+reduced scale, which still reads every byte), and only then hands the bytes to img2dataset.
+Each refusal returns an error message that `reasons.failure_reason` maps.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would check for updates online
+
+from img2dataset.resizer import Resizer
+from PIL import Image, UnidentifiedImageError
+
+
+def image_problem(data: bytes, max_pixels: int, draft_size: int) -> str | None:
+    """Why `data` is not a complete image of at most `max_pixels` pixels, or None."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            if width * height > max_pixels:
+                return f"too many pixels: {width}x{height} > {max_pixels}"
+            image.draft(None, (draft_size, draft_size))
+            image.load()
+    except Image.DecompressionBombError as err:
+        return f"too many pixels: {err}"
+    except UnidentifiedImageError:
+        return "not an image: no image format recognised"
+    except (OSError, SyntaxError, ValueError) as err:
+        if "truncated" in str(err).lower():
+            return f"truncated image: {err}"
+        return f"image decoding error: {err}"
+    return None
+
+
+class GuardedResizer(Resizer):
+    """img2dataset's Resizer behind `image_problem`; takes Resizer's arguments plus the cap."""
+
+    def __init__(self, max_image_pixels: int, **resizer_args):
+        super().__init__(**resizer_args)
+        self.max_image_pixels = max_image_pixels
+
+    def __call__(self, img_stream, blurring_bbox_list=None):
+        problem = image_problem(img_stream.getvalue(), self.max_image_pixels, self.image_size)
+        if problem is not None:
+            return None, None, None, None, None, problem
+        img_stream.seek(0)
+        return super().__call__(img_stream, blurring_bbox_list)

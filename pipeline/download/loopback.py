@@ -1,0 +1,236 @@
+"""A loopback HTTP server of real photos and the ways downloads go wrong, for tests and demos.
+
+`LoopbackImageServer` serves, on 127.0.0.1 and an ephemeral port, from a background thread:
+
+    /photo/<name>.jpg         a real photo from scikit-image (`PHOTOS`), JPEG
+    /slow/<name>.jpg          the same after `slow_seconds` (longer than a test's timeout)
+    /redirect/<name>.jpg      302 to /photo/<name>.jpg
+    /loop/<n>                 302 to itself: a redirect loop
+    /to-file?path=<path>      302 to file://<path> (a client must refuse it)
+    /missing/<anything>       404
+    /error/<anything>         500
+    /page.html                an HTML page (200, text/html): not an image
+    /truncated/<name>.jpg     the first half of the photo's JPEG bytes (complete transfer)
+    /cut/<name>.jpg           Content-Length of the whole photo, half of it sent, then closed
+    /huge/<bytes>.jpg         a photo padded to <bytes>, with Content-Length
+    /huge-stream/<bytes>.jpg  the same without Content-Length (read until the connection closes)
+    /bomb.png                 an 80 kB PNG declaring 20000x20000 pixels (a decompression bomb)
+
+Any query string is ignored, so `?id=...` makes distinct URLs for one resource. `hits` counts
+requests per path with query. It only serves, and stops (slow responses cut short) when the
+`with` block ends:
+
+    with LoopbackImageServer() as server:
+        server.url("/photo/coffee.jpg")  # http://127.0.0.1:<port>/photo/coffee.jpg
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+import struct
+import threading
+import zlib
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
+from urllib.parse import parse_qs, urlsplit
+
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "coins", "moon", "retina", "hubble_deep_field")
+BOMB_SIDE = 20_000
+
+
+@functools.cache
+def photo_jpeg(name: str) -> bytes:
+    """scikit-image's photo `name` as JPEG bytes."""
+    import skimage.data  # slow to import; only the server needs it
+    from PIL import Image
+
+    if name not in PHOTOS:
+        raise KeyError(name)
+    buffer = io.BytesIO()
+    Image.fromarray(getattr(skimage.data, name)()).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+@functools.cache
+def bomb_png(side: int = BOMB_SIDE) -> bytes:
+    """A valid 1-bit PNG of side x side white pixels: tiny compressed, huge decoded."""
+    row = b"\x00" + b"\xff" * ((side + 7) // 8)  # filter byte, then the packed pixels
+    compressor = zlib.compressobj(9)
+    body = b"".join(compressor.compress(row) for _ in range(side)) + compressor.flush()
+    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)  # 1 bit, grayscale
+    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", body) + _png_chunk(b"IEND", b"")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, *args) -> None:  # quiet: tests read `hits` instead
+        pass
+
+    def do_GET(self) -> None:
+        self.server.count(self.path)
+        parts = urlsplit(self.path)
+        for pattern, method in _ROUTES:
+            match = re.fullmatch(pattern, parts.path)
+            if match:
+                try:
+                    method(self, *match.groups(), query=parse_qs(parts.query))
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up: fine here
+                    pass
+                return
+        self.send_error(404)
+
+    def _send(self, body: bytes, content_type: str = "image/jpeg", length: int | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        if length is not None:
+            self.send_header("Content-Length", str(length))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _redirect(self, location: str) -> None:
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def photo(self, name, query):
+        self._send(photo_jpeg(name), length=len(photo_jpeg(name)))
+
+    def slow(self, name, query):
+        if not self.server.stopping.wait(self.server.slow_seconds):
+            self.photo(name, query)
+
+    def redirect(self, name, query):
+        self._redirect(f"/photo/{name}.jpg")
+
+    def loop(self, n, query):
+        self._redirect(f"/loop/{n}")
+
+    def to_file(self, query):
+        self._redirect("file://" + query.get("path", ["/etc/hostname"])[0])
+
+    def missing(self, rest, query):
+        self.send_error(404)
+
+    def error(self, rest, query):
+        self.send_error(500)
+
+    def page(self, query):
+        body = b"<!doctype html><html><body><p>Not an image.</p></body></html>"
+        self._send(body, "text/html; charset=utf-8", len(body))
+
+    def truncated(self, name, query):
+        data = photo_jpeg(name)[: len(photo_jpeg(name)) // 2]
+        self._send(data, length=len(data))
+
+    def cut(self, name, query):
+        data = photo_jpeg(name)
+        self._send(data[: len(data) // 2], length=len(data))
+        self.close_connection = True
+
+    def huge(self, size, query, declare: bool = True):
+        size = int(size)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/jpeg")
+        if declare:
+            self.send_header("Content-Length", str(size))
+        self.end_headers()
+        head = photo_jpeg("coffee")[:size]
+        self.wfile.write(head)
+        zeros, left = bytes(1 << 16), size - len(head)
+        while left > 0 and not self.server.stopping.is_set():
+            self.wfile.write(zeros[:left])
+            left -= len(zeros)
+        self.close_connection = True
+
+    def huge_stream(self, size, query):
+        self.huge(size, query, declare=False)
+
+    def bomb(self, query):
+        self._send(bomb_png(), "image/png", len(bomb_png()))
+
+
+_ROUTES = (
+    (r"/photo/(\w+)\.jpg", _Handler.photo),
+    (r"/slow/(\w+)\.jpg", _Handler.slow),
+    (r"/redirect/(\w+)\.jpg", _Handler.redirect),
+    (r"/loop/(\w+)", _Handler.loop),
+    (r"/to-file", _Handler.to_file),
+    (r"/missing/(.*)", _Handler.missing),
+    (r"/error/(.*)", _Handler.error),
+    (r"/page\.html", _Handler.page),
+    (r"/truncated/(\w+)\.jpg", _Handler.truncated),
+    (r"/cut/(\w+)\.jpg", _Handler.cut),
+    (r"/huge/(\d+)\.jpg", _Handler.huge),
+    (r"/huge-stream/(\d+)\.jpg", _Handler.huge_stream),
+    (r"/bomb\.png", _Handler.bomb),
+)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, slow_seconds: float):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.slow_seconds = slow_seconds
+        self.stopping = threading.Event()
+        self.hits: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, path: str) -> None:
+        with self._lock:
+            self.hits[path] += 1
+
+
+class LoopbackImageServer:
+    """The server above; a context manager (or `start()`/`stop()`)."""
+
+    def __init__(self, slow_seconds: float = 3.0):
+        self.slow_seconds = slow_seconds
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        for name in PHOTOS:  # encoded before serving, so no first request waits on it
+            photo_jpeg(name)
+        bomb_png()
+        self._server = _Server(self.slow_seconds)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-images", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stopping.set()
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
+            self._server = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    @property
+    def hits(self) -> Counter[str]:
+        """Requests so far per path (with query string)."""
+        with self._server._lock:
+            return Counter(self._server.hits)

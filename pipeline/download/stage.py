@@ -1,0 +1,270 @@
+"""The download stage: the sampled images fetched with img2dataset, failures backfilled.
+
+Reads `sample/dataset/*.parquet` (per class, its first N candidates) and `sample/reserve/*.parquet`
+(the rest, in `order`). Round 0 fetches the dataset rows; each later round fetches, per class,
+the next reserve candidates replacing the failures so far (`rounds.walk_class`), until every
+class has N images, its reserve is spent, or `max_rounds` ran. URLs other than http/https are
+never handed to img2dataset (`url_not_http`). Each round's img2dataset output stays in
+`download/rounds/<k>/`; a rerun reads the outcomes of the rows already tried there and fetches
+only the rows never tried (and the shards of a killed round that did not finish).
+
+Outputs in `download/`: `dataset/part-NNNNN.parquet`, one row per final image (where its sample
+is: `tar`, relative to the run dir, and `key`); `classes.tsv` (per class: target, images,
+failed, reserve_used, shortfall); figures for the summary (per-class images, failures by
+reason, URL success rate, rounds, tar bytes).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from collections import Counter
+from typing import NamedTuple
+
+import click
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.atomic import atomic_output, write_text
+from pipeline.config import Config, Download, Runner, Sampling
+from pipeline.download import fetch
+from pipeline.download.reasons import failure_reason
+from pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
+from pipeline.sample.splits import assign_splits
+from pipeline.shards import stage_shards
+from pipeline.stage_command import stage_command
+from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+
+log = logging.getLogger(__name__)
+
+STAGE = "download"
+UPSTREAM = "sample"
+ROUNDS_DIR = "rounds"
+DATASET_DIR = "dataset"
+PART_ROWS = 100_000  # rows per dataset/part-NNNNN.parquet
+SAMPLE_COLUMNS = ("row_id", "url", "caption", "class_index", "wnid", "gloss_similarity", "split", "order")
+IMAGE_SIZE_COLUMNS = ("width", "height", "original_width", "original_height")
+CLASS_COLUMNS = ("class_index", "wnid", "target", "images", "failed", "reserve_used", "shortfall")
+
+
+class SampleError(ValueError):
+    """The sample stage's output is not what this stage reads; names the file and the problem."""
+
+
+class Attempt(NamedTuple):
+    """One fetched row's outcome, from a round's img2dataset parquet."""
+
+    round: int
+    ok: bool
+    reason: str | None
+    tar: str  # relative to the run dir
+    key: str
+    width: int | None
+    height: int | None
+    original_width: int | None
+    original_height: int | None
+
+
+def _read_sample(path: str, reserve: bool) -> pa.Table:
+    table = fetch.read_table(path)
+    missing = [c for c in SAMPLE_COLUMNS if c not in table.column_names]
+    if missing:
+        raise SampleError(f"{path}: missing column(s) {missing}; the sample stage writes {list(SAMPLE_COLUMNS)}")
+    table = table.select(list(SAMPLE_COLUMNS))
+    return table.append_column("reserve", pa.array([reserve] * table.num_rows, pa.bool_()))
+
+
+def load_candidates(run_dir: str) -> tuple[pa.Table, list[ClassCandidates]]:
+    """The sample stage's rows, by class, dataset rows then reserve rows, each in `order`."""
+    sample_dir = FileSystems.join(run_dir, UPSTREAM)
+    tables = [_read_sample(p, False) for p in stage_shards(sample_dir, "dataset")]
+    tables += [_read_sample(p, True) for p in stage_shards(sample_dir, "reserve")]
+    if not tables:
+        raise SampleError(f"{sample_dir}: no dataset/*.parquet")
+    table = pa.concat_tables(tables, promote_options="permissive")
+    table = table.sort_by([("class_index", "ascending"), ("reserve", "ascending"), ("order", "ascending")])
+    row_ids = table.column("row_id").to_pylist()
+    if len(set(row_ids)) != len(row_ids):
+        twice = sorted(r for r, n in Counter(row_ids).items() if n > 1)[:5]
+        raise SampleError(f"{sample_dir}: row_id(s) listed twice across dataset/ and reserve/, e.g. {twice}")
+    return table, _by_class(table)
+
+
+def _by_class(table: pa.Table) -> list[ClassCandidates]:
+    columns = {
+        name: table.column(name).to_pylist() for name in ("row_id", "url", "class_index", "wnid", "split", "reserve")
+    }
+    classes, start = [], 0
+    while start < table.num_rows:
+        class_index = columns["class_index"][start]
+        end = start
+        while end < table.num_rows and columns["class_index"][end] == class_index:
+            end += 1
+        reserve = columns["reserve"][start:end]
+        classes.append(
+            ClassCandidates(
+                class_index=class_index,
+                wnid=columns["wnid"][start],
+                row_ids=columns["row_id"][start:end],
+                urls=columns["url"][start:end],
+                target=reserve.count(False),
+            )
+        )
+        start = end
+    return classes
+
+
+def _round_attempts(round_dir: str, k: int, rows: int, shard_rows: int) -> dict[str, Attempt]:
+    attempts = {}
+    for tar, table in fetch.read_results(round_dir, rows, shard_rows):
+        relative_tar = FileSystems.join(STAGE, ROUNDS_DIR, str(k), FileSystems.split(tar)[1])
+        for r in table.to_pylist():
+            ok = r["status"] == "success"
+            attempts[r["row_id"]] = Attempt(
+                k, ok, None if ok else failure_reason(r["error_message"]), relative_tar, r["key"],
+                r["width"], r["height"], r["original_width"], r["original_height"],
+            )  # fmt: skip
+    return attempts
+
+
+def run_rounds(
+    stage_dir: str, table: pa.Table, classes: list[ClassCandidates], settings: Download, runner: Runner
+) -> tuple[dict[str, Attempt], list[int]]:
+    """Fetch round after round, resuming the stored ones; every attempt, and the rows fetched
+    by this call per round."""
+    offsets = [0]
+    for candidates in classes:
+        offsets.append(offsets[-1] + len(candidates.row_ids))
+    attempts: dict[str, Attempt] = {}
+    fetched_now = []
+    for k in range(settings.max_rounds):
+        round_dir = FileSystems.join(stage_dir, ROUNDS_DIR, str(k))
+        if not FileSystems.exists(FileSystems.join(round_dir, fetch.FETCH_FILE)):
+            planned = next_fetch(classes, _outcomes(attempts))
+            if not planned:
+                break
+            chosen = table.take(pa.array([offsets[c] + position for c, position in planned], pa.int64()))
+            with atomic_output(FileSystems.join(round_dir, fetch.FETCH_FILE)) as f:
+                pq.write_table(chosen.select(list(SAMPLE_COLUMNS)), f)
+        rows = fetch.read_fetch(round_dir).num_rows
+        fetched_now.append(fetch.fetch_round(round_dir, settings, runner))
+        log.info("download round %d: %d rows, %d fetched by this run", k, rows, fetched_now[-1])
+        attempts.update(_round_attempts(round_dir, k, rows, settings.shard_rows))
+    return attempts, fetched_now
+
+
+def _outcomes(attempts: dict[str, Attempt]) -> dict[str, bool]:
+    return {row_id: attempt.ok for row_id, attempt in attempts.items()}
+
+
+def _class_row(c: ClassCandidates, walk: ClassWalk) -> dict:
+    tried = walk.succeeded + walk.failed + walk.not_http
+    return {
+        "class_index": c.class_index,
+        "wnid": c.wnid,
+        "target": c.target,
+        "images": len(walk.succeeded),
+        "failed": len(walk.failed) + len(walk.not_http),
+        "reserve_used": sum(c.is_reserve(p) for p in tried),
+        "shortfall": c.target - len(walk.succeeded),
+    }
+
+
+def _final_images(
+    table: pa.Table, offset: int, c: ClassCandidates, walk: ClassWalk, attempts: dict[str, Attempt], sampling: Sampling
+) -> pa.Table:
+    """The class's images that arrived, split anew over this final set (`assign_splits`)."""
+    rows = table.take(pa.array([offset + p for p in walk.succeeded], pa.int64())).select(list(SAMPLE_COLUMNS))
+    done = [attempts[c.row_ids[p]] for p in walk.succeeded]
+    rows = rows.set_column(
+        rows.column_names.index("split"),
+        "split",
+        pa.array(assign_splits([c.row_ids[p] for p in walk.succeeded], sampling.test_per_class, sampling.seed), pa.string()),
+    )
+    extra = {
+        "round": pa.array([a.round for a in done], pa.int32()),
+        "tar": pa.array([a.tar for a in done], pa.string()),
+        "key": pa.array([a.key for a in done], pa.string()),
+        **{name: pa.array([getattr(a, name) for a in done], pa.int32()) for name in IMAGE_SIZE_COLUMNS},
+    }
+    for name, column in extra.items():
+        rows = rows.append_column(name, column)
+    return rows
+
+
+def _write_dataset(stage_dir: str, images: pa.Table) -> None:
+    folder = FileSystems.join(stage_dir, DATASET_DIR)
+    for part, start in enumerate(range(0, max(images.num_rows, 1), PART_ROWS)):
+        with atomic_output(FileSystems.join(folder, f"part-{part:05d}.parquet")) as f:
+            pq.write_table(images.slice(start, PART_ROWS), f)
+
+
+def _tsv(columns: tuple[str, ...], rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([row[c] for c in columns] for row in rows)
+    return buffer.getvalue()
+
+
+def _tar_bytes(stage_dir: str) -> int:
+    pattern = FileSystems.join(stage_dir, ROUNDS_DIR, "*", "*.tar")
+    return sum(m.size_in_bytes for m in FileSystems.match([pattern])[0].metadata_list)
+
+
+def settings(config: Config) -> dict:
+    return config.download.output_settings()
+
+
+def download_images(run_dir: str, settings: Download, sampling: Sampling, runner: Runner) -> dict:
+    """Fetch the sample stage's images into `<run_dir>/download/`; the stage's figures."""
+    stage_dir = open_stage(run_dir, STAGE, settings.output_settings(), stage_fingerprint(run_dir, UPSTREAM))
+    table, classes = load_candidates(run_dir)
+    attempts, fetched_now = run_rounds(stage_dir, table, classes, settings, runner)
+    outcomes = _outcomes(attempts)
+    offsets, class_table, parts, failures = 0, [], [], Counter()
+    for c in classes:
+        walk = walk_class(c, outcomes)
+        class_table.append(_class_row(c, walk))
+        parts.append(_final_images(table, offsets, c, walk, attempts, sampling))
+        failures.update(attempts[c.row_ids[p]].reason for p in walk.failed)
+        failures["url_not_http"] += len(walk.not_http)
+        offsets += len(c.row_ids)
+    _write_dataset(stage_dir, pa.concat_tables(parts))
+    write_text(FileSystems.join(stage_dir, "classes.tsv"), _tsv(CLASS_COLUMNS, class_table))
+    images = sum(row["images"] for row in class_table)
+    tried = images + sum(row["failed"] for row in class_table)
+    figures = {
+        "classes": len(classes),
+        "target": sum(row["target"] for row in class_table),
+        "images": images,
+        "classes_short": sum(row["shortfall"] > 0 for row in class_table),
+        "images_per_class": {row["wnid"]: row["images"] for row in class_table},
+        "failures": dict(sorted(failures.items())),
+        "urls_tried": tried,
+        "url_success_rate": round(images / tried, 4) if tried else None,
+        "rounds": len(fetched_now),
+        "fetched_by_this_run": sum(fetched_now),
+        "tar_bytes": _tar_bytes(stage_dir),
+    }
+    finish_stage(stage_dir, figures)
+    return figures
+
+
+def run_download(config: Config, run_dir: str) -> dict:
+    settings = config.download
+    if not settings.enabled:
+        raise click.ClickException(
+            "download.enabled is false: the download stage fetches images from the web; enable it in the config"
+        )
+    return download_images(run_dir, settings, config.sampling, config.runner)
+
+
+download_command = stage_command(
+    STAGE,
+    UPSTREAM,
+    run_download,
+    "Fetch the sampled images with img2dataset, backfilling failures from each class's reserve.",
+)

@@ -1,0 +1,82 @@
+"""One class's sample as a plain function: its candidates in, its ordered images and reserve out.
+
+Exact duplicates are kept out before anything is taken: walking the candidates in the strategy's
+order, a row whose url an earlier row has is a `duplicate_url`; of the rest, a row whose caption
+an earlier row has is a `duplicate_caption`. The survivors are ordered again (which changes only
+the matched strategy's round robin) and the first N + reserve of them make the class's list.
+Every candidate is accounted for: candidates = below_threshold + duplicate_url +
+duplicate_caption + listed + not_listed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.config import Sampling
+from pipeline.sample.strategies import (
+    SCORE_COLUMN,
+    order_matched,
+    order_threshold,
+    order_top,
+    priorities,
+    similarity_bins,
+)
+
+ORDER_COLUMN = "order"
+
+
+def strategy_order(similarity: np.ndarray, priority: np.ndarray, sampling: Sampling, edges: np.ndarray | None) -> np.ndarray:
+    if sampling.strategy == "top":
+        return order_top(similarity, priority)
+    if sampling.strategy == "threshold":
+        return order_threshold(similarity, priority, sampling.threshold)
+    return order_matched(similarity, priority, edges)
+
+
+def first_occurrences(values: np.ndarray) -> np.ndarray:
+    """Mask of the entries whose value no earlier entry has."""
+    keep = np.zeros(len(values), bool)
+    keep[np.unique(values, return_index=True)[1]] = True
+    return keep
+
+
+def sample_class(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = None) -> tuple[pa.Table, dict[str, int]]:
+    """`rows` (one class's candidates, any order) as the class's ordered list, with an int32
+    `order` column: positions 0..N-1 are the images, the rest the reserve. `edges`: the matched
+    strategy's reference bin edges (see `strategies.reference_edges`)."""
+    if rows.column(SCORE_COLUMN).null_count:
+        raise ValueError(f"{SCORE_COLUMN} is null in {rows.column(SCORE_COLUMN).null_count} scored rows")
+    rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
+    similarity = rows.column(SCORE_COLUMN).to_numpy()
+    priority = priorities(rows.column("row_id").to_pylist(), sampling.seed)
+
+    ranked = strategy_order(similarity, priority, sampling, edges)
+    urls = rows.column("url").to_numpy(zero_copy_only=False)[ranked]
+    new_url = first_occurrences(urls)
+    captions = rows.column("caption").to_numpy(zero_copy_only=False)[ranked[new_url]]
+    new_caption = first_occurrences(captions)
+    survivors = np.sort(ranked[new_url][new_caption])
+
+    ordered = survivors[strategy_order(similarity[survivors], priority[survivors], sampling, edges)]
+    listed = ordered[: sampling.images_per_class + sampling.reserve]
+    table = rows.take(pa.array(listed)).append_column(ORDER_COLUMN, pa.array(np.arange(len(listed)), pa.int32()))
+    counts = {
+        "candidates": rows.num_rows,
+        "below_threshold": rows.num_rows - len(ranked),
+        "duplicate_url": int((~new_url).sum()),
+        "duplicate_caption": int((~new_caption).sum()),
+        "listed": len(listed),
+        "not_listed": len(ordered) - len(listed),
+    }
+    if sampling.strategy == "matched":
+        counts["bins_short"] = bins_short(similarity[survivors], edges, sampling.images_per_class)
+    return table, counts
+
+
+def bins_short(similarity: np.ndarray, edges: np.ndarray, images: int) -> int:
+    """Reference bins with fewer candidates than their equal share of the images."""
+    bins = len(edges) - 1
+    available = np.bincount(similarity_bins(similarity, edges), minlength=bins)
+    return int((available < -(-images // bins)).sum())

@@ -1,0 +1,239 @@
+"""The sample stage: from the rank stage's scored captions to the dataset's image list.
+
+One Beam pass keys the scored rows by class (an Arrow slice per class per read batch, never one
+element per caption), groups them and runs `sample_class` on each class: its ordered list of
+N images then the reserve, written to `sample/ordered/<wnid>.parquet`. The same pass checksums
+the corpus shards for the manifest. The driver then settles urls listed in several classes (the
+url stays in the class where its gloss similarity is higher, ties to the lower class index, and
+counts as `url_in_other_class` in the others), splits each class's images into train and test,
+and writes, in (class index, order) order:
+- `dataset/part-NNNNN.parquet`: the images, `shard_rows` rows per shard, ready for img2dataset
+  (url_col="url", caption_col="caption");
+- `reserve/part-NNNNN.parquet`: the reserve, same columns, `split` null;
+- `classes.tsv`, `sample_tally.json` (per class and totals) and `manifest.json`.
+A class with fewer than N images is reported with its shortfall, never padded.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import PurePosixPath
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.atomic import atomic_output, write_json, write_text
+from pipeline.config import Config
+from pipeline.rank import stage as rank_stage
+from pipeline.runner import make_pipeline
+from pipeline.sample.classes import ORDER_COLUMN, sample_class
+from pipeline.config import Sampling
+from pipeline.sample.manifest import build_manifest, checked_corpus_entry
+from pipeline.sample.splits import assign_splits
+from pipeline.sample.strategies import SCORE_COLUMN, reference_edges
+from pipeline.sample.writer import ShardWriter
+from pipeline.shards import read_batches, read_json, stage_shards
+from pipeline.tag import stage as tag_stage
+from pipeline.stage_command import stage_command
+from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+
+STAGE = "sample"
+DATASET_DIR, RESERVE_DIR, ORDERED_DIR = "dataset", "reserve", "ordered"
+COUNTS_FILE, CHECKSUMS_FILE = "class_counts.json", "corpus_checksums.json"
+TALLY_FILE, MANIFEST_FILE = "sample_tally.json", "manifest.json"
+SOURCE_COLUMNS = ("width", "height", "similarity", "license", "sample_id")  # kept where present
+# candidates = below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images + reserve + not_listed
+COUNT_KEYS = ("candidates", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed")
+CLASS_COLUMNS = ("class_index", "wnid", "name", *COUNT_KEYS, "images", "reserve", "shortfall")
+
+
+def class_parts(shard: str, columns: list[str]):
+    """(wnid, that class's rows of one read batch) for a scored shard."""
+    for batch in read_batches(shard, columns):
+        table = pa.Table.from_batches([batch])
+        table = table.take(pc.sort_indices(table, [("wnid", "ascending")]))
+        wnids = table.column("wnid").to_numpy(zero_copy_only=False)
+        starts = np.flatnonzero(np.r_[True, wnids[1:] != wnids[:-1]]) if len(wnids) else []
+        for start, end in zip(starts, [*starts[1:], len(wnids)]):
+            yield str(wnids[start]), table.slice(start, end - start)
+
+
+class _SampleClass(beam.DoFn):
+    def __init__(self, sampling: Sampling, edges: np.ndarray | None, ordered_dir: str):
+        self._sampling, self._edges, self._ordered_dir = sampling, edges, ordered_dir
+
+    def process(self, keyed):
+        wnid, parts = keyed
+        ordered, counts = sample_class(pa.concat_tables(parts), self._sampling, self._edges)
+        with atomic_output(FileSystems.join(self._ordered_dir, f"{wnid}.parquet")) as stream:
+            pq.write_table(ordered, stream)
+        yield wnid, counts
+
+
+def _read_table(path: str, columns: list[str] | None = None) -> pa.Table:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return pq.read_table(f, columns=columns)
+
+
+def output_schema(scored_schema: pa.Schema) -> pa.Schema:
+    fields = [
+        pa.field("row_id", pa.string()),
+        pa.field("url", pa.string()),
+        pa.field("caption", pa.string()),
+        pa.field("class_index", pa.int32()),
+        pa.field("wnid", pa.string()),
+        pa.field(SCORE_COLUMN, pa.float32()),
+        pa.field("split", pa.string()),
+        pa.field(ORDER_COLUMN, pa.int32()),
+    ]
+    return pa.schema(fields + [scored_schema.field(name) for name in SOURCE_COLUMNS if name in scored_schema.names])
+
+
+def urls_in_other_classes(lists: dict[int, pa.Table]) -> dict[int, set[str]]:
+    """Per class index, the listed urls that another class's list holds with a higher gloss
+    similarity (equal similarity: the lower class index keeps the url)."""
+    if not lists:
+        return {}
+    table = pa.concat_tables(
+        pa.table({"url": t.column("url"), "score": t.column(SCORE_COLUMN), "class_index": pa.array(np.full(t.num_rows, i, np.int32))})
+        for i, t in lists.items()
+    )
+    table = table.take(pc.sort_indices(table, [("url", "ascending"), ("score", "descending"), ("class_index", "ascending")]))
+    urls = table.column("url").to_numpy(zero_copy_only=False)
+    losing = np.flatnonzero(np.r_[False, urls[1:] == urls[:-1]])
+    lost: dict[int, set[str]] = {}
+    for class_index, url in zip(table.column("class_index").to_numpy()[losing], urls[losing]):
+        lost.setdefault(int(class_index), set()).add(url)
+    return lost
+
+
+def split_list(ordered: pa.Table, class_index: int, lost: set[str], sampling: Sampling) -> tuple[pa.Table, pa.Table]:
+    """(images with their split, reserve) of a class's list once its lost urls are out."""
+    if lost:
+        ordered = ordered.filter(pc.invert(pc.is_in(ordered.column("url"), value_set=pa.array(sorted(lost)))))
+    ordered = ordered.set_column(
+        ordered.schema.get_field_index(ORDER_COLUMN), ORDER_COLUMN, pa.array(np.arange(ordered.num_rows), pa.int32())
+    )
+    ordered = ordered.append_column("class_index", pa.array(np.full(ordered.num_rows, class_index, np.int32)))
+    n = sampling.images_per_class
+    images, reserve = ordered.slice(0, n), ordered.slice(n, sampling.reserve)
+    splits = assign_splits(images.column("row_id").to_pylist(), sampling.test_per_class, sampling.seed)
+    images = images.append_column("split", pa.array(splits, pa.string()))
+    reserve = reserve.append_column("split", pa.nulls(reserve.num_rows, pa.string()))
+    return images, reserve
+
+
+def _tsv(columns, rows) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([row[c] for c in columns] for row in rows)
+    return buffer.getvalue()
+
+
+def tally(rows: list[dict]) -> dict:
+    per_class = {row["wnid"]: {k: row[k] for k in ("images", "reserve", "shortfall")} for row in rows}
+    totals = {key: sum(row[key] for row in rows) for key in (*COUNT_KEYS, "images", "reserve", "shortfall")}
+    return {"classes": len(rows), "classes_short": sum(row["shortfall"] > 0 for row in rows), **totals, "per_class": per_class}
+
+
+def write_dataset(
+    stage_dir: str, classes: list[dict], counts: dict, lists: dict[int, str], schema: pa.Schema, sampling: Sampling
+) -> tuple[list[dict], dict[str, str]]:
+    """Write the dataset and reserve shards and `classes.tsv` from the classes' ordered lists
+    (`lists`: class index -> file); returns the classes' rows and the files written (name -> path)."""
+    lost = urls_in_other_classes({i: _read_table(path, ["url", SCORE_COLUMN]) for i, path in lists.items()})
+    writers = {role: ShardWriter(FileSystems.join(stage_dir, role), schema, sampling.shard_rows) for role in (DATASET_DIR, RESERVE_DIR)}
+    rows = []
+    for c in classes:
+        found = counts.get(c["wnid"], {})
+        row = {"class_index": c["index"], "wnid": c["wnid"], "name": c["name"], **{k: found.get(k, 0) for k in COUNT_KEYS}}
+        row["url_in_other_class"] = len(lost.get(c["index"], ()))
+        images = reserve = 0
+        if c["index"] in lists:
+            ordered = _read_table(lists[c["index"]])
+            image_rows, reserve_rows = split_list(ordered, c["index"], lost.get(c["index"], set()), sampling)
+            writers[DATASET_DIR].write(image_rows)
+            writers[RESERVE_DIR].write(reserve_rows)
+            images, reserve = image_rows.num_rows, reserve_rows.num_rows
+        rows.append({**row, "images": images, "reserve": reserve, "shortfall": sampling.images_per_class - images})
+    outputs = {f"{role}/{PurePosixPath(path).name}": path for role, writer in writers.items() for path in writer.close()}
+    outputs["classes.tsv"] = FileSystems.join(stage_dir, "classes.tsv")
+    write_text(outputs["classes.tsv"], _tsv(CLASS_COLUMNS, rows))
+    return rows, outputs
+
+
+def settings(config: Config) -> dict:
+    """The sampling settings with the reference distribution resolved (a changed reference run re-samples)."""
+    edges = reference_edges(config.sampling)
+    return {**config.sampling.model_dump(), "reference_edges": None if edges is None else edges.tolist()}
+
+
+def run_sample(config: Config, run_dir: str) -> dict:
+    """Sample every class of `<run_dir>/rank/`; returns the tally."""
+    sampling: Sampling = config.sampling
+    edges = reference_edges(sampling)
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, rank_stage.STAGE))
+    rank_dir = FileSystems.join(run_dir, rank_stage.STAGE)
+    classes = read_json(FileSystems.join(rank_dir, "classes.json"))
+    shards = stage_shards(rank_dir, rank_stage.SCORED_DIR)
+    if not shards:
+        raise ValueError(f"{rank_dir}: no scored shards in {rank_stage.SCORED_DIR}/; rerun `imagenot rank`")
+    corpus = read_json(FileSystems.join(run_dir, tag_stage.STAGE, tag_stage.SHARDS_FILE))
+    with FileSystems.open(shards[0], compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        scored_schema = pq.ParquetFile(f).schema_arrow
+    schema = output_schema(scored_schema)
+    read = [name for name in schema.names if name in scored_schema.names]
+    ordered_dir = FileSystems.join(stage_dir, ORDERED_DIR)
+    counts_path, checksums_path = (FileSystems.join(stage_dir, name) for name in (COUNTS_FILE, CHECKSUMS_FILE))
+
+    with make_pipeline(config.runner) as pipeline:
+        _ = (
+            pipeline
+            | "Scored" >> beam.Create(shards)
+            | "SpreadScored" >> beam.Reshuffle()
+            | "ByClass" >> beam.FlatMap(class_parts, read)
+            | "Group" >> beam.GroupByKey()
+            | "Sample" >> beam.ParDo(_SampleClass(sampling, edges, ordered_dir))
+            | "Counts" >> beam.combiners.ToDict()
+            | "WriteCounts" >> beam.Map(lambda counts: write_json(counts_path, counts))
+        )
+        _ = (
+            pipeline
+            | "Corpus" >> beam.Create(corpus)
+            | "SpreadCorpus" >> beam.Reshuffle()
+            | "Checksum" >> beam.Map(checked_corpus_entry)
+            | "Entries" >> beam.combiners.ToList()
+            | "WriteChecksums" >> beam.Map(lambda entries: write_json(checksums_path, sorted(entries, key=lambda e: e["path"])))
+        )
+    counts = read_json(counts_path)
+
+    lists = {c["index"]: FileSystems.join(ordered_dir, f"{c['wnid']}.parquet") for c in classes if c["wnid"] in counts}
+    rows, outputs = write_dataset(stage_dir, classes, counts, lists, schema, sampling)
+    result = tally(rows)
+    write_json(FileSystems.join(stage_dir, TALLY_FILE), result)
+    manifest = build_manifest(run_dir, config.model_dump(mode="json"), settings(config), read_json(checksums_path), outputs)
+    write_json(FileSystems.join(stage_dir, MANIFEST_FILE), manifest)
+    FileSystems.delete([path for path in (ordered_dir, counts_path, checksums_path) if FileSystems.exists(path)])
+    finish_stage(stage_dir, summarize(result))
+    return result
+
+
+def summarize(result: dict) -> dict:
+    """The tally's totals, and the shortfall of each class that has one."""
+    short = {wnid: c["shortfall"] for wnid, c in result["per_class"].items() if c["shortfall"] > 0}
+    return {**{k: v for k, v in result.items() if k != "per_class"}, "shortfall_by_class": short}
+
+
+sample_command = stage_command(
+    STAGE,
+    rank_stage.STAGE,
+    run_sample,
+    "Pick each class's images and reserve from its scored captions, split train/test, write the dataset.",
+)

@@ -1,0 +1,90 @@
+"""The three orders a class's candidates can be taken in (ImageNetV2's sampling strategies).
+
+Each function gets one class's candidates as arrays, already sorted by row id, and returns the
+positions of the rows it takes, in the order they should be taken: the first N become images,
+the next ones the reserve. Randomness comes only from `priorities`, a keyed hash of (seed,
+row id), so the order is the same whatever the sharding, the runner or the number of workers;
+sorts are stable, so rows tied on every key stay in row-id order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.config import Sampling
+from pipeline.score.ranking import sample_key
+
+REFERENCE_BINS = 10  # deciles of another run's scores
+SCORE_COLUMN = "gloss_similarity"
+
+
+def priorities(row_ids: list[str], seed: int) -> np.ndarray:
+    return np.fromiter((sample_key(r, seed) for r in row_ids), np.uint64, len(row_ids))
+
+
+def order_top(similarity: np.ndarray, priority: np.ndarray) -> np.ndarray:
+    """Highest similarity first; equal similarities by priority."""
+    return np.lexsort((priority, -similarity.astype(np.float64)))
+
+
+def order_threshold(similarity: np.ndarray, priority: np.ndarray, threshold: float) -> np.ndarray:
+    """Rows at or above the threshold, in priority order: a uniform random sample of them."""
+    eligible = np.flatnonzero(similarity >= np.float32(threshold))
+    return eligible[np.argsort(priority[eligible], kind="stable")]
+
+
+def similarity_bins(similarity: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The bin (0..len(edges)-2) of each similarity; values beyond the reference go to the end bins."""
+    return np.searchsorted(edges[1:-1], similarity.astype(np.float64), side="right")
+
+
+def order_matched(similarity: np.ndarray, priority: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Round robin over the reference's equal-mass bins, each bin in priority order.
+
+    `edges` are the reference's quantiles at equally spaced probabilities, so each bin holds an
+    equal share of the reference and any prefix of the order (the images, the images plus the
+    reserve taken so far) has an equal share of each bin, give or take one. When a bin runs out
+    of candidates, the rounds go on without it: its share is filled by the other bins equally,
+    so a class still reaches N where it has N candidates (`bins_short` counts such bins).
+    """
+    bins = similarity_bins(similarity, edges)
+    by_bin = np.lexsort((priority, bins))
+    starts = np.searchsorted(bins[by_bin], bins[by_bin])  # first position of each row's bin
+    round_of = np.empty(len(bins), np.int64)
+    round_of[by_bin] = np.arange(len(bins)) - starts
+    return np.lexsort((priority, round_of))
+
+
+def reference_edges(sampling: Sampling) -> np.ndarray | None:
+    """The matched strategy's bin edges: the configured quantiles or another run's deciles."""
+    if sampling.reference_quantiles is not None:
+        return np.asarray(sampling.reference_quantiles, np.float64)
+    if sampling.reference_scores is None:
+        return None
+    scores = read_reference_scores(sampling.reference_scores)
+    return np.quantile(scores, np.linspace(0, 1, REFERENCE_BINS + 1))
+
+
+def read_reference_scores(path: str) -> np.ndarray:
+    """The gloss similarities of a parquet file, or of every parquet file in a folder."""
+    files = [path] if path.endswith(".parquet") else sorted(
+        m.path for m in FileSystems.match([FileSystems.join(path, "*.parquet")])[0].metadata_list
+    )
+    parts = []
+    for file in files:
+        with FileSystems.open(file, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            parquet = pq.ParquetFile(f)
+            names = parquet.schema_arrow.names
+            if SCORE_COLUMN not in names:
+                raise ValueError(f"sampling.reference_scores: {file} has no {SCORE_COLUMN} column (found {names})")
+            column = parquet.read(columns=[SCORE_COLUMN]).column(SCORE_COLUMN)
+        parts.append(pc.drop_null(column).to_numpy().astype(np.float64))
+    scores = np.concatenate(parts) if parts else np.empty(0)
+    if len(scores) == 0:
+        raise ValueError(f"sampling.reference_scores: no {SCORE_COLUMN} values found in {path}")
+    return scores
+

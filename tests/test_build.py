@@ -1,0 +1,108 @@
+"""`imagenot build`: all stages in order, skipping what is current, resuming what was killed."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from pipeline.build import build, build_command
+from pipeline.config import load_config
+
+CONFIG = {
+    "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000}},
+    "selection": {"min_captions": 8},
+    "scoring": {"first_pass_captions": 10},
+    "ranking": {"classes": 8, "top_n": 5, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.3}},
+    "sampling": {"images_per_class": 5, "test_per_class": 1, "reserve_factor": 0.4, "shard_rows": 20},
+}
+OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "sample/dataset", "sample/reserve")
+
+
+@pytest.fixture(scope="module")
+def config_file(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("config")
+    config = {**CONFIG, "scoring": {**CONFIG["scoring"], "cache_dir": str(folder / "embeddings")}}
+    path = folder / "small.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(config_file, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    ran = build(load_config(config_file), str(run_dir))
+    return run_dir, ran
+
+
+def _files(run_dir: Path) -> dict[str, bytes]:
+    found = {}
+    for folder in OUTPUTS:
+        for path in sorted((run_dir / folder).iterdir()):
+            found[f"{folder}/{path.name}"] = path.read_bytes()
+    for name in ("rank/classes.tsv", "rank/ranking.tsv", "select/funnel.tsv", "select/synset_fates.tsv", "sample/classes.tsv"):
+        found[name] = (run_dir / name).read_bytes()
+    return found
+
+
+def test_build_runs_every_stage_and_records_the_summary(config_file, uninterrupted):
+    run_dir, ran = uninterrupted
+    assert ran == ["corpus", "tag", "select", "score", "rank", "sample"]
+    summary = yaml.safe_load((run_dir / "summary.json").read_text())
+    assert list(summary) == ["corpus", "rank", "sample", "score", "select", "tag"]
+    assert summary["tag"]["rows_read"] == 12_000
+    assert summary["rank"]["classes"] == 8
+    assert all(summary[stage]["seconds"] >= 0 for stage in summary)
+    assert load_config(run_dir / "config.yaml") == load_config(config_file)  # the resolved config
+
+
+def test_a_second_build_does_nothing(config_file, uninterrupted):
+    run_dir, _ = uninterrupted
+    before = _files(run_dir)
+    assert build(load_config(config_file), str(run_dir)) == []
+    assert _files(run_dir) == before
+
+
+def test_a_killed_build_resumes_to_the_same_dataset(config_file, uninterrupted, tmp_path):
+    run_dir, _ = uninterrupted
+    resumed = tmp_path / "run"
+    command = [sys.executable, "-m", "pipeline.cli", "build", "--config", str(config_file), "--out", str(resumed)]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not (resumed / "score" / "fingerprint.json").exists() and process.poll() is None:
+        assert time.monotonic() < deadline, "the build never reached the score stage"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (resumed / "rank").exists()
+
+    ran = build(load_config(config_file), str(resumed))
+    assert ran == ["score", "rank", "sample"]
+    assert _files(resumed) == _files(run_dir)
+
+
+def test_a_changed_late_setting_reruns_only_the_stages_after_it(config_file, uninterrupted, tmp_path):
+    import shutil
+
+    run_dir, _ = uninterrupted
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    config = load_config(config_file)
+    changed = config.model_copy(update={"ranking": config.ranking.model_copy(update={"classes": 4})})
+    assert build(changed, str(copy)) == ["rank", "sample"]
+    assert len((copy / "rank" / "classes.tsv").read_text().splitlines()) == 1 + 4
+    assert build(config, str(copy), from_stage="score") == ["score", "rank", "sample"]
+    assert _files(copy) == _files(run_dir)
+
+
+def test_build_command_names_a_bad_config(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("ranking:\n  classes: 0\n")
+    result = CliRunner().invoke(build_command, ["--config", str(path), "--out", str(tmp_path / "run")])
+    assert result.exit_code != 0
+    assert "ranking.classes: Input should be greater than or equal to 1" in result.output

