@@ -16,6 +16,8 @@ COPY pipeline ./pipeline
 COPY wordnet ./wordnet
 COPY filters ./filters
 RUN pip install --no-cache-dir -c constraints.txt .
+# open_clip without its declared torchvision and timm: see pipeline/audit/clip_model.py.
+RUN pip install --no-cache-dir -c constraints.txt --no-deps open_clip_torch==3.3.0
 
 ENV IMAGENOT_CACHE=/opt/imagenot/cache
 RUN imagenot wordnet-prepare

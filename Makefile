@@ -8,7 +8,7 @@ setup: .venv/.setup-done
 	touch $@
 
 demo: setup
-	.venv/bin/imagenot stats --classes wordnet/data/imagenot_classes_2024-04-02.txt --out runs/demo-stats
+	.venv/bin/imagenot -v build --config configs/demo.yaml --out runs/demo
 
 test: setup
 	.venv/bin/python -m pytest -n 2

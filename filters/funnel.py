@@ -11,7 +11,6 @@ found synsets = classes + all dropped synsets, tagged rows = kept rows + all dro
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -143,19 +142,17 @@ def _tally(reasons) -> dict[str, int]:
 
 def write_funnel(funnel: Funnel, out_dir: str | Path) -> list[str]:
     """Write `funnel.tsv`, `funnel.json` and `synset_fates.tsv` (every found synset) atomically."""
-    table = _tsv(
+    paths = [FileSystems.join(str(out_dir), name) for name in FUNNEL_FILES]
+    atomic.write_tsv(
+        paths[0],
         ("step", "synsets_left", "captions_left", "synsets_dropped", "captions_dropped"),
         (
-            (s.step, s.synsets_left, s.captions_left)
-            + (_reasons(s.synsets_dropped), _reasons(s.captions_dropped))
+            (s.step, s.synsets_left, s.captions_left, _reasons(s.synsets_dropped), _reasons(s.captions_dropped))
             for s in funnel.steps
         ),
     )
-    fates = (tuple(row.values()) for row in funnel.fates().values())
-    paths = [FileSystems.join(str(out_dir), name) for name in FUNNEL_FILES]
-    atomic.write_text(paths[0], table)
     atomic.write_json(paths[1], {"steps": [asdict(s) for s in funnel.steps]})
-    atomic.write_text(paths[2], _tsv(FATE_COLUMNS, fates))
+    atomic.write_tsv(paths[2], FATE_COLUMNS, funnel.fates().values())
     return paths
 
 
@@ -170,11 +167,3 @@ def read_synset_fates(path: str | Path) -> dict[str, dict[str, str]]:
 
 def _reasons(counts: Mapping[str, int]) -> str:
     return ",".join(f"{reason}={n}" for reason, n in counts.items())
-
-
-def _tsv(header, rows) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buffer.getvalue()

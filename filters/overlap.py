@@ -5,6 +5,8 @@ Two readings of the paper's "remove all synsets that belong to any ImageNet syns
 - `strict`: also drop every WordNet ancestor and descendant of a reference synset, so no class
   contains or is contained in a reference class (the released ImageNot list keeps some, e.g.
   aircraft.n.01 above airliner.n.01 and gavel.n.01 below hammer.n.02).
+And LAIONet's opposite: `within` keeps only the reference synsets (the reference set is the class
+set, as LAIONet builds ImageNet-1k classes from LAION).
 
 Lemmas are compared case-insensitively ("Crane", the poet, collides with "crane", the bird):
 captions do not keep WordNet's capitalisation, so such a synset cannot be told apart from the
@@ -24,8 +26,8 @@ from filters.removal import Removal
 from wordnet.index import NounIndex
 
 STEP = "imagenet_overlap"
-Reading = Literal["paper", "strict"]
-READINGS: tuple[Reading, ...] = ("paper", "strict")
+Reading = Literal["paper", "strict", "within"]
+READINGS: tuple[Reading, ...] = ("paper", "strict", "within")
 
 
 def overlap_removals(
@@ -36,6 +38,11 @@ def overlap_removals(
         raise ValueError(f"overlap reading {reading!r} is not one of {', '.join(READINGS)}")
     reference = sorted(set(reference))
     reference_set = set(reference)
+    if reading == "within":
+        return {
+            wnid: Removal(wnid, index[wnid].name, STEP, "not_in_reference", "is not in the reference class set", None)
+            for wnid in sorted(set(candidates) - reference_set)
+        }
     by_lemma = _reference_lemmas(reference, index)
     below, above = ({}, {}) if reading == "paper" else _relatives(reference, index)
 

@@ -7,10 +7,12 @@ goes to a temporary name in the same folder and is renamed into place once close
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -43,6 +45,15 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 def write_text(path: str | os.PathLike, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
+
+
+def write_tsv(path: str | os.PathLike, columns: Sequence[str], rows: Iterable[Sequence | Mapping]) -> None:
+    """A tab-separated table with a header; a row is a sequence, or a mapping read by `columns`."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([row[c] for c in columns] if isinstance(row, Mapping) else row for row in rows)
+    write_text(path, buffer.getvalue())
 
 
 def write_json(path: str | os.PathLike, payload: object) -> None:

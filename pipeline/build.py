@@ -17,25 +17,25 @@ import yaml
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import write_text
-from pipeline.config import Config, ConfigError, load_config
+from pipeline.config import RUN_CONFIG, Config, ConfigError, load_config
 from pipeline.corpus import stage as corpus_stage
 from pipeline.download import stage as download_stage
 from pipeline.rank import stage as rank_stage
+from pipeline.report import stage as report_stage
 from pipeline.sample import stage as sample_stage
 from pipeline.score import stage as score_stage
 from pipeline.select import stage as select_stage
 from pipeline.stage_dir import is_current, stage_figures, stage_fingerprint
-from pipeline.summary import record_stage
+from pipeline.summary import read_summary, record_stage
 from pipeline.tag import stage as tag_stage
 
 log = logging.getLogger(__name__)
-RESOLVED_CONFIG = "config.yaml"
 
 
 @dataclass(frozen=True)
 class Stage:
     name: str
-    upstream: str | None
+    upstream: str | Callable[[Config], str] | None  # the stage it reads, or a function of the config
     settings: Callable[[Config], dict]
     run: Callable[[Config, str], object]
     wanted: Callable[[Config], bool] = lambda config: True
@@ -55,6 +55,7 @@ STAGES = (
         download_stage.run_download,
         lambda c: c.download.enabled,
     ),
+    Stage(report_stage.STAGE, report_stage.upstream, report_stage.settings, report_stage.run_report),
 )
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
 
@@ -69,14 +70,15 @@ def for_run(config: Config, run_dir: str) -> Config:
 
 def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[str]:
     """Run every wanted stage not already current; returns the names of the stages run."""
-    write_text(FileSystems.join(run_dir, RESOLVED_CONFIG), yaml.safe_dump(config.model_dump(), sort_keys=False))
+    write_text(FileSystems.join(run_dir, RUN_CONFIG), yaml.safe_dump(config.model_dump(), sort_keys=False))
     forced = STAGE_NAMES.index(from_stage) if from_stage else len(STAGE_NAMES)
     ran = []
     for position, stage in enumerate(STAGES):
         if not stage.wanted(config):
             continue
         stage_config = for_run(config, run_dir) if stage.name != corpus_stage.STAGE else config
-        upstream = stage_fingerprint(run_dir, stage.upstream) if stage.upstream else None
+        upstream_name = stage.upstream(config) if callable(stage.upstream) else stage.upstream
+        upstream = stage_fingerprint(run_dir, upstream_name) if upstream_name else None
         stage_dir = FileSystems.join(run_dir, stage.name)
         if position >= forced and FileSystems.exists(stage_dir):
             FileSystems.delete([stage_dir])
@@ -89,7 +91,20 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
         figures = {**stage_figures(run_dir, stage.name), "seconds": round(time.monotonic() - started, 1)}
         record_stage(run_dir, stage.name, figures)
         ran.append(stage.name)
+    record_stage(run_dir, "totals", totals(read_summary(run_dir)))
     return ran
+
+
+def totals(summary: dict) -> dict:
+    """Run-wide figures: the encoder's work (`captions_embedded`) against the images it bought."""
+    embedded = sum(summary.get(stage, {}).get("captions_embedded", 0) for stage in ("score", "rank"))
+    images = summary.get("download", summary.get("sample", {})).get("images", 0)
+    return {
+        "captions_embedded": embedded,
+        "images": images,
+        "captions_embedded_per_image": round(embedded / images, 3) if images else None,
+        "seconds": round(sum(figures.get("seconds", 0) for name, figures in summary.items() if name != "totals"), 1),
+    }
 
 
 @click.command("build")

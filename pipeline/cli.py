@@ -8,12 +8,16 @@ import logging
 import click
 
 from filters.why_cli import why
+from pipeline.audit.agreement import agreement_command
+from pipeline.audit.duplicates import duplicates_command
+from pipeline.audit.embeddings import embed_command
 from pipeline.audit.label_noise import label_noise_command
 from pipeline.audit.rankings import compare_rankings_command
 from pipeline.build import build_command
 from pipeline.corpus.synth import synth_command
 from pipeline.download.stage import download_command
 from pipeline.rank.stage import rank_command
+from pipeline.report.stage import report_command
 from pipeline.sample.stage import sample_command
 from pipeline.score.stage import score_command
 from pipeline.select.stage import select_command
@@ -28,6 +32,8 @@ def main(verbose: bool) -> None:
     """Build and describe ImageNot-style contrast datasets."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s", force=True)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)  # its INFO lines drown ours
+    # Local worker processes forward a harmless "No semi_persistent_directory" warning each.
+    logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
 
 
 @main.command("wordnet-prepare")
@@ -42,10 +48,13 @@ def audit() -> None:
     """Audits of a built dataset: label noise, duplicates, image-caption agreement."""
 
 
-for command in (build_command, stats, synth_command, tag_command, select_command, score_command, rank_command, sample_command, download_command, why):
+for command in (build_command, stats, synth_command, tag_command, select_command, score_command, rank_command, sample_command, download_command, report_command, why):
     main.add_command(command)
 main.add_command(compare_rankings_command)
 audit.add_command(label_noise_command)
+audit.add_command(embed_command, "embed")
+audit.add_command(duplicates_command, "duplicates")
+audit.add_command(agreement_command, "agreement")
 
 
 if __name__ == "__main__":

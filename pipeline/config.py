@@ -81,8 +81,10 @@ class Selection(Section):
     """Steps 2-6 of the method: which synsets may become classes, which captions they keep."""
 
     reference: str = Field("imagenet1k", description="imagenet1k, imagenet21k or a class-list file")
-    overlap: Literal["paper", "strict"] = Field(
-        "paper", description="paper: drop reference synsets and shared lemmas; strict: also their ancestors and descendants"
+    overlap: Literal["paper", "strict", "within"] = Field(
+        "paper",
+        description="paper: drop reference synsets and shared lemmas; strict: also their ancestors and "
+        "descendants; within: keep only the reference synsets (LAIONet)",
     )
     min_captions: int = Field(1000, ge=1, le=100_000_000, description="usable captions a synset needs")
     nsfw_synset_threshold: float | None = Field(
@@ -115,6 +117,9 @@ class Ranking(Section):
     """Step 8: the classes are the best `classes` synsets by mean top-n caption similarity."""
 
     top_n: int = Field(50, ge=1, le=100_000, description="captions averaged for a synset's score")
+    min_captions: int | None = Field(
+        None, ge=1, le=100_000_000, description="single-synset captions a class needs; null: sampling.images_per_class"
+    )
     thresholds: dict[str, float] = Field(
         default_factory=lambda: {"packaged:all-MiniLM-L6-v2": 0.5},
         description="per scoring model: the lowest synset score kept (a threshold means something for one encoder only)",
@@ -194,6 +199,9 @@ class Download(Section):
     encode_quality: int = Field(95, ge=0, le=100, description="jpg/webp quality; png compression 0-9")
     shard_rows: int = Field(1_000, ge=1, le=1_000_000, description="URLs per img2dataset shard (tar)")
     user_agent_token: str = Field("imagenot", description="names the crawler in the User-Agent, so sites can opt out")
+    demo_server_port: int | None = Field(
+        None, ge=1024, le=65535, description="demo only: serve a synthetic corpus's /img/<n>.jpg URLs on 127.0.0.1:<port> while fetching"
+    )
     disallowed_header_directives: list[str] = Field(
         default_factory=lambda: ["noai", "noimageai", "noindex", "noimageindex"],
         description="X-Robots-Tag directives that make a site's image off limits",
@@ -203,13 +211,62 @@ class Download(Section):
         """The settings that shape the stored images and the rounds; the stage is redone when
         they change. Throughput settings (threads, timeout, retries, max_rounds) are not among
         them: changing those resumes the finished work."""
-        speed = {"enabled", "threads", "timeout_s", "retries", "max_rounds"}
+        speed = {"enabled", "threads", "timeout_s", "retries", "max_rounds", "demo_server_port"}
         return {k: v for k, v in self.model_dump().items() if k not in speed}
 
 
+class Dataflow(Section):
+    """Google Cloud Dataflow: where the job runs and on what workers (see the README)."""
+
+    project: str
+    region: str
+    temp_location: str = Field(pattern=r"^gs://", description="gs:// folder for Beam's temporary files")
+    staging_location: str | None = Field(None, pattern=r"^gs://")
+    machine_type: str = "n1-standard-4"
+    max_workers: int = Field(100, ge=1, le=4000)
+    worker_image: str = Field(description="the worker image built from the Dockerfile, pushed to a registry")
+    scoring_accelerator: str | None = Field(
+        None, description='GPU for the score and rank stages, e.g. "type:nvidia-tesla-t4;count:1;install-nvidia-driver"'
+    )
+    service_account: str | None = None
+
+
+class ImageAudit(Section):
+    """The image audits: CLIP embeddings, duplicates and leakage, image-caption agreement."""
+
+    clip_model: str = Field("ViT-B-32", description="open_clip model name, or local-dir:<folder> with config and weights")
+    clip_model_config: str | None = Field(None, description="an open_clip model-config JSON to register (its file stem is the name)")
+    clip_weights: str | None = Field(None, description="CLIP checkpoint file; null: RANDOM weights, for tests and demos only")
+    seed: int = Field(0, description="seeds the random weights when clip_weights is null")
+    batch_size: int = Field(64, ge=1, le=4096, description="images per model call")
+    class_query_template: str = Field("a photo of a {lemma}.", description="fields: {name} {lemma} {lemmas} {gloss}")
+    near_duplicate_threshold: float = Field(0.95, gt=0, le=1, description="lowest image-image cosine of a near duplicate")
+    neighbours: int = Field(10, ge=1, le=1000, description="nearest neighbours searched per image")
+    exact_search_max: int = Field(20_000, ge=1, description="above this many vectors, search an IVF index instead of exhaustively")
+    ivf_probes: int = Field(16, ge=1, le=4096, description="inverted lists an approximate search visits")
+    ann_rerank: int = Field(4, ge=1, le=100, description="approximate search: candidates per neighbour re-ranked by exact cosine")
+    reference_embeddings: str | None = Field(
+        None, description=".npy (n, d) or parquet with `embedding` (and optional `id`, `label`) of a reference set, e.g. ImageNet val"
+    )
+    min_image_class_similarity: float | None = Field(None, ge=-1, le=1, description="image-to-class-query filter; null: off")
+    min_image_caption_similarity: float | None = Field(None, ge=-1, le=1, description="image-to-caption filter; null: off")
+    thumbnails: int = Field(50, ge=0, le=10_000, description="duplicate pairs shown with thumbnails in the report")
+
+    @property
+    def random_weights(self) -> bool:
+        return self.clip_weights is None and not self.clip_model.startswith("local-dir:")
+
+
 class Runner(Section):
-    kind: Literal["local"] = "local"
+    kind: Literal["local", "dataflow"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
+    dataflow: Dataflow | None = None
+
+    @model_validator(mode="after")
+    def _dataflow_settings(self) -> Runner:
+        if (self.kind == "dataflow") != (self.dataflow is not None):
+            raise ValueError("runner.dataflow is required with kind 'dataflow', and only then")
+        return self
 
 
 class Config(Section):
@@ -220,6 +277,7 @@ class Config(Section):
     ranking: Ranking = Ranking()
     sampling: Sampling = Sampling()
     download: Download = Download()
+    image_audit: ImageAudit = ImageAudit()
     runner: Runner = Runner()
 
     @model_validator(mode="after")
@@ -234,6 +292,14 @@ class Config(Section):
     @property
     def threshold(self) -> float:
         return self.ranking.thresholds[self.scoring.model]
+
+    @property
+    def min_class_captions(self) -> int:
+        """Captions a class needs: by default enough to fill its images."""
+        return self.ranking.min_captions or self.sampling.images_per_class
+
+
+RUN_CONFIG = "config.yaml"  # the resolved config `imagenot build` writes into the run directory
 
 
 class ConfigError(ValueError):

@@ -3,6 +3,10 @@
 Locally, Beam's DirectRunner first tries the Prism runner, which downloads a Go binary and so
 fails offline before falling back, with other behaviour and metric names. We pin the
 in-process FnApiRunner instead: deterministic and offline, one process or several.
+
+On Dataflow, the workers run the image built from the Dockerfile (Runner v2 custom container);
+the scoring transforms ask for the configured GPU through a Beam resource hint, so only the
+workers that embed captions carry one.
 """
 
 from __future__ import annotations
@@ -14,9 +18,37 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from pipeline.config import Runner
 
 
+def pipeline_options(runner: Runner) -> PipelineOptions:
+    """The Beam options for `runner`; flags=[] keeps Beam from parsing the program's own argv."""
+    if runner.kind == "local":
+        mode = "in_memory" if runner.workers == 1 else "multi_processing"
+        return PipelineOptions(flags=[], direct_num_workers=runner.workers, direct_running_mode=mode)
+    dataflow = runner.dataflow
+    options = {
+        "runner": "DataflowRunner",
+        "project": dataflow.project,
+        "region": dataflow.region,
+        "temp_location": dataflow.temp_location,
+        "staging_location": dataflow.staging_location,
+        "machine_type": dataflow.machine_type,
+        "max_num_workers": dataflow.max_workers,
+        "sdk_container_image": dataflow.worker_image,
+        "sdk_location": "container",  # the image already holds Beam and imagenot
+        "experiments": ["use_runner_v2"],
+        "service_account_email": dataflow.service_account,
+    }
+    return PipelineOptions(flags=[], **{key: value for key, value in options.items() if value is not None})
+
+
 def make_pipeline(runner: Runner) -> beam.Pipeline:
-    """A pipeline for `runner`; with several local workers, each is its own process."""
-    mode = "in_memory" if runner.workers == 1 else "multi_processing"
-    # flags=[]: Beam would otherwise parse the command line of whatever program builds it.
-    options = PipelineOptions(flags=[], direct_num_workers=runner.workers, direct_running_mode=mode)
-    return beam.Pipeline(runner=FnApiRunner(), options=options)
+    """A pipeline for `runner`; locally with several workers, each is its own process."""
+    if runner.kind == "local":
+        return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options(runner))
+    return beam.Pipeline(options=pipeline_options(runner))
+
+
+def scoring_hints(runner: Runner) -> dict:
+    """Resource hints for transforms that run a text encoder: a GPU on Dataflow when configured."""
+    if runner.kind == "dataflow" and runner.dataflow.scoring_accelerator:
+        return {"accelerator": runner.dataflow.scoring_accelerator}
+    return {}

@@ -71,13 +71,16 @@ def sum_tallies(tallies: Iterable[dict]) -> dict:
     return {k: dict(sorted(v.items())) if isinstance(v, dict) else v for k, v in sorted(totals.items())}
 
 
-def process_shards(pipeline: beam.Pipeline, shards: list[str], do_fn: beam.DoFn, total_path: str) -> None:
-    """Run `do_fn` (shard path -> tally) over every shard; the summed tally goes to `total_path`."""
+def process_shards(
+    pipeline: beam.Pipeline, shards: list[str], do_fn: beam.DoFn, total_path: str, hints: dict | None = None
+) -> None:
+    """Run `do_fn` (shard path -> tally) over every shard; the summed tally goes to `total_path`.
+    `hints`: Beam resource hints for the processing step (a GPU for scoring on Dataflow)."""
     _ = (
         pipeline
         | "Shards" >> beam.Create(shards)
         | "Spread" >> beam.Reshuffle()
-        | "Process" >> beam.ParDo(do_fn)
+        | "Process" >> beam.ParDo(do_fn).with_resource_hints(**(hints or {}))
         | "Sum" >> beam.CombineGlobally(sum_tallies)
         | "Write" >> beam.Map(lambda total: write_json(total_path, total))
     )

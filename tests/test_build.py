@@ -18,7 +18,7 @@ CONFIG = {
     "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000}},
     "selection": {"min_captions": 8},
     "scoring": {"first_pass_captions": 10},
-    "ranking": {"classes": 8, "top_n": 5, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.3}},
+    "ranking": {"classes": 8, "top_n": 5, "min_captions": 1, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.3}},
     "sampling": {"images_per_class": 5, "test_per_class": 1, "reserve_factor": 0.4, "shard_rows": 20},
 }
 OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "sample/dataset", "sample/reserve")
@@ -52,9 +52,12 @@ def _files(run_dir: Path) -> dict[str, bytes]:
 
 def test_build_runs_every_stage_and_records_the_summary(config_file, uninterrupted):
     run_dir, ran = uninterrupted
-    assert ran == ["corpus", "tag", "select", "score", "rank", "sample"]
+    assert ran == ["corpus", "tag", "select", "score", "rank", "sample", "report"]
     summary = yaml.safe_load((run_dir / "summary.json").read_text())
-    assert list(summary) == ["corpus", "rank", "sample", "score", "select", "tag"]
+    assert list(summary) == ["corpus", "rank", "report", "sample", "score", "select", "tag", "totals"]
+    totals = summary["totals"]
+    assert totals["captions_embedded"] == summary["score"]["captions_embedded"] + summary["rank"]["captions_embedded"]
+    assert totals["images"] == summary["sample"]["images"] > 0
     assert summary["tag"]["rows_read"] == 12_000
     assert summary["rank"]["classes"] == 8
     assert all(summary[stage]["seconds"] >= 0 for stage in summary)
@@ -82,7 +85,7 @@ def test_a_killed_build_resumes_to_the_same_dataset(config_file, uninterrupted, 
     assert not (resumed / "rank").exists()
 
     ran = build(load_config(config_file), str(resumed))
-    assert ran == ["score", "rank", "sample"]
+    assert ran == ["score", "rank", "sample", "report"]
     assert _files(resumed) == _files(run_dir)
 
 
@@ -94,9 +97,9 @@ def test_a_changed_late_setting_reruns_only_the_stages_after_it(config_file, uni
     shutil.copytree(run_dir, copy)
     config = load_config(config_file)
     changed = config.model_copy(update={"ranking": config.ranking.model_copy(update={"classes": 4})})
-    assert build(changed, str(copy)) == ["rank", "sample"]
+    assert build(changed, str(copy)) == ["rank", "sample", "report"]
     assert len((copy / "rank" / "classes.tsv").read_text().splitlines()) == 1 + 4
-    assert build(config, str(copy), from_stage="score") == ["score", "rank", "sample"]
+    assert build(config, str(copy), from_stage="score") == ["score", "rank", "sample", "report"]
     assert _files(copy) == _files(run_dir)
 
 

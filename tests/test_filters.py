@@ -188,3 +188,13 @@ def test_select_rejects_inconsistent_count_tables(index, imagenet1k):
         select_synsets({"n99999999": 3}, {}, index, reference=imagenet1k)
     with pytest.raises(ValueError, match="exceeds its tagged count"):
         select_synsets({dog: 3}, {dog: 4}, index, reference=imagenet1k)
+
+
+def test_within_keeps_only_the_reference_synsets(index):
+    from filters.overlap import overlap_removals
+
+    dog, gavel = index.by_name("dog.n.01").wnid, index.by_name("gavel.n.01").wnid
+    tench = index.by_name("tench.n.01").wnid  # ImageNet-1k class 0
+    removals = overlap_removals([dog, gavel, tench], [tench], index, "within")
+    assert sorted(removals) == sorted([dog, gavel])
+    assert {r.reason for r in removals.values()} == {"not_in_reference"}

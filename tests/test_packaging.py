@@ -28,7 +28,11 @@ def test_image_installs_the_project_with_its_constraints():
         top = pattern.rstrip("*")
         assert re.search(rf"COPY {top} ", DOCKERFILE), f"{top} is not copied into the image"
     installs = [run for run in _instructions("RUN") if "pip install" in run]
-    assert installs == ["pip install --no-cache-dir -c constraints.txt ."]
+    assert installs[0] == "pip install --no-cache-dir -c constraints.txt ."
+    # the one package installed apart (without torchvision), pinned as the setup script pins it
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    assert installs[1:] == ["pip install --no-cache-dir -c constraints.txt --no-deps open_clip_torch==3.3.0"]
+    assert "-c constraints.txt --no-deps open_clip_torch==3.3.0" in setup
 
 
 def test_image_prepares_wordnet_from_debian():

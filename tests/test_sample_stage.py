@@ -27,7 +27,7 @@ def _config(cache=None, workers=1, **sampling):
     return Config(
         selection=Selection(min_captions=40),
         scoring=Scoring(first_pass_captions=8, cache_dir=None if cache is None else str(cache)),
-        ranking=Ranking(top_n=5, classes=6, thresholds={"packaged:all-MiniLM-L6-v2": 0.1}),
+        ranking=Ranking(top_n=5, classes=6, min_captions=1, thresholds={"packaged:all-MiniLM-L6-v2": 0.1}),
         runner=Runner(workers=workers),
         sampling=Sampling(**{"images_per_class": N, "reserve_factor": 0.5, "test_per_class": TEST, "shard_rows": 10, **sampling}),
     )

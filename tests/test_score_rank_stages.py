@@ -21,7 +21,7 @@ def _config(cache, workers=1, threshold=0.3, classes=12):
     return Config(
         selection=Selection(min_captions=8),
         scoring=Scoring(first_pass_captions=FIRST_PASS, cache_dir=str(cache)),
-        ranking=Ranking(top_n=5, classes=classes, thresholds={"packaged:all-MiniLM-L6-v2": threshold}),
+        ranking=Ranking(top_n=5, classes=classes, min_captions=1, thresholds={"packaged:all-MiniLM-L6-v2": threshold}),
         runner=Runner(workers=workers),
     )
 

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-import random
 
 import numpy as np
 import pytest
 
 from pipeline.score.cache import CachedEncoder, EmbeddingCache
-from pipeline.score.encoders import DEFAULT_MODEL, SentenceTransformerEncoder
+from pipeline.score.encoders import SentenceTransformerEncoder
 from pipeline.score.ranking import (
     BELOW_THRESHOLD,
     BEYOND_TOP_K,
@@ -129,3 +128,10 @@ def test_ranking_is_deterministic_with_reasons():
     assert ranking.reasons() == {BELOW_THRESHOLD: 1, BEYOND_TOP_K: 1, NO_CAPTIONS: 1}
     shuffled = dict(reversed(list(sims.items())))
     assert rank_synsets(shuffled, top_n=2, threshold=0.7, k=2) == ranking
+
+
+def test_a_synset_without_enough_captions_for_its_images_is_not_ranked():
+    sims = {"n00000001": np.array([0.9, 0.9]), "n00000002": np.array([0.8, 0.8, 0.8])}
+    ranking = rank_synsets(sims, top_n=2, threshold=0.5, k=2, captions={"n00000001": 2, "n00000002": 3}, min_captions=3)
+    assert ranking.classes == ("n00000002",)
+    assert ranking.dropped == {"n00000001": "too_few_captions"}

@@ -15,6 +15,8 @@
     /huge/<bytes>.jpg         a photo padded to <bytes>, with Content-Length
     /huge-stream/<bytes>.jpg  the same without Content-Length (read until the connection closes)
     /bomb.png                 an 80 kB PNG declaring 20000x20000 pixels (a decompression bomb)
+    /img/<n>.jpg              a synthetic corpus's image URL (`imagenot synth`): a photo for most
+                              n, and a web-like share of failures (`corpus_image_kind`)
 
 Any query string is ignored, so `?id=...` makes distinct URLs for one resource. `hits` counts
 requests per path with query. It only serves, and stops (slow responses cut short) when the
@@ -157,6 +159,30 @@ class _Handler(BaseHTTPRequestHandler):
     def bomb(self, query):
         self._send(bomb_png(), "image/png", len(bomb_png()))
 
+    def corpus_image(self, n, query):
+        kind, photo = corpus_image_kind(int(n))
+        if kind == "missing":
+            self.send_error(404)
+        elif kind == "page":
+            self.page(query)
+        elif kind == "truncated":
+            self.truncated(photo, query)
+        else:
+            self.photo(photo, query)
+
+
+def corpus_image_kind(n: int) -> tuple[str, str]:
+    """What `/img/<n>.jpg` serves: 1 in 10 is dead (404), 1 in 50 a web page, 1 in 50 truncated,
+    the rest one of the photos; fixed by n, so a rebuild meets the same web."""
+    photo = PHOTOS[n % len(PHOTOS)]
+    if n % 10 == 3:
+        return "missing", photo
+    if n % 50 == 11:
+        return "page", photo
+    if n % 50 == 27:
+        return "truncated", photo
+    return "photo", photo
+
 
 _ROUTES = (
     (r"/photo/(\w+)\.jpg", _Handler.photo),
@@ -172,14 +198,15 @@ _ROUTES = (
     (r"/huge/(\d+)\.jpg", _Handler.huge),
     (r"/huge-stream/(\d+)\.jpg", _Handler.huge_stream),
     (r"/bomb\.png", _Handler.bomb),
+    (r"/img/(\d+)\.jpg", _Handler.corpus_image),
 )
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, slow_seconds: float):
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, slow_seconds: float, port: int):
+        super().__init__(("127.0.0.1", port), _Handler)
         self.slow_seconds = slow_seconds
         self.stopping = threading.Event()
         self.hits: Counter[str] = Counter()
@@ -193,8 +220,9 @@ class _Server(ThreadingHTTPServer):
 class LoopbackImageServer:
     """The server above; a context manager (or `start()`/`stop()`)."""
 
-    def __init__(self, slow_seconds: float = 3.0):
-        self.slow_seconds = slow_seconds
+    def __init__(self, slow_seconds: float = 3.0, port: int = 0):
+        """`port` 0 picks a free one; a fixed port serves URLs written before the server started."""
+        self.slow_seconds, self.port = slow_seconds, port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -202,7 +230,7 @@ class LoopbackImageServer:
         for name in PHOTOS:  # encoded before serving, so no first request waits on it
             photo_jpeg(name)
         bomb_png()
-        self._server = _Server(self.slow_seconds)
+        self._server = _Server(self.slow_seconds, self.port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-images", daemon=True)
         self._thread.start()
         return self

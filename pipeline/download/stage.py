@@ -16,8 +16,6 @@ reason, URL success rate, rounds, tar bytes).
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 from collections import Counter
 from typing import NamedTuple
@@ -27,9 +25,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import atomic_output, write_text
+from pipeline.atomic import atomic_output, write_tsv
 from pipeline.config import Config, Download, Runner, Sampling
 from pipeline.download import fetch
+from pipeline.download.loopback import LoopbackImageServer
 from pipeline.download.reasons import failure_reason
 from pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
 from pipeline.sample.splits import assign_splits
@@ -201,13 +200,6 @@ def _write_dataset(stage_dir: str, images: pa.Table) -> None:
             pq.write_table(images.slice(start, PART_ROWS), f)
 
 
-def _tsv(columns: tuple[str, ...], rows: list[dict]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([row[c] for c in columns] for row in rows)
-    return buffer.getvalue()
-
 
 def _tar_bytes(stage_dir: str) -> int:
     pattern = FileSystems.join(stage_dir, ROUNDS_DIR, "*", "*.tar")
@@ -233,7 +225,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         failures["url_not_http"] += len(walk.not_http)
         offsets += len(c.row_ids)
     _write_dataset(stage_dir, pa.concat_tables(parts))
-    write_text(FileSystems.join(stage_dir, "classes.tsv"), _tsv(CLASS_COLUMNS, class_table))
+    write_tsv(FileSystems.join(stage_dir, "classes.tsv"), CLASS_COLUMNS, class_table)
     images = sum(row["images"] for row in class_table)
     tried = images + sum(row["failed"] for row in class_table)
     figures = {
@@ -259,7 +251,10 @@ def run_download(config: Config, run_dir: str) -> dict:
         raise click.ClickException(
             "download.enabled is false: the download stage fetches images from the web; enable it in the config"
         )
-    return download_images(run_dir, settings, config.sampling, config.runner)
+    if settings.demo_server_port is None:
+        return download_images(run_dir, settings, config.sampling, config.runner)
+    with LoopbackImageServer(port=settings.demo_server_port):
+        return download_images(run_dir, settings, config.sampling, config.runner)
 
 
 download_command = stage_command(

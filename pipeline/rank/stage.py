@@ -10,19 +10,16 @@ selected captions of the classes with `gloss_similarity` and `class_index`, for 
 
 from __future__ import annotations
 
-import csv
-import io
 
 import apache_beam as beam
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import write_json, write_text
+from pipeline.atomic import write_json, write_tsv
 from pipeline.config import Config
 from pipeline.progress import watch_shards
-from pipeline.runner import make_pipeline
+from pipeline.runner import make_pipeline, scoring_hints
 from pipeline.score import stage as score_stage
 from pipeline.score.ranking import Ranking, rank_synsets
 from pipeline.select import stage as select_stage
@@ -55,13 +52,6 @@ def class_rows(ranking: Ranking, captions: dict[str, int], index: NounIndex) -> 
     ]
 
 
-def _tsv(columns, rows) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([row[c] for c in columns] for row in rows)
-    return buffer.getvalue()
-
 
 def ranking_rows(ranking: Ranking, index: NounIndex) -> list[dict]:
     """Every scored candidate, best first (ties by wnid), with its fate."""
@@ -90,26 +80,35 @@ class _ScoreClasses(beam.DoFn):
 
 
 def settings(config: Config) -> dict:
-    return {**config.ranking.model_dump(exclude={"thresholds"}), "threshold": config.threshold}
+    return {
+        **config.ranking.model_dump(exclude={"thresholds", "min_captions"}),
+        "threshold": config.threshold,
+        "min_captions": config.min_class_captions,
+    }
 
 
 def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     """Rank the scored candidates, write the class list, score the classes' captions."""
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, score_stage.STAGE))
     index = load_index()
-    ranking = rank_synsets(
-        score_stage.first_pass_similarities(run_dir), config.ranking.top_n, config.threshold, config.ranking.classes
-    )
     kept = read_json(FileSystems.join(run_dir, select_stage.STAGE, select_stage.TALLY_FILE)).get("kept", {})
+    ranking = rank_synsets(
+        score_stage.first_pass_similarities(run_dir),
+        config.ranking.top_n,
+        config.threshold,
+        config.ranking.classes,
+        captions=kept,
+        min_captions=config.min_class_captions,
+    )
     rows = class_rows(ranking, kept, index)
-    write_text(FileSystems.join(stage_dir, "classes.tsv"), _tsv(CLASS_COLUMNS, rows))
+    write_tsv(FileSystems.join(stage_dir, "classes.tsv"), CLASS_COLUMNS, rows)
     write_json(FileSystems.join(stage_dir, "classes.json"), rows)
-    write_text(FileSystems.join(stage_dir, "ranking.tsv"), _tsv(("wnid", "name", "score", "fate"), ranking_rows(ranking, index)))
+    write_tsv(FileSystems.join(stage_dir, "ranking.tsv"), ("wnid", "name", "score", "fate"), ranking_rows(ranking, index))
 
     shards = stage_shards(FileSystems.join(run_dir, select_stage.STAGE), select_stage.SELECTED_DIR)
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, len(shards), STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, _ScoreClasses(config, sorted(ranking.classes), stage_dir), total_path)
+        process_shards(pipeline, shards, _ScoreClasses(config, sorted(ranking.classes), stage_dir), total_path, scoring_hints(config.runner))
     tally = read_json(total_path)
     finish_stage(stage_dir, {"classes": len(ranking.classes), "synsets_dropped": ranking.reasons(), **tally})
     return ranking, tally

@@ -16,8 +16,6 @@ A class with fewer than N images is reported with its shortfall, never padded.
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import PurePosixPath
 
 import apache_beam as beam
@@ -28,7 +26,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import atomic_output, write_json, write_text
+from pipeline.atomic import atomic_output, write_json, write_tsv
 from pipeline.config import Config
 from pipeline.rank import stage as rank_stage
 from pipeline.runner import make_pipeline
@@ -129,13 +127,6 @@ def split_list(ordered: pa.Table, class_index: int, lost: set[str], sampling: Sa
     return images, reserve
 
 
-def _tsv(columns, rows) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([row[c] for c in columns] for row in rows)
-    return buffer.getvalue()
-
 
 def tally(rows: list[dict]) -> dict:
     per_class = {row["wnid"]: {k: row[k] for k in ("images", "reserve", "shortfall")} for row in rows}
@@ -165,7 +156,7 @@ def write_dataset(
         rows.append({**row, "images": images, "reserve": reserve, "shortfall": sampling.images_per_class - images})
     outputs = {f"{role}/{PurePosixPath(path).name}": path for role, writer in writers.items() for path in writer.close()}
     outputs["classes.tsv"] = FileSystems.join(stage_dir, "classes.tsv")
-    write_text(outputs["classes.tsv"], _tsv(CLASS_COLUMNS, rows))
+    write_tsv(outputs["classes.tsv"], CLASS_COLUMNS, rows)
     return rows, outputs
 
 

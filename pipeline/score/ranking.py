@@ -21,6 +21,7 @@ import numpy as np
 BELOW_THRESHOLD = "below_threshold"
 BEYOND_TOP_K = "beyond_top_k"
 NO_CAPTIONS = "no_captions"
+TOO_FEW_CAPTIONS = "too_few_captions"
 
 
 def top_n_mean(similarities: np.ndarray, n: int) -> float:
@@ -44,8 +45,17 @@ class Ranking:
         return dict(sorted(counts.items()))
 
 
-def rank_synsets(similarities: Mapping[str, np.ndarray], top_n: int, threshold: float, k: int) -> Ranking:
-    """The top `k` synsets by top-n mean similarity among those scoring >= `threshold`."""
+def rank_synsets(
+    similarities: Mapping[str, np.ndarray],
+    top_n: int,
+    threshold: float,
+    k: int,
+    captions: Mapping[str, int] | None = None,
+    min_captions: int = 1,
+) -> Ranking:
+    """The top `k` synsets by top-n mean similarity among those scoring >= `threshold` and, when
+    `captions` (wnid -> captions a synset could draw images from) is given, having at least
+    `min_captions` of them: a class must be able to fill its images."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     scores: dict[str, float] = {}
@@ -55,7 +65,9 @@ def rank_synsets(similarities: Mapping[str, np.ndarray], top_n: int, threshold: 
             dropped[wnid] = NO_CAPTIONS
             continue
         scores[wnid] = top_n_mean(similarities[wnid], top_n)
-        if scores[wnid] < threshold:
+        if captions is not None and captions.get(wnid, 0) < min_captions:
+            dropped[wnid] = TOO_FEW_CAPTIONS
+        elif scores[wnid] < threshold:
             dropped[wnid] = BELOW_THRESHOLD
     passing = sorted((w for w in scores if w not in dropped), key=lambda w: (-scores[w], w))
     for wnid in passing[k:]:

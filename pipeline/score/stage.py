@@ -24,7 +24,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.atomic import atomic_output, write_json
 from pipeline.config import Config, Scoring
 from pipeline.progress import watch_shards
-from pipeline.runner import make_pipeline
+from pipeline.runner import make_pipeline, scoring_hints
 from pipeline.score.cache import CachedEncoder
 from pipeline.score.encoders import load_encoder
 from pipeline.score.ranking import sample_key
@@ -179,7 +179,7 @@ def run_score(config: Config, run_dir: str) -> dict:
 
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, len(shards), STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, _ScoreFirstPass(scoring, cutoffs, stage_dir), total_path)
+        process_shards(pipeline, shards, _ScoreFirstPass(scoring, cutoffs, stage_dir), total_path, scoring_hints(config.runner))
     tally = read_json(total_path)
     finish_stage(stage_dir, {**tally, "synsets": len(cutoffs)})
     return tally

@@ -28,7 +28,7 @@ from pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_i
 from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
 from pipeline.stage_dir import finish_stage, open_stage, stage_figures
-from pipeline.shards import finished_tally, process_shards, read_json, shard_files, sum_tallies
+from pipeline.shards import finished_tally, process_shards, read_json, shard_files
 from pipeline.summary import record_stage
 from pipeline.tag.matcher import LemmaMatcher, count_synsets
 from wordnet.index import NounIndex, load_index

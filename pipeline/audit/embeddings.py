@@ -1,0 +1,231 @@
+"""The embeddings audit stage: CLIP embeddings of every downloaded image and its caption.
+
+Reads the download stage's dataset table (`download/dataset/*.parquet`: one row per image with
+its tar shard and sample key) and the img2dataset tar shards it points to. Beam spreads the tars
+over workers, one CLIP model per worker; each tar becomes
+`audit/embeddings/shards/<tar path, / as ->.parquet` (e.g. download-rounds-0-00000.parquet): `row_id`, `class_index`, `split`, `sha256` (of the
+image bytes), `image_embedding` and `caption_embedding` (fixed-size lists of float32, L2
+normalised). A row whose image is missing from its tar or does not decode is counted by reason,
+never silently dropped. `class_queries.parquet` holds the CLIP text embedding of each class's
+query (`class_query_template` over the class's WordNet synset), for the agreement audit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tarfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from PIL import Image
+
+from pipeline.atomic import atomic_output, write_json
+from pipeline.audit.clip_model import ClipModel
+from pipeline.config import Config, ImageAudit, Runner
+from pipeline.progress import watch_shards
+from pipeline.runner import make_pipeline
+from pipeline.score.similarity import query_text, validate_template
+from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
+from pipeline.stage_command import stage_command
+from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from wordnet.index import load_index
+
+DOWNLOAD_STAGE = "download"
+DATASET_DIR = "dataset"
+CLASSES_FILE = "rank/classes.json"
+STAGE = "audit/embeddings"
+SHARDS_DIR = "shards"
+QUERIES_FILE = "class_queries.parquet"
+TALLY_FILE = "embeddings_tally.json"
+RANDOM_WEIGHTS_WARNING = "RANDOM CLIP WEIGHTS (image_audit.clip_weights is null): every similarity and duplicate here is meaningless"
+DATASET_COLUMNS = ["row_id", "caption", "class_index", "split", "tar", "key"]
+IMAGE_EXTENSIONS = ("jpg", "png", "webp")
+
+
+def embedding_type(dim: int) -> pa.DataType:
+    return pa.list_(pa.float32(), dim)
+
+
+def vectors_array(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    return pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), vectors.shape[1])
+
+
+def column_vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A fixed-size-list column as a (n, d) float32 array."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return array.flatten().to_numpy().reshape(len(array), array.type.list_size)
+
+
+def dataset_table(run_dir: str) -> pa.Table:
+    """The download stage's rows: one per downloaded image."""
+    shards = stage_shards(FileSystems.join(run_dir, DOWNLOAD_STAGE), DATASET_DIR)
+    if not shards:
+        raise FileNotFoundError(f"{run_dir}: no {DOWNLOAD_STAGE}/{DATASET_DIR}/*.parquet; run the download stage first")
+    tables = []
+    for shard in shards:
+        batches = list(read_batches(shard, DATASET_COLUMNS))
+        table = pa.Table.from_batches(batches)
+        missing = sorted(set(DATASET_COLUMNS) - set(table.column_names))
+        if missing:
+            raise ValueError(f"{shard}: dataset table lacks columns {missing}; expected {DATASET_COLUMNS}")
+        tables.append(table.select(DATASET_COLUMNS))
+    return pa.concat_tables(tables)
+
+
+def tar_members(path: str, wanted: set[str]) -> Iterator[tuple[str, bytes]]:
+    """(key, image bytes) of the image members (`<key>.jpg`, .png or .webp: img2dataset's
+    encode formats) of a tar whose key is wanted, in tar order."""
+    with (
+        FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream,
+        tarfile.open(fileobj=stream, mode="r|*") as tar,
+    ):
+        for member in tar:
+            key, dot, extension = member.name.rpartition(".")
+            if member.isfile() and dot and extension in IMAGE_EXTENSIONS and key in wanted:
+                yield key, tar.extractfile(member).read()
+
+
+def embed_tar(tar_path: str, rows: pa.Table, model: ClipModel, batch_size: int) -> tuple[pa.Table, dict]:
+    """Embed the images of one tar and the captions of `rows` (that tar's dataset rows).
+
+    The table follows tar order; the tally counts rows embedded and rows dropped by reason.
+    """
+    row_of = {key: i for i, key in enumerate(rows.column("key").to_pylist())}
+    captions = rows.column("caption").to_pylist()
+    kept: list[int] = []
+    digests: list[str] = []
+    pixels: list[np.ndarray] = []
+    image_parts: list[np.ndarray] = []
+    dropped: Counter[str] = Counter()
+    for key, data in tar_members(tar_path, set(row_of)):
+        try:
+            pixels.append(model.pixels(data))
+        except (OSError, ValueError, Image.DecompressionBombError):  # UnidentifiedImageError is an OSError
+            dropped["image_unreadable"] += 1
+            row_of.pop(key)
+            continue
+        kept.append(row_of.pop(key))
+        digests.append(hashlib.sha256(data).hexdigest())
+        if len(pixels) == batch_size:
+            image_parts.append(model.encode_pixels(np.stack(pixels)))
+            pixels = []
+    if pixels:
+        image_parts.append(model.encode_pixels(np.stack(pixels)))
+    dropped["image_missing"] += len(row_of)  # keys the tar did not hold
+    caption_parts = [
+        model.encode_texts([captions[i] for i in kept[start : start + batch_size]]) for start in range(0, len(kept), batch_size)
+    ]
+    taken = rows.take(pa.array(kept, pa.int64()))
+    table = pa.table(
+        {
+            "row_id": taken.column("row_id"),
+            "class_index": taken.column("class_index").cast(pa.int32()),
+            "split": taken.column("split"),
+            "sha256": pa.array(digests, pa.string()),
+            "image_embedding": _vectors_or_empty(image_parts, model),
+            "caption_embedding": _vectors_or_empty(caption_parts, model),
+        }
+    )
+    return table, {"images_embedded": len(kept), "dropped": {k: v for k, v in sorted(dropped.items()) if v}}
+
+
+def _vectors_or_empty(parts: list[np.ndarray], model: ClipModel) -> pa.FixedSizeListArray:
+    return vectors_array(np.concatenate(parts) if parts else np.zeros((0, model.dim), np.float32))
+
+
+def new_model(settings: ImageAudit) -> ClipModel:
+    return ClipModel(settings.clip_model, settings.clip_weights, settings.clip_model_config, settings.seed)
+
+
+class _EmbedTars(beam.DoFn):
+    """Embeds whole tar shards; one CLIP model per worker process."""
+
+    def __init__(self, settings: ImageAudit, run_dir: str, stage_dir: str):
+        self._settings, self._run_dir, self._stage_dir = settings, run_dir, stage_dir
+
+    def setup(self):
+        self._model = new_model(self._settings)
+
+    def process(self, element: tuple[str, pa.Table]):
+        tar, rows = element
+        files = shard_files(self._stage_dir, SHARDS_DIR, output_name(tar))
+        done = finished_tally(files)
+        if done is not None:
+            yield done
+            return
+        table, tally = embed_tar(FileSystems.join(self._run_dir, tar), rows, self._model, self._settings.batch_size)
+        with atomic_output(files.data) as stream:
+            pq.write_table(table, stream, compression="zstd")
+        write_json(files.tally, tally)
+        yield tally
+
+
+def output_name(tar: str) -> str:
+    """The name of a tar's output: its path in the run without the suffix, `/` -> `-`
+    (download rounds reuse tar names: download/rounds/0/00000.tar, download/rounds/1/00000.tar)."""
+    return PurePosixPath(tar).with_suffix("").as_posix().replace("/", "-")
+
+
+def rows_by_tar(dataset: pa.Table) -> list[tuple[str, pa.Table]]:
+    """(tar path relative to the run, its rows), tars sorted."""
+    tars = dataset.column("tar")
+    return [(tar, dataset.filter(pc.equal(tars, tar))) for tar in sorted(set(tars.to_pylist()))]
+
+
+def class_queries(run_dir: str, template: str, model: ClipModel) -> pa.Table:
+    """Each class's query text and its CLIP text embedding, in class-index order."""
+    validate_template(template)
+    index = load_index()
+    classes = sorted(read_json(FileSystems.join(run_dir, CLASSES_FILE)), key=lambda c: c["index"])
+    texts = [query_text(index[c["wnid"]], template) for c in classes]
+    return pa.table(
+        {
+            "class_index": pa.array([c["index"] for c in classes], pa.int32()),
+            "wnid": [c["wnid"] for c in classes],
+            "query": texts,
+            "embedding": vectors_array(model.encode_texts(texts)),
+        }
+    )
+
+
+def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
+    """The embeddings stage over `run_dir`; returns the summed tally."""
+    upstream = stage_fingerprint(run_dir, DOWNLOAD_STAGE)
+    stage_dir = open_stage(run_dir, STAGE, settings.model_dump(include=_EMBEDDING_SETTINGS), upstream)
+    queries = class_queries(run_dir, settings.class_query_template, new_model(settings))
+    with atomic_output(FileSystems.join(stage_dir, QUERIES_FILE)) as stream:
+        pq.write_table(queries, stream)
+    tars = rows_by_tar(dataset_table(run_dir))
+    total_path = FileSystems.join(stage_dir, TALLY_FILE)
+    with watch_shards(stage_dir, len(tars), STAGE, "images_embedded"), make_pipeline(runner) as pipeline:
+        process_shards(pipeline, tars, _EmbedTars(settings, run_dir, stage_dir), total_path)
+    figures = read_json(total_path)
+    if settings.random_weights:
+        figures["warning"] = RANDOM_WEIGHTS_WARNING
+    finish_stage(stage_dir, figures)
+    return figures
+
+
+# The settings that change the embeddings (batch size does not).
+_EMBEDDING_SETTINGS = {"clip_model", "clip_model_config", "clip_weights", "seed", "class_query_template"}
+
+
+def embedding_table(run_dir: str, columns: list[str] | None = None) -> pa.Table:
+    """All embedded rows of a finished embeddings stage, in shard then tar order."""
+    shards = stage_shards(FileSystems.join(run_dir, STAGE), SHARDS_DIR)
+    return pa.concat_tables(pa.Table.from_batches(list(read_batches(s, columns))) for s in shards)
+
+
+def run_embed(config: Config, run_dir: str) -> dict:
+    return embed_images(run_dir, config.image_audit, config.runner)
+
+
+embed_command = stage_command(STAGE, DOWNLOAD_STAGE, run_embed, "Embed every downloaded image and caption with CLIP.")

@@ -1,0 +1,72 @@
+"""The choices the ImageNot paper leaves open, as this run made them: (setting, value, meaning).
+
+The card and the report both show this table; the full resolved config follows it in the card.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from pipeline.config import Config
+
+
+class Choice(NamedTuple):
+    setting: str  # the config key, dotted
+    value: str
+    meaning: str
+
+
+def show(value: object) -> str:
+    """A config value as it reads in YAML: null, true/false, numbers, lists comma-separated."""
+    if isinstance(value, list):
+        return ", ".join(show(v) for v in value) if value else "(none)"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def open_choices(config: Config, model_id: str) -> list[Choice]:
+    """Every threshold, model and choice the paper leaves open, with this run's value."""
+    s, sc, r, sa, d = config.selection, config.scoring, config.ranking, config.sampling, config.download
+    rows = [
+        ("tagging.ignore_forms", show(config.tagging.ignore_forms), "words never matched as lemmas (function words that are also nouns)"),
+        ("selection.reference", s.reference, "the class set the classes must differ from (step 2)"),
+        ("selection.overlap", s.overlap, "paper: drop reference synsets and shared lemmas; strict: also their ancestors and descendants; within: keep only reference synsets (LAIONet)"),
+        ("selection.min_captions", show(s.min_captions), "usable captions a synset needs (step 3)"),
+        ("selection.nsfw_synset_threshold", show(s.nsfw_synset_threshold), "alt-profanity-check score over lemmas and gloss above which a synset is dropped (step 5; null: off)"),
+        ("selection.allowed_nsfw_tags", show(s.allowed_nsfw_tags), "LAION NSFW tags a caption row may carry (null: off)"),
+        ("selection.max_punsafe", show(s.max_punsafe), "highest LAION punsafe a row may have (null: off)"),
+        ("selection.keep_unrated", show(s.keep_unrated), "keep rows with no NSFW tag or punsafe value"),
+        ("scoring.encoder", sc.encoder, "text encoder library (the paper used RoBERTa)"),
+        ("scoring.model", sc.model, f"text encoder model; resolved to {model_id}"),
+        ("scoring.query_template", sc.query_template, "the text each caption is compared with, per synset (step 7)"),
+        ("scoring.first_pass_captions", show(sc.first_pass_captions), "captions per candidate synset scored to rank the synsets"),
+        ("scoring.seed", show(sc.seed), "picks those first-pass captions (keyed hash of row ids)"),
+        ("ranking.top_n", show(r.top_n), "captions averaged for a synset's score (step 7)"),
+        (f"ranking.thresholds[{sc.model}]", show(config.threshold), "lowest synset score kept, for this encoder (the paper's 0.82 is RoBERTa's)"),
+        ("ranking.min_captions", show(r.min_captions), f"single-synset captions a class needs (null: N); {config.min_class_captions:,} here"),
+        ("ranking.classes", show(r.classes), "K, the number of classes (step 8)"),
+        ("sampling.images_per_class", show(sa.images_per_class), "N, images per class (step 8)"),
+        ("sampling.strategy", sa.strategy, "how a class's images are picked: top (TopImages), threshold or matched (ImageNetV2)"),
+    ]
+    if sa.strategy == "threshold":
+        rows.append(("sampling.threshold", show(sa.threshold), "lowest gloss similarity sampled from"))
+    if sa.strategy == "matched":
+        key = "reference_quantiles" if sa.reference_quantiles is not None else "reference_scores"
+        rows.append((f"sampling.{key}", show(getattr(sa, key)), "the similarity distribution matched"))
+    rows += [
+        ("sampling.reserve_factor", show(sa.reserve_factor), f"reserve of {sa.reserve} candidates per class, to replace images that fail to download"),
+        ("sampling.test_per_class", show(sa.test_per_class), "images per class in the test split"),
+        ("sampling.seed", show(sa.seed), "fixes the random orders and the train/test split"),
+        ("download.enabled", show(d.enabled), "whether the images were fetched"),
+    ]
+    if d.enabled:
+        rows += [
+            ("download.max_rounds", show(d.max_rounds), "fetch rounds: the dataset rows, then backfills from the reserve"),
+            ("download.max_response_bytes", show(d.max_response_bytes), "largest response body read"),
+            ("download.max_image_pixels", show(d.max_image_pixels), "largest width x height decoded"),
+            ("download.image_size", show(d.image_size), f"images resized ({d.resize_mode}) and stored as {d.encode_format}"),
+            ("download.disallowed_header_directives", show(d.disallowed_header_directives), "X-Robots-Tag directives that put a site's images off limits"),
+        ]
+    return [Choice(*row) for row in rows]

@@ -1,0 +1,171 @@
+"""Everything the card and the report say about a run, read from its stage folders as plain data.
+
+Only the run's own files are read (and WordNet): nothing here depends on where the run directory
+is or when it was made, so the same run always gives the same facts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from filters.overlap import overlap_removals
+from pipeline.config import Config
+from pipeline.report.similarity import ClassSimilarities, caption_similarities
+from pipeline.shards import read_json, stage_shards
+from pipeline.stage_dir import FIGURES_FILE, is_done
+from wordnet import hierarchy
+from wordnet.classlists import reference_wnids
+from wordnet.index import NounIndex
+from wordnet.stats_report import build_report
+
+STRUCTURE_REFERENCE = "imagenet1k"  # the class structure is always shown beside ImageNet-1k's
+DATASET_COLUMNS = ("class_index", "split", "order", "caption")
+# Audit outputs, each shown when present: (folder under the run, file with its figures).
+AUDIT_FIGURES = {
+    "label_noise": ("audit/label_noise", "summary.json"),
+    "duplicates": ("audit/duplicates", FIGURES_FILE),
+    "agreement": ("audit/agreement", FIGURES_FILE),
+    "rankings": ("audit/rankings", "rankings.json"),
+}
+AUDIT_PLOTS = {"agreement": "similarity.png", "rankings": "rankings.png"}
+
+
+@dataclass(frozen=True)
+class Audit:
+    figures: dict
+    plot: bytes | None  # the audit's own PNG, shown as it is
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    config: Config
+    synthetic: bool
+    tag: dict  # tag/figures.json: rows read, dropped by reason, tagged
+    funnel: list[dict]  # select/funnel.json steps
+    rank: dict  # rank/figures.json
+    candidates: list[dict]  # rank/ranking.tsv: every scored candidate with its score and fate
+    classes: list[dict]  # rank/classes.json rows with images, train, test, shortfall, example
+    sample: dict  # sample/figures.json
+    dataset_stage: str  # the stage whose dataset/ holds the final images
+    splits: dict[str, int]
+    licenses: dict[str, int] | None  # the dataset rows' licence values, if the corpus has them
+    manifest: dict
+    download: dict | None
+    similarities: ClassSimilarities
+    structure: dict  # wordnet.stats_report.build_report against ImageNet-1k
+    readings: dict[str, list[str]]  # reading -> why the class set breaks it (empty: satisfied)
+    audits: dict[str, Audit]
+
+    @property
+    def images(self) -> int:
+        return sum(self.splits.values())
+
+
+def _path(run_dir: str, *parts: str) -> str:
+    return FileSystems.join(run_dir, *parts)
+
+
+def _read_bytes(path: str) -> bytes:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return f.read()
+
+
+def _read_tsv(path: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(_read_bytes(path).decode("utf-8")), delimiter="\t"))
+
+
+def _read_dataset(shards: list[str]) -> pa.Table:
+    tables = []
+    for shard in shards:
+        with FileSystems.open(shard, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            parquet = pq.ParquetFile(f)
+            columns = [c for c in (*DATASET_COLUMNS, "license") if c in parquet.schema_arrow.names]
+            tables.append(parquet.read(columns=columns))
+    return pa.concat_tables(tables)
+
+
+def class_set_readings(index: NounIndex, classes: list[str], reference: list[str]) -> dict[str, list[str]]:
+    """For each overlap reading, why the class set breaks it: the reading's step 2 removals
+    (filters.overlap, the same code the select stage runs) and, for strict, classes that have
+    another class as an ancestor. An empty list: the set satisfies that reading."""
+    found = {}
+    for reading in ("paper", "strict"):
+        removals = overlap_removals(classes, reference, index, reading)
+        found[reading] = [f"{r.wnid} {r.name} {r.detail}" for r in removals.values()]
+    found["strict"] += [
+        f"{wnid} {index[wnid].name} descends from class {', '.join(ancestors)}"
+        for wnid, ancestors in hierarchy.ancestors_in(index, classes, classes).items()
+    ]
+    return found
+
+
+def per_class_rows(classes: list[dict], dataset: pa.Table, images_per_class: int) -> list[dict]:
+    """rank/classes.json rows with their final images, split counts, shortfall and the caption of
+    their first image (the best one by the sampling order)."""
+    dataset = dataset.sort_by([("class_index", "ascending"), ("order", "ascending")])
+    index = dataset.column("class_index").to_numpy()
+    splits = Counter(zip(index.tolist(), dataset.column("split").to_pylist()))
+    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]]) if len(index) else np.zeros(0, np.int64)
+    examples = dict(zip(index[starts].tolist(), dataset.column("caption").take(starts).to_pylist()))
+    rows = []
+    for c in classes:
+        train, test = splits[(c["index"], "train")], splits[(c["index"], "test")]
+        rows.append(
+            {**c, "images": train + test, "train": train, "test": test,
+             "shortfall": images_per_class - train - test, "example": examples.get(c["index"], "")}
+        )
+    return rows
+
+
+def _audits(run_dir: str) -> dict[str, Audit]:
+    found = {}
+    for name, (folder, figures_file) in AUDIT_FIGURES.items():
+        path = _path(run_dir, folder, figures_file)
+        stage_folder = figures_file != FIGURES_FILE or is_done(run_dir, folder)  # a stage counts once done
+        if stage_folder and FileSystems.exists(path):
+            plot_path = _path(run_dir, folder, AUDIT_PLOTS[name]) if name in AUDIT_PLOTS else None
+            plot = _read_bytes(plot_path) if plot_path and FileSystems.exists(plot_path) else None
+            found[name] = Audit(read_json(path), plot)
+    return found
+
+
+def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
+    """The facts of a run whose stages up to sample (and download, when enabled) finished."""
+    dataset_stage = "download" if config.download.enabled else "sample"
+    classes = read_json(_path(run_dir, "rank", "classes.json"))
+    wnids = [c["wnid"] for c in classes]
+    dataset = _read_dataset(stage_shards(_path(run_dir, dataset_stage), "dataset"))
+    licenses = None
+    if "license" in dataset.column_names:
+        values = Counter("(missing)" if v is None else v for v in dataset.column("license").to_pylist())
+        licenses = dict(sorted(values.items(), key=lambda item: (-item[1], item[0])))
+    reference = reference_wnids(config.selection.reference, index)
+    structure_reference = reference_wnids(STRUCTURE_REFERENCE, index)
+    return RunFacts(
+        config=config,
+        synthetic=config.corpus.synth is not None,
+        tag=read_json(_path(run_dir, "tag", FIGURES_FILE)),
+        funnel=read_json(_path(run_dir, "select", "funnel.json"))["steps"],
+        rank=read_json(_path(run_dir, "rank", FIGURES_FILE)),
+        candidates=_read_tsv(_path(run_dir, "rank", "ranking.tsv")),
+        classes=per_class_rows(classes, dataset, config.sampling.images_per_class),
+        sample=read_json(_path(run_dir, "sample", FIGURES_FILE)),
+        dataset_stage=dataset_stage,
+        splits=dict(sorted(Counter(dataset.column("split").to_pylist()).items())),
+        licenses=licenses,
+        manifest=read_json(_path(run_dir, "sample", "manifest.json")),
+        download=read_json(_path(run_dir, "download", FIGURES_FILE)) if config.download.enabled else None,
+        similarities=caption_similarities(stage_shards(_path(run_dir, "rank"), "scored"), wnids),
+        structure=build_report(index, wnids, structure_reference, "this dataset", STRUCTURE_REFERENCE),
+        readings=class_set_readings(index, wnids, reference),
+        audits=_audits(run_dir),
+    )

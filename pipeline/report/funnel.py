@@ -1,0 +1,87 @@
+"""The whole build as one funnel, corpus rows to final images: what each step did, with this run's
+settings, and the synsets and captions it left (select/funnel.json for steps 1-6)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from pipeline.report.choices import show
+from pipeline.report.facts import RunFacts
+
+
+class FunnelRow(NamedTuple):
+    step: str
+    what: str
+    synsets: int | None  # synsets left (None: not a synset step)
+    captions: int  # captions (rows, images) left
+    dropped: str  # reason=count, synsets then captions
+
+
+def _reasons(counts: dict[str, int]) -> str:
+    return ", ".join(f"{reason}={n:,}" for reason, n in counts.items())
+
+
+def _step_texts(facts: RunFacts) -> dict[str, str]:
+    s = facts.config.selection
+    nsfw = "off" if s.nsfw_synset_threshold is None else f"score >= {s.nsfw_synset_threshold}"
+    return {
+        "found": "step 1: captions that mention a WordNet noun lemma, and the synsets found",
+        "row_nsfw": f"rows kept by LAION's NSFW ratings (tags allowed: {show(s.allowed_nsfw_tags)}; "
+        f"max punsafe: {show(s.max_punsafe)}; unrated kept: {show(s.keep_unrated)})",
+        "imagenet_overlap": f"step 2: only synsets of {s.reference} (within reading, as LAIONet)"
+        if s.overlap == "within"
+        else f"step 2: no overlap with {s.reference} ({s.overlap} reading)",
+        "min_captions": f"step 3: at least {s.min_captions:,} usable captions",
+        "leaves": "step 4: leaves of the minimal WordNet subtree holding the candidates",
+        "nsfw_synsets": f"step 5: lemmas and gloss not flagged by alt-profanity-check ({nsfw})",
+        "single_synset": "step 6: captions that mention exactly one candidate synset",
+    }
+
+
+def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
+    tag, texts = facts.tag, _step_texts(facts)
+    readable = tag["rows_read"] - sum(tag["dropped"].values())
+    rows = [
+        FunnelRow("corpus", "rows read from the corpus", None, tag["rows_read"], ""),
+        FunnelRow("readable", "rows with a text caption and an http(s) url", None, readable, _reasons(tag["dropped"])),
+    ]
+    for step in facts.funnel:
+        dropped = ", ".join(filter(None, (_reasons(step["synsets_dropped"]), _reasons(step["captions_dropped"]))))
+        if step["step"] == "found":
+            dropped = f"no_noun_lemma={readable - step['captions_left']:,}"
+        rows.append(FunnelRow(step["step"], texts.get(step["step"], step["step"]), step["synsets_left"], step["captions_left"], dropped))
+    r = facts.config.ranking
+    rows.append(
+        FunnelRow(
+            "rank",
+            f"steps 7-8: at least {facts.config.min_class_captions:,} captions, mean top-{r.top_n} gloss similarity "
+            f">= {facts.config.threshold}, best {r.classes:,} kept",
+            facts.rank["classes"],
+            facts.rank["rows_scored"],
+            _reasons(facts.rank["synsets_dropped"]),
+        )
+    )
+    sample, n = facts.sample, facts.config.sampling.images_per_class
+    # candidates = images + reserve + the rest, by reason (pipeline.sample.stage.COUNT_KEYS)
+    reasons = ("below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed", "reserve")
+    empty = sum(1 for short in sample["shortfall_by_class"].values() if short == n)
+    rows.append(
+        FunnelRow(
+            "sample",
+            f"step 8: up to {n:,} images per class ({facts.config.sampling.strategy} strategy), the next ones in reserve",
+            sample["classes"] - empty,
+            sample["images"],
+            _reasons({k: sample[k] for k in reasons if sample[k]}),
+        )
+    )
+    if facts.download is not None:
+        rows.append(
+            FunnelRow(
+                "download",
+                "images fetched, failures replaced from the reserve",
+                sum(1 for c in facts.classes if c["images"]),
+                facts.download["images"],
+                _reasons(facts.download["failures"]),
+            )
+        )
+    return rows

@@ -1,0 +1,254 @@
+"""`report.html`: one self-contained page (inline CSS, plots as base64 PNG) describing a run.
+
+Every text that comes from data (captions, glosses, names, config values) goes through
+`html.escape`; nothing on the page loads from elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+
+from pipeline.report.card import (
+    STRUCTURE_ROWS,
+    WORDNET_LICENCE,
+    audit_summary,
+    count_of,
+)
+from pipeline.report.choices import open_choices
+from pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
+from pipeline.report.funnel import funnel_rows
+from pipeline.report.plots import Plots
+
+STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; color: #222; max-width: 1140px; margin: 0 auto; padding: 0 20px 60px; }
+h1 { margin-top: 28px; } h2 { border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 40px; }
+nav a { margin-right: 14px; }
+table { border-collapse: collapse; margin: 10px 0 18px; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr.short td { background: #fdecea; }
+img { max-width: 100%; display: block; margin: 8px 0; }
+.pair { display: flex; gap: 12px; } .pair img { width: 50%; }
+.warning { background: #fff4e5; border-left: 4px solid #f0a020; padding: 8px 12px; }
+.figures { display: flex; gap: 28px; flex-wrap: wrap; margin: 12px 0; }
+.figures div { font-size: 13px; color: #555; } .figures b { display: block; font-size: 22px; color: #222; }
+figcaption { font-size: 13px; color: #555; margin-bottom: 14px; }
+code, pre { background: #f6f6f6; } pre { padding: 8px; overflow-x: auto; }
+td.caption { max-width: 320px; } td.gloss { max-width: 300px; }
+"""
+SECTIONS = (
+    ("overview", "Overview"),
+    ("funnel", "Funnel"),
+    ("similarity", "Similarity"),
+    ("structure", "WordNet structure"),
+    ("images", "Images per class"),
+    ("download", "Download"),
+    ("audits", "Audits"),
+    ("classes", "Class list"),
+    ("rebuild", "Rebuild"),
+)
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value))
+
+
+def number(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return esc(value)
+
+
+def image(data: bytes, alt: str) -> str:
+    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}">'
+
+
+def figure(data: bytes, alt: str, caption: str) -> str:
+    return f"{image(data, alt)}\n<figcaption>{caption}</figcaption>"
+
+
+def table(header: tuple[str, ...], rows: list[tuple], numeric: set[int] = frozenset(), row_class: list[str] | None = None,
+          cell_class: dict[int, str] | None = None) -> str:
+    """A table of escaped cells; columns in `numeric` right-aligned and formatted as numbers."""
+    cell_class = cell_class or {}
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = []
+    for i, row in enumerate(rows):
+        cells = "".join(
+            f'<td class="n">{number(v)}</td>' if j in numeric else f'<td class="{cell_class[j]}">{esc(v)}</td>'
+            if j in cell_class else f"<td>{esc(v)}</td>"
+            for j, v in enumerate(row)
+        )
+        css = f' class="{row_class[i]}"' if row_class and row_class[i] else ""
+        body.append(f"<tr{css}>{cells}</tr>")
+    return f"<table>\n<tr>{head}</tr>\n" + "\n".join(body) + "\n</table>"
+
+
+def section(key: str, body: str) -> str:
+    return f'<section id="{key}">\n<h2>{esc(dict(SECTIONS)[key])}</h2>\n{body}\n</section>'
+
+
+def _overview(facts: RunFacts) -> str:
+    c = facts.config
+    warning = (
+        '<p class="warning"><b>Synthetic corpus.</b> This dataset was built from a synthetic LAION-style corpus '
+        f"(<code>imagenot synth</code>, {c.corpus.synth.rows:,} rows, seed {c.corpus.synth.seed}); its captions and "
+        "URLs are made up. It demonstrates the pipeline and is not data to train or evaluate on.</p>"
+        if facts.synthetic else ""
+    )
+    short = sum(1 for row in facts.classes if row["shortfall"] > 0)
+    tiles = [
+        ("classes", len(facts.classes)),
+        ("images", facts.images),
+        *((f"{split} images", n) for split, n in facts.splits.items()),
+        ("classes short", short),
+        ("corpus rows read", facts.tag["rows_read"]),
+    ]
+    downloaded = (
+        "The images were fetched into <code>download/</code>." if facts.download is not None else
+        "The images were not fetched by this run (<code>download.enabled</code> is false): the dataset lists their URLs."
+    )
+    return section("overview", f"""{warning}
+<div class="figures">{"".join(f"<div><b>{number(n)}</b>{esc(label)}</div>" for label, n in tiles)}</div>
+<p>An image classification dataset built the way ImageNot (Salaudeen &amp; Hardt, 2024) was: its classes are
+WordNet {esc(facts.manifest['wordnet'])} noun synsets chosen to differ from <code>{esc(c.selection.reference)}</code>,
+its images are web image/caption pairs labelled from their caption text alone, and no person checked a label.
+It is a contrast dataset, for testing whether models rank the same way here as on ImageNet.
+{downloaded} The dataset card, <code>report/card.md</code>, says how it was built and what to watch for.</p>""")
+
+
+def _funnel(facts: RunFacts, plots: Plots) -> str:
+    rows = [(r.step, r.what, "" if r.synsets is None else r.synsets, r.captions, r.dropped) for r in funnel_rows(facts)]
+    choices = open_choices(facts.config, facts.manifest["encoder"]["model_id"])
+    return section("funnel", f"""{figure(plots.funnel, "funnel", "Synsets and captions left after each step (log scales).")}
+{table(("step", "what it does", "synsets left", "captions left", "dropped (reason=count)"), rows, {2, 3})}
+<h3>Choices the paper leaves open</h3>
+{table(("setting", "value", "meaning"), [tuple(choice) for choice in choices])}""")
+
+
+def _similarity(facts: RunFacts, plots: Plots) -> str:
+    return section("similarity", f"""<p>Each caption's cosine similarity to its class's query
+(<code>{esc(facts.config.scoring.query_template)}</code>) under <code>{esc(facts.manifest['encoder']['model_id'])}</code>,
+over every selected caption of the classes (not only the sampled ones).</p>
+{figure(plots.similarity_summary, "per-class similarity summary",
+        "As the ImageNot paper's Figure 2: per class the minimum, mean, median and maximum similarity of its captions; "
+        "each panel shows how one of them is spread over the classes.")}
+{figure(plots.candidate_scores, "candidate scores",
+        "Every candidate synset's score (mean of its top-n first-pass similarities) by its fate; the dashed line is "
+        "the threshold set for this encoder.")}
+{figure(plots.class_distributions, "per-class distributions",
+        "As the ImageNot paper's Figure 3: each class's similarity distribution (left, as the share of its captions "
+        "at or below each similarity, one line per class coloured by its score) and box plots of classes spread over the ranking (right; whiskers at the minimum and maximum; "
+        "quantiles to within 0.0025).")}""")
+
+
+def _structure(facts: RunFacts, plots: Plots) -> str:
+    structure = facts.structure
+    rows = [(label, structure["classes"][key], structure["reference"][key]) for label, key in STRUCTURE_ROWS]
+    readings = "".join(
+        f"<li><b>{esc(reading)}</b>: "
+        + ("satisfied" if not broken else f"not satisfied by {count_of(len(broken), 'class')}: "
+           + "; ".join(esc(b) for b in broken[:20]) + (" ..." if len(broken) > 20 else ""))
+        + "</li>"
+        for reading, broken in facts.readings.items()
+    )
+    return section("structure", f"""<p>Where the classes sit in WordNet, beside {STRUCTURE_REFERENCE}'s
+(as <code>imagenot stats</code> computes it; each set is measured against the other).</p>
+<div class="pair">{image(plots.depth, "depth")}{image(plots.siblings, "siblings")}</div>
+<figcaption>Share of each set's classes by depth in WordNet (left) and by number of siblings (right).</figcaption>
+{figure(plots.lexnames, "lexicographer files", "Share of each set's classes per WordNet lexicographer file.")}
+{table(("figure", "this dataset", STRUCTURE_REFERENCE), rows, {1, 2})}
+<p>Overlap with the reference set <code>{esc(facts.config.selection.reference)}</code> under the two readings of
+step 2 (paper: no reference synset and no shared lemma; strict: also no ancestor or descendant of a reference
+synset, and no class an ancestor of another):</p>
+<ul>{readings}</ul>""")
+
+
+def _images(facts: RunFacts, plots: Plots) -> str:
+    n = facts.config.sampling.images_per_class
+    short = sum(1 for c in facts.classes if c["shortfall"] > 0)
+    return section("images", f"""{figure(plots.image_counts, "images per class",
+        f"Images per class against the target of {n:,}; classes short of it in red.")}
+<p>{short:,} of {len(facts.classes):,} classes have fewer than {n:,} images (shaded in the class list); they are
+reported, never padded, and fill their test split first.</p>""")
+
+
+def _download(facts: RunFacts, plots: Plots) -> str:
+    d = facts.download
+    if d is None:
+        return section("download", "<p>The download stage did not run (<code>download.enabled</code> is false).</p>")
+    failures = figure(plots.failures, "download failures", "Failed URLs by reason.") if plots.failures else ""
+    rows = [("images fetched", d["images"]), ("target", d["target"]), ("URLs tried", d["urls_tried"]),
+            ("URL success rate", d["url_success_rate"]), ("rounds", d["rounds"]), ("classes short", d["classes_short"])]
+    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{failures}")
+
+
+def _audits(facts: RunFacts) -> str:
+    if not facts.audits:
+        return section("audits", "<p>No audit has been run on this dataset: label noise, duplicates, image-caption "
+                                 "agreement and model rankings are not measured.</p>")
+    parts = []
+    for name, audit in facts.audits.items():
+        title, sentence = audit_summary(name, audit.figures)
+        parts.append(f"<p><b>{esc(title)}</b>: {esc(sentence)}</p>")
+        if "warning" in audit.figures:
+            parts.append(f'<p class="warning">{esc(audit.figures["warning"])}</p>')
+        if audit.plot:
+            parts.append(image(audit.plot, name))
+    return section("audits", "\n".join(parts))
+
+
+def _classes(facts: RunFacts) -> str:
+    n = facts.config.sampling.images_per_class
+    rows = [
+        (c["index"], c["wnid"], c["name"], c["gloss"], c["score"], c["rank"], c["captions"], c["images"], c["train"],
+         c["test"], c["example"])
+        for c in facts.classes
+    ]
+    header = ("index", "wnid", "name", "gloss", "score", "rank (0 = best)", "captions", "images", "train", "test", "first image's caption")
+    classes = ["short" if c["images"] < n else "" for c in facts.classes]
+    return section("classes", table(header, rows, {0, 4, 5, 6, 7, 8, 9}, classes, {3: "gloss", 10: "caption"}))
+
+
+def _rebuild(facts: RunFacts) -> str:
+    manifest = facts.manifest
+    outputs = [(e["path"], e["size"], e["sha256"]) for e in manifest["outputs"]]
+    licences = (
+        ", ".join(f"{esc(value)} {n:,}" for value, n in facts.licenses.items()) if facts.licenses is not None else "no licence column"
+    )
+    return section("rebuild", f"""<pre>imagenot build --config RUN/config.yaml --out NEW_RUN</pre>
+<p>The same configuration, seeds and corpus give the same bytes; <code>sample/manifest.json</code> records the
+checksums of the {count_of(len(manifest['corpus_shards']), 'corpus shard')}, the stage fingerprints and the package versions.
+The sample stage's files of this run:</p>
+{table(("file in sample/", "bytes", "sha256"), outputs, {1})}
+<p>Licences: images stay under their owners' terms (the corpus licence column over the dataset: {licences});
+the class list and glosses come from {esc(WORDNET_LICENCE)}; the text encoder is
+<code>{esc(manifest['encoder']['model_id'])}</code> (see its model card).</p>""")
+
+
+def render_page(facts: RunFacts, plots: Plots) -> str:
+    nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title in SECTIONS)
+    body = "\n".join((
+        _overview(facts), _funnel(facts, plots), _similarity(facts, plots), _structure(facts, plots),
+        _images(facts, plots), _download(facts, plots), _audits(facts), _classes(facts), _rebuild(facts),
+    ))
+    title = f"ImageNot-style dataset: {len(facts.classes):,} classes"
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{esc(title)}</title>
+<style>{STYLE}</style>
+</head>
+<body>
+<h1>{esc(title)}</h1>
+<nav>{nav}</nav>
+{body}
+</body>
+</html>
+"""

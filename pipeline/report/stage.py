@@ -1,0 +1,107 @@
+"""The report stage: `report/card.md` and `report/report.html` from a finished run.
+
+It reads the run's stage folders (see `pipeline.report.facts`) and the audits' outputs when they
+exist. It has no settings of its own: its fingerprint is the configuration it describes, and it
+renders afresh every time it runs (a few seconds), so audits run after the build are picked up by
+`imagenot report --run DIR`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.atomic import write_text
+from pipeline.config import RUN_CONFIG, Config, ConfigError, load_config
+from pipeline.download import stage as download_stage
+from pipeline.rank import stage as rank_stage
+from pipeline.report.card import render_card
+from pipeline.report.facts import gather
+from pipeline.report.page import render_page
+from pipeline.report.plots import draw_all
+from pipeline.sample import stage as sample_stage
+from pipeline.score import stage as score_stage
+from pipeline.select import stage as select_stage
+from pipeline.shards import read_json
+from pipeline.stage_dir import (
+    FINGERPRINT_FILE,
+    finish_stage,
+    is_done,
+    open_stage,
+    stage_figures,
+    stage_fingerprint,
+)
+from pipeline.summary import record_stage
+from wordnet.index import load_index
+
+STAGE = "report"
+CARD_FILE, PAGE_FILE = "card.md", "report.html"
+CHECKED_STAGES = (select_stage, score_stage, rank_stage, sample_stage)  # settings the card states
+
+
+def upstream(config: Config) -> str:
+    return download_stage.STAGE if config.download.enabled else sample_stage.STAGE
+
+
+def described_config(config: Config) -> Config:
+    """The config as the card shows it: a synthetic corpus is its synth settings (the build points
+    corpus.paths at the run's own copy, which says nothing to a reader and moves with the run)."""
+    if config.corpus.synth is None:
+        return config
+    return config.model_copy(update={"corpus": config.corpus.model_copy(update={"paths": []})})
+
+
+def settings(config: Config) -> dict:
+    return described_config(config).model_dump(mode="json")
+
+
+def check_config(config: Config, run_dir: str) -> None:
+    """Raise unless each stage the card describes ran with this config's settings."""
+    stages = [*CHECKED_STAGES, *([download_stage] if config.download.enabled else [])]
+    for stage in stages:
+        recorded = read_json(FileSystems.join(run_dir, stage.STAGE, FINGERPRINT_FILE))["settings"]
+        expected = json.loads(json.dumps(stage.settings(config)))
+        if recorded != expected:
+            differing = sorted(k for k in recorded.keys() | expected.keys() if recorded.get(k) != expected.get(k))
+            raise ValueError(
+                f"{run_dir}/{stage.STAGE} ran with other settings than the config gives ({', '.join(differing)}); "
+                "pass the config the run was built with"
+            )
+
+
+def run_report(config: Config, run_dir: str) -> dict:
+    """Write `<run_dir>/report/card.md` and `report.html`; returns the stage's figures."""
+    before = upstream(config)
+    if not is_done(run_dir, before):
+        raise ValueError(f"{run_dir}: no finished {before}/ stage; the report describes a finished run")
+    check_config(config, run_dir)
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, before))
+    facts = gather(described_config(config), run_dir, load_index())
+    write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
+    write_text(FileSystems.join(stage_dir, PAGE_FILE), render_page(facts, draw_all(facts)))
+    figures = {"classes": len(facts.classes), "images": facts.images, "audits": sorted(facts.audits)}
+    finish_stage(stage_dir, figures)
+    return figures
+
+
+@click.command(STAGE)
+@click.option("--run", "run_dir", required=True, help="run directory holding a finished sample/ (or download/) stage")
+@click.option(
+    "--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+    help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
+)
+def report_command(run_dir: str, config_path: str | None) -> None:
+    """Write the dataset card and the HTML report of a finished run into RUN/report/."""
+    config_path = config_path or FileSystems.join(run_dir, RUN_CONFIG)
+    try:
+        config = load_config(config_path)
+        started = time.monotonic()
+        run_report(config, run_dir)
+    except (ConfigError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    figures = {**stage_figures(run_dir, STAGE), "seconds": round(time.monotonic() - started, 1)}
+    record_stage(run_dir, STAGE, figures)
+    click.echo(f"{STAGE}: {json.dumps(figures)} -> {FileSystems.join(run_dir, STAGE, PAGE_FILE)}")

