@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import click
 
-from filters.funnel import describe_fate, read_synset_fates
+from filters.funnel import KEPT, describe_fate, read_synset_fates
 from wordnet.index import WNID_PATTERN, load_index
 
 
@@ -39,4 +40,20 @@ def why(synset: str, run_dir: Path) -> None:
     path = run_dir / "select" / "synset_fates.tsv"
     if not path.exists():
         raise click.ClickException(f"{path} does not exist: has the run reached the filter stage?")
-    click.echo(describe_fate(wnid, read_synset_fates(path).get(wnid)))
+    fate = read_synset_fates(path).get(wnid)
+    ranked = run_dir / "rank" / "ranking.tsv"
+    if fate is not None and fate["step"] == KEPT and ranked.exists():
+        click.echo(_rank_fate(wnid, fate["name"], ranked))
+    else:
+        click.echo(describe_fate(wnid, fate))
+
+
+def _rank_fate(wnid: str, name: str, ranking_tsv: Path) -> str:
+    """A filtered-in synset's fate at the rank stage (steps 7-8)."""
+    with open(ranking_tsv, encoding="utf-8", newline="") as f:
+        row = next((r for r in csv.DictReader(f, delimiter="\t") if r["wnid"] == wnid), None)
+    if row is None:
+        return f"{wnid} {name}: passed the filters but had no scored caption at the rank stage"
+    if row["fate"] == "class":
+        return f"{wnid} {name}: a class (gloss similarity score {row['score']})"
+    return f"{wnid} {name}: passed the filters, dropped at step 'rank' ({row['fate']}; score {row['score']})"

@@ -91,12 +91,14 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
         figures = {**stage_figures(run_dir, stage.name), "seconds": round(time.monotonic() - started, 1)}
         record_stage(run_dir, stage.name, figures)
         ran.append(stage.name)
-    record_stage(run_dir, "totals", totals(read_summary(run_dir)))
+    wanted = {stage.name for stage in STAGES if stage.wanted(config)}
+    record_stage(run_dir, "totals", totals({k: v for k, v in read_summary(run_dir).items() if k in wanted}))
     return ran
 
 
 def totals(summary: dict) -> dict:
-    """Run-wide figures: the encoder's work (`captions_embedded`) against the images it bought."""
+    """Run-wide figures of the stages in `summary`: the encoder's work (`captions_embedded`)
+    against the images it bought."""
     embedded = sum(summary.get(stage, {}).get("captions_embedded", 0) for stage in ("score", "rank"))
     images = summary.get("download", summary.get("sample", {})).get("images", 0)
     return {

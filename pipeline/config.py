@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pipeline.score.similarity import validate_template
 
 
 class Section(BaseModel):
@@ -43,7 +45,7 @@ class Synth(Section):
     """A synthetic LAION-style corpus generated into the run directory (`imagenot synth`)."""
 
     rows: int = Field(ge=1, le=100_000_000)
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32)
     url_base: str = Field("http://127.0.0.1:8000/img", description="image URLs start here")
     shard_rows: int = Field(100_000, ge=1)
 
@@ -110,7 +112,13 @@ class Scoring(Section):
     first_pass_captions: int = Field(
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the classes"
     )
-    seed: int = Field(0, description="picks the first-pass captions (by a keyed hash of row ids)")
+
+    @field_validator("query_template")
+    @classmethod
+    def _known_fields(cls, template: str) -> str:
+        validate_template(template)
+        return template
+    seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks the first-pass captions (by a keyed hash of row ids)")
 
 
 class Ranking(Section):

@@ -7,8 +7,9 @@ import time
 from collections.abc import Callable
 
 import click
+from apache_beam.io.filesystems import FileSystems
 
-from pipeline.config import Config, ConfigError, load_config
+from pipeline.config import RUN_CONFIG, Config, ConfigError, load_config
 from pipeline.stage_dir import is_done, stage_figures
 from pipeline.summary import record_stage
 
@@ -19,8 +20,16 @@ def stage_command(stage: str, upstream: str, run: Callable[[Config, str], object
 
     @click.command(stage, help=doc)
     @click.option("--run", "run_dir", required=True, help=f"run directory holding a finished {upstream}/ stage")
-    @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
+    @click.option(
+        "--config",
+        "config_path",
+        type=click.Path(exists=True, dir_okay=False),
+        help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
+    )
     def command(run_dir: str, config_path: str | None) -> None:
+        run_config = FileSystems.join(run_dir, RUN_CONFIG)
+        if config_path is None and FileSystems.exists(run_config):
+            config_path = run_config  # the run's own settings, so finished stages stay current
         try:
             config = load_config(config_path)
         except ConfigError as err:

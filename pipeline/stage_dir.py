@@ -57,6 +57,9 @@ def open_stage(run_dir: str, stage: str, settings: dict, upstream: str | None = 
     path = FileSystems.join(stage_dir, FINGERPRINT_FILE)
     if FileSystems.exists(stage_dir):
         if _recorded_digest(stage_dir) == fingerprint["digest"]:
+            done = FileSystems.join(stage_dir, DONE_FILE)
+            if FileSystems.exists(done):  # it runs again: done only once it finishes again
+                FileSystems.delete([done])
             return stage_dir
         log.info("%s: inputs or settings changed, starting the stage afresh", stage)
         FileSystems.delete([stage_dir])

@@ -46,3 +46,10 @@ def test_unreadable_config_is_named(tmp_path):
 def test_config_is_frozen():
     with pytest.raises(Exception):
         Config().runner.workers = 3
+
+
+def test_a_query_template_with_an_unknown_field_is_refused_before_any_work(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("scoring:\n  query_template: '{lemmma}: {gloss}'\n")
+    with pytest.raises(ConfigError, match=r"scoring.query_template: .*unknown field \{lemmma\}"):
+        load_config(path)

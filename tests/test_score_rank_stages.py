@@ -138,3 +138,32 @@ def test_first_pass_choice_does_not_depend_on_sharding(tmp_path):
     assert merge_smallest([smallest_keys(str(tmp_path / "3-0.parquet"), 50, seed=8)], 50) != merge_smallest(
         [smallest_keys(str(tmp_path / "3-0.parquet"), 50, seed=7)], 50
     )
+
+
+def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path):
+    import pyarrow as pa
+
+    from pipeline.score.stage import CaptionScorer, score_shard
+
+    run_dir, cache, _, ranking, _ = ranked_run
+    some = next((run_dir / "select" / "selected").iterdir())
+    empty = tmp_path / "part-empty.parquet"
+    pq.write_table(pq.read_table(some).slice(0, 0), empty)
+    scorer = CaptionScorer(_config(cache).scoring, list(ranking.classes))
+    tally = score_shard(str(empty), str(tmp_path / "out"), "scored", scorer, lambda batch: pa.array([True] * batch.num_rows))
+    assert tally == {"rows_scored": 0, "captions_embedded": 0}
+    written = pq.read_table(tmp_path / "out" / "scored" / "part-empty.parquet")
+    assert written.num_rows == 0 and "gloss_similarity" in written.column_names
+
+
+def test_why_answers_from_the_rank_stage_too(ranked_run, index):
+    from click.testing import CliRunner
+
+    from filters.why_cli import why
+
+    run_dir, _, _, ranking, _ = ranked_run
+    some_class = ranking.classes[0]
+    assert "a class (gloss similarity score" in CliRunner().invoke(why, [some_class, "--run", str(run_dir)]).output
+    dropped = next(w for w, reason in ranking.dropped.items() if reason == "beyond_top_k")
+    output = CliRunner().invoke(why, [dropped, "--run", str(run_dir)]).output
+    assert "dropped at step 'rank' (beyond_top_k" in output

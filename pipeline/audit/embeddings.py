@@ -50,10 +50,6 @@ DATASET_COLUMNS = ["row_id", "caption", "class_index", "split", "tar", "key"]
 IMAGE_EXTENSIONS = ("jpg", "png", "webp")
 
 
-def embedding_type(dim: int) -> pa.DataType:
-    return pa.list_(pa.float32(), dim)
-
-
 def vectors_array(vectors: np.ndarray) -> pa.FixedSizeListArray:
     return pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), vectors.shape[1])
 

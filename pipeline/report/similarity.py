@@ -13,11 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.score.ranking import SCORE_COLUMN
 from pipeline.shards import read_batches
 
 BIN_WIDTH = 0.005
 EDGES = np.linspace(-1.0, 1.0, round(2 / BIN_WIDTH) + 1)  # cosine similarity lies in [-1, 1]
-SCORE_COLUMN = "gloss_similarity"
 
 
 @dataclass(frozen=True)

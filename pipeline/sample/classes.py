@@ -15,14 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.config import Sampling
-from pipeline.sample.strategies import (
-    SCORE_COLUMN,
-    order_matched,
-    order_threshold,
-    order_top,
-    priorities,
-    similarity_bins,
-)
+from pipeline.sample.strategies import order_matched, order_threshold, order_top, similarity_bins
+from pipeline.score.ranking import SCORE_COLUMN, sample_keys
 
 ORDER_COLUMN = "order"
 
@@ -50,7 +44,7 @@ def sample_class(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = 
         raise ValueError(f"{SCORE_COLUMN} is null in {rows.column(SCORE_COLUMN).null_count} scored rows")
     rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
     similarity = rows.column(SCORE_COLUMN).to_numpy()
-    priority = priorities(rows.column("row_id").to_pylist(), sampling.seed)
+    priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
 
     ranked = strategy_order(similarity, priority, sampling, edges)
     urls = rows.column("url").to_numpy(zero_copy_only=False)[ranked]

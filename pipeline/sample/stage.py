@@ -34,7 +34,8 @@ from pipeline.sample.classes import ORDER_COLUMN, sample_class
 from pipeline.config import Sampling
 from pipeline.sample.manifest import build_manifest, checked_corpus_entry
 from pipeline.sample.splits import assign_splits
-from pipeline.sample.strategies import SCORE_COLUMN, reference_edges
+from pipeline.sample.strategies import reference_edges
+from pipeline.score.ranking import SCORE_COLUMN
 from pipeline.sample.writer import ShardWriter
 from pipeline.shards import read_batches, read_json, stage_shards
 from pipeline.tag import stage as tag_stage
@@ -52,14 +53,17 @@ CLASS_COLUMNS = ("class_index", "wnid", "name", *COUNT_KEYS, "images", "reserve"
 
 
 def class_parts(shard: str, columns: list[str]):
-    """(wnid, that class's rows of one read batch) for a scored shard."""
+    """(wnid, that class's rows of one read batch) for a scored shard.
+
+    Each part is a compact copy (`take`): Beam pickles what it groups, and a pickled Arrow slice
+    carries the whole buffers it views, so slices would ship the whole batch once per class."""
     for batch in read_batches(shard, columns):
         table = pa.Table.from_batches([batch])
-        table = table.take(pc.sort_indices(table, [("wnid", "ascending")]))
-        wnids = table.column("wnid").to_numpy(zero_copy_only=False)
+        order = pc.sort_indices(table, [("wnid", "ascending")]).to_numpy()
+        wnids = table.column("wnid").to_numpy(zero_copy_only=False)[order]
         starts = np.flatnonzero(np.r_[True, wnids[1:] != wnids[:-1]]) if len(wnids) else []
         for start, end in zip(starts, [*starts[1:], len(wnids)]):
-            yield str(wnids[start]), table.slice(start, end - start)
+            yield str(wnids[start]), table.take(pa.array(order[start:end]))
 
 
 class _SampleClass(beam.DoFn):

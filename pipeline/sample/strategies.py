@@ -2,7 +2,7 @@
 
 Each function gets one class's candidates as arrays, already sorted by row id, and returns the
 positions of the rows it takes, in the order they should be taken: the first N become images,
-the next ones the reserve. Randomness comes only from `priorities`, a keyed hash of (seed,
+the next ones the reserve. Randomness comes only from `sample_keys`, a keyed hash of (seed,
 row id), so the order is the same whatever the sharding, the runner or the number of workers;
 sorts are stable, so rows tied on every key stay in row-id order.
 """
@@ -16,14 +16,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.config import Sampling
-from pipeline.score.ranking import sample_key
+from pipeline.score.ranking import SCORE_COLUMN
 
 REFERENCE_BINS = 10  # deciles of another run's scores
-SCORE_COLUMN = "gloss_similarity"
-
-
-def priorities(row_ids: list[str], seed: int) -> np.ndarray:
-    return np.fromiter((sample_key(r, seed) for r in row_ids), np.uint64, len(row_ids))
 
 
 def order_top(similarity: np.ndarray, priority: np.ndarray) -> np.ndarray:

@@ -75,6 +75,14 @@ def rank_synsets(
     return Ranking(tuple(passing[:k]), scores, dict(sorted(dropped.items())))
 
 
+SCORE_COLUMN = "gloss_similarity"  # a caption's similarity to its synset's gloss (`similarity` is LAION's CLIP score)
+
+
+def sample_keys(row_ids: list[str], seed: int) -> np.ndarray:
+    """`sample_key` of each row id, as uint64."""
+    return np.fromiter((sample_key(r, seed) for r in row_ids), np.uint64, len(row_ids))
+
+
 def sample_key(row_id: str, seed: int) -> int:
     """A uniform 64-bit key per row, fixed by (seed, row_id) alone."""
     digest = hashlib.blake2b(row_id.encode("utf-8"), digest_size=8, key=seed.to_bytes(8, "big", signed=True))

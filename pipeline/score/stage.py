@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import atomic_output, write_json
@@ -27,7 +28,7 @@ from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline, scoring_hints
 from pipeline.score.cache import CachedEncoder
 from pipeline.score.encoders import load_encoder
-from pipeline.score.ranking import sample_key
+from pipeline.score.ranking import SCORE_COLUMN, sample_keys
 from pipeline.score.similarity import QueryEmbeddings, score_batch
 from pipeline.select import stage as select_stage
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
@@ -40,18 +41,13 @@ STAGE = "score"
 FIRST_PASS_DIR = "first_pass"
 CUTOFFS_FILE = "first_pass_cutoffs.json"
 TALLY_FILE = "score_tally.json"
-SCORE_COLUMN = "gloss_similarity"  # `similarity` is LAION's CLIP image-text score
-
-
-def row_keys(row_ids: pa.Array, seed: int) -> np.ndarray:
-    return np.fromiter((sample_key(r, seed) for r in row_ids.to_pylist()), np.uint64, len(row_ids))
 
 
 def smallest_keys(shard: str, per_synset: int, seed: int) -> dict[str, list[int]]:
     """Per synset of a selected shard, its `per_synset` smallest row keys, ascending."""
     found: dict[str, list[int]] = {}
     for batch in read_batches(shard, ["row_id", "wnid"]):
-        keys = row_keys(batch.column("row_id"), seed)
+        keys = sample_keys(batch.column("row_id").to_pylist(), seed)
         wnids = batch.column("wnid").to_numpy(zero_copy_only=False)
         order = np.lexsort((keys, wnids))
         for wnid, group in _groups(wnids[order], keys[order]):
@@ -121,10 +117,19 @@ def score_shard(
                 writer = pq.ParquetWriter(stream, result.schema, compression="zstd")
             writer.write_batch(result)
             scored += chosen.num_rows
+        if writer is None:  # a selected shard with no rows: an empty scored file all the same
+            empty = pa.RecordBatch.from_pylist([], schema=_read_schema(shard))
+            result = scorer.score(empty) if columns is None else scorer.score(empty).select([*columns, SCORE_COLUMN])
+            writer = pq.ParquetWriter(stream, result.schema, compression="zstd")
         writer.close()
     tally = {"rows_scored": scored, "captions_embedded": scorer.encoder.embedded - embedded_before}
     write_json(files.tally, tally)
     return tally
+
+
+def _read_schema(path: str) -> pa.Schema:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return pq.read_schema(f)
 
 
 class _SmallestKeys(beam.DoFn):
@@ -148,7 +153,7 @@ class _ScoreFirstPass(beam.DoFn):
 
     def _admit(self, batch: pa.RecordBatch) -> pa.Array:
         limit = self._limits[pc.index_in(batch.column("wnid"), value_set=self._wnids).to_numpy()]
-        return pa.array(row_keys(batch.column("row_id"), self._scoring.seed) <= limit)
+        return pa.array(sample_keys(batch.column("row_id").to_pylist(), self._scoring.seed) <= limit)
 
     def process(self, shard: str):
         yield score_shard(shard, self._stage_dir, FIRST_PASS_DIR, self._scorer, self._admit, ["row_id", "wnid"])

@@ -28,7 +28,7 @@ from pipeline.atomic import atomic_output, write_json
 from pipeline.config import Config, Selection
 from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
-from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from pipeline.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
 from pipeline.stage_command import stage_command
 from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
 from pipeline.tag import stage as tag_stage
@@ -127,7 +127,8 @@ def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Se
 
 
 def settings(config: Config) -> dict:
-    return config.selection.model_dump()
+    """The selection settings, with the reference set resolved: an edited class-list file reruns."""
+    return {**config.selection.model_dump(), "reference_wnids": digest(reference_wnids(config.selection.reference, load_index()))}
 
 
 def run_select(config: Config, run_dir: str) -> Funnel:
