@@ -13,21 +13,15 @@ from click.testing import CliRunner
 
 from pipeline.build import build, build_command
 from pipeline.config import load_config
+from small_build import SMALL_BUILD
 
-CONFIG = {
-    "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000}},
-    "selection": {"min_captions": 8},
-    "scoring": {"first_pass_captions": 10},
-    "ranking": {"classes": 8, "top_n": 5, "min_captions": 1, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.3}},
-    "sampling": {"images_per_class": 5, "test_per_class": 1, "reserve_factor": 0.4, "shard_rows": 20},
-}
 OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "sample/dataset", "sample/reserve")
 
 
 @pytest.fixture(scope="module")
 def config_file(tmp_path_factory):
     folder = tmp_path_factory.mktemp("config")
-    config = {**CONFIG, "scoring": {**CONFIG["scoring"], "cache_dir": str(folder / "embeddings")}}
+    config = {**SMALL_BUILD, "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")}}
     path = folder / "small.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

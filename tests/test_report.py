@@ -17,14 +17,8 @@ from pipeline.build import build
 from pipeline.config import Config
 from pipeline.report.page import SECTIONS
 from pipeline.report.stage import report_command, run_report
+from small_build import SMALL_BUILD
 
-CONFIG = {
-    "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000}},
-    "selection": {"min_captions": 8},
-    "scoring": {"first_pass_captions": 10},
-    "ranking": {"classes": 8, "top_n": 5, "min_captions": 1, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.3}},
-    "sampling": {"images_per_class": 5, "test_per_class": 1, "reserve_factor": 0.4, "shard_rows": 20},
-}
 EVIL = "<script>alert('x')</script>"
 PLOTS = 8  # funnel, Figure 2, candidate scores, Figure 3, depth, siblings, lexnames, image counts
 RANKINGS_CSV = Path(__file__).parent / "data" / "imagenetv2_table1_imagenet_top1.csv"
@@ -39,7 +33,7 @@ def _report(run_dir: Path) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report")
-    config = Config.model_validate({**CONFIG, "scoring": {**CONFIG["scoring"], "cache_dir": str(folder / "embeddings")}})
+    config = Config.model_validate({**SMALL_BUILD, "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")}})
     build(config, str(folder / "run"))
     return folder / "run"
 
@@ -63,7 +57,7 @@ def _plant_evil_text(run_dir: Path) -> None:
 def _add_audits(run_dir: Path) -> None:
     """Real audit outputs: label noise from seeded random probabilities, a rankings comparison."""
     dataset = pq.read_table(sorted((run_dir / "sample" / "dataset").glob("*.parquet")))
-    k = CONFIG["ranking"]["classes"]
+    k = SMALL_BUILD["ranking"]["classes"]
     probs = np.random.default_rng(0).dirichlet(np.ones(k), dataset.num_rows)
     labels = dataset.column("class_index").to_numpy()
     probs[np.arange(len(labels)), labels] += 2.0  # mostly agree with the given labels
@@ -196,7 +190,7 @@ def test_the_same_run_gives_the_same_bytes(audited):
 
 
 def test_a_config_the_run_was_not_built_with_is_refused(run):
-    config = Config.model_validate({**CONFIG, "selection": {"min_captions": 9}})
+    config = Config.model_validate({**SMALL_BUILD, "selection": {"min_captions": 9}})
     with pytest.raises(ValueError, match=r"select ran with other settings .*min_captions"):
         run_report(config, str(run))
 
