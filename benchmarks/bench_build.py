@@ -1,0 +1,250 @@
+"""Build cost against corpus size: wall time and peak memory of each stage.
+
+For each size, a synthetic LAION-schema corpus (`pipeline.corpus.synth`, seed 0, 100,000-row
+shards) is written first, outside every timing. Then the build's stages after the corpus
+(tag, select, score, rank, sample; no download) run one at a time, each in a fresh Python
+process, so its peak resident memory is its own: the parent waits for it with `os.wait4`,
+whose `ru_maxrss` is the largest RSS of the stage process and of any worker process it waited
+for. Each size gets a fresh embedding cache, so the encoder's work is counted.
+
+Settings scale with the corpus so that each size yields about the same candidate synsets:
+`selection.min_captions` = 100 per 100,000 rows; the rest is fixed (first-pass captions,
+classes, top-n, images per class; see `bench_config`). Score's cost is candidates x first-pass
+captions (bounded, whatever the corpus size) plus a hash of every selected row; rank's is the
+selected captions of the K classes, which grow with the corpus.
+
+Printed: a table per stage and size (stage wall seconds, stage CPU seconds, peak RSS, corpus
+rows/s), wall and CPU ratios against the smallest size with a linear fit (fixed + per-row), and
+a projection to LAION-2B-en. CPU seconds (`time.process_time` of the stage process, all its
+threads) move far less than wall seconds when other jobs share the machine. The last line is
+one JSON object.
+
+    python benchmarks/bench_build.py --rows 100000 300000 1000000 [--workers 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+STAGES = ("tag", "select", "score", "rank", "sample")
+SHARD_ROWS = 100_000
+LAION_2B_EN_ROWS = 2_322_161_808  # LAION-2B-en, English subset of LAION-5B
+MODEL = "packaged:all-MiniLM-L6-v2"
+
+
+def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int) -> dict:
+    return {
+        "corpus": {"paths": [str(corpus_dir / "part-*.parquet")]},
+        "selection": {"min_captions": max(1, rows // 1000)},
+        "scoring": {"first_pass_captions": 50, "cache_dir": str(cache_dir)},
+        "ranking": {"classes": 100, "top_n": 10},
+        "sampling": {"images_per_class": 20, "test_per_class": 2},
+        "runner": {"workers": workers},
+    }
+
+
+def run_child(stage: str, config_path: str, run_dir: str, result_path: str) -> None:
+    """The child process: one stage, its own wall time and peak RSS written to `result_path`."""
+    from pipeline.build import STAGES as BUILD_STAGES
+    from pipeline.config import load_config
+    from pipeline.stage_dir import stage_figures
+
+    config = load_config(config_path)
+    step = next(s for s in BUILD_STAGES if s.name == stage)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    step.run(config, run_dir)
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    result = {"seconds": seconds, "cpu_seconds": cpu_seconds, "figures": stage_figures(run_dir, stage), "vm_hwm_mb": vm_hwm_mb()}
+    Path(result_path).write_text(json.dumps(result), encoding="utf-8")
+
+
+def vm_hwm_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def measure_stage(stage: str, config_path: Path, run_dir: Path) -> dict:
+    result_path = run_dir / f"bench-{stage}.json"
+    log_path = run_dir / f"bench-{stage}.log"
+    command = [sys.executable, __file__, "--child", stage, str(config_path), str(run_dir), str(result_path)]
+    started = time.perf_counter()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"stage {stage} failed (exit {os.waitstatus_to_exitcode(status)}); see {log_path}")
+    child = json.loads(result_path.read_text(encoding="utf-8"))
+    return {
+        "seconds": round(child["seconds"], 2),
+        "cpu_seconds": round(child["cpu_seconds"], 2),
+        "process_seconds": round(wall, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # KiB on Linux
+        "figures": child["figures"],
+    }
+
+
+def bench_size(rows: int, workers: int, root: Path) -> dict:
+    from pipeline.corpus.synth import synth_corpus
+
+    corpus_dir, run_dir = root / f"corpus-{rows}", root / f"run-{rows}"
+    run_dir.mkdir(parents=True)
+    started = time.perf_counter()
+    synth_corpus(corpus_dir, rows=rows, seed=0, shard_rows=SHARD_ROWS)
+    print(f"{rows} rows: corpus written in {time.perf_counter() - started:.1f} s (not timed below)", flush=True)
+    config_path = run_dir / "bench_config.yaml"
+    config_path.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, root / f"embeddings-{rows}", workers)))
+    stages = {}
+    for stage in STAGES:
+        stages[stage] = measure_stage(stage, config_path, run_dir)
+        m = stages[stage]
+        print(f"  {stage:7s} {m['seconds']:8.1f} s  {m['cpu_seconds']:8.1f} cpu s  {m['peak_rss_mb']:7.0f} MB  {load_text()}", flush=True)
+    return {"rows": rows, "stages": stages}
+
+
+def load_text() -> str:
+    return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def table(results: list[dict]) -> str:
+    sizes = [r["rows"] for r in results]
+    head = "| stage | " + " | ".join(f"{n:,} rows: s / cpu s / peak MB / rows/s" for n in sizes) + " |"
+    lines = [head, "|---" * (len(sizes) + 1) + "|"]
+    for stage in STAGES:
+        cells = []
+        for r in results:
+            m = r["stages"][stage]
+            cells.append(f"{m['seconds']:.1f} / {m['cpu_seconds']:.1f} / {m['peak_rss_mb']:.0f} / {r['rows'] / m['seconds']:,.0f}")
+        lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ratios(results: list[dict], key: str) -> dict[str, dict[str, float]]:
+    """Per stage, `key` (seconds or cpu_seconds) at each size over its value at the smallest size."""
+    base = results[0]
+    return {
+        stage: {f"{r['rows']}/{base['rows']}": round(r["stages"][stage][key] / base["stages"][stage][key], 2) for r in results[1:]}
+        for stage in STAGES
+    }
+
+
+def linear_fits(results: list[dict], key: str) -> dict[str, dict[str, float]]:
+    """Per stage, least squares `key` = fixed + per_million * rows/1e6 over the sizes, and the
+    largest relative miss: linear growth leaves it small, whatever the fixed cost (process
+    start, model and WordNet loading, Beam start) adds at the small sizes."""
+    millions = [r["rows"] / 1e6 for r in results]
+    fits = {}
+    for stage in STAGES:
+        seconds = [r["stages"][stage][key] for r in results]
+        slope, fixed = np.polyfit(millions, seconds, 1)
+        worst = max(abs(fixed + slope * m - s) / s for m, s in zip(millions, seconds))
+        fits[stage] = {"fixed_s": round(float(fixed), 1), "s_per_million_rows": round(float(slope), 1), "worst_miss": round(worst, 3)}
+    return fits
+
+
+def stage_work(results: list[dict]) -> list[str]:
+    """What each size's score and rank stages had to do (their cost is this, not corpus rows)."""
+    lines = []
+    for r in results:
+        score, rank = r["stages"]["score"]["figures"], r["stages"]["rank"]["figures"]
+        select = r["stages"]["select"]["figures"]
+        lines.append(
+            f"{r['rows']:,} rows: {select['candidates']} candidates; score: {score['rows_scored']:,} first-pass "
+            f"captions ({score['captions_embedded']:,} embedded); rank: {rank['classes']} classes, "
+            f"{rank['rows_scored']:,} captions scored ({rank['captions_embedded']:,} embedded)"
+        )
+    return lines
+
+
+def projection(result: dict, fits: dict, plan: argparse.Namespace) -> dict:
+    """LAION-2B-en from one size's measured figures (see the README for the assumptions).
+
+    tag+select: CPU seconds per corpus row of one stage process here (the fitted slope when
+    there are fits, else the largest size's wall seconds over its rows), spread over
+    workers x processes per worker. score+rank: captions to embed, candidates x M first-pass
+    captions plus the K classes' captions (their share of corpus rows per class as measured
+    here), at `encoder_rate` captions/s per process, same spread. Cost: worker-hours x vCPUs x
+    the assumed price per vCPU-hour.
+    """
+    rows, stages = result["rows"], result["stages"]
+    fleet = plan.project_workers * plan.project_processes
+    if fits:
+        per_row_s = (fits["tag"]["s_per_million_rows"] + fits["select"]["s_per_million_rows"]) / 1e6
+    else:
+        per_row_s = (stages["tag"]["seconds"] + stages["select"]["seconds"]) / rows
+    tag_select_h = per_row_s * LAION_2B_EN_ROWS / fleet / 3600
+    rank = stages["rank"]["figures"]
+    class_share = rank["rows_scored"] / rank["classes"] / rows  # one class's captions per corpus row
+    captions = plan.project_candidates * plan.project_first_pass + plan.project_classes * class_share * LAION_2B_EN_ROWS
+    score_rank_h = captions / plan.encoder_rate / fleet / 3600
+    vcpu_hours = (tag_select_h + score_rank_h) * plan.project_workers * plan.project_vcpus
+    return {
+        "from_rows": rows,
+        "tag_select_seconds_per_million_rows": round(per_row_s * 1e6, 2),
+        "workers": plan.project_workers,
+        "processes_per_worker": plan.project_processes,
+        "tag_select_hours": round(tag_select_h, 2),
+        "captions_to_embed": round(captions),
+        "encoder_captions_per_s_per_process": plan.encoder_rate,
+        "score_rank_hours": round(score_rank_h, 2),
+        "vcpu_hours": round(vcpu_hours, 1),
+        "price_per_vcpu_hour_assumed": plan.price,
+        "cost": round(vcpu_hours * plan.price, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    parser.add_argument("--workers", type=int, default=1, help="local Beam worker processes per stage")
+    parser.add_argument("--project-workers", type=int, default=100, help="Dataflow workers in the projection")
+    parser.add_argument("--project-vcpus", type=int, default=4, help="vCPUs per worker (n1-standard-4)")
+    parser.add_argument("--project-processes", type=int, default=2, help="stage processes per worker as fast as one here")
+    parser.add_argument("--project-candidates", type=int, default=10_000, help="candidate synsets after select (C)")
+    parser.add_argument("--project-first-pass", type=int, default=200, help="first-pass captions per candidate (M)")
+    parser.add_argument("--project-classes", type=int, default=1000, help="classes (K)")
+    parser.add_argument("--encoder-rate", type=float, default=1000.0, help="captions/s per process (bench_encoder.py)")
+    parser.add_argument("--price", type=float, default=0.04, help="assumed price per vCPU-hour (USD)")
+    parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
+    parser.add_argument("--child", nargs=4, metavar=("STAGE", "CONFIG", "RUN", "RESULT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        run_child(*args.child)
+        return
+
+    print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        results = [bench_size(rows, args.workers, Path(tmp)) for rows in sorted(args.rows)]
+    print(f"end: {load_text()}\n")
+    print(table(results))
+    all_ratios = {key: ratios(results, key) for key in ("seconds", "cpu_seconds")}
+    all_fits = {key: linear_fits(results, key) for key in ("seconds", "cpu_seconds")} if len(results) > 2 else {}
+    for key in ("seconds", "cpu_seconds"):
+        print(f"\nstage {key} relative to the smallest size, and a linear fit:")
+        for stage, by_size in all_ratios[key].items():
+            print(f"  {stage:7s} " + "  ".join(f"{k}: {v}x" for k, v in by_size.items()))
+        for stage, fit in all_fits.get(key, {}).items():
+            print(f"  {stage:7s} linear fit: fixed {fit['fixed_s']} s + {fit['s_per_million_rows']} s per million rows, worst miss {fit['worst_miss']:.0%}")
+    fits = all_fits.get("cpu_seconds", {})  # a dedicated worker: a stage process gets its CPU
+    print("\nscore and rank work (bounded by candidates x first-pass captions, and the K classes' captions):")
+    print("\n".join("  " + line for line in stage_work(results)))
+    project = projection(results[-1], fits, args)
+    print(f"\nLAION-2B-en ({LAION_2B_EN_ROWS:,} rows) projection from {project['from_rows']:,} rows:")
+    print(f"  {json.dumps(project)}")
+    print(json.dumps({"sizes": results, "ratios": all_ratios, "fits": all_fits, "projection": project, "workers": args.workers}))
+
+
+if __name__ == "__main__":
+    main()
