@@ -65,7 +65,11 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 class _TokenBatchingEncoder:
     """Shared inference loop: tokenise once, run each distinct token sequence through the model
-    once, in batches of similar length (little padding), under torch.inference_mode.
+    once, in batches of sequences of the same length, under torch.inference_mode.
+
+    Same-length batches need no padding, and without padding a sequence's embedding does not
+    depend on which other sequences share its batch (with padding it moves in the last float
+    bits): a caption gets the same vector bit for bit in any run, worker or cache state.
 
     Captions that differ only in ways the tokenizer erases (case for uncased models,
     whitespace) give identical model inputs, hence are embedded once.
@@ -89,17 +93,17 @@ class _TokenBatchingEncoder:
             count=len(texts),
         )
         firsts = np.unique(inverse, return_index=True)[1]  # row of each distinct sequence
-        lengths = [len(tokens["input_ids"][row]) for row in firsts]
-        order = np.argsort(lengths, kind="stable")
+        lengths = np.array([len(tokens["input_ids"][row]) for row in firsts])
         unique = np.zeros((len(firsts), self.dim), dtype=np.float32)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch_rows = order[start : start + self.batch_size]
-                batch = self.tokenizer.pad(
-                    {key: [tokens[key][firsts[i]] for i in batch_rows] for key in tokens.keys()},
-                    return_tensors="pt",
-                )
-                unique[batch_rows] = self._forward(dict(batch)).float().numpy()
+            for length in np.unique(lengths):
+                same_length = np.flatnonzero(lengths == length)
+                for start in range(0, len(same_length), self.batch_size):
+                    batch_rows = same_length[start : start + self.batch_size]
+                    batch = {
+                        key: torch.tensor([tokens[key][firsts[i]] for i in batch_rows]) for key in tokens.keys()
+                    }
+                    unique[batch_rows] = self._forward(batch).float().numpy()
         return _normalise(unique)[inverse]
 
     def _forward(self, batch: dict):
