@@ -187,3 +187,20 @@ def test_the_command_runs_only_when_enabled(downloaded):
     result = CliRunner().invoke(download_command, ["--run", str(downloaded["run_dir"])])
     assert result.exit_code == 1
     assert "download.enabled is false" in result.output
+
+
+def test_a_busy_demo_port_is_a_clear_error(tmp_path):
+    import socket
+
+    import click
+
+    from pipeline.config import Config
+    from pipeline.download.stage import run_download
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]  # an ephemeral port: above 1024
+        config = Config(download=Download(enabled=True, demo_server_port=port))
+        with pytest.raises(click.ClickException, match=f"cannot serve on 127.0.0.1:{port}"):
+            run_download(config, str(tmp_path))

@@ -253,8 +253,18 @@ def run_download(config: Config, run_dir: str) -> dict:
         )
     if settings.demo_server_port is None:
         return download_images(run_dir, settings, config.sampling, config.runner)
-    with LoopbackImageServer(port=settings.demo_server_port):
+    server = LoopbackImageServer(port=settings.demo_server_port)
+    try:
+        server.start()
+    except OSError as err:
+        raise click.ClickException(
+            f"download.demo_server_port: cannot serve on 127.0.0.1:{settings.demo_server_port} ({err.strerror}); "
+            "another demo build may be using it: rerun when it is done (finished stages are kept)"
+        ) from err
+    try:
         return download_images(run_dir, settings, config.sampling, config.runner)
+    finally:
+        server.stop()
 
 
 download_command = stage_command(
