@@ -11,6 +11,7 @@ found synsets = classes + all dropped synsets, tagged rows = kept rows + all dro
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -134,10 +135,7 @@ def build_funnel(
 
 
 def _tally(reasons) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for reason in reasons:
-        counts[reason] = counts.get(reason, 0) + 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(Counter(reasons).items()))
 
 
 def write_funnel(funnel: Funnel, out_dir: str | Path) -> list[str]:

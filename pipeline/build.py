@@ -8,7 +8,6 @@ stage picks up its finished shards; a changed setting reruns that stage and ever
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,8 +24,8 @@ from pipeline.report import stage as report_stage
 from pipeline.sample import stage as sample_stage
 from pipeline.score import stage as score_stage
 from pipeline.select import stage as select_stage
-from pipeline.stage_dir import is_current, stage_figures, stage_fingerprint
-from pipeline.summary import read_summary, record_stage
+from pipeline.stage_dir import is_current, stage_fingerprint
+from pipeline.summary import read_summary, record_stage, run_and_record
 from pipeline.tag import stage as tag_stage
 
 log = logging.getLogger(__name__)
@@ -86,10 +85,7 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
             log.info("%s: up to date, skipped", stage.name)
             continue
         log.info("%s: running", stage.name)
-        started = time.monotonic()
-        stage.run(stage_config, run_dir)
-        figures = {**stage_figures(run_dir, stage.name), "seconds": round(time.monotonic() - started, 1)}
-        record_stage(run_dir, stage.name, figures)
+        run_and_record(stage.name, stage.run, stage_config, run_dir)
         ran.append(stage.name)
     wanted = {stage.name for stage in STAGES if stage.wanted(config)}
     record_stage(run_dir, "totals", totals({k: v for k, v in read_summary(run_dir).items() if k in wanted}))

@@ -54,6 +54,17 @@ def read_batches(path: str, columns: list[str] | None = None, batch_rows: int = 
         yield from pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns)
 
 
+def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
+    """A parquet file the pipeline wrote, in full (an empty one keeps its schema)."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return pq.read_table(f, columns=columns)
+
+
+def read_schema(path: str) -> pa.Schema:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return pq.read_schema(f)
+
+
 def finished_tally(files: ShardFiles) -> dict | None:
     """The tally of a shard an earlier run finished, else None."""
     return read_json(files.tally) if FileSystems.exists(files.tally) else None

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 
 import click
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.config import RUN_CONFIG, Config, ConfigError, load_config
-from pipeline.stage_dir import is_done, stage_figures
-from pipeline.summary import record_stage
+from pipeline.stage_dir import is_done
+from pipeline.summary import run_and_record
 
 
 def stage_command(stage: str, upstream: str, run: Callable[[Config, str], object], doc: str) -> click.Command:
@@ -36,10 +35,7 @@ def stage_command(stage: str, upstream: str, run: Callable[[Config, str], object
             raise click.ClickException(str(err)) from err
         if not is_done(run_dir, upstream):
             raise click.ClickException(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
-        started = time.monotonic()
-        run(config, run_dir)
-        figures = {**stage_figures(run_dir, stage), "seconds": round(time.monotonic() - started, 1)}
-        record_stage(run_dir, stage, figures)
+        figures = run_and_record(stage, run, config, run_dir)
         click.echo(f"{stage}: {json.dumps(figures, indent=2)}")
 
     return command

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import json
+import time
+from collections.abc import Callable
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import write_json
+from pipeline.config import Config
+from pipeline.shards import read_json
+from pipeline.stage_dir import stage_figures
 
 SUMMARY_FILE = "summary.json"
 
 
 def read_summary(run_dir: str) -> dict:
     path = FileSystems.join(run_dir, SUMMARY_FILE)
-    if not FileSystems.exists(path):
-        return {}
-    with FileSystems.open(path) as f:
-        return json.load(f)
+    return read_json(path) if FileSystems.exists(path) else {}
 
 
 def record_stage(run_dir: str, stage: str, figures: dict) -> None:
@@ -24,3 +25,12 @@ def record_stage(run_dir: str, stage: str, figures: dict) -> None:
     summary = read_summary(run_dir)
     summary[stage] = figures
     write_json(FileSystems.join(run_dir, SUMMARY_FILE), summary)
+
+
+def run_and_record(stage: str, run: Callable[[Config, str], object], config: Config, run_dir: str) -> dict:
+    """Run a stage, then record its figures and wall time as its part of the summary."""
+    started = time.monotonic()
+    run(config, run_dir)
+    figures = {**stage_figures(run_dir, stage), "seconds": round(time.monotonic() - started, 1)}
+    record_stage(run_dir, stage, figures)
+    return figures

@@ -39,7 +39,7 @@ from cleanlab.filter import find_label_issues
 from cleanlab.rank import get_label_quality_scores
 
 from pipeline.atomic import atomic_output, write_json, write_text
-from pipeline.shards import read_json, stage_shards
+from pipeline.shards import read_json, read_table, stage_shards
 
 OUT_DIR = ("audit", "label_noise")
 DATASET_STAGES = ("download", "sample")  # the first one present holds the dataset
@@ -250,11 +250,7 @@ def write_label_noise(result: LabelNoise, out_dir: str, classes: list[dict] | No
 
 
 def _read_parquet(paths: list[str]) -> pa.Table:
-    tables = []
-    for path in paths:
-        with FileSystems.open(path) as f:
-            tables.append(pq.read_table(f))
-    return pa.concat_tables(tables, promote_options="default")
+    return pa.concat_tables([read_table(path) for path in paths], promote_options="default")
 
 
 def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:

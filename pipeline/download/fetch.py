@@ -22,18 +22,16 @@ os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would c
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from img2dataset.downloader import Downloader
 from img2dataset.writer import WebDatasetSampleWriter
 
 from pipeline.atomic import write_bytes
-from pipeline.config import Runner
-from pipeline.config import Download
+from pipeline.config import Download, Runner
 from pipeline.download.http_guard import install_guarded_opener
 from pipeline.download.image_guard import GuardedResizer
 from pipeline.runner import make_pipeline
+from pipeline.shards import read_table
 
 FETCH_FILE = "fetch.parquet"
 INPUT_DIR = "_input"
@@ -70,12 +68,6 @@ def is_finished(round_dir: str, shard: int) -> bool:
 
 def unfinished_shards(round_dir: str, rows: int, shard_rows: int) -> list[int]:
     return [s for s in range(shard_count(rows, shard_rows)) if not is_finished(round_dir, s)]
-
-
-def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
-    """A parquet file (local or gs://) in full; empty ones keep their schema."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return pq.read_table(f, columns=columns)
 
 
 def read_fetch(round_dir: str) -> pa.Table:

@@ -32,7 +32,7 @@ from pipeline.download.loopback import LoopbackImageServer
 from pipeline.download.reasons import failure_reason
 from pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
 from pipeline.sample.splits import assign_splits
-from pipeline.shards import stage_shards
+from pipeline.shards import read_table, stage_shards
 from pipeline.stage_command import stage_command
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
@@ -67,7 +67,7 @@ class Attempt(NamedTuple):
 
 
 def _read_sample(path: str, reserve: bool) -> pa.Table:
-    table = fetch.read_table(path)
+    table = read_table(path)
     missing = [c for c in SAMPLE_COLUMNS if c not in table.column_names]
     if missing:
         raise SampleError(f"{path}: missing column(s) {missing}; the sample stage writes {list(SAMPLE_COLUMNS)}")

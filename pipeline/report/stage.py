@@ -9,7 +9,6 @@ renders afresh every time it runs (a few seconds), so audits run after the build
 from __future__ import annotations
 
 import json
-import time
 
 import click
 from apache_beam.io.filesystems import FileSystems
@@ -31,10 +30,9 @@ from pipeline.stage_dir import (
     finish_stage,
     is_done,
     open_stage,
-    stage_figures,
     stage_fingerprint,
 )
-from pipeline.summary import record_stage
+from pipeline.summary import run_and_record
 from wordnet.index import load_index
 
 STAGE = "report"
@@ -98,10 +96,7 @@ def report_command(run_dir: str, config_path: str | None) -> None:
     config_path = config_path or FileSystems.join(run_dir, RUN_CONFIG)
     try:
         config = load_config(config_path)
-        started = time.monotonic()
-        run_report(config, run_dir)
+        figures = run_and_record(STAGE, run_report, config, run_dir)
     except (ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from err
-    figures = {**stage_figures(run_dir, STAGE), "seconds": round(time.monotonic() - started, 1)}
-    record_stage(run_dir, STAGE, figures)
     click.echo(f"{STAGE}: {json.dumps(figures)} -> {FileSystems.join(run_dir, STAGE, PAGE_FILE)}")

@@ -23,21 +23,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import atomic_output, write_json, write_tsv
-from pipeline.config import Config
+from pipeline.config import Config, Sampling
 from pipeline.rank import stage as rank_stage
 from pipeline.runner import make_pipeline
 from pipeline.sample.classes import ORDER_COLUMN, sample_class
-from pipeline.config import Sampling
 from pipeline.sample.manifest import build_manifest, checked_corpus_entry
 from pipeline.sample.splits import assign_splits
 from pipeline.sample.strategies import reference_edges
 from pipeline.score.ranking import SCORE_COLUMN
 from pipeline.sample.writer import ShardWriter
-from pipeline.shards import read_batches, read_json, stage_shards
+from pipeline.shards import read_batches, read_json, read_schema, read_table, stage_shards
 from pipeline.tag import stage as tag_stage
 from pipeline.stage_command import stage_command
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
@@ -76,11 +74,6 @@ class _SampleClass(beam.DoFn):
         with atomic_output(FileSystems.join(self._ordered_dir, f"{wnid}.parquet")) as stream:
             pq.write_table(ordered, stream)
         yield wnid, counts
-
-
-def _read_table(path: str, columns: list[str] | None = None) -> pa.Table:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return pq.read_table(f, columns=columns)
 
 
 def output_schema(scored_schema: pa.Schema) -> pa.Schema:
@@ -143,7 +136,7 @@ def write_dataset(
 ) -> tuple[list[dict], dict[str, str]]:
     """Write the dataset and reserve shards and `classes.tsv` from the classes' ordered lists
     (`lists`: class index -> file); returns the classes' rows and the files written (name -> path)."""
-    lost = urls_in_other_classes({i: _read_table(path, ["url", SCORE_COLUMN]) for i, path in lists.items()})
+    lost = urls_in_other_classes({i: read_table(path, ["url", SCORE_COLUMN]) for i, path in lists.items()})
     writers = {role: ShardWriter(FileSystems.join(stage_dir, role), schema, sampling.shard_rows) for role in (DATASET_DIR, RESERVE_DIR)}
     rows = []
     for c in classes:
@@ -152,7 +145,7 @@ def write_dataset(
         row["url_in_other_class"] = len(lost.get(c["index"], ()))
         images = reserve = 0
         if c["index"] in lists:
-            ordered = _read_table(lists[c["index"]])
+            ordered = read_table(lists[c["index"]])
             image_rows, reserve_rows = split_list(ordered, c["index"], lost.get(c["index"], set()), sampling)
             writers[DATASET_DIR].write(image_rows)
             writers[RESERVE_DIR].write(reserve_rows)
@@ -181,8 +174,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
     if not shards:
         raise ValueError(f"{rank_dir}: no scored shards in {rank_stage.SCORED_DIR}/; rerun `imagenot rank`")
     corpus = read_json(FileSystems.join(run_dir, tag_stage.STAGE, tag_stage.SHARDS_FILE))
-    with FileSystems.open(shards[0], compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        scored_schema = pq.ParquetFile(f).schema_arrow
+    scored_schema = read_schema(shards[0])
     schema = output_schema(scored_schema)
     read = [name for name in schema.names if name in scored_schema.names]
     ordered_dir = FileSystems.join(stage_dir, ORDERED_DIR)

@@ -13,6 +13,7 @@ the chosen classes are then scored in full, for picking their images.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -39,10 +40,7 @@ class Ranking:
     dropped: dict[str, str] = field(default_factory=dict)  # wnid -> reason
 
     def reasons(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for reason in self.dropped.values():
-            counts[reason] = counts.get(reason, 0) + 1
-        return dict(sorted(counts.items()))
+        return dict(sorted(Counter(self.dropped.values()).items()))
 
 
 def rank_synsets(

@@ -19,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import atomic_output, write_json
@@ -33,7 +32,15 @@ from pipeline.score.similarity import QueryEmbeddings, score_batch
 from pipeline.select import stage as select_stage
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from pipeline.stage_command import stage_command
-from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
+from pipeline.shards import (
+    finished_tally,
+    process_shards,
+    read_batches,
+    read_json,
+    read_schema,
+    shard_files,
+    stage_shards,
+)
 from wordnet.index import load_index
 from wordnet.nltk_data import cache_dir
 
@@ -118,18 +125,13 @@ def score_shard(
             writer.write_batch(result)
             scored += chosen.num_rows
         if writer is None:  # a selected shard with no rows: an empty scored file all the same
-            empty = pa.RecordBatch.from_pylist([], schema=_read_schema(shard))
+            empty = pa.RecordBatch.from_pylist([], schema=read_schema(shard))
             result = scorer.score(empty) if columns is None else scorer.score(empty).select([*columns, SCORE_COLUMN])
             writer = pq.ParquetWriter(stream, result.schema, compression="zstd")
         writer.close()
     tally = {"rows_scored": scored, "captions_embedded": scorer.encoder.embedded - embedded_before}
     write_json(files.tally, tally)
     return tally
-
-
-def _read_schema(path: str) -> pa.Schema:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return pq.read_schema(f)
 
 
 class _SmallestKeys(beam.DoFn):

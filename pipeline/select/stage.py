@@ -16,7 +16,6 @@ from collections import Counter
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from filters.funnel import Funnel, build_funnel, write_funnel
@@ -30,7 +29,15 @@ from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
 from pipeline.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
 from pipeline.stage_command import stage_command
-from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
+from pipeline.shards import (
+    finished_tally,
+    process_shards,
+    read_batches,
+    read_json,
+    read_schema,
+    shard_files,
+    stage_shards,
+)
 from pipeline.tag import stage as tag_stage
 from wordnet.classlists import reference_wnids
 from wordnet.index import load_index
@@ -91,8 +98,7 @@ def select_shard(shard: str, selection: Selection, lookup: CandidateLookup, stag
 
 
 def _selected_schema(tagged_shard: str) -> pa.Schema:
-    with FileSystems.open(tagged_shard, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        schema = pq.read_schema(f)
+    schema = read_schema(tagged_shard)
     return schema.remove(schema.get_field_index("wnids")).append(pa.field("wnid", pa.string()))
 
 

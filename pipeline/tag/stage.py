@@ -27,9 +27,9 @@ from pipeline.config import Columns, Config, ConfigError, load_config
 from pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
 from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
-from pipeline.stage_dir import finish_stage, open_stage, stage_figures
+from pipeline.stage_dir import finish_stage, open_stage
 from pipeline.shards import finished_tally, process_shards, read_json, shard_files
-from pipeline.summary import record_stage
+from pipeline.summary import run_and_record
 from pipeline.tag.matcher import LemmaMatcher, count_synsets
 from wordnet.index import NounIndex, load_index
 from wordnet.nltk_data import WORDNET_VERSION
@@ -168,12 +168,9 @@ def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None) -> N
         config = load_config(config_path)
         if inputs:
             config = config.model_copy(update={"corpus": config.corpus.model_copy(update={"paths": list(inputs)})})
-        started = time.monotonic()
-        run_tag(config, out)
+        figures = run_and_record(STAGE, run_tag, config, out)
     except (ConfigError, CorpusError) as err:
         raise click.ClickException(str(err)) from err
-    figures = {**stage_figures(out, STAGE), "seconds": round(time.monotonic() - started, 1)}
-    record_stage(out, STAGE, figures)
     click.echo(
         f"{figures['rows_read']} rows read, {sum(figures['dropped'].values())} dropped, "
         f"{figures['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {out}/{STAGE}"
