@@ -259,6 +259,11 @@ class ImageAudit(Section):
     min_image_class_similarity: float | None = Field(None, ge=-1, le=1, description="image-to-class-query filter; null: off")
     min_image_caption_similarity: float | None = Field(None, ge=-1, le=1, description="image-to-caption filter; null: off")
     thumbnails: int = Field(50, ge=0, le=10_000, description="duplicate pairs shown with thumbnails in the report")
+    drop_kinds: list[Literal["within_class", "cross_class", "train_test", "reference"]] = Field(
+        default_factory=lambda: ["within_class", "cross_class", "train_test", "reference"],
+        description="duplicate pairs `audit duplicates --drop` removes: each group keeps its first image; a reference hit goes",
+    )
+    drop_passes: int = Field(3, ge=1, le=50, description="audit, drop and backfill passes one `--drop` runs at most")
 
     @property
     def random_weights(self) -> bool:
