@@ -18,13 +18,14 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.atomic import write_text
 from pipeline.config import RUN_CONFIG, Config, ConfigError, load_config
 from pipeline.corpus import stage as corpus_stage
+from pipeline.download import drops
 from pipeline.download import stage as download_stage
 from pipeline.rank import stage as rank_stage
 from pipeline.report import stage as report_stage
 from pipeline.sample import stage as sample_stage
 from pipeline.score import stage as score_stage
 from pipeline.select import stage as select_stage
-from pipeline.stage_dir import is_current, stage_fingerprint
+from pipeline.stage_dir import Revision, is_current, stage_fingerprint
 from pipeline.summary import read_summary, record_stage, run_and_record
 from pipeline.tag import stage as tag_stage
 
@@ -38,6 +39,7 @@ class Stage:
     settings: Callable[[Config], dict]
     run: Callable[[Config, str], object]
     wanted: Callable[[Config], bool] = lambda config: True
+    revision: Revision | None = None
 
 
 STAGES = (
@@ -53,6 +55,7 @@ STAGES = (
         download_stage.settings,
         download_stage.run_download,
         lambda c: c.download.enabled,
+        drops.revision,
     ),
     Stage(report_stage.STAGE, report_stage.upstream, report_stage.settings, report_stage.run_report),
 )
@@ -81,7 +84,7 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
         stage_dir = FileSystems.join(run_dir, stage.name)
         if position >= forced and FileSystems.exists(stage_dir):
             FileSystems.delete([stage_dir])
-        elif is_current(run_dir, stage.name, stage.settings(stage_config), upstream):
+        elif is_current(run_dir, stage.name, stage.settings(stage_config), upstream, stage.revision):
             log.info("%s: up to date, skipped", stage.name)
             continue
         log.info("%s: running", stage.name)

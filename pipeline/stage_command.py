@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 
@@ -13,9 +14,16 @@ from pipeline.stage_dir import is_done
 from pipeline.summary import run_and_record
 
 
-def stage_command(stage: str, upstream: str, run: Callable[[Config, str], object], doc: str) -> click.Command:
-    """A click command that runs `run(config, run_dir)` after `upstream` finished there and
-    records the stage's figures (plus the time taken) as its part of summary.json."""
+def stage_command(
+    stage: str,
+    upstream: str,
+    run: Callable[..., object],
+    doc: str,
+    options: tuple[Callable[[Callable], Callable], ...] = (),
+) -> click.Command:
+    """A click command that runs `run(config, run_dir, **options)` after `upstream` finished
+    there and records the stage's figures (plus the time taken) as its part of summary.json.
+    `options`: click option decorators whose values are passed on to `run` by name."""
 
     @click.command(stage, help=doc)
     @click.option("--run", "run_dir", required=True, help=f"run directory holding a finished {upstream}/ stage")
@@ -25,7 +33,7 @@ def stage_command(stage: str, upstream: str, run: Callable[[Config, str], object
         type=click.Path(exists=True, dir_okay=False),
         help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
     )
-    def command(run_dir: str, config_path: str | None) -> None:
+    def command(run_dir: str, config_path: str | None, **values: object) -> None:
         run_config = FileSystems.join(run_dir, RUN_CONFIG)
         if config_path is None and FileSystems.exists(run_config):
             config_path = run_config  # the run's own settings, so finished stages stay current
@@ -35,7 +43,9 @@ def stage_command(stage: str, upstream: str, run: Callable[[Config, str], object
             raise click.ClickException(str(err)) from err
         if not is_done(run_dir, upstream):
             raise click.ClickException(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
-        figures = run_and_record(stage, run, config, run_dir)
+        figures = run_and_record(stage, functools.partial(run, **values), config, run_dir)
         click.echo(f"{stage}: {json.dumps(figures, indent=2)}")
 
+    for option in options:
+        command = option(command)
     return command

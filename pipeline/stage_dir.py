@@ -5,6 +5,11 @@ stage it reads from; when all its outputs are written, `figures.json` (its accou
 run's summary) and then `DONE`. Finished work in the folder (shards with tallies) is reused only while that fingerprint is
 unchanged; a changed setting upstream or here clears the folder, so stale outputs never mix with
 new ones and a late-stage change reruns only the stages from there on.
+
+A fingerprint has two digests. `digest` covers everything the stage's outputs depend on;
+downstream stages record it. `base` leaves out revisions: inputs a stage keeps in its own folder
+that change its outputs but not its reusable work (the download stage's list of images dropped
+by audits: its fetched rounds stay valid). A stage whose base is unchanged keeps its folder.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -28,42 +35,65 @@ def digest(payload: object) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def stage_fingerprint(run_dir: str, stage: str) -> str:
-    """The digest a finished stage recorded; its downstream stages depend on it."""
-    return read_json(FileSystems.join(run_dir, stage, FINGERPRINT_FILE))["digest"]
+@dataclass(frozen=True)
+class Fingerprint:
+    digest: str  # what the stage's outputs depend on
+    base: str  # the same without revisions: what its reusable work depends on
 
 
-def _fingerprint(stage: str, settings: dict, upstream: str | None) -> dict:
-    payload = {"stage": stage, "settings": settings, "upstream": upstream}
-    return {"digest": digest(payload), **payload}
+Revision = Callable[[str], object]  # the stage's folder -> a JSON value its outputs depend on
 
 
-def _recorded_digest(stage_dir: str) -> str | None:
+def stage_fingerprint(run_dir: str, stage: str) -> Fingerprint:
+    """The fingerprint a stage recorded; its downstream stages depend on it."""
+    recorded = read_json(FileSystems.join(run_dir, stage, FINGERPRINT_FILE))
+    return Fingerprint(recorded["digest"], recorded["base"])
+
+
+def _fingerprint(stage: str, settings: dict, upstream: Fingerprint | None, revision: object) -> dict:
+    payload = {"stage": stage, "settings": settings, "upstream": upstream.digest if upstream else None}
+    base = {**payload, "upstream": upstream.base if upstream else None}
+    return {"digest": digest({**payload, "revision": revision}), "base": digest(base), **payload, "revision": revision}
+
+
+def _recorded(stage_dir: str) -> dict | None:
     path = FileSystems.join(stage_dir, FINGERPRINT_FILE)
-    return read_json(path)["digest"] if FileSystems.exists(path) else None
+    return read_json(path) if FileSystems.exists(path) else None
 
 
-def is_current(run_dir: str, stage: str, settings: dict, upstream: str | None) -> bool:
-    """Whether the stage finished in `run_dir` from exactly these settings and upstream."""
+def _revision(stage_dir: str, revision: Revision | None) -> object:
+    return revision(stage_dir) if revision else None
+
+
+def is_current(
+    run_dir: str, stage: str, settings: dict, upstream: Fingerprint | None, revision: Revision | None = None
+) -> bool:
+    """Whether the stage finished in `run_dir` from exactly these settings, upstream and revision."""
     stage_dir = FileSystems.join(run_dir, stage)
-    recorded = _recorded_digest(stage_dir)
-    return recorded == _fingerprint(stage, settings, upstream)["digest"] and is_done(run_dir, stage)
+    recorded = _recorded(stage_dir)
+    if recorded is None or not is_done(run_dir, stage):
+        return False
+    return recorded["digest"] == _fingerprint(stage, settings, upstream, _revision(stage_dir, revision))["digest"]
 
 
-def open_stage(run_dir: str, stage: str, settings: dict, upstream: str | None = None) -> str:
-    """The stage's folder, cleared first if it holds work made from other inputs or settings."""
+def open_stage(
+    run_dir: str, stage: str, settings: dict, upstream: Fingerprint | None = None, revision: Revision | None = None
+) -> str:
+    """The stage's folder, cleared first if it holds work made from other inputs or settings;
+    `revision` is read from the folder once it is known to be kept."""
     stage_dir = FileSystems.join(run_dir, stage)
-    fingerprint = _fingerprint(stage, settings, upstream)
     path = FileSystems.join(stage_dir, FINGERPRINT_FILE)
-    if FileSystems.exists(stage_dir):
-        if _recorded_digest(stage_dir) == fingerprint["digest"]:
-            done = FileSystems.join(stage_dir, DONE_FILE)
-            if FileSystems.exists(done):  # it runs again: done only once it finishes again
-                FileSystems.delete([done])
-            return stage_dir
+    recorded = _recorded(stage_dir)
+    if recorded is not None and recorded["base"] == _fingerprint(stage, settings, upstream, None)["base"]:
+        done = FileSystems.join(stage_dir, DONE_FILE)
+        if FileSystems.exists(done):  # it runs again: done only once it finishes again
+            FileSystems.delete([done])
+    elif FileSystems.exists(stage_dir):
         log.info("%s: inputs or settings changed, starting the stage afresh", stage)
         FileSystems.delete([stage_dir])
-    write_json(path, fingerprint)
+    fingerprint = _fingerprint(stage, settings, upstream, _revision(stage_dir, revision))
+    if recorded is None or recorded["digest"] != fingerprint["digest"]:
+        write_json(path, fingerprint)
     return stage_dir
 
 
@@ -75,6 +105,12 @@ def finish_stage(stage_dir: str, figures: dict) -> None:
 
 def stage_figures(run_dir: str, stage: str) -> dict:
     return read_json(FileSystems.join(run_dir, stage, FIGURES_FILE))
+
+
+def made_from(run_dir: str, stage: str, upstream_stage: str) -> bool:
+    """Whether `stage` finished from `upstream_stage` as that stage is now."""
+    recorded = _recorded(FileSystems.join(run_dir, stage))
+    return is_done(run_dir, stage) and recorded["upstream"] == stage_fingerprint(run_dir, upstream_stage).digest
 
 
 def is_done(run_dir: str, stage: str) -> bool:

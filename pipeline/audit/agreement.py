@@ -10,12 +10,15 @@ per-class sums of the normalised vectors, so no pairwise matrix is built. The sa
 figures for a labelled reference embedding set, when given, place the dataset beside it.
 Outputs in `audit/agreement/`: `rows.parquet`, `classes.parquet`, `reference_classes.parquet`
 (with a labelled reference), `similarity.png`; distribution quantiles go to summary.json.
+With `--drop` (see `pipeline.audit.drop`), the images that fail a threshold are taken out and
+replaced from their class's reserve.
 """
 
 from __future__ import annotations
 
 import io
 
+import click
 import faiss
 import numpy as np
 import pyarrow as pa
@@ -27,10 +30,11 @@ from matplotlib.figure import Figure
 
 from pipeline.atomic import atomic_output, write_bytes
 from pipeline.audit import embeddings
+from pipeline.audit.drop import drop_and_backfill, drop_option
 from pipeline.audit.duplicates import load_reference
 from pipeline.audit.embeddings import ImageAudit, column_vectors
 from pipeline.config import Config
-from pipeline.shards import read_batches
+from pipeline.shards import read_batches, read_table
 from pipeline.stage_command import stage_command
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
@@ -178,10 +182,36 @@ def measure_agreement(run_dir: str, settings: ImageAudit) -> dict:
     return summary
 
 
-def run_agreement(config: Config, run_dir: str) -> dict:
-    return measure_agreement(run_dir, config.image_audit)
+def failing_rows(rows: pa.Table) -> pa.Table:
+    """The rows a threshold rejects: `row_id`, `reason` (the class filter's, else the caption
+    filter's), `duplicate_of` (null)."""
+    failing = rows.filter(pc.invert(rows.column("kept")))
+    by_class = pc.fill_null(failing.column("passes_class_filter"), True)
+    reason = pc.if_else(by_class, "image_caption_disagreement", "image_class_disagreement")
+    return pa.table({"row_id": failing.column("row_id"), "reason": reason, "duplicate_of": pa.nulls(failing.num_rows, pa.string())})
+
+
+def choose_drops(run_dir: str, settings: ImageAudit) -> pa.Table:
+    return failing_rows(read_table(FileSystems.join(run_dir, STAGE, "rows.parquet")))
+
+
+def run_agreement(config: Config, run_dir: str, drop: bool = False) -> None:
+    settings = config.image_audit
+    if not drop:
+        measure_agreement(run_dir, settings)
+    elif settings.min_image_class_similarity is None and settings.min_image_caption_similarity is None:
+        raise click.ClickException(
+            "--drop takes out the images that fail a threshold: set image_audit.min_image_class_similarity "
+            "or min_image_caption_similarity"
+        )
+    else:
+        drop_and_backfill(config, run_dir, STAGE, run_agreement, choose_drops)
 
 
 agreement_command = stage_command(
-    STAGE, embeddings.STAGE, run_agreement, "Image-class and image-caption agreement; intra/inter-class similarity."
+    STAGE,
+    embeddings.STAGE,
+    run_agreement,
+    "Image-class and image-caption agreement; intra/inter-class similarity; --drop takes out images failing a threshold.",
+    (drop_option,),
 )

@@ -11,6 +11,10 @@ A pair is `train_test` when its splits differ (a leak), else `cross_class` or `w
 Outputs in `audit/duplicates/`: `pairs.parquet` (row_id_a, row_id_b, cosine, kind, exact; for
 kind `reference`, row_id_b is the reference vector's id and exact is null) and `pairs.html`
 (the closest pairs with thumbnails); the counts go to summary.json.
+
+With `--drop` (see `pipeline.audit.drop`), the pairs of the kinds in `image_audit.drop_kinds` are
+resolved by taking images out: an image in the reference set goes, and of each group of images
+linked by pairs the first in dataset order (its class's best candidate) stays.
 """
 
 from __future__ import annotations
@@ -25,16 +29,21 @@ from dataclasses import dataclass
 import faiss
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from pipeline.atomic import atomic_output, write_text
 from pipeline.audit import embeddings
+from pipeline.audit.drop import drop_and_backfill, drop_option
 from pipeline.audit.embeddings import ImageAudit, column_vectors
 from pipeline.config import Config
 from pipeline.stage_command import stage_command
+from pipeline.shards import read_table
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 STAGE = "audit/duplicates"
@@ -250,10 +259,59 @@ def find_duplicates(run_dir: str, settings: ImageAudit) -> dict:
     return counts
 
 
-def run_duplicates(config: Config, run_dir: str) -> dict:
-    return find_duplicates(run_dir, config.image_audit)
+def rows_to_drop(pairs: pa.Table, images: pa.Table, kinds: list[str]) -> pa.Table:
+    """The images to take out so that no pair of `kinds` is left: `row_id`, `reason`
+    (`in_reference`, or `duplicate_<kind of its pair with the image kept>`), `duplicate_of`.
+
+    `images` (`row_id`, `class_index`, `split`) is in dataset order. Every image with a
+    reference pair goes; in each group of images linked by image-image pairs, the first image in
+    dataset order that is not in the reference stays and the others go.
+    """
+    pairs = pairs.filter(pc.is_in(pairs.column("kind"), pa.array(kinds, pa.string())))
+    is_reference = pc.equal(pairs.column("kind"), "reference")
+    reference = pairs.filter(is_reference)
+    linked = pairs.filter(pc.invert(is_reference))
+    row_ids = images.column("row_id").to_pylist()
+    position = {row_id: i for i, row_id in enumerate(row_ids)}
+    in_reference = dict(zip(reference.column("row_id_a").to_pylist(), reference.column("row_id_b").to_pylist()))
+    a = np.array([position[r] for r in linked.column("row_id_a").to_pylist()], np.int64)
+    b = np.array([position[r] for r in linked.column("row_id_b").to_pylist()], np.int64)
+    _, group = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(len(row_ids),) * 2), directed=False)
+    members = sorted({*a.tolist(), *b.tolist()})
+    keeper: dict[int, int] = {}
+    for i in members:
+        if row_ids[i] not in in_reference:
+            keeper.setdefault(group[i], i)
+    duplicates = np.array([i for i in members if row_ids[i] not in in_reference and keeper[group[i]] != i], np.int64)
+    kept = np.array([keeper[group[i]] for i in duplicates], np.int64)
+    classes, splits = images.column("class_index").to_numpy(), np.array(images.column("split").to_pylist(), object)
+    rows = [(row_id, "in_reference", reference_id) for row_id, reference_id in in_reference.items()]
+    rows += [
+        (row_ids[i], f"duplicate_{kind}", row_ids[k])
+        for i, k, kind in zip(duplicates.tolist(), kept.tolist(), pair_kinds(duplicates, kept, classes, splits))
+    ]
+    rows.sort(key=lambda row: position[row[0]])
+    names = ("row_id", "reason", "duplicate_of")
+    return pa.table({name: pa.array([row[k] for row in rows], pa.string()) for k, name in enumerate(names)})
+
+
+def choose_drops(run_dir: str, settings: ImageAudit) -> pa.Table:
+    """The rows `--drop` takes out, from the finished audit's pairs."""
+    pairs = read_table(FileSystems.join(run_dir, STAGE, "pairs.parquet"))
+    return rows_to_drop(pairs, embeddings.embedding_table(run_dir, ["row_id", "class_index", "split"]), settings.drop_kinds)
+
+
+def run_duplicates(config: Config, run_dir: str, drop: bool = False) -> None:
+    if drop:
+        drop_and_backfill(config, run_dir, STAGE, run_duplicates, choose_drops)
+    else:
+        find_duplicates(run_dir, config.image_audit)
 
 
 duplicates_command = stage_command(
-    STAGE, embeddings.STAGE, run_duplicates, "Find exact and near-duplicate images, split leaks, reference overlap."
+    STAGE,
+    embeddings.STAGE,
+    run_duplicates,
+    "Find exact and near-duplicate images, split leaks, reference overlap; --drop takes them out.",
+    (drop_option,),
 )

@@ -3,11 +3,18 @@
 Reads the download stage's dataset table (`download/dataset/*.parquet`: one row per image with
 its tar shard and sample key) and the img2dataset tar shards it points to. Beam spreads the tars
 over workers, one CLIP model per worker; each tar becomes
-`audit/embeddings/shards/<tar path, / as ->.parquet` (e.g. download-rounds-0-00000.parquet): `row_id`, `class_index`, `split`, `sha256` (of the
-image bytes), `image_embedding` and `caption_embedding` (fixed-size lists of float32, L2
-normalised). A row whose image is missing from its tar or does not decode is counted by reason,
-never silently dropped. `class_queries.parquet` holds the CLIP text embedding of each class's
-query (`class_query_template` over the class's WordNet synset), for the agreement audit.
+`audit/embeddings/shards/<tar path, / as ->.parquet` (e.g. download-rounds-0-00000.parquet), one
+row per dataset row of the tar: `row_id`, `sha256` (of the image bytes), `image_embedding` and
+`caption_embedding` (fixed-size lists of float32, L2 normalised), and `problem`: null, or why the
+row has no embedding (its image is missing from the tar or does not decode; its vectors are then
+zeros), so no row is lost.
+`class_queries.parquet` holds the CLIP text embedding of each class's query
+(`class_query_template` over the class's WordNet synset), for the agreement audit.
+
+The shards hold no class or split: those are the dataset's, joined on read (`embedding_table`).
+When audits drop images and the download stage backfills them (its revision changes, see
+`pipeline.stage_dir`), this folder is kept: a tar's shard is reused while it covers every current
+row of the tar, so only the new rounds' tars are embedded.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from pipeline.config import Config, ImageAudit, Runner
 from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
 from pipeline.score.similarity import query_text, validate_template
-from pipeline.shards import finished_tally, process_shards, read_batches, read_json, shard_files, stage_shards
+from pipeline.shards import finished_tally, process_shards, read_batches, read_json, read_table, shard_files, stage_shards
 from pipeline.stage_command import stage_command
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from wordnet.index import load_index
@@ -92,7 +99,8 @@ def tar_members(path: str, wanted: set[str]) -> Iterator[tuple[str, bytes]]:
 def embed_tar(tar_path: str, rows: pa.Table, model: ClipModel, batch_size: int) -> tuple[pa.Table, dict]:
     """Embed the images of one tar and the captions of `rows` (that tar's dataset rows).
 
-    The table follows tar order; the tally counts rows embedded and rows dropped by reason.
+    The table has the embedded rows in tar order, then the rows without an embedding with their
+    `problem`; the tally counts rows embedded and rows not embedded by reason.
     """
     row_of = {key: i for i, key in enumerate(rows.column("key").to_pylist())}
     captions = rows.column("caption").to_pylist()
@@ -100,13 +108,12 @@ def embed_tar(tar_path: str, rows: pa.Table, model: ClipModel, batch_size: int) 
     digests: list[str] = []
     pixels: list[np.ndarray] = []
     image_parts: list[np.ndarray] = []
-    dropped: Counter[str] = Counter()
+    problems: dict[int, str] = {}
     for key, data in tar_members(tar_path, set(row_of)):
         try:
             pixels.append(model.pixels(data))
         except (OSError, ValueError, Image.DecompressionBombError):  # UnidentifiedImageError is an OSError
-            dropped["image_unreadable"] += 1
-            row_of.pop(key)
+            problems[row_of.pop(key)] = "image_unreadable"
             continue
         kept.append(row_of.pop(key))
         digests.append(hashlib.sha256(data).hexdigest())
@@ -115,26 +122,22 @@ def embed_tar(tar_path: str, rows: pa.Table, model: ClipModel, batch_size: int) 
             pixels = []
     if pixels:
         image_parts.append(model.encode_pixels(np.stack(pixels)))
-    dropped["image_missing"] += len(row_of)  # keys the tar did not hold
+    problems.update(dict.fromkeys(row_of.values(), "image_missing"))  # keys the tar did not hold
     caption_parts = [
         model.encode_texts([captions[i] for i in kept[start : start + batch_size]]) for start in range(0, len(kept), batch_size)
     ]
-    taken = rows.take(pa.array(kept, pa.int64()))
+    unembedded = sorted(problems)
+    missing = np.zeros((len(unembedded), model.dim), np.float32)  # not null: parquet cannot read back null fixed-size lists
     table = pa.table(
         {
-            "row_id": taken.column("row_id"),
-            "class_index": taken.column("class_index").cast(pa.int32()),
-            "split": taken.column("split"),
-            "sha256": pa.array(digests, pa.string()),
-            "image_embedding": _vectors_or_empty(image_parts, model),
-            "caption_embedding": _vectors_or_empty(caption_parts, model),
+            "row_id": rows.column("row_id").take(pa.array(kept + unembedded, pa.int64())),
+            "sha256": pa.array(digests + [None] * len(unembedded), pa.string()),
+            "image_embedding": vectors_array(np.concatenate([*image_parts, missing])),
+            "caption_embedding": vectors_array(np.concatenate([*caption_parts, missing])),
+            "problem": pa.array([None] * len(kept) + [problems[i] for i in unembedded], pa.string()),
         }
     )
-    return table, {"images_embedded": len(kept), "dropped": {k: v for k, v in sorted(dropped.items()) if v}}
-
-
-def _vectors_or_empty(parts: list[np.ndarray], model: ClipModel) -> pa.FixedSizeListArray:
-    return vectors_array(np.concatenate(parts) if parts else np.zeros((0, model.dim), np.float32))
+    return table, {"images_embedded": len(kept), "dropped": dict(sorted(Counter(problems.values()).items()))}
 
 
 def new_model(settings: ImageAudit) -> ClipModel:
@@ -154,7 +157,7 @@ class _EmbedTars(beam.DoFn):
         tar, rows = element
         files = shard_files(self._stage_dir, SHARDS_DIR, output_name(tar))
         done = finished_tally(files)
-        if done is not None:
+        if done is not None and covers(files.data, rows):
             yield done
             return
         table, tally = embed_tar(FileSystems.join(self._run_dir, tar), rows, self._model, self._settings.batch_size)
@@ -162,6 +165,11 @@ class _EmbedTars(beam.DoFn):
             pq.write_table(table, stream, compression="zstd")
         write_json(files.tally, tally)
         yield tally
+
+
+def covers(shard: str, rows: pa.Table) -> bool:
+    """Whether a finished shard has every one of `rows` (audits only ever take rows out of a tar)."""
+    return set(rows.column("row_id").to_pylist()) <= set(read_table(shard, ["row_id"]).column("row_id").to_pylist())
 
 
 def output_name(tar: str) -> str:
@@ -203,7 +211,7 @@ def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, len(tars), STAGE, "images_embedded"), make_pipeline(runner) as pipeline:
         process_shards(pipeline, tars, _EmbedTars(settings, run_dir, stage_dir), total_path)
-    figures = read_json(total_path)
+    figures = embedding_figures(_dataset_embeddings(run_dir, ["row_id", "problem"]))
     if settings.random_weights:
         figures["warning"] = RANDOM_WEIGHTS_WARNING
     finish_stage(stage_dir, figures)
@@ -214,10 +222,34 @@ def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
 _EMBEDDING_SETTINGS = {"clip_model", "clip_model_config", "clip_weights", "seed", "class_query_template"}
 
 
-def embedding_table(run_dir: str, columns: list[str] | None = None) -> pa.Table:
-    """All embedded rows of a finished embeddings stage, in shard then tar order."""
+def _dataset_embeddings(run_dir: str, columns: list[str]) -> pa.Table:
+    """The shards' rows of the dataset's current images, in dataset order, beside the dataset's
+    `class_index` and `split`; rows an audit dropped since are left out."""
+    dataset = dataset_table(run_dir)
     shards = stage_shards(FileSystems.join(run_dir, STAGE), SHARDS_DIR)
-    return pa.concat_tables(pa.Table.from_batches(list(read_batches(s, columns))) for s in shards)
+    stored = pa.concat_tables(read_table(s, columns) for s in shards)
+    position = pc.index_in(dataset.column("row_id"), stored.column("row_id"))
+    if position.null_count:
+        absent = dataset.column("row_id").filter(pc.is_null(position)).to_pylist()[:5]
+        raise ValueError(f"{run_dir}/{STAGE}: no embedding row for dataset rows {absent}; rerun `imagenot audit embed`")
+    taken = stored.take(position)
+    taken = taken.add_column(1, "split", dataset.column("split"))
+    return taken.add_column(1, "class_index", dataset.column("class_index").cast(pa.int32()))
+
+
+def embedding_figures(rows: pa.Table) -> dict:
+    """Rows embedded, and rows without an embedding by reason."""
+    problems = Counter(p for p in rows.column("problem").to_pylist() if p is not None)
+    return {"images_embedded": rows.num_rows - problems.total(), "dropped": dict(sorted(problems.items()))}
+
+
+def embedding_table(run_dir: str, columns: list[str] | None = None) -> pa.Table:
+    """The embedded images of the dataset as it is now, in dataset order: `row_id`,
+    `class_index`, `split`, `sha256`, `image_embedding`, `caption_embedding` (or `columns`)."""
+    stored = ["row_id", "sha256", "image_embedding", "caption_embedding", "problem"]
+    table = _dataset_embeddings(run_dir, stored)
+    table = table.filter(pc.is_null(table.column("problem")))
+    return table.select(columns or ["row_id", "class_index", "split", *stored[1:-1]])
 
 
 def run_embed(config: Config, run_dir: str) -> dict:

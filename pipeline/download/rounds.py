@@ -2,15 +2,16 @@
 
 A class's candidates are its dataset rows in `order`, then its reserve rows in `order`; its
 target is the number of dataset rows. Walking them in that order, a candidate that succeeded
-counts towards the target, one that failed (or whose URL is not http/https) is passed over, and
-untried ones are taken until successes plus taken reach the target. The first round takes the
+counts towards the target, one that failed (or whose URL is not http/https, or that an audit
+dropped) is passed over, and untried ones are taken until successes plus taken reach the target. The first round takes the
 dataset rows; each later round takes exactly the replacements for the failures so far, so
-every class ends with its target or with its reserve spent, and nothing is fetched twice.
+every class ends with its target or with its reserve spent, and nothing is fetched twice. Rows
+an audit drops later are replaced the same way, by the next round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
 from pipeline.download.http_guard import is_fetchable
@@ -35,17 +36,21 @@ class ClassWalk:
     succeeded: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     not_http: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
     to_fetch: list[int] = field(default_factory=list)
 
 
-def walk_class(candidates: ClassCandidates, outcomes: Mapping[str, bool]) -> ClassWalk:
+def walk_class(candidates: ClassCandidates, outcomes: Mapping[str, bool], dropped: Container[str] = ()) -> ClassWalk:
     """The class's candidates up to where its target is met or pending; `outcomes`: row_id ->
-    whether an earlier round fetched it successfully (absent: never tried)."""
+    whether an earlier round fetched it successfully (absent: never tried); `dropped`: row ids
+    an audit removed from the dataset."""
     walk = ClassWalk()
     for position, (row_id, url) in enumerate(zip(candidates.row_ids, candidates.urls)):
         if len(walk.succeeded) + len(walk.to_fetch) >= candidates.target:
             break
-        if not is_fetchable(url):
+        if row_id in dropped:
+            walk.dropped.append(position)
+        elif not is_fetchable(url):
             walk.not_http.append(position)
         elif row_id not in outcomes:
             walk.to_fetch.append(position)
@@ -56,8 +61,12 @@ def walk_class(candidates: ClassCandidates, outcomes: Mapping[str, bool]) -> Cla
     return walk
 
 
-def next_fetch(classes: list[ClassCandidates], outcomes: Mapping[str, bool]) -> list[tuple[int, int]]:
+def next_fetch(
+    classes: list[ClassCandidates], outcomes: Mapping[str, bool], dropped: Container[str] = ()
+) -> list[tuple[int, int]]:
     """(class list position, candidate position) of every row the next round fetches, in order."""
     return [
-        (c, position) for c, candidates in enumerate(classes) for position in walk_class(candidates, outcomes).to_fetch
+        (c, position)
+        for c, candidates in enumerate(classes)
+        for position in walk_class(candidates, outcomes, dropped).to_fetch
     ]

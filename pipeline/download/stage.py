@@ -3,14 +3,16 @@
 Reads `sample/dataset/*.parquet` (per class, its first N candidates) and `sample/reserve/*.parquet`
 (the rest, in `order`). Round 0 fetches the dataset rows; each later round fetches, per class,
 the next reserve candidates replacing the failures so far (`rounds.walk_class`), until every
-class has N images, its reserve is spent, or `max_rounds` ran. URLs other than http/https are
-never handed to img2dataset (`url_not_http`). Each round's img2dataset output stays in
+class has N images, its reserve is spent, or `max_rounds` ran. Images an audit dropped
+(`download/dropped.parquet`, see `pipeline.download.drops`) are passed over the same way, and
+each drop pass allows `max_rounds` more rounds. URLs other than http/https are never handed to
+img2dataset (`url_not_http`). Each round's img2dataset output stays in
 `download/rounds/<k>/`; a rerun reads the outcomes of the rows already tried there and fetches
 only the rows never tried (and the shards of a killed round that did not finish).
 
 Outputs in `download/`: `dataset/part-NNNNN.parquet`, one row per final image (where its sample
 is: `tar`, relative to the run dir, and `key`); `classes.tsv` (per class: target, images,
-failed, reserve_used, shortfall); figures for the summary (per-class images, failures by
+failed, dropped, reserve_used, shortfall); figures for the summary (per-class images, failures by
 reason, URL success rate, rounds, tar bytes).
 """
 
@@ -27,7 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import atomic_output, write_tsv
 from pipeline.config import Config, Download, Runner, Sampling
-from pipeline.download import fetch
+from pipeline.download import drops, fetch
 from pipeline.download.loopback import LoopbackImageServer
 from pipeline.download.reasons import failure_reason
 from pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
@@ -45,7 +47,7 @@ DATASET_DIR = "dataset"
 PART_ROWS = 100_000  # rows per dataset/part-NNNNN.parquet
 SAMPLE_COLUMNS = ("row_id", "url", "caption", "class_index", "wnid", "gloss_similarity", "split", "order")
 IMAGE_SIZE_COLUMNS = ("width", "height", "original_width", "original_height")
-CLASS_COLUMNS = ("class_index", "wnid", "target", "images", "failed", "reserve_used", "shortfall")
+CLASS_COLUMNS = ("class_index", "wnid", "target", "images", "failed", "dropped", "reserve_used", "shortfall")
 
 
 class SampleError(ValueError):
@@ -129,7 +131,13 @@ def _round_attempts(round_dir: str, k: int, rows: int, shard_rows: int) -> dict[
 
 
 def run_rounds(
-    stage_dir: str, table: pa.Table, classes: list[ClassCandidates], settings: Download, runner: Runner
+    stage_dir: str,
+    table: pa.Table,
+    classes: list[ClassCandidates],
+    dropped: dict[str, str],
+    max_rounds: int,
+    settings: Download,
+    runner: Runner,
 ) -> tuple[dict[str, Attempt], list[int]]:
     """Fetch round after round, resuming the stored ones; every attempt, and the rows fetched
     by this call per round."""
@@ -138,10 +146,10 @@ def run_rounds(
         offsets.append(offsets[-1] + len(candidates.row_ids))
     attempts: dict[str, Attempt] = {}
     fetched_now = []
-    for k in range(settings.max_rounds):
+    for k in range(max_rounds):
         round_dir = FileSystems.join(stage_dir, ROUNDS_DIR, str(k))
         if not FileSystems.exists(FileSystems.join(round_dir, fetch.FETCH_FILE)):
-            planned = next_fetch(classes, _outcomes(attempts))
+            planned = next_fetch(classes, _outcomes(attempts), dropped)
             if not planned:
                 break
             chosen = table.take(pa.array([offsets[c] + position for c, position in planned], pa.int64()))
@@ -159,13 +167,14 @@ def _outcomes(attempts: dict[str, Attempt]) -> dict[str, bool]:
 
 
 def _class_row(c: ClassCandidates, walk: ClassWalk) -> dict:
-    tried = walk.succeeded + walk.failed + walk.not_http
+    tried = walk.succeeded + walk.failed + walk.not_http + walk.dropped
     return {
         "class_index": c.class_index,
         "wnid": c.wnid,
         "target": c.target,
         "images": len(walk.succeeded),
         "failed": len(walk.failed) + len(walk.not_http),
+        "dropped": len(walk.dropped),
         "reserve_used": sum(c.is_reserve(p) for p in tried),
         "shortfall": c.target - len(walk.succeeded),
     }
@@ -212,22 +221,27 @@ def settings(config: Config) -> dict:
 
 def download_images(run_dir: str, settings: Download, sampling: Sampling, runner: Runner) -> dict:
     """Fetch the sample stage's images into `<run_dir>/download/`; the stage's figures."""
-    stage_dir = open_stage(run_dir, STAGE, settings.output_settings(), stage_fingerprint(run_dir, UPSTREAM))
+    upstream = stage_fingerprint(run_dir, UPSTREAM)
+    stage_dir = open_stage(run_dir, STAGE, settings.output_settings(), upstream, drops.revision)
+    dropped = drops.dropped_reasons(stage_dir)
+    max_rounds = settings.max_rounds * (1 + drops.passes(drops.read_drops(stage_dir)))
     table, classes = load_candidates(run_dir)
-    attempts, fetched_now = run_rounds(stage_dir, table, classes, settings, runner)
+    attempts, fetched_now = run_rounds(stage_dir, table, classes, dropped, max_rounds, settings, runner)
     outcomes = _outcomes(attempts)
-    offsets, class_table, parts, failures = 0, [], [], Counter()
+    offsets, class_table, parts, failures, dropped_by = 0, [], [], Counter(), Counter()
     for c in classes:
-        walk = walk_class(c, outcomes)
+        walk = walk_class(c, outcomes, dropped)
         class_table.append(_class_row(c, walk))
         parts.append(_final_images(table, offsets, c, walk, attempts, sampling))
         failures.update(attempts[c.row_ids[p]].reason for p in walk.failed)
         failures["url_not_http"] += len(walk.not_http)
+        dropped_by.update(dropped[c.row_ids[p]] for p in walk.dropped)
         offsets += len(c.row_ids)
     _write_dataset(stage_dir, pa.concat_tables(parts))
     write_tsv(FileSystems.join(stage_dir, "classes.tsv"), CLASS_COLUMNS, class_table)
     images = sum(row["images"] for row in class_table)
-    tried = images + sum(row["failed"] for row in class_table)
+    arrived = images + sum(dropped_by.values())  # a dropped image was fetched fine
+    tried = arrived + sum(row["failed"] for row in class_table)
     figures = {
         "classes": len(classes),
         "target": sum(row["target"] for row in class_table),
@@ -235,8 +249,9 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "classes_short": sum(row["shortfall"] > 0 for row in class_table),
         "images_per_class": {row["wnid"]: row["images"] for row in class_table},
         "failures": dict(sorted(failures.items())),
+        "dropped_by_audits": dict(sorted(dropped_by.items())),
         "urls_tried": tried,
-        "url_success_rate": round(images / tried, 4) if tried else None,
+        "url_success_rate": round(arrived / tried, 4) if tried else None,
         "rounds": len(fetched_now),
         "fetched_by_this_run": sum(fetched_now),
         "tar_bytes": _tar_bytes(stage_dir),

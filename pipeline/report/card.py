@@ -32,8 +32,8 @@ WORDNET_LICENCE = (
 )
 REPRODUCE_AUDITS = {
     "label_noise": "imagenot audit label-noise --run RUN --probs PROBS.parquet",
-    "duplicates": "the duplicates audit (audit/duplicates)",
-    "agreement": "the agreement audit (audit/agreement)",
+    "duplicates": "imagenot audit embed --run RUN && imagenot audit duplicates --run RUN",
+    "agreement": "imagenot audit embed --run RUN && imagenot audit agreement --run RUN",
     "rankings": "imagenot compare-rankings --input ACCURACIES.csv --out RUN/audit/rankings",
 }
 
@@ -191,9 +191,18 @@ def _download(facts: RunFacts) -> list[str]:
         "",
         f"{d['images']:,} of {d['target']:,} images fetched from {d['urls_tried']:,} URLs tried "
         f"(success rate {d['url_success_rate']}), in {count_of(d['rounds'], 'round')}; failures by reason: {failures}. "
-        f"{d['classes_short']:,} classes are short after backfilling from the reserve.",
+        f"{dropped_sentence(d)}{d['classes_short']:,} classes are short after backfilling from the reserve.",
         "",
     ]
+
+
+def dropped_sentence(download: dict) -> str:
+    """What the audits' `--drop` took out of the dataset, or nothing when it never ran."""
+    dropped = download["dropped_by_audits"]
+    if not dropped:
+        return ""
+    reasons = ", ".join(f"{reason} {n:,}" for reason, n in dropped.items())
+    return f"Audits dropped {count_of(sum(dropped.values()), 'image')} (by reason: {reasons}), each replaced from its class's reserve where it had one. "
 
 
 def _limitations(facts: RunFacts) -> list[str]:
@@ -225,7 +234,7 @@ def audit_summary(name: str, figures: dict) -> tuple[str, str]:
         return "Duplicates", (
             f"over {figures['images']:,} images, pairs by kind: {pairs}; "
             f"{figures['test_images_with_train_duplicate']:,} test images have a duplicate in train; "
-            f"images in the reference set: {figures['images_in_reference'] or 'none'}."
+            f"images in the reference set: {figures['images_in_reference'] or 'none'}.{_drop_summary(figures)}"
         )
     if name == "agreement":
         medians = ", ".join(
@@ -235,7 +244,7 @@ def audit_summary(name: str, figures: dict) -> tuple[str, str]:
         )
         return "Image-caption agreement", (
             f"over {figures['images']:,} images, medians: {medians}; "
-            f"{figures['kept_by_filters']:,} images pass both agreement thresholds."
+            f"{figures['kept_by_filters']:,} images pass both agreement thresholds.{_drop_summary(figures)}"
         )
     return "Model rankings", (
         f"{figures['dataset_a']} against {figures['dataset_b']}, {figures['model_count']} models: "
@@ -245,6 +254,22 @@ def audit_summary(name: str, figures: dict) -> tuple[str, str]:
     )
 
 
+def _drop_summary(figures: dict) -> str:
+    drop = figures.get("drop")
+    if drop is None:
+        return ""
+    return (
+        f" Before these figures, `--drop` ran {count_of(drop['passes'], 'pass')} and took out "
+        f"{count_of(sum(drop['dropped'].values()), 'image')}; {drop['still_flagged']:,} flagged images remain."
+    )
+
+
+def not_run_audits(facts: RunFacts) -> tuple[list[str], list[str]]:
+    """The commands of the audits never run, and of those out of date."""
+    missing = [REPRODUCE_AUDITS[n] for n in REPRODUCE_AUDITS if n not in facts.audits and n not in facts.stale_audits]
+    return missing, [REPRODUCE_AUDITS[n] for n in facts.stale_audits]
+
+
 def _audits(facts: RunFacts) -> list[str]:
     lines = ["## Audits", ""]
     for name, audit in facts.audits.items():
@@ -252,9 +277,11 @@ def _audits(facts: RunFacts) -> list[str]:
         lines.append(f"- **{title}**: {sentence}")
         if "warning" in audit.figures:
             lines.append(f"  **Warning**: {audit.figures['warning']}")
-    missing = [REPRODUCE_AUDITS[name] for name in REPRODUCE_AUDITS if name not in facts.audits]
+    missing, stale = not_run_audits(facts)
     if missing:
-        lines.append(f"- Not run: {'; '.join(f'`{m}`' if m.startswith('imagenot') else m for m in missing)}.")
+        lines.append(f"- Not run: {'; '.join(f'`{m}`' for m in missing)}.")
+    if stale:
+        lines.append(f"- Out of date (the images changed after they ran), to run again: {'; '.join(f'`{m}`' for m in stale)}.")
     return [*lines, ""]
 
 

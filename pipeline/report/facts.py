@@ -21,7 +21,7 @@ from filters.overlap import overlap_removals
 from pipeline.config import Config
 from pipeline.report.similarity import ClassSimilarities, caption_similarities
 from pipeline.shards import read_json, stage_shards
-from pipeline.stage_dir import FIGURES_FILE, is_done
+from pipeline.stage_dir import FIGURES_FILE, is_done, made_from
 from wordnet import hierarchy
 from wordnet.classlists import reference_wnids
 from wordnet.index import NounIndex
@@ -37,12 +37,17 @@ AUDIT_FIGURES = {
     "rankings": ("audit/rankings", "rankings.json"),
 }
 AUDIT_PLOTS = {"agreement": "similarity.png", "rankings": "rankings.png"}
+AUDIT_HTML = {"duplicates": "pairs.html"}
+# The stages an image audit stage is made from, nearest first: it describes the dataset only
+# while each was made from the next as it is now (audits can drop images after they ran).
+IMAGE_AUDIT_CHAIN = ("audit/embeddings", "download")
 
 
 @dataclass(frozen=True)
 class Audit:
     figures: dict
     plot: bytes | None  # the audit's own PNG, shown as it is
+    html: str | None  # the audit's own HTML fragment (duplicate pairs with thumbnails), for the report
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class RunFacts:
     structure: dict  # wordnet.stats_report.build_report against ImageNet-1k
     readings: dict[str, list[str]]  # reading -> why the class set breaks it (empty: satisfied)
     audits: dict[str, Audit]
+    stale_audits: list[str]  # finished image audits made from an earlier state of the dataset
 
     @property
     def images(self) -> int:
@@ -126,16 +132,28 @@ def per_class_rows(classes: list[dict], dataset: pa.Table, images_per_class: int
     return rows
 
 
-def _audits(run_dir: str) -> dict[str, Audit]:
-    found = {}
+def is_current_audit(run_dir: str, folder: str) -> bool:
+    """Whether an image audit stage was made from the dataset as it is now."""
+    chain = (folder, *IMAGE_AUDIT_CHAIN)
+    return all(made_from(run_dir, stage, upstream) for stage, upstream in zip(chain, chain[1:]))
+
+
+def _optional(path: str) -> bytes | None:
+    return _read_bytes(path) if FileSystems.exists(path) else None
+
+
+def _audits(run_dir: str) -> tuple[dict[str, Audit], list[str]]:
+    """The audits to show, and the image audits that are out of date."""
+    found, stale = {}, []
     for name, (folder, figures_file) in AUDIT_FIGURES.items():
         path = _path(run_dir, folder, figures_file)
-        stage_folder = figures_file != FIGURES_FILE or is_done(run_dir, folder)  # a stage counts once done
-        if stage_folder and FileSystems.exists(path):
-            plot_path = _path(run_dir, folder, AUDIT_PLOTS[name]) if name in AUDIT_PLOTS else None
-            plot = _read_bytes(plot_path) if plot_path and FileSystems.exists(plot_path) else None
-            found[name] = Audit(read_json(path), plot)
-    return found
+        if figures_file == FIGURES_FILE and is_done(run_dir, folder) and not is_current_audit(run_dir, folder):
+            stale.append(name)
+        elif (figures_file != FIGURES_FILE or is_done(run_dir, folder)) and FileSystems.exists(path):  # a stage counts once done
+            plot = _optional(_path(run_dir, folder, AUDIT_PLOTS[name])) if name in AUDIT_PLOTS else None
+            html = _optional(_path(run_dir, folder, AUDIT_HTML[name])) if name in AUDIT_HTML else None
+            found[name] = Audit(read_json(path), plot, html.decode("utf-8") if html else None)
+    return found, stale
 
 
 def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
@@ -149,6 +167,7 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
         values = Counter("(missing)" if v is None else v for v in dataset.column("license").to_pylist())
         licenses = dict(sorted(values.items(), key=lambda item: (-item[1], item[0])))
     reference = reference_wnids(config.selection.reference, index)
+    audits, stale_audits = _audits(run_dir)
     structure_reference = reference_wnids(STRUCTURE_REFERENCE, index)
     return RunFacts(
         config=config,
@@ -167,5 +186,6 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
         similarities=caption_similarities(stage_shards(_path(run_dir, "rank"), "scored"), wnids),
         structure=build_report(index, wnids, structure_reference, "this dataset", STRUCTURE_REFERENCE),
         readings=class_set_readings(index, wnids, reference),
-        audits=_audits(run_dir),
+        audits=audits,
+        stale_audits=stale_audits,
     )

@@ -14,6 +14,8 @@ from pipeline.report.card import (
     WORDNET_LICENCE,
     audit_summary,
     count_of,
+    dropped_sentence,
+    not_run_audits,
 )
 from pipeline.report.choices import open_choices
 from pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
@@ -185,13 +187,11 @@ def _download(facts: RunFacts, plots: Plots) -> str:
     failures = figure(plots.failures, "download failures", "Failed URLs by reason.") if plots.failures else ""
     rows = [("images fetched", d["images"]), ("target", d["target"]), ("URLs tried", d["urls_tried"]),
             ("URL success rate", d["url_success_rate"]), ("rounds", d["rounds"]), ("classes short", d["classes_short"])]
-    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{failures}")
+    dropped = f"<p>{esc(dropped_sentence(d))}</p>" if d["dropped_by_audits"] else ""
+    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{dropped}{failures}")
 
 
 def _audits(facts: RunFacts) -> str:
-    if not facts.audits:
-        return section("audits", "<p>No audit has been run on this dataset: label noise, duplicates, image-caption "
-                                 "agreement and model rankings are not measured.</p>")
     parts = []
     for name, audit in facts.audits.items():
         title, sentence = audit_summary(name, audit.figures)
@@ -200,6 +200,14 @@ def _audits(facts: RunFacts) -> str:
             parts.append(f'<p class="warning">{esc(audit.figures["warning"])}</p>')
         if audit.plot:
             parts.append(image(audit.plot, name))
+        if audit.html:
+            parts.append(audit.html)  # written by the audit, its text escaped there
+    missing, stale = not_run_audits(facts)
+    if missing:
+        parts.append(f"<p>Not run: {'; '.join(f'<code>{esc(m)}</code>' for m in missing)}.</p>")
+    if stale:
+        parts.append(f"<p>Out of date (the images changed after they ran), to run again: "
+                     f"{'; '.join(f'<code>{esc(m)}</code>' for m in stale)}.</p>")
     return section("audits", "\n".join(parts))
 
 

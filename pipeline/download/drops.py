@@ -1,0 +1,60 @@
+"""Images the audits dropped from the dataset: an input of the download stage, kept in its folder.
+
+`download/dropped.parquet` lists each dropped row with why (e.g. `duplicate_within_class`,
+`in_reference`, `image_class_disagreement`), the image or reference vector it duplicates, and the
+drop pass that removed it. The download stage passes these rows over as it walks each class's
+candidates, so the next ones in the reserve take their place. The list is the stage's revision
+(see `pipeline.stage_dir`): dropping images reruns what depends on the dataset, and keeps the
+fetched rounds. It only grows; it is cleared with the download stage, when the sample or the
+download settings change.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline.atomic import atomic_output
+from pipeline.shards import read_table
+from pipeline.stage_dir import digest
+
+DROPS_FILE = "dropped.parquet"
+SCHEMA = pa.schema([("row_id", pa.string()), ("reason", pa.string()), ("duplicate_of", pa.string()), ("pass", pa.int32())])
+
+
+def read_drops(stage_dir: str) -> pa.Table:
+    """The dropped rows, in the order they were dropped (empty when none were)."""
+    path = FileSystems.join(stage_dir, DROPS_FILE)
+    return read_table(path).cast(SCHEMA) if FileSystems.exists(path) else SCHEMA.empty_table()
+
+
+def dropped_reasons(stage_dir: str) -> dict[str, str]:
+    """row_id -> why it was dropped."""
+    drops = read_drops(stage_dir)
+    return dict(zip(drops.column("row_id").to_pylist(), drops.column("reason").to_pylist()))
+
+
+def passes(drops: pa.Table) -> int:
+    return pc.max(drops.column("pass")).as_py() or 0
+
+
+def revision(stage_dir: str) -> str | None:
+    """The download stage's revision: a digest of the dropped rows and reasons, None when none."""
+    reasons = dropped_reasons(stage_dir)
+    return digest(sorted(reasons.items())) if reasons else None
+
+
+def add_drops(stage_dir: str, rows: pa.Table) -> pa.Table:
+    """Append the rows (`row_id`, `reason`, `duplicate_of`) not dropped yet, as the next pass;
+    returns the rows added."""
+    drops = read_drops(stage_dir)
+    new = rows.filter(pc.invert(pc.is_in(rows.column("row_id"), drops.column("row_id"))))
+    new = new.select(["row_id", "reason", "duplicate_of"]).append_column(
+        "pass", pa.array([passes(drops) + 1] * new.num_rows, pa.int32())
+    ).cast(SCHEMA)
+    if new.num_rows:
+        with atomic_output(FileSystems.join(stage_dir, DROPS_FILE)) as stream:
+            pq.write_table(pa.concat_tables([drops, new]), stream)
+    return new
