@@ -1,0 +1,192 @@
+"""`--drop` end to end: real photos fetched by img2dataset from a loopback server, embedded with a
+tiny random-weight CLIP, duplicates and disagreeing images dropped and replaced from the reserve.
+
+Each `?id=` makes a distinct URL; the same photo behind two URLs downloads to the same bytes.
+    class 0: dataset a0 astronaut, a1 coffee, a2 coffee (a copy of a1); reserve a3 astronaut
+             (a copy of a0, so the first replacement is dropped again in a second pass), a4 rocket
+    class 1: dataset b0 chelsea, b1 astronaut (a copy of class 0's a0); reserve b2 camera
+    class 2: dataset c0 moon (its embedding is in the reference set), c1 coins; no reserve
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from click.testing import CliRunner
+from image_server import LoopbackImageServer, write_sample_stage
+from test_image_embeddings import TINY_VIT
+
+from pipeline.audit import embeddings
+from pipeline.audit.agreement import agreement_command
+from pipeline.audit.duplicates import duplicates_command, rows_to_drop
+from pipeline.audit.embeddings import embedding_table
+from pipeline.config import Config
+from pipeline.download import stage as download_stage
+from pipeline.download.drops import read_drops
+from pipeline.report.facts import is_current_audit
+from wordnet.index import load_index
+
+CLASS_PHOTOS = (
+    (["astronaut?id=a0", "coffee?id=a1", "coffee?id=a2"], ["astronaut?id=a3", "rocket?id=a4"]),
+    (["chelsea?id=b0", "astronaut?id=b1"], ["camera?id=b2"]),
+    (["moon?id=c0", "coins?id=c1"], []),
+)
+
+
+def _config(model_dir, **image_audit) -> Config:
+    (model_dir / "tiny-vit.json").write_text(json.dumps(TINY_VIT))
+    return Config.model_validate({
+        "sampling": {"images_per_class": 3, "test_per_class": 1},
+        "download": {"enabled": True, "timeout_s": 5, "shard_rows": 4, "image_size": 64},
+        "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(model_dir / "tiny-vit.json"), "batch_size": 4,
+                        "near_duplicate_threshold": 0.9999, **image_audit},
+    })  # fmt: skip
+
+
+def _write_config(run_dir, config: Config) -> str:
+    path = run_dir / "config.yaml"
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    return str(path)
+
+
+def _invoke(command, run_dir, *args: str) -> dict:
+    result = CliRunner().invoke(command, ["--run", str(run_dir), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads((run_dir / command.name / "figures.json").read_text())  # the command is named after its stage
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A downloaded and embedded run (a copy per test), the server still up for backfills."""
+    run_dir = tmp_path_factory.mktemp("downloaded") / "run"
+    index = load_index()
+    wnids = sorted(index.by_name(name).wnid for name in ("dog.n.01", "cat.n.01", "cup.n.01"))
+    classes = [{"index": i, "wnid": w, "name": index[w].name} for i, w in enumerate(wnids)]
+    (run_dir / "rank").mkdir(parents=True)
+    (run_dir / "rank" / "classes.json").write_text(json.dumps(classes))
+    config = _config(tmp_path_factory.mktemp("model"))
+    with LoopbackImageServer() as server:
+        url = {name: server.url(f"/photo/{name.replace('?', '.jpg?')}") for pair in CLASS_PHOTOS for part in pair for name in part}
+        ids = write_sample_stage(run_dir, {w: ([url[n] for n in d], [url[n] for n in r]) for w, (d, r) in zip(wnids, CLASS_PHOTOS)})
+        row_of = {name.split("=")[1]: ids[u] for name, u in url.items()}
+        download_stage.run_download(config, str(run_dir))
+        embeddings.run_embed(config, str(run_dir))
+        yield run_dir, config, server, row_of
+
+
+@pytest.fixture(scope="module")
+def dropped_duplicates(served, tmp_path_factory):
+    source, config, server, row_of = served
+    run_dir = tmp_path_factory.mktemp("duplicates") / "run"
+    shutil.copytree(source, run_dir)
+    table = embedding_table(str(run_dir), ["row_id", "image_embedding"])
+    moon = table.column("row_id").to_pylist().index(row_of["c0"])
+    np.save(run_dir / "reference.npy", np.stack([table.column("image_embedding")[moon].values.to_numpy(), -np.ones(32)]))
+    config = config.model_copy(update={"image_audit": config.image_audit.model_copy(
+        update={"reference_embeddings": str(run_dir / "reference.npy")})})  # fmt: skip
+    config_path = _write_config(run_dir, config)
+    _invoke(agreement_command, run_dir, "--config", config_path)
+    round0 = run_dir / "audit/embeddings/shards/download-rounds-0-00000.parquet"
+    before = (round0.read_bytes(), round0.stat().st_mtime_ns)
+    hits_before = server.hits.copy()
+    figures = _invoke(duplicates_command, run_dir, "--config", config_path, "--drop")
+    fetched = server.hits - hits_before
+    again = _invoke(duplicates_command, run_dir, "--config", config_path, "--drop")
+    return {"run_dir": run_dir, "row_of": row_of, "figures": figures, "again": again, "round0": (round0, before),
+            "fetched": fetched, "fetched_again": server.hits - hits_before - fetched}  # fmt: skip
+
+
+def _dataset_rows(run_dir) -> dict[str, int]:
+    table = pq.read_table(run_dir / "download/dataset")
+    return dict(zip(table.column("row_id").to_pylist(), table.column("class_index").to_pylist()))
+
+
+def test_duplicates_and_reference_hits_leave_in_passes_and_the_reserve_replaces_them(dropped_duplicates):
+    d, row = dropped_duplicates, dropped_duplicates["row_of"]
+    drops = {r["row_id"]: r for r in read_drops(str(d["run_dir"] / "download")).to_pylist()}
+    assert {r: (v["duplicate_of"], v["pass"]) for r, v in drops.items()} == {
+        row["a2"]: (row["a1"], 1),  # a copy within class 0 (or across its split)
+        row["b1"]: (row["a0"], 1),  # class 1's copy of class 0's astronaut: class 0 came first
+        row["c0"]: ("0", 1),  # the moon is the reference set's vector 0
+        row["a3"]: (row["a0"], 2),  # the first replacement was a copy too
+    }
+    assert drops[row["b1"]]["reason"] in {"duplicate_cross_class", "duplicate_train_test"}
+    assert drops[row["c0"]]["reason"] == "in_reference"
+    assert _dataset_rows(d["run_dir"]) == {row[i]: int(c) for c, i in (
+        ("0", "a0"), ("0", "a1"), ("0", "a4"), ("1", "b0"), ("1", "b2"), ("2", "c1"))}  # fmt: skip
+
+
+def test_the_final_audit_finds_nothing_and_records_the_passes(dropped_duplicates):
+    figures = dropped_duplicates["figures"]
+    assert figures["pairs"] == {"within_class": 0, "cross_class": 0, "train_test": 0, "reference": 0}
+    assert figures["images"] == 6
+    assert figures["drop"]["passes"] == 2 and figures["drop"]["still_flagged"] == 0
+    assert sum(figures["drop"]["dropped"].values()) == 4 and figures["drop"]["dropped"]["in_reference"] == 1
+    download = json.loads((dropped_duplicates["run_dir"] / "download/figures.json").read_text())
+    assert sum(download["dropped_by_audits"].values()) == 4
+    assert (download["images"], download["classes_short"]) == (6, 1)  # class 2 had no reserve
+
+
+def test_each_url_is_fetched_once_and_old_tars_are_not_embedded_again(dropped_duplicates):
+    d = dropped_duplicates
+    assert sorted(d["fetched"]) == sorted(f"/photo/{p}.jpg?id={i}" for p, i in
+                                          (("astronaut", "a3"), ("rocket", "a4"), ("camera", "b2")))  # fmt: skip
+    assert not d["fetched_again"] and d["again"]["drop"]["passes"] == 0
+    shard, before = d["round0"]
+    assert (shard.read_bytes(), shard.stat().st_mtime_ns) == before
+
+
+def test_an_audit_made_before_the_drop_is_out_of_date(dropped_duplicates):
+    run_dir = str(dropped_duplicates["run_dir"])
+    assert is_current_audit(run_dir, "audit/duplicates")
+    assert not is_current_audit(run_dir, "audit/agreement")
+
+
+def test_agreement_drop_takes_out_images_below_the_threshold(served, tmp_path):
+    source, config, _, _ = served
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    _invoke(agreement_command, run_dir, "--config", _write_config(run_dir, config))
+    rows = pq.read_table(run_dir / "audit/agreement/rows.parquet")
+    similarity = dict(zip(rows.column("row_id").to_pylist(), rows.column("image_class_similarity").to_pylist()))
+    lowest, second = sorted(set(similarity.values()))[:2]  # copies of one image tie
+    config = config.model_copy(update={"image_audit": config.image_audit.model_copy(
+        update={"min_image_class_similarity": (lowest + second) / 2, "drop_passes": 1})})  # fmt: skip
+    figures = _invoke(agreement_command, run_dir, "--config", _write_config(run_dir, config), "--drop")
+    drops = read_drops(str(run_dir / "download")).to_pylist()
+    failing = sorted(row_id for row_id, value in similarity.items() if value == lowest)
+    assert sorted((r["row_id"], r["reason"]) for r in drops) == [(r, "image_class_disagreement") for r in failing]
+    assert figures["drop"]["passes"] == 1 and not set(failing) & set(_dataset_rows(run_dir))
+
+
+def test_agreement_drop_needs_a_threshold(served, tmp_path):
+    source, config, _, _ = served
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    result = CliRunner().invoke(agreement_command, ["--run", str(run_dir), "--config", _write_config(run_dir, config), "--drop"])
+    assert result.exit_code != 0 and "min_image_class_similarity" in result.output
+
+
+def test_rows_to_drop_keeps_the_first_of_each_linked_group():
+    images = pa.table({"row_id": list("abcdef"), "class_index": [0, 0, 1, 1, 2, 2], "split": ["train", "test", "train", "train", "train", "test"]})
+    pairs = pa.table({
+        "row_id_a": ["a", "c", "a", "e", "d"], "row_id_b": ["b", "d", "c", "ref7", "f"],
+        "kind": ["train_test", "within_class", "cross_class", "reference", "cross_class"],
+    })  # fmt: skip
+    everything = ["within_class", "cross_class", "train_test", "reference"]
+    assert rows_to_drop(pairs, images, everything).to_pylist() == [
+        {"row_id": "b", "reason": "duplicate_train_test", "duplicate_of": "a"},
+        {"row_id": "c", "reason": "duplicate_cross_class", "duplicate_of": "a"},
+        {"row_id": "d", "reason": "duplicate_cross_class", "duplicate_of": "a"},  # linked to a through c
+        {"row_id": "e", "reason": "in_reference", "duplicate_of": "ref7"},
+        {"row_id": "f", "reason": "duplicate_train_test", "duplicate_of": "a"},
+    ]
+    assert rows_to_drop(pairs, images, ["within_class"]).to_pylist() == [
+        {"row_id": "d", "reason": "duplicate_within_class", "duplicate_of": "c"}
+    ]

@@ -1,0 +1,107 @@
+"""The image audits in the card and the report, over a small build whose images were really
+downloaded (img2dataset, from the demo's loopback server) and embedded (a tiny random-weight CLIP).
+
+The demo server serves nine photos over and over, so the dataset is full of byte-identical
+copies: the duplicates audit finds them, `--drop` takes them out, and the report follows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from small_build import SMALL_BUILD
+from test_image_embeddings import TINY_VIT
+
+from pipeline.audit.agreement import agreement_command
+from pipeline.audit.duplicates import duplicates_command
+from pipeline.audit.embeddings import embed_command
+from pipeline.build import build
+from pipeline.config import Config
+from pipeline.report.card import REPRODUCE_AUDITS
+from pipeline.report.stage import report_command
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(command, run_dir: Path, *args: str) -> None:
+    result = CliRunner().invoke(command, ["--run", str(run_dir), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+def _reported(run_dir: Path) -> tuple[str, str]:
+    _run(report_command, run_dir)
+    return (run_dir / "report/card.md").read_text(), (run_dir / "report/report.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """The reports of one run: audited, then after `duplicates --drop`, then with agreement rerun."""
+    folder = tmp_path_factory.mktemp("images")
+    (folder / "tiny-vit.json").write_text(json.dumps(TINY_VIT))
+    port = _free_port()
+    config = Config.model_validate({
+        **SMALL_BUILD,
+        "corpus": {"synth": {**SMALL_BUILD["corpus"]["synth"], "url_base": f"http://127.0.0.1:{port}/img"}},
+        "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")},
+        "download": {"enabled": True, "demo_server_port": port, "image_size": 64, "shard_rows": 20, "timeout_s": 5},
+        "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(folder / "tiny-vit.json"), "batch_size": 16,
+                        "near_duplicate_threshold": 0.9999},
+    })  # fmt: skip
+    run_dir = folder / "run"
+    build(config, str(run_dir))
+    _run(embed_command, run_dir)
+    _run(duplicates_command, run_dir)
+    _run(agreement_command, run_dir)
+    audited = _reported(run_dir)
+    _run(duplicates_command, run_dir, "--drop")
+    rebuilt = build(config, str(run_dir))  # the dataset changed: the report is out of date, the rest is not
+    dropped = (run_dir / "report/card.md").read_text(), (run_dir / "report/report.html").read_text()
+    _run(agreement_command, run_dir)
+    current = _reported(run_dir)
+    return run_dir, audited, (rebuilt, dropped), current
+
+
+def _figures(run_dir: Path, stage: str) -> dict:
+    return json.loads((run_dir / stage / "figures.json").read_text())
+
+
+def test_the_report_lists_the_duplicate_pairs_with_thumbnails(reports):
+    _, (card, html), _, _ = reports
+    kinds = re.search(r"- \*\*Duplicates\*\*: over [\d,]+ images, pairs by kind: ([^;]+);", card).group(1)
+    pairs = dict(item.rsplit(" ", 1) for item in kinds.split(", "))
+    assert int(pairs["within_class"]) + int(pairs["cross_class"]) + int(pairs["train_test"]) > 0  # nine photos behind every URL
+    table = html[html.index('<table class="duplicates">') :]
+    assert table.count("data:image/jpeg;base64,") >= 2 and "<td>True</td>" in table  # byte-identical pairs
+    assert "- **Image-caption agreement**: over" in card and "RANDOM CLIP WEIGHTS" in card
+    assert "Not run" in card and "Out of date" not in card
+
+
+def test_after_the_drop_the_card_counts_what_went_and_what_is_short(reports):
+    run_dir, _, (rebuilt, (card, html)), _ = reports
+    assert rebuilt == ["report"]
+    duplicates, download = _figures(run_dir, "audit/duplicates"), _figures(run_dir, "download")
+    dropped = sum(download["dropped_by_audits"].values())
+    assert dropped == sum(duplicates["drop"]["dropped"].values()) > 0
+    assert f"Audits dropped {dropped:,} images" in card and f"Audits dropped {dropped:,} images" in html
+    assert f"`--drop` ran {duplicates['drop']['passes']} pass" in card
+    assert duplicates["images"] == download["images"] == pq.read_table(run_dir / "download/dataset").num_rows
+    if duplicates["drop"]["still_flagged"] == 0:
+        assert duplicates["pairs"] == {"within_class": 0, "cross_class": 0, "train_test": 0, "reference": 0}
+
+
+def test_an_audit_made_before_the_drop_is_reported_out_of_date_until_rerun(reports):
+    _, _, (_, (card, html)), (current_card, _) = reports
+    stale = REPRODUCE_AUDITS["agreement"]
+    assert f"- Out of date (the images changed after they ran), to run again: `{stale}`." in card
+    assert "Image-caption agreement" not in card and "Out of date" in html
+    assert "Out of date" not in current_card and "- **Image-caption agreement**: over" in current_card
