@@ -11,6 +11,8 @@ from pipeline.score.ranking import (
     BEYOND_TOP_K,
     NO_CAPTIONS,
     rank_synsets,
+    sample_key,
+    sample_keys,
     top_n_mean,
 )
 from pipeline.score.similarity import (
@@ -135,3 +137,22 @@ def test_a_synset_without_enough_captions_for_its_images_is_not_ranked():
     ranking = rank_synsets(sims, top_n=2, threshold=0.5, k=2, captions={"n00000001": 2, "n00000002": 3}, min_captions=3)
     assert ranking.classes == ("n00000002",)
     assert ranking.dropped == {"n00000001": "too_few_captions"}
+
+
+def test_sample_keys_are_pinned():
+    """Every run's choice of rows rests on these values: a change here changes every dataset."""
+    row_ids = ["part-00000:15", "part-00003:49999", "", "\u00fcn\u00efcode-row"]
+    assert sample_keys(row_ids, -5).tolist() == [
+        7717350728943987063,
+        4598304172514976036,
+        852777599765764206,
+        13240794597925041179,
+    ]
+    assert sample_keys(row_ids, -5).dtype == np.uint64
+    assert [sample_key(r, seed) for r, seed in zip(row_ids, [0, 7, -1, 2**63 - 1])] == [
+        13408648776263002433,
+        10559126466148765023,
+        6313143538256171873,
+        5633101818240343975,
+    ]
+    assert sample_keys([], 0).shape == (0,)

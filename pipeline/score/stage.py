@@ -7,6 +7,11 @@ and scores the admitted rows, shard by shard, into `score/first_pass/<stem>.parq
 (`row_id`, `wnid`, `gloss_similarity`). The rank stage then scores the chosen classes' other
 captions; the embedding cache makes every caption cost one model call across both stages and
 across reruns.
+
+Both passes hash every row, on purpose: the cutoffs are known only once every shard has been
+read, and carrying keys from one pass to the other would mean writing a key and a row id for
+nearly every selected row (a shard holds few rows of most synsets), which costs more than
+hashing again (under a microsecond a row).
 """
 
 from __future__ import annotations
@@ -54,12 +59,17 @@ def smallest_keys(shard: str, per_synset: int, seed: int) -> dict[str, list[int]
     """Per synset of a selected shard, its `per_synset` smallest row keys, ascending."""
     found: dict[str, list[int]] = {}
     for batch in read_batches(shard, ["row_id", "wnid"]):
-        keys = sample_keys(batch.column("row_id").to_pylist(), seed)
+        keys = _row_keys(batch, seed)
         wnids = batch.column("wnid").to_numpy(zero_copy_only=False)
         order = np.lexsort((keys, wnids))
         for wnid, group in _groups(wnids[order], keys[order]):
             found[wnid] = heapq.nsmallest(per_synset, [*found.get(wnid, []), *group.tolist()])
     return found
+
+
+def _row_keys(batch: pa.RecordBatch, seed: int) -> np.ndarray:
+    """The sample key of each row of `batch`, from its `row_id`."""
+    return sample_keys(batch.column("row_id").to_pylist(), seed)
 
 
 def _groups(sorted_wnids: np.ndarray, values: np.ndarray):
@@ -155,7 +165,7 @@ class _ScoreFirstPass(beam.DoFn):
 
     def _admit(self, batch: pa.RecordBatch) -> pa.Array:
         limit = self._limits[pc.index_in(batch.column("wnid"), value_set=self._wnids).to_numpy()]
-        return pa.array(sample_keys(batch.column("row_id").to_pylist(), self._scoring.seed) <= limit)
+        return pa.array(_row_keys(batch, self._scoring.seed) <= limit)
 
     def process(self, shard: str):
         yield score_shard(shard, self._stage_dir, FIRST_PASS_DIR, self._scorer, self._admit, ["row_id", "wnid"])
