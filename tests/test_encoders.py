@@ -3,6 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pipeline.config import Dataflow, Runner
 from pipeline.score.encoders import (
     DEFAULT_MODEL,
     EncoderError,
@@ -10,6 +11,7 @@ from pipeline.score.encoders import (
     TransformersEncoder,
     load_encoder,
 )
+from pipeline.score.stage import encoder_threads
 
 CAPTIONS = [
     "golden retriever puppy playing in the grass",
@@ -125,3 +127,24 @@ def test_load_encoder_dispatches_and_reports_bad_models(tiny_roberta, tmp_path):
         load_encoder("transformers", "nobody/not-a-cached-model")
     with pytest.raises(EncoderError, match=str(tmp_path)):
         load_encoder("sentence-transformers", str(tmp_path))
+
+
+def test_local_workers_share_the_cores_and_a_dataflow_worker_uses_all_of_its_own():
+    assert encoder_threads(Runner(workers=1), cores=8) == 8
+    assert encoder_threads(Runner(workers=2), cores=8) == 4
+    assert encoder_threads(Runner(workers=3), cores=8) == 2  # a spare core rather than too many threads
+    assert encoder_threads(Runner(workers=4), cores=2) == 1  # more workers than cores: still one each
+    dataflow = Dataflow(project="p", region="r", temp_location="gs://bucket/tmp", worker_image="image")
+    assert encoder_threads(Runner(kind="dataflow", workers=4, dataflow=dataflow), cores=8) == 8
+
+
+def test_an_encoder_runs_torch_on_the_threads_it_is_given(tiny_roberta):
+    import torch
+
+    usual = torch.get_num_threads()
+    wanted = 1 if usual != 1 else 2  # not what torch already uses, or the test could not fail
+    try:
+        load_encoder("transformers", str(tiny_roberta), threads=wanted)
+        assert torch.get_num_threads() == wanted
+    finally:
+        torch.set_num_threads(usual)

@@ -149,7 +149,8 @@ def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path
     some = next((run_dir / "select" / "selected").iterdir())
     empty = tmp_path / "part-empty.parquet"
     pq.write_table(pq.read_table(some).slice(0, 0), empty)
-    scorer = CaptionScorer(_config(cache).scoring, list(ranking.classes))
+    config = _config(cache)
+    scorer = CaptionScorer(config.scoring, config.runner, list(ranking.classes))
     tally = score_shard(str(empty), str(tmp_path / "out"), "scored", scorer, lambda batch: pa.array([True] * batch.num_rows))
     assert tally == {"rows_scored": 0, "captions_embedded": 0}
     written = pq.read_table(tmp_path / "out" / "scored" / "part-empty.parquet")

@@ -69,7 +69,7 @@ class _ScoreClasses(beam.DoFn):
         self._config, self._classes, self._stage_dir = config, classes, stage_dir
 
     def setup(self):
-        self._scorer = score_stage.CaptionScorer(self._config.scoring, self._classes)
+        self._scorer = score_stage.CaptionScorer(self._config.scoring, self._config.runner, self._classes)
         self._class_wnids = pa.array(self._classes, pa.string())
 
     def _admit(self, batch: pa.RecordBatch) -> pa.Array:

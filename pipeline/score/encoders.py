@@ -51,10 +51,16 @@ def resolve_model(model: str) -> tuple[str, str]:
     return model, model  # a hub id, loadable only if already in the local hub cache
 
 
-def _set_torch_threads() -> None:
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def _set_torch_threads(threads: int | None) -> None:
+    """torch's intra-op threads for this process (a process-wide setting); None: usable_cores()."""
     import torch
 
-    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    torch.set_num_threads(usable_cores() if threads is None else threads)
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -114,11 +120,11 @@ class _TokenBatchingEncoder:
 class SentenceTransformerEncoder(_TokenBatchingEncoder):
     """A sentence-transformers model, run through its own modules (pooling, dense, normalise)."""
 
-    def __init__(self, model_name_or_path: str = DEFAULT_MODEL, batch_size: int = 64):
+    def __init__(self, model_name_or_path: str = DEFAULT_MODEL, batch_size: int = 64, threads: int | None = None):
         from sentence_transformers import SentenceTransformer
 
         path, self.model_id = resolve_model(model_name_or_path)
-        _set_torch_threads()
+        _set_torch_threads(threads)
         try:
             self.model = SentenceTransformer(path, device="cpu", local_files_only=True).eval()
         except (OSError, ValueError) as err:
@@ -149,13 +155,14 @@ class TransformersEncoder(_TokenBatchingEncoder):
         pooling: Pooling = "mean",
         max_length: int = 256,
         batch_size: int = 64,
+        threads: int | None = None,
     ):
         from transformers import AutoModel, AutoTokenizer
 
         if pooling not in ("mean", "cls"):
             raise EncoderError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
         path, model_id = resolve_model(model_name_or_path)
-        _set_torch_threads()
+        _set_torch_threads(threads)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
             self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()
@@ -184,8 +191,8 @@ def load_encoder(
 ) -> TextEncoder:
     """The encoder `kind` for `model` (a local path, a cached hub id or DEFAULT_MODEL).
 
-    `options` go to the implementation: `batch_size` for both, `pooling` and `max_length` for
-    "transformers".
+    `options` go to the implementation: `batch_size` and `threads` (torch threads; None: every
+    core) for both, `pooling` and `max_length` for "transformers".
     """
     if kind == "sentence-transformers":
         return SentenceTransformerEncoder(model, **options)

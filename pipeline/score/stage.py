@@ -27,11 +27,11 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.atomic import atomic_output, write_json
-from pipeline.config import Config, Scoring
+from pipeline.config import Config, Runner, Scoring
 from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline, scoring_hints
 from pipeline.score.cache import CachedEncoder
-from pipeline.score.encoders import load_encoder
+from pipeline.score.encoders import load_encoder, usable_cores
 from pipeline.score.ranking import SCORE_COLUMN, sample_keys
 from pipeline.score.similarity import QueryEmbeddings, score_batch
 from pipeline.select import stage as select_stage
@@ -90,8 +90,9 @@ def merge_smallest(parts: Iterable[dict[str, list[int]]], per_synset: int) -> di
 class CaptionScorer:
     """Embeds captions (through the cache) and scores each against its synset's query."""
 
-    def __init__(self, scoring: Scoring, wnids: list[str]):
-        encoder = load_encoder(scoring.encoder, scoring.model, **_encoder_options(scoring))
+    def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
+        threads = encoder_threads(runner, usable_cores())
+        encoder = load_encoder(scoring.encoder, scoring.model, threads=threads, **_encoder_options(scoring))
         self.encoder = CachedEncoder(encoder, scoring.cache_dir or str(cache_dir() / "embeddings"))
         self.queries = QueryEmbeddings.build(load_index(), wnids, scoring.query_template, self.encoder)
 
@@ -100,6 +101,15 @@ class CaptionScorer:
         vectors = self.encoder.encode(batch.column("caption").to_pylist())
         scores = score_batch(vectors, batch.column("wnid").to_pylist(), self.queries)
         return batch.append_column(SCORE_COLUMN, pa.array(scores, pa.float32()))
+
+
+def encoder_threads(runner: Runner, cores: int) -> int:
+    """torch threads for each worker's encoder, given the `cores` a worker sees. Local workers are
+    processes on one machine, so each takes an equal share of its cores (at least one) rather
+    than all of them each; a Dataflow worker's cores are its own."""
+    if runner.kind == "dataflow":
+        return cores
+    return max(1, cores // runner.workers)
 
 
 def _encoder_options(scoring: Scoring) -> dict:
@@ -155,11 +165,11 @@ class _SmallestKeys(beam.DoFn):
 class _ScoreFirstPass(beam.DoFn):
     """Scores the first-pass rows of whole shards; one encoder per worker process."""
 
-    def __init__(self, scoring: Scoring, cutoffs: dict[str, int], stage_dir: str):
-        self._scoring, self._cutoffs, self._stage_dir = scoring, cutoffs, stage_dir
+    def __init__(self, scoring: Scoring, runner: Runner, cutoffs: dict[str, int], stage_dir: str):
+        self._scoring, self._runner, self._cutoffs, self._stage_dir = scoring, runner, cutoffs, stage_dir
 
     def setup(self):
-        self._scorer = CaptionScorer(self._scoring, sorted(self._cutoffs))
+        self._scorer = CaptionScorer(self._scoring, self._runner, sorted(self._cutoffs))
         self._wnids = pa.array(sorted(self._cutoffs), pa.string())
         self._limits = np.array([self._cutoffs[w] for w in sorted(self._cutoffs)], np.uint64)
 
@@ -196,7 +206,7 @@ def run_score(config: Config, run_dir: str) -> dict:
 
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, len(shards), STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, _ScoreFirstPass(scoring, cutoffs, stage_dir), total_path, scoring_hints(config.runner))
+        process_shards(pipeline, shards, _ScoreFirstPass(scoring, config.runner, cutoffs, stage_dir), total_path, scoring_hints(config.runner))
     tally = read_json(total_path)
     finish_stage(stage_dir, {**tally, "synsets": len(cutoffs)})
     return tally
