@@ -1,8 +1,8 @@
 """The image audits in the card and the report, over a small build whose images were really
 downloaded (img2dataset, from the demo's loopback server) and embedded (a tiny random-weight CLIP).
 
-The demo server serves nine photos over and over, so the dataset is full of byte-identical
-copies: the duplicates audit finds them, `--drop` takes them out, and the report follows.
+One in eight of the demo server's corpus URLs serves one of two stock photos, byte for byte, as
+web copies do: the duplicates audit finds them, `--drop` takes them out, and the report follows.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def test_the_report_lists_the_duplicate_pairs_with_thumbnails(reports):
     _, (card, html), _, _ = reports
     kinds = re.search(r"- \*\*Duplicates\*\*: over [\d,]+ images, pairs by kind: ([^;]+);", card).group(1)
     pairs = dict(item.rsplit(" ", 1) for item in kinds.split(", "))
-    assert int(pairs["within_class"]) + int(pairs["cross_class"]) + int(pairs["train_test"]) > 0  # nine photos behind every URL
+    assert int(pairs["within_class"]) + int(pairs["cross_class"]) + int(pairs["train_test"]) > 0  # the stock photos
     table = html[html.index('<table class="duplicates">') :]
     assert table.count("data:image/jpeg;base64,") >= 2 and "<td>True</td>" in table  # byte-identical pairs
     assert "- **Image-caption agreement**: over" in card and "RANDOM CLIP WEIGHTS" in card

@@ -16,7 +16,8 @@
     /huge-stream/<bytes>.jpg  the same without Content-Length (read until the connection closes)
     /bomb.png                 an 80 kB PNG declaring 20000x20000 pixels (a decompression bomb)
     /img/<n>.jpg              a synthetic corpus's image URL (`imagenot synth`): a photo for most
-                              n, and a web-like share of failures (`corpus_image_kind`)
+                              n (`corpus_photo_jpeg`: its own crop, or a stock photo copied
+                              across the web), and a web-like share of failures (`corpus_image_kind`)
 
 Any query string is ignored, so `?id=...` makes distinct URLs for one resource. `hits` counts
 requests per path with query. It only serves, and stops (slow responses cut short) when the
@@ -40,20 +41,31 @@ from typing import Self
 from urllib.parse import parse_qs, urlsplit
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "coins", "moon", "retina", "hubble_deep_field")
+STOCK_EVERY = 8  # 1 in STOCK_EVERY corpus image URLs serves a stock photo copied across the web
 BOMB_SIDE = 20_000
+
+
+@functools.cache
+def _pixels(name: str):
+    import skimage.data  # slow to import; only the server needs it
+
+    if name not in PHOTOS:
+        raise KeyError(name)
+    return getattr(skimage.data, name)()
+
+
+def _jpeg(pixels) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
 
 
 @functools.cache
 def photo_jpeg(name: str) -> bytes:
     """scikit-image's photo `name` as JPEG bytes."""
-    import skimage.data  # slow to import; only the server needs it
-    from PIL import Image
-
-    if name not in PHOTOS:
-        raise KeyError(name)
-    buffer = io.BytesIO()
-    Image.fromarray(getattr(skimage.data, name)()).save(buffer, format="JPEG", quality=90)
-    return buffer.getvalue()
+    return _jpeg(_pixels(name))
 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
@@ -160,28 +172,40 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(bomb_png(), "image/png", len(bomb_png()))
 
     def corpus_image(self, n, query):
-        kind, photo = corpus_image_kind(int(n))
+        kind = corpus_image_kind(int(n))
         if kind == "missing":
             self.send_error(404)
         elif kind == "page":
             self.page(query)
-        elif kind == "truncated":
-            self.truncated(photo, query)
         else:
-            self.photo(photo, query)
+            data = corpus_photo_jpeg(int(n))
+            data = data[: len(data) // 2] if kind == "truncated" else data
+            self._send(data, length=len(data))
 
 
-def corpus_image_kind(n: int) -> tuple[str, str]:
+def corpus_image_kind(n: int) -> str:
     """What `/img/<n>.jpg` serves: 1 in 10 is dead (404), 1 in 50 a web page, 1 in 50 truncated,
-    the rest one of the photos; fixed by n, so a rebuild meets the same web."""
-    photo = PHOTOS[n % len(PHOTOS)]
+    the rest a photo; fixed by n, so a rebuild meets the same web."""
     if n % 10 == 3:
-        return "missing", photo
+        return "missing"
     if n % 50 == 11:
-        return "page", photo
+        return "page"
     if n % 50 == 27:
-        return "truncated", photo
-    return "photo", photo
+        return "truncated"
+    return "photo"
+
+
+def corpus_photo_jpeg(n: int) -> bytes:
+    """The photo of `/img/<n>.jpg`. For 1 in 8 n, one of two stock photos, the same bytes behind
+    every such URL, as web copies are (for the duplicates audit to find); for the others, a
+    square crop of one of the photos placed by n, so other URLs give other images."""
+    if n % STOCK_EVERY == 3:
+        return photo_jpeg(PHOTOS[n // STOCK_EVERY % 2])
+    pixels = _pixels(PHOTOS[n % len(PHOTOS)])
+    height, width = pixels.shape[:2]
+    side = min(height, width) * 3 // 4
+    top, left = n * 7_919 % (height - side + 1), n * 104_729 % (width - side + 1)
+    return _jpeg(pixels[top : top + side, left : left + side])
 
 
 _ROUTES = (
