@@ -94,6 +94,7 @@ def test_after_the_drop_the_card_counts_what_went_and_what_is_short(reports):
     assert dropped == sum(duplicates["drop"]["dropped"].values()) > 0
     assert f"Audits dropped {dropped:,} images" in card and f"Audits dropped {dropped:,} images" in html
     assert f"`--drop` ran {duplicates['drop']['passes']} pass" in card
+    assert "imagenot audit duplicates --run NEW_RUN --drop" in card[card.index("## How to rebuild") :]
     assert duplicates["images"] == download["images"] == pq.read_table(run_dir / "download/dataset").num_rows
     if duplicates["drop"]["still_flagged"] == 0:
         assert duplicates["pairs"] == {"within_class": 0, "cross_class": 0, "train_test": 0, "reference": 0}

@@ -321,7 +321,20 @@ def _rebuild(facts: RunFacts) -> list[str]:
         "The sample stage's files of this run, to compare a rebuild with:",
         "",
         *table(("file in sample/", "bytes", "sha256"), outputs, "lrl"),
+        *_rebuild_drops(facts),
     ]
+
+
+def _rebuild_drops(facts: RunFacts) -> list[str]:
+    """The audit commands that took images out of this run, for a rebuild to repeat."""
+    dropped = facts.download["dropped_by_audits"] if facts.download else {}
+    audits = sorted({"agreement" if reason.startswith("image_") else "duplicates" for reason in dropped})
+    if not audits:
+        return []
+    commands = ["imagenot audit embed --run NEW_RUN", *(f"imagenot audit {audit} --run NEW_RUN --drop" for audit in audits)]
+    return ["Audits then took images out of this run's dataset (see Download; `download/dropped.parquet` has each "
+            "image with its reason and pass). A rebuild repeats that with these commands, run in the order of those passes:",
+            "", "```", *commands, "```", ""]  # fmt: skip
 
 
 def _config(facts: RunFacts) -> list[str]:
