@@ -8,16 +8,25 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline.score.similarity import validate_template
 
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _known_template_fields(template: str) -> str:
+    validate_template(template)
+    return template
+
+
+# A synset query template, checked when the config loads rather than when its stage first uses it.
+QueryTemplate = Annotated[str, AfterValidator(_known_template_fields)]
 
 
 class Columns(Section):
@@ -98,6 +107,11 @@ class Selection(Section):
     max_punsafe: float | None = Field(None, ge=0, le=1, description="highest LAION punsafe kept; null: off")
     keep_unrated: bool = Field(False, description="keep rows with no NSFW tag or punsafe value")
 
+    def row_nsfw_columns(self) -> dict[str, str]:
+        """The enabled row NSFW checks (setting -> the corpus column, by canonical name, it reads)."""
+        needs = {"allowed_nsfw_tags": "nsfw", "max_punsafe": "punsafe"}
+        return {setting: column for setting, column in needs.items() if getattr(self, setting) is not None}
+
 
 class Scoring(Section):
     """Step 7's similarity: captions against a query text per synset, with a text encoder."""
@@ -107,17 +121,11 @@ class Scoring(Section):
     pooling: Literal["mean", "cls"] = Field("mean", description="transformers encoder only")
     max_length: int = Field(128, ge=8, le=4096, description="tokens per caption, transformers encoder only")
     batch_size: int = Field(128, ge=1, le=8192, description="texts per model call")
-    query_template: str = Field("{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss}")
+    query_template: QueryTemplate = Field("{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss}")
     cache_dir: str | None = Field(None, description="embedding cache; null: <IMAGENOT_CACHE>/embeddings")
     first_pass_captions: int = Field(
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the classes"
     )
-
-    @field_validator("query_template")
-    @classmethod
-    def _known_fields(cls, template: str) -> str:
-        validate_template(template)
-        return template
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks the first-pass captions (by a keyed hash of row ids)")
 
 
@@ -247,7 +255,7 @@ class ImageAudit(Section):
     clip_weights: str | None = Field(None, description="CLIP checkpoint file; null: RANDOM weights, for tests and demos only")
     seed: int = Field(0, description="seeds the random weights when clip_weights is null")
     batch_size: int = Field(64, ge=1, le=4096, description="images per model call")
-    class_query_template: str = Field("a photo of a {lemma}.", description="fields: {name} {lemma} {lemmas} {gloss}")
+    class_query_template: QueryTemplate = Field("a photo of a {lemma}.", description="fields: {name} {lemma} {lemmas} {gloss}")
     near_duplicate_threshold: float = Field(0.95, gt=0, le=1, description="lowest image-image cosine of a near duplicate")
     neighbours: int = Field(10, ge=1, le=1000, description="nearest neighbours searched per image")
     exact_search_max: int = Field(20_000, ge=1, description="above this many vectors, search an IVF index instead of exhaustively")
@@ -300,6 +308,16 @@ class Config(Section):
                 f"ranking.thresholds has no entry for scoring.model {self.scoring.model!r} "
                 f"(it has {sorted(self.ranking.thresholds)}); a threshold only means something for one encoder"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _row_nsfw_columns_are_read(self) -> Config:
+        for setting, column in self.selection.row_nsfw_columns().items():
+            if getattr(self.corpus.columns, column) is None:
+                raise ValueError(
+                    f"selection.{setting} needs the corpus's {column} column, but corpus.columns.{column} is null; "
+                    f"map corpus.columns.{column} to the corpus column that holds it, or set selection.{setting}: null"
+                )
         return self
 
     @property

@@ -55,10 +55,7 @@ def _unsafe_filter(batch, selection: Selection):
 
 
 def _row_filter_columns(selection: Selection) -> list[str]:
-    needed = ["wnids"]
-    needed += ["nsfw"] if selection.allowed_nsfw_tags is not None else []
-    needed += ["punsafe"] if selection.max_punsafe is not None else []
-    return needed
+    return ["wnids", *selection.row_nsfw_columns().values()]
 
 
 def usable_counts(shard: str, selection: Selection) -> dict:
