@@ -106,7 +106,12 @@ class CaptionScorer:
 def encoder_threads(runner: Runner, cores: int) -> int:
     """torch threads for each worker's encoder, given the `cores` a worker sees. Local workers are
     processes on one machine, so each takes an equal share of its cores (at least one) rather
-    than all of them each; a Dataflow worker's cores are its own."""
+    than all of them each; a Dataflow worker's cores are its own.
+
+    The thread count can move the last bit of a few embeddings (with MiniLM, one of the demo's
+    656 queries differs between 1 and 2 threads), so a build's bytes also depend on the cores
+    and `runner.workers`, and an embedding cache keeps the bits of the thread count that filled
+    it."""
     if runner.kind == "dataflow":
         return cores
     return max(1, cores // runner.workers)
