@@ -281,6 +281,13 @@ class ImageAudit(Section):
 class Runner(Section):
     kind: Literal["local", "dataflow"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
+    torch_threads: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="torch threads per worker process (text and CLIP encoders). With 1, an embedding has the same "
+        "bits whatever shares its batch and on any machine; more threads can move its last bit. Workers give parallelism",
+    )
     dataflow: Dataflow | None = None
 
     @model_validator(mode="after")

@@ -150,8 +150,12 @@ def _center_crop(image: Image.Image, width: int, height: int) -> Image.Image:
 class ClipModel:
     """An open_clip model in eval mode with its tokenizer and preprocessing config."""
 
-    def __init__(self, model_name: str, weights: str | None, model_config: str | None = None, seed: int = 0):
+    def __init__(
+        self, model_name: str, weights: str | None, model_config: str | None = None, seed: int = 0, threads: int = 1
+    ):
+        """`threads`: torch threads for this process (one keeps the bits independent of the machine)."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        torch.set_num_threads(threads)
         oc = open_clip()
         if model_config is not None:
             path = Path(model_config)

@@ -140,18 +140,18 @@ def embed_tar(tar_path: str, rows: pa.Table, model: ClipModel, batch_size: int) 
     return table, {"images_embedded": len(kept), "dropped": dict(sorted(Counter(problems.values()).items()))}
 
 
-def new_model(settings: ImageAudit) -> ClipModel:
-    return ClipModel(settings.clip_model, settings.clip_weights, settings.clip_model_config, settings.seed)
+def new_model(settings: ImageAudit, runner: Runner) -> ClipModel:
+    return ClipModel(settings.clip_model, settings.clip_weights, settings.clip_model_config, settings.seed, runner.torch_threads)
 
 
 class _EmbedTars(beam.DoFn):
     """Embeds whole tar shards; one CLIP model per worker process."""
 
-    def __init__(self, settings: ImageAudit, run_dir: str, stage_dir: str):
-        self._settings, self._run_dir, self._stage_dir = settings, run_dir, stage_dir
+    def __init__(self, settings: ImageAudit, runner: Runner, run_dir: str, stage_dir: str):
+        self._settings, self._runner, self._run_dir, self._stage_dir = settings, runner, run_dir, stage_dir
 
     def setup(self):
-        self._model = new_model(self._settings)
+        self._model = new_model(self._settings, self._runner)
 
     def process(self, element: tuple[str, pa.Table]):
         tar, rows = element
@@ -204,13 +204,13 @@ def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
     """The embeddings stage over `run_dir`; returns the summed tally."""
     upstream = stage_fingerprint(run_dir, DOWNLOAD_STAGE)
     stage_dir = open_stage(run_dir, STAGE, settings.model_dump(include=_EMBEDDING_SETTINGS), upstream)
-    queries = class_queries(run_dir, settings.class_query_template, new_model(settings))
+    queries = class_queries(run_dir, settings.class_query_template, new_model(settings, runner))
     with atomic_output(FileSystems.join(stage_dir, QUERIES_FILE)) as stream:
         pq.write_table(queries, stream)
     tars = rows_by_tar(dataset_table(run_dir))
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, len(tars), STAGE, "images_embedded"), make_pipeline(runner) as pipeline:
-        process_shards(pipeline, tars, _EmbedTars(settings, run_dir, stage_dir), total_path)
+        process_shards(pipeline, tars, _EmbedTars(settings, runner, run_dir, stage_dir), total_path)
     figures = embedding_figures(_dataset_embeddings(run_dir, ["row_id", "problem"]))
     if settings.random_weights:
         figures["warning"] = RANDOM_WEIGHTS_WARNING

@@ -51,16 +51,14 @@ def resolve_model(model: str) -> tuple[str, str]:
     return model, model  # a hub id, loadable only if already in the local hub cache
 
 
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0))
-
-
-def _set_torch_threads(threads: int | None) -> None:
-    """torch's intra-op threads for this process (a process-wide setting); None: usable_cores()."""
+def _set_torch_threads(threads: int) -> None:
+    """torch's intra-op threads for this process (a process-wide setting). One thread keeps an
+    embedding's bits independent of its batch-mates and of the machine: with several, torch
+    splits some matrix products by thread, and short sequences (3 tokens with MiniLM) then round
+    differently alone than in a batch, and differently with 1 and 2 threads."""
     import torch
 
-    torch.set_num_threads(usable_cores() if threads is None else threads)
+    torch.set_num_threads(threads)
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -69,13 +67,17 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, np.float32(1e-12))
 
 
+MIN_TOKEN_ROWS = 16  # token rows (sequences x length) of the smallest forward pass
+
+
 class _TokenBatchingEncoder:
     """Shared inference loop: tokenise once, run each distinct token sequence through the model
     once, in batches of sequences of the same length, under torch.inference_mode.
 
-    Same-length batches need no padding, and without padding a sequence's embedding does not
-    depend on which other sequences share its batch (with padding it moves in the last float
-    bits): a caption gets the same vector bit for bit in any run, worker or cache state.
+    Same-length batches need no padding, and without padding (and on one torch thread, see
+    `_set_torch_threads`) a sequence's embedding does not depend on which other sequences share
+    its batch (with padding it moves in the last float bits): a caption gets the same vector bit
+    for bit in any run, worker or cache state.
 
     Captions that differ only in ways the tokenizer erases (case for uncased models,
     whitespace) give identical model inputs, hence are embedded once.
@@ -106,10 +108,13 @@ class _TokenBatchingEncoder:
                 same_length = np.flatnonzero(lengths == length)
                 for start in range(0, len(same_length), self.batch_size):
                     batch_rows = same_length[start : start + self.batch_size]
+                    # A forward pass of few token rows takes another matrix kernel, which rounds
+                    # differently: repeat the batch until it has MIN_TOKEN_ROWS.
+                    copies = -(-MIN_TOKEN_ROWS // (len(batch_rows) * int(length)))
                     batch = {
-                        key: torch.tensor([tokens[key][firsts[i]] for i in batch_rows]) for key in tokens.keys()
+                        key: torch.tensor([tokens[key][firsts[i]] for i in batch_rows] * copies) for key in tokens.keys()
                     }
-                    unique[batch_rows] = self._forward(batch).float().numpy()
+                    unique[batch_rows] = self._forward(batch)[: len(batch_rows)].float().numpy()
         return _normalise(unique)[inverse]
 
     def _forward(self, batch: dict):
@@ -120,7 +125,7 @@ class _TokenBatchingEncoder:
 class SentenceTransformerEncoder(_TokenBatchingEncoder):
     """A sentence-transformers model, run through its own modules (pooling, dense, normalise)."""
 
-    def __init__(self, model_name_or_path: str = DEFAULT_MODEL, batch_size: int = 64, threads: int | None = None):
+    def __init__(self, model_name_or_path: str = DEFAULT_MODEL, batch_size: int = 64, threads: int = 1):
         from sentence_transformers import SentenceTransformer
 
         path, self.model_id = resolve_model(model_name_or_path)
@@ -155,7 +160,7 @@ class TransformersEncoder(_TokenBatchingEncoder):
         pooling: Pooling = "mean",
         max_length: int = 256,
         batch_size: int = 64,
-        threads: int | None = None,
+        threads: int = 1,
     ):
         from transformers import AutoModel, AutoTokenizer
 
@@ -191,8 +196,8 @@ def load_encoder(
 ) -> TextEncoder:
     """The encoder `kind` for `model` (a local path, a cached hub id or DEFAULT_MODEL).
 
-    `options` go to the implementation: `batch_size` and `threads` (torch threads; None: every
-    core) for both, `pooling` and `max_length` for "transformers".
+    `options` go to the implementation: `batch_size` and `threads` (torch threads, default 1)
+    for both, `pooling` and `max_length` for "transformers".
     """
     if kind == "sentence-transformers":
         return SentenceTransformerEncoder(model, **options)

@@ -31,7 +31,7 @@ from pipeline.config import Config, Runner, Scoring
 from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline, scoring_hints
 from pipeline.score.cache import CachedEncoder
-from pipeline.score.encoders import load_encoder, usable_cores
+from pipeline.score.encoders import load_encoder
 from pipeline.score.ranking import SCORE_COLUMN, sample_keys
 from pipeline.score.similarity import QueryEmbeddings, score_batch
 from pipeline.select import stage as select_stage
@@ -91,8 +91,7 @@ class CaptionScorer:
     """Embeds captions (through the cache) and scores each against its synset's query."""
 
     def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
-        threads = encoder_threads(runner, usable_cores())
-        encoder = load_encoder(scoring.encoder, scoring.model, threads=threads, **_encoder_options(scoring))
+        encoder = load_encoder(scoring.encoder, scoring.model, threads=runner.torch_threads, **_encoder_options(scoring))
         self.encoder = CachedEncoder(encoder, scoring.cache_dir or str(cache_dir() / "embeddings"))
         self.queries = QueryEmbeddings.build(load_index(), wnids, scoring.query_template, self.encoder)
 
@@ -101,20 +100,6 @@ class CaptionScorer:
         vectors = self.encoder.encode(batch.column("caption").to_pylist())
         scores = score_batch(vectors, batch.column("wnid").to_pylist(), self.queries)
         return batch.append_column(SCORE_COLUMN, pa.array(scores, pa.float32()))
-
-
-def encoder_threads(runner: Runner, cores: int) -> int:
-    """torch threads for each worker's encoder, given the `cores` a worker sees. Local workers are
-    processes on one machine, so each takes an equal share of its cores (at least one) rather
-    than all of them each; a Dataflow worker's cores are its own.
-
-    The thread count can move the last bit of a few embeddings (with MiniLM, one of the demo's
-    656 queries differs between 1 and 2 threads), so a build's bytes also depend on the cores
-    and `runner.workers`, and an embedding cache keeps the bits of the thread count that filled
-    it."""
-    if runner.kind == "dataflow":
-        return cores
-    return max(1, cores // runner.workers)
 
 
 def _encoder_options(scoring: Scoring) -> dict:
