@@ -17,33 +17,36 @@ from collections.abc import Iterator
 from apache_beam.io.filesystems import FileSystems
 from tqdm import tqdm
 
-from pipeline.shards import TALLIES_DIR, read_json
+from pipeline.shards import TALLIES_DIR, read_json, tally_name
 
 log = logging.getLogger(__name__)
 
 
 class _Tallies:
-    """The finished shards' tallies, each read once."""
+    """The tallies of the finished shards among `shards`, each read once (the folder may also
+    hold tallies of shards this run does not process)."""
 
-    def __init__(self, stage_dir: str, rows_key: str):
+    def __init__(self, stage_dir: str, shards: list[str], rows_key: str):
         self._pattern = FileSystems.join(stage_dir, TALLIES_DIR, "*.json")
+        self._wanted = {tally_name(shard) for shard in shards}
         self._rows_key = rows_key
         self._rows: dict[str, int] = {}
 
     def refresh(self) -> tuple[int, int]:
         """(shards done, rows in them)."""
         for meta in FileSystems.match([self._pattern])[0].metadata_list:
-            if meta.path not in self._rows:
+            if meta.path not in self._rows and FileSystems.split(meta.path)[1] in self._wanted:
                 self._rows[meta.path] = read_json(meta.path).get(self._rows_key, 0)
         return len(self._rows), sum(self._rows.values())
 
 
 @contextlib.contextmanager
 def watch_shards(
-    stage_dir: str, total: int, label: str, rows_key: str, interval: float = 10.0
+    stage_dir: str, shards: list[str], label: str, rows_key: str, interval: float = 10.0
 ) -> Iterator[None]:
-    """Report the shards finished under `stage_dir` (of `total`) while the block runs."""
-    tallies = _Tallies(stage_dir, rows_key)
+    """Report which of `shards` (paths or names) are finished under `stage_dir` while the block runs."""
+    total = len(shards)
+    tallies = _Tallies(stage_dir, shards, rows_key)
     first_shards, first_rows = tallies.refresh()  # finished by an earlier, interrupted run
     on_terminal = sys.stderr.isatty()
     bar = tqdm(total=total, initial=first_shards, desc=label, unit="shard", disable=not on_terminal)

@@ -30,11 +30,15 @@ class ShardFiles(NamedTuple):
 
 
 def shard_files(stage_dir: str, data_folder: str, shard: str) -> ShardFiles:
-    stem = PurePosixPath(shard).stem
     return ShardFiles(
-        FileSystems.join(stage_dir, data_folder, f"{stem}.parquet"),
-        FileSystems.join(stage_dir, TALLIES_DIR, f"{stem}.json"),
+        FileSystems.join(stage_dir, data_folder, f"{PurePosixPath(shard).stem}.parquet"),
+        FileSystems.join(stage_dir, TALLIES_DIR, tally_name(shard)),
     )
+
+
+def tally_name(shard: str) -> str:
+    """The file name of a shard's tally, in the stage's tallies folder."""
+    return f"{PurePosixPath(shard).stem}.json"
 
 
 def read_json(path: str):

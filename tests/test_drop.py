@@ -1,5 +1,6 @@
 """`--drop` end to end: real photos fetched by img2dataset from a loopback server, embedded with a
-tiny random-weight CLIP, duplicates and disagreeing images dropped and replaced from the reserve.
+tiny CLIP loaded from a weights file (random values, on the path real weights take), duplicates
+and disagreeing images dropped and replaced from the reserve.
 
 Each `?id=` makes a distinct URL; the same photo behind two URLs downloads to the same bytes.
     class 0: dataset a0 astronaut, a1 coffee, a2 coffee (a copy of a1); reserve a3 astronaut
@@ -17,12 +18,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 import yaml
 from click.testing import CliRunner
 from image_server import LoopbackImageServer, write_sample_stage
 from test_image_embeddings import TINY_VIT
 
 from pipeline.audit import embeddings
+from pipeline.audit.clip_model import ClipModel
 from pipeline.audit.agreement import agreement_command
 from pipeline.audit.duplicates import duplicates_command, rows_to_drop
 from pipeline.audit.embeddings import embedding_table
@@ -39,14 +42,21 @@ CLASS_PHOTOS = (
 )
 
 
-def _config(model_dir, **image_audit) -> Config:
+def _config(model_dir) -> Config:
+    """Settings for the tiny CLIP, with its weights saved to a file as real weights would be."""
     (model_dir / "tiny-vit.json").write_text(json.dumps(TINY_VIT))
+    model = ClipModel("tiny-vit", None, str(model_dir / "tiny-vit.json"))
+    torch.save(model.model.state_dict(), model_dir / "tiny-vit.pt")
     return Config.model_validate({
         "sampling": {"images_per_class": 3, "test_per_class": 1},
         "download": {"enabled": True, "timeout_s": 5, "shard_rows": 4, "image_size": 64},
         "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(model_dir / "tiny-vit.json"), "batch_size": 4,
-                        "near_duplicate_threshold": 0.9999, **image_audit},
+                        "clip_weights": str(model_dir / "tiny-vit.pt"), "near_duplicate_threshold": 0.9999},
     })  # fmt: skip
+
+
+def _with_audit(config: Config, **settings) -> Config:
+    return config.model_copy(update={"image_audit": config.image_audit.model_copy(update=settings)})
 
 
 def _write_config(run_dir, config: Config) -> str:
@@ -88,8 +98,7 @@ def dropped_duplicates(served, tmp_path_factory):
     table = embedding_table(str(run_dir), ["row_id", "image_embedding"])
     moon = table.column("row_id").to_pylist().index(row_of["c0"])
     np.save(run_dir / "reference.npy", np.stack([table.column("image_embedding")[moon].values.to_numpy(), -np.ones(32)]))
-    config = config.model_copy(update={"image_audit": config.image_audit.model_copy(
-        update={"reference_embeddings": str(run_dir / "reference.npy")})})  # fmt: skip
+    config = _with_audit(config, reference_embeddings=str(run_dir / "reference.npy"))
     config_path = _write_config(run_dir, config)
     _invoke(agreement_command, run_dir, "--config", config_path)
     round0 = run_dir / "audit/embeddings/shards/download-rounds-0-00000.parquet"
@@ -156,8 +165,7 @@ def test_agreement_drop_takes_out_images_below_the_threshold(served, tmp_path):
     rows = pq.read_table(run_dir / "audit/agreement/rows.parquet")
     similarity = dict(zip(rows.column("row_id").to_pylist(), rows.column("image_class_similarity").to_pylist()))
     lowest, second = sorted(set(similarity.values()))[:2]  # copies of one image tie
-    config = config.model_copy(update={"image_audit": config.image_audit.model_copy(
-        update={"min_image_class_similarity": (lowest + second) / 2, "drop_passes": 1})})  # fmt: skip
+    config = _with_audit(config, min_image_class_similarity=(lowest + second) / 2, drop_passes=1)
     figures = _invoke(agreement_command, run_dir, "--config", _write_config(run_dir, config), "--drop")
     drops = read_drops(str(run_dir / "download")).to_pylist()
     failing = sorted(row_id for row_id, value in similarity.items() if value == lowest)
@@ -165,12 +173,26 @@ def test_agreement_drop_takes_out_images_below_the_threshold(served, tmp_path):
     assert figures["drop"]["passes"] == 1 and not set(failing) & set(_dataset_rows(run_dir))
 
 
-def test_agreement_drop_needs_a_threshold(served, tmp_path):
+def test_agreement_drop_needs_a_threshold_and_real_weights(served, tmp_path):
     source, config, _, _ = served
     run_dir = tmp_path / "run"
     shutil.copytree(source, run_dir)
-    result = CliRunner().invoke(agreement_command, ["--run", str(run_dir), "--config", _write_config(run_dir, config), "--drop"])
-    assert result.exit_code != 0 and "min_image_class_similarity" in result.output
+    for settings, expected in (({}, "min_image_class_similarity"), ({"min_image_class_similarity": 0.1, "clip_weights": None}, "clip_weights")):
+        config_path = _write_config(run_dir, _with_audit(config, **settings))
+        result = CliRunner().invoke(agreement_command, ["--run", str(run_dir), "--config", config_path, "--drop"])
+        assert result.exit_code != 0 and expected in result.output
+
+
+def test_with_random_weights_only_byte_identical_copies_are_dropped(served, tmp_path):
+    source, config, _, row_of = served
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    config = _with_audit(config, clip_weights=None, near_duplicate_threshold=0.5)  # a random model finds "duplicates" everywhere
+    embeddings.run_embed(config, str(run_dir))
+    figures = _invoke(duplicates_command, run_dir, "--config", _write_config(run_dir, config), "--drop")
+    assert figures["pairs"]["within_class"] + figures["pairs"]["cross_class"] + figures["pairs"]["train_test"] > 0
+    drops = read_drops(str(run_dir / "download")).column("row_id").to_pylist()
+    assert sorted(drops) == sorted(row_of[i] for i in ("a2", "b1", "a3"))
 
 
 def test_rows_to_drop_keeps_the_first_of_each_linked_group():

@@ -17,3 +17,12 @@ def test_sum_of_partial_sums_is_the_sum():
     parts = [{"rows": n, "by": {str(n % 3): n}} for n in range(10)]
     assert sum_tallies([sum_tallies(parts[:4]), sum_tallies(parts[4:])]) == sum_tallies(parts)
     assert sum_tallies([]) == {}
+
+
+def test_progress_counts_only_the_shards_this_run_processes(tmp_path):
+    from pipeline.progress import _Tallies
+
+    (tmp_path / "tallies").mkdir()
+    for name, rows in (("a", 3), ("b", 4), ("stale", 100)):  # "stale": a shard the dataset no longer has
+        (tmp_path / "tallies" / f"{name}.json").write_text(f'{{"rows": {rows}}}')
+    assert _Tallies(str(tmp_path), ["in/a.parquet", "b", "c"], "rows").refresh() == (2, 7)

@@ -204,6 +204,8 @@ def run_agreement(config: Config, run_dir: str, drop: bool = False) -> None:
             "--drop takes out the images that fail a threshold: set image_audit.min_image_class_similarity "
             "or min_image_caption_similarity"
         )
+    elif settings.random_weights:
+        raise click.ClickException("--drop with random CLIP weights would drop on meaningless similarities: set image_audit.clip_weights")
     else:
         drop_and_backfill(config, run_dir, STAGE, run_agreement, choose_drops)
 

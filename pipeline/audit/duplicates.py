@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import logging
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ from pipeline.config import Config
 from pipeline.stage_command import stage_command
 from pipeline.shards import read_table
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+
+log = logging.getLogger(__name__)
 
 STAGE = "audit/duplicates"
 KINDS = ("within_class", "cross_class", "train_test", "reference")
@@ -296,8 +299,12 @@ def rows_to_drop(pairs: pa.Table, images: pa.Table, kinds: list[str]) -> pa.Tabl
 
 
 def choose_drops(run_dir: str, settings: ImageAudit) -> pa.Table:
-    """The rows `--drop` takes out, from the finished audit's pairs."""
+    """The rows `--drop` takes out, from the finished audit's pairs; with random CLIP weights,
+    only byte-identical copies (the similarities of a random model mean nothing)."""
     pairs = read_table(FileSystems.join(run_dir, STAGE, "pairs.parquet"))
+    if settings.random_weights:
+        log.warning("random CLIP weights: --drop takes out byte-identical copies only")
+        pairs = pairs.filter(pc.fill_null(pairs.column("exact"), False))
     return rows_to_drop(pairs, embeddings.embedding_table(run_dir, ["row_id", "class_index", "split"]), settings.drop_kinds)
 
 

@@ -209,7 +209,7 @@ def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
         pq.write_table(queries, stream)
     tars = rows_by_tar(dataset_table(run_dir))
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with watch_shards(stage_dir, len(tars), STAGE, "images_embedded"), make_pipeline(runner) as pipeline:
+    with watch_shards(stage_dir, [output_name(tar) for tar, _ in tars], STAGE, "images_embedded"), make_pipeline(runner) as pipeline:
         process_shards(pipeline, tars, _EmbedTars(settings, runner, run_dir, stage_dir), total_path)
     figures = embedding_figures(_dataset_embeddings(run_dir, ["row_id", "problem"]))
     if settings.random_weights:

@@ -107,7 +107,7 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
 
     shards = stage_shards(FileSystems.join(run_dir, select_stage.STAGE), select_stage.SELECTED_DIR)
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with watch_shards(stage_dir, len(shards), STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, shards, STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
         process_shards(pipeline, shards, _ScoreClasses(config, sorted(ranking.classes), stage_dir), total_path, scoring_hints(config.runner))
     tally = read_json(total_path)
     finish_stage(stage_dir, {"classes": len(ranking.classes), "synsets_dropped": ranking.reasons(), **tally})

@@ -195,7 +195,7 @@ def run_score(config: Config, run_dir: str) -> dict:
     cutoffs = read_json(cutoffs_path)
 
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with watch_shards(stage_dir, len(shards), STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, shards, STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
         process_shards(pipeline, shards, _ScoreFirstPass(scoring, config.runner, cutoffs, stage_dir), total_path, scoring_hints(config.runner))
     tally = read_json(total_path)
     finish_stage(stage_dir, {**tally, "synsets": len(cutoffs)})

@@ -149,7 +149,7 @@ def run_select(config: Config, run_dir: str) -> Funnel:
     log.info("select: %d synsets found, %d candidates", len(selection.found), len(selection.candidates))
 
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with watch_shards(stage_dir, len(shards), STAGE, "rows_in"), make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, shards, STAGE, "rows_in"), make_pipeline(config.runner) as pipeline:
         select_fn = _SelectShards(selection_config, CandidateLookup(selection), stage_dir)
         process_shards(pipeline, shards, select_fn, total_path)
     total = read_json(total_path)

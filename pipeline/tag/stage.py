@@ -142,7 +142,7 @@ def run_tag(config: Config, run_dir: str) -> dict:
     write_json(FileSystems.join(stage_dir, SHARDS_FILE), [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))])
     log.info("tag: %d shards", len(shards))
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with watch_shards(stage_dir, len(shards), STAGE, "rows_read"), make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, shards, STAGE, "rows_read"), make_pipeline(config.runner) as pipeline:
         process_shards(pipeline, shards, _TagShards(config, stage_dir), total_path)
     tally = read_json(total_path)
     write_text(FileSystems.join(stage_dir, COUNTS_FILE), counts_table(tally["synset_captions"], load_index()))
