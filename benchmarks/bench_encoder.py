@@ -12,9 +12,11 @@ tailed, plus chance collisions of short alt texts); the duplicate rate is measur
   and the cold cache written to disk (its cost included).
 
 The embeddings must agree (cosine >= 0.999 for every caption). Runs alternate, best of
-`--repeats` counts, so load from other processes hurts both alike. The last line is JSON.
+`--repeats` counts, so load from other processes hurts both alike. Both run on `--threads` torch
+threads (a process-wide setting; the pipeline's default, `runner.torch_threads`, is 1). The last
+line is JSON.
 
-    python benchmarks/bench_encoder.py [--captions 20000] [--repeats 1]
+    python benchmarks/bench_encoder.py [--captions 20000] [--repeats 1] [--threads 1]
 """
 
 from __future__ import annotations
@@ -59,10 +61,11 @@ def timed(run) -> tuple[float, np.ndarray]:
 @click.option("--captions", "n", default=20_000, show_default=True, help="captions to embed")
 @click.option("--repeats", default=1, show_default=True, help="alternating runs; best time counts")
 @click.option("--seed", default=0, show_default=True, help="seed of the synthetic corpus")
-def main(n: int, repeats: int, seed: int) -> None:
+@click.option("--threads", default=1, show_default=True, help="torch threads, for both paths")
+def main(n: int, repeats: int, seed: int, threads: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         captions = laion_like_captions(n, seed, Path(tmp) / "corpus")
-        encoder = SentenceTransformerEncoder(DEFAULT_MODEL)
+        encoder = SentenceTransformerEncoder(DEFAULT_MODEL, threads=threads)
         distinct_texts = len(set(captions))
         distinct_inputs = len({tuple(ids) for ids in encoder.tokenizer(captions)["input_ids"]})
         encoder.model.encode(captions[:64])  # warm-up, outside both timings
@@ -76,6 +79,7 @@ def main(n: int, repeats: int, seed: int) -> None:
     baseline = baseline / np.linalg.norm(baseline, axis=1, keepdims=True)
     result = {
         "captions": n,
+        "threads": threads,
         "distinct_texts": distinct_texts,
         "duplicate_rate": round(1 - distinct_texts / n, 4),
         "distinct_token_sequences": distinct_inputs,

@@ -25,7 +25,11 @@ def atomic_output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
     path = os.fspath(path)
     folder, name = FileSystems.split(path)
     if not FileSystems.exists(folder):
-        FileSystems.mkdirs(folder)
+        try:
+            FileSystems.mkdirs(folder)
+        except OSError:
+            if not FileSystems.exists(folder):  # else another worker made it just now
+                raise
     staging = FileSystems.join(folder, f".{name}.{uuid.uuid4().hex}.partial")
     stream = FileSystems.create(staging, compression_type=CompressionTypes.UNCOMPRESSED)
     try:

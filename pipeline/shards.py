@@ -7,6 +7,7 @@ The Beam graph only spreads shards over workers and sums their tallies.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -62,6 +63,15 @@ def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
     """A parquet file the pipeline wrote, in full (an empty one keeps its schema)."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         return pq.read_table(f, columns=columns)
+
+
+def sha256_file(path: str) -> str:
+    """The sha256 of a file, streamed (local or gs://)."""
+    digest = hashlib.sha256()
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def read_schema(path: str) -> pa.Schema:

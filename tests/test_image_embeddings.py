@@ -7,6 +7,7 @@ import hashlib
 import importlib.util
 import io
 import json
+import shutil
 import sys
 import tarfile
 from pathlib import Path
@@ -222,3 +223,19 @@ def test_open_clip_loads_without_torchvision_and_leaves_no_placeholder():
     import transformers
 
     assert not transformers.utils.is_torchvision_available()
+
+
+def test_a_tar_refetched_with_other_bytes_is_embedded_again(embedded, tmp_path):
+    run_dir, settings, _ = embedded
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    tar_path = copy / ROUND_DIR.format(0) / "00000.tar"
+    with tarfile.open(tar_path) as tar:
+        members = [(m.name, tar.extractfile(m).read()) for m in tar.getmembers()]
+    with tarfile.open(tar_path, "w") as tar:  # the same name, row 3's rocket now the moon
+        for name, data in members:
+            _add(tar, name, PHOTOS["moon"] if name == "000000003.jpg" else data)
+    embed_images(str(copy), settings, Runner(workers=1))
+    table = embedding_table(str(copy))
+    vectors = dict(zip(table.column("row_id").to_pylist(), column_vectors(table.column("image_embedding"))))
+    assert np.array_equal(vectors["part-00000:3"], vectors["part-00000:8"])

@@ -13,8 +13,9 @@ zeros), so no row is lost.
 
 The shards hold no class or split: those are the dataset's, joined on read (`embedding_table`).
 When audits drop images and the download stage backfills them (its revision changes, see
-`pipeline.stage_dir`), this folder is kept: a tar's shard is reused while it covers every current
-row of the tar, so only the new rounds' tars are embedded.
+`pipeline.stage_dir`), this folder is kept: a tar's shard is reused while the tar has the same
+bytes (its sha256 is in the shard's metadata) and the shard covers every current row of the tar,
+so only the new rounds' tars are embedded.
 """
 
 from __future__ import annotations
@@ -40,7 +41,16 @@ from pipeline.config import Config, ImageAudit, Runner
 from pipeline.progress import watch_shards
 from pipeline.runner import make_pipeline
 from pipeline.score.similarity import query_text, validate_template
-from pipeline.shards import finished_tally, process_shards, read_batches, read_json, read_table, shard_files, stage_shards
+from pipeline.shards import (
+    finished_tally,
+    process_shards,
+    read_batches,
+    read_json,
+    read_table,
+    sha256_file,
+    shard_files,
+    stage_shards,
+)
 from pipeline.stage_command import stage_command
 from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from wordnet.index import load_index
@@ -52,6 +62,7 @@ STAGE = "audit/embeddings"
 SHARDS_DIR = "shards"
 QUERIES_FILE = "class_queries.parquet"
 TALLY_FILE = "embeddings_tally.json"
+TAR_DIGEST_KEY = "tar_sha256"  # shard metadata: the sha256 of the tar it embeds
 RANDOM_WEIGHTS_WARNING = "RANDOM CLIP WEIGHTS (image_audit.clip_weights is null): every similarity and duplicate here is meaningless"
 DATASET_COLUMNS = ["row_id", "caption", "class_index", "split", "tar", "key"]
 IMAGE_EXTENSIONS = ("jpg", "png", "webp")
@@ -156,20 +167,27 @@ class _EmbedTars(beam.DoFn):
     def process(self, element: tuple[str, pa.Table]):
         tar, rows = element
         files = shard_files(self._stage_dir, SHARDS_DIR, output_name(tar))
+        tar_path = FileSystems.join(self._run_dir, tar)
+        tar_digest = sha256_file(tar_path)
         done = finished_tally(files)
-        if done is not None and covers(files.data, rows):
+        if done is not None and is_reusable(files.data, rows, tar_digest):
             yield done
             return
-        table, tally = embed_tar(FileSystems.join(self._run_dir, tar), rows, self._model, self._settings.batch_size)
+        table, tally = embed_tar(tar_path, rows, self._model, self._settings.batch_size)
+        table = table.replace_schema_metadata({TAR_DIGEST_KEY: tar_digest})
         with atomic_output(files.data) as stream:
             pq.write_table(table, stream, compression="zstd")
         write_json(files.tally, tally)
         yield tally
 
 
-def covers(shard: str, rows: pa.Table) -> bool:
-    """Whether a finished shard has every one of `rows` (audits only ever take rows out of a tar)."""
-    return set(rows.column("row_id").to_pylist()) <= set(read_table(shard, ["row_id"]).column("row_id").to_pylist())
+def is_reusable(shard: str, rows: pa.Table, tar_digest: str) -> bool:
+    """Whether a finished shard was made from these tar bytes (a refetch can bring others under
+    the same name) and has every one of `rows` (audits only ever take rows out of a tar)."""
+    stored = read_table(shard, ["row_id"])
+    if (stored.schema.metadata or {}).get(TAR_DIGEST_KEY.encode()) != tar_digest.encode():
+        return False
+    return set(rows.column("row_id").to_pylist()) <= set(stored.column("row_id").to_pylist())
 
 
 def output_name(tar: str) -> str:

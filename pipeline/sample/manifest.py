@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import sys
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from packaging.requirements import Requirement
 
 from pipeline.score.encoders import resolve_model
-from pipeline.shards import read_json
+from pipeline.shards import read_json, sha256_file
 from pipeline.stage_dir import FINGERPRINT_FILE
 
 PROJECT = "imagenot"
 STAGES = ("tag", "select", "score", "rank", "sample")
-CHUNK = 1 << 22
-
-
-def sha256_file(path: str) -> str:
-    """The sha256 of a file, streamed (local or gs://)."""
-    digest = hashlib.sha256()
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def file_entry(path: str, name: str | None = None) -> dict:
