@@ -225,11 +225,12 @@ def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
     queries = class_queries(run_dir, settings.class_query_template, new_model(settings, runner))
     with atomic_output(FileSystems.join(stage_dir, QUERIES_FILE)) as stream:
         pq.write_table(queries, stream)
-    tars = rows_by_tar(dataset_table(run_dir))
+    dataset = dataset_table(run_dir)
+    tars = rows_by_tar(dataset)
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, [output_name(tar) for tar, _ in tars], STAGE, "images_embedded"), make_pipeline(runner) as pipeline:
         process_shards(pipeline, tars, _EmbedTars(settings, runner, run_dir, stage_dir), total_path)
-    figures = embedding_figures(_dataset_embeddings(run_dir, ["row_id", "problem"]))
+    figures = embedding_figures(_dataset_embeddings(run_dir, dataset, ["row_id", "problem"]))
     if settings.random_weights:
         figures["warning"] = RANDOM_WEIGHTS_WARNING
     finish_stage(stage_dir, figures)
@@ -240,10 +241,9 @@ def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
 _EMBEDDING_SETTINGS = {"clip_model", "clip_model_config", "clip_weights", "seed", "class_query_template"}
 
 
-def _dataset_embeddings(run_dir: str, columns: list[str]) -> pa.Table:
-    """The shards' rows of the dataset's current images, in dataset order, beside the dataset's
-    `class_index` and `split`; rows an audit dropped since are left out."""
-    dataset = dataset_table(run_dir)
+def _dataset_embeddings(run_dir: str, dataset: pa.Table, columns: list[str]) -> pa.Table:
+    """The shards' rows of the `dataset`'s images (its current rows), in dataset order, beside
+    its `class_index` and `split`; rows an audit dropped since are left out."""
     shards = stage_shards(FileSystems.join(run_dir, STAGE), SHARDS_DIR)
     stored = pa.concat_tables(read_table(s, columns) for s in shards)
     position = pc.index_in(dataset.column("row_id"), stored.column("row_id"))
@@ -265,7 +265,7 @@ def embedding_table(run_dir: str, columns: list[str] | None = None) -> pa.Table:
     """The embedded images of the dataset as it is now, in dataset order: `row_id`,
     `class_index`, `split`, `sha256`, `image_embedding`, `caption_embedding` (or `columns`)."""
     stored = ["row_id", "sha256", "image_embedding", "caption_embedding", "problem"]
-    table = _dataset_embeddings(run_dir, stored)
+    table = _dataset_embeddings(run_dir, dataset_table(run_dir), stored)
     table = table.filter(pc.is_null(table.column("problem")))
     return table.select(columns or ["row_id", "class_index", "split", *stored[1:-1]])
 

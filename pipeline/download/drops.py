@@ -30,9 +30,8 @@ def read_drops(stage_dir: str) -> pa.Table:
     return read_table(path).cast(SCHEMA) if FileSystems.exists(path) else SCHEMA.empty_table()
 
 
-def dropped_reasons(stage_dir: str) -> dict[str, str]:
+def reasons(drops: pa.Table) -> dict[str, str]:
     """row_id -> why it was dropped."""
-    drops = read_drops(stage_dir)
     return dict(zip(drops.column("row_id").to_pylist(), drops.column("reason").to_pylist()))
 
 
@@ -42,8 +41,8 @@ def passes(drops: pa.Table) -> int:
 
 def revision(stage_dir: str) -> str | None:
     """The download stage's revision: a digest of the dropped rows and reasons, None when none."""
-    reasons = dropped_reasons(stage_dir)
-    return digest(sorted(reasons.items())) if reasons else None
+    dropped = reasons(read_drops(stage_dir))
+    return digest(sorted(dropped.items())) if dropped else None
 
 
 def add_drops(stage_dir: str, rows: pa.Table) -> pa.Table:

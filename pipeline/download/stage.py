@@ -223,8 +223,9 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
     """Fetch the sample stage's images into `<run_dir>/download/`; the stage's figures."""
     upstream = stage_fingerprint(run_dir, UPSTREAM)
     stage_dir = open_stage(run_dir, STAGE, settings.output_settings(), upstream, drops.revision)
-    dropped = drops.dropped_reasons(stage_dir)
-    max_rounds = settings.max_rounds * (1 + drops.passes(drops.read_drops(stage_dir)))
+    drop_table = drops.read_drops(stage_dir)
+    dropped = drops.reasons(drop_table)
+    max_rounds = settings.max_rounds * (1 + drops.passes(drop_table))
     table, classes = load_candidates(run_dir)
     attempts, fetched_now = run_rounds(stage_dir, table, classes, dropped, max_rounds, settings, runner)
     outcomes = _outcomes(attempts)

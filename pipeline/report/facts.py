@@ -147,9 +147,13 @@ def _audits(run_dir: str) -> tuple[dict[str, Audit], list[str]]:
     found, stale = {}, []
     for name, (folder, figures_file) in AUDIT_FIGURES.items():
         path = _path(run_dir, folder, figures_file)
-        if figures_file == FIGURES_FILE and is_done(run_dir, folder) and not is_current_audit(run_dir, folder):
-            stale.append(name)
-        elif (figures_file != FIGURES_FILE or is_done(run_dir, folder)) and FileSystems.exists(path):  # a stage counts once done
+        if figures_file == FIGURES_FILE:  # a stage: it counts once done, and only while current
+            if not is_done(run_dir, folder):
+                continue
+            if not is_current_audit(run_dir, folder):
+                stale.append(name)
+                continue
+        if FileSystems.exists(path):
             plot = _optional(_path(run_dir, folder, AUDIT_PLOTS[name])) if name in AUDIT_PLOTS else None
             html = _optional(_path(run_dir, folder, AUDIT_HTML[name])) if name in AUDIT_HTML else None
             found[name] = Audit(read_json(path), plot, html.decode("utf-8") if html else None)
