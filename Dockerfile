@@ -12,6 +12,7 @@ RUN echo 'path-include /usr/share/man/man5/lexnames.5WN.gz' > /etc/dpkg/dpkg.cfg
 
 WORKDIR /opt/imagenot
 COPY pyproject.toml constraints.txt README.md ./
+COPY imagenot ./imagenot
 COPY pipeline ./pipeline
 COPY wordnet ./wordnet
 COPY filters ./filters

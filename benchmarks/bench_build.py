@@ -55,9 +55,9 @@ def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int) -> 
 
 def run_child(stage: str, config_path: str, run_dir: str, result_path: str) -> None:
     """The child process: one stage, its own wall time and peak RSS written to `result_path`."""
-    from pipeline.build import STAGES as BUILD_STAGES
-    from pipeline.config import load_config
-    from pipeline.stage_dir import stage_figures
+    from imagenot.pipeline.build import STAGES as BUILD_STAGES
+    from imagenot.pipeline.config import load_config
+    from imagenot.pipeline.stage_dir import stage_figures
 
     config = load_config(config_path)
     step = next(s for s in BUILD_STAGES if s.name == stage)
@@ -97,7 +97,7 @@ def measure_stage(stage: str, config_path: Path, run_dir: Path) -> dict:
 
 
 def bench_size(rows: int, workers: int, root: Path) -> dict:
-    from pipeline.corpus.synth import synth_corpus
+    from imagenot.pipeline.corpus.synth import synth_corpus
 
     corpus_dir, run_dir = root / f"corpus-{rows}", root / f"run-{rows}"
     run_dir.mkdir(parents=True)

@@ -30,9 +30,9 @@ import click
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipeline.corpus.synth import synth_corpus
-from pipeline.score.cache import CachedEncoder
-from pipeline.score.encoders import DEFAULT_MODEL, SentenceTransformerEncoder
+from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.score.cache import CachedEncoder
+from imagenot.pipeline.score.encoders import DEFAULT_MODEL, SentenceTransformerEncoder
 
 MIN_COSINE = 0.999
 MIN_SPEEDUP = 1.5

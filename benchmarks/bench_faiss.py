@@ -32,8 +32,8 @@ import click
 import faiss
 import numpy as np
 
-from pipeline.audit.duplicates import knn, near_pairs
-from pipeline.audit.embeddings import ImageAudit
+from imagenot.pipeline.audit.duplicates import knn, near_pairs
+from imagenot.pipeline.audit.embeddings import ImageAudit
 
 
 def clustered_vectors(n: int, dim: int, clusters: int, planted: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -36,10 +36,10 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.tag.matcher import LemmaMatcher  # noqa: E402
-from pipeline.tag.reference import ReferenceMatcher  # noqa: E402
-from wordnet.index import load_index  # noqa: E402
-from wordnet.lemmas import surface_forms  # noqa: E402
+from imagenot.pipeline.tag.matcher import LemmaMatcher  # noqa: E402
+from imagenot.pipeline.tag.reference import ReferenceMatcher  # noqa: E402
+from imagenot.wordnet.index import load_index  # noqa: E402
+from imagenot.wordnet.lemmas import surface_forms  # noqa: E402
 
 _LAIONET_PUNCTUATION = re.compile(r"[^\w\s]")
 
@@ -59,7 +59,7 @@ def caption_batches(corpus: Path, column: str, rows: int, batch_rows: int) -> It
 
 def ensure_corpus(corpus: Path, rows: int, seed: int) -> None:
     if not any(corpus.glob("part-*.parquet")):
-        from pipeline.corpus.synth import synth_corpus
+        from imagenot.pipeline.corpus.synth import synth_corpus
 
         print(f"writing a {rows:,}-row synthetic corpus to {corpus} ...", flush=True)
         synth_corpus(corpus, rows, seed)

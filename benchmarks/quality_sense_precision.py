@@ -32,10 +32,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.build import build
-from pipeline.config import Config, Corpus, Ranking, Sampling, Scoring, Selection, Synth
-from pipeline.corpus.synth import GROUND_TRUTH
-from pipeline.score.encoders import DEFAULT_MODEL
+from imagenot.pipeline.build import build
+from imagenot.pipeline.config import Config, Corpus, Ranking, Sampling, Scoring, Selection, Synth
+from imagenot.pipeline.corpus.synth import GROUND_TRUTH
+from imagenot.pipeline.score.encoders import DEFAULT_MODEL
 
 THRESHOLDS = [round(t, 2) for t in np.arange(0.30, 0.801, 0.05)]
 

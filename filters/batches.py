@@ -6,10 +6,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from imagenot.errors import ImagenotError
+
 Drops = dict[tuple[str, str], int]  # (funnel step, reason) -> captions dropped
 
 
-class FilterInputError(ValueError):
+class FilterInputError(ImagenotError, ValueError):
     """A tagged batch lacks a column or holds a value a filter cannot use; names row and field."""
 
 

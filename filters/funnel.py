@@ -10,19 +10,15 @@ found synsets = classes + all dropped synsets, tagged rows = kept rows + all dro
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
-from apache_beam.io.filesystems import FileSystems
-
-from filters import single_synset, unsafe_rows
-from filters.removal import Removal
-from filters.select import SYNSET_STEPS, SynsetSelection
-from pipeline import atomic
-from wordnet.index import NounIndex
+from imagenot.errors import ImagenotError
+from imagenot.filters import single_synset, unsafe_rows
+from imagenot.filters.removal import Removal
+from imagenot.filters.select import SYNSET_STEPS, SynsetSelection
+from imagenot.wordnet.index import NounIndex
 
 FOUND = "found"
 KEPT = "kept"  # the step column of a class in synset_fates.tsv
@@ -30,10 +26,9 @@ STEPS = (FOUND, unsafe_rows.STEP, *SYNSET_STEPS, single_synset.STEP)
 
 
 FATE_COLUMNS = ("wnid", "name", "step", "reason", "cause", "detail")
-FUNNEL_FILES = ("funnel.tsv", "funnel.json", "synset_fates.tsv")
 
 
-class FunnelError(ValueError):
+class FunnelError(ImagenotError, ValueError):
     """The caption counts handed to the funnel do not add up."""
 
 
@@ -136,32 +131,3 @@ def build_funnel(
 
 def _tally(reasons) -> dict[str, int]:
     return dict(sorted(Counter(reasons).items()))
-
-
-def write_funnel(funnel: Funnel, out_dir: str | Path) -> list[str]:
-    """Write `funnel.tsv`, `funnel.json` and `synset_fates.tsv` (every found synset) atomically."""
-    paths = [FileSystems.join(str(out_dir), name) for name in FUNNEL_FILES]
-    atomic.write_tsv(
-        paths[0],
-        ("step", "synsets_left", "captions_left", "synsets_dropped", "captions_dropped"),
-        (
-            (s.step, s.synsets_left, s.captions_left, _reasons(s.synsets_dropped), _reasons(s.captions_dropped))
-            for s in funnel.steps
-        ),
-    )
-    atomic.write_json(paths[1], {"steps": [asdict(s) for s in funnel.steps]})
-    atomic.write_tsv(paths[2], FATE_COLUMNS, funnel.fates().values())
-    return paths
-
-
-def read_synset_fates(path: str | Path) -> dict[str, dict[str, str]]:
-    """wnid -> its row of a `synset_fates.tsv`, to answer "why is my synset not a class?" later."""
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    if rows and tuple(rows[0]) != FATE_COLUMNS:
-        raise ValueError(f"{path}: expected columns {FATE_COLUMNS}, found {tuple(rows[0])}")
-    return {row["wnid"]: row for row in rows}
-
-
-def _reasons(counts: Mapping[str, int]) -> str:
-    return ",".join(f"{reason}={n}" for reason, n in counts.items())

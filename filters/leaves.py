@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from filters.removal import Removal
-from wordnet.index import NounIndex
+from imagenot.filters.removal import Removal
+from imagenot.wordnet.index import NounIndex
 
 STEP = "leaves"
 

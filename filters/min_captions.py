@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
-from filters.batches import value_counts, wnid_lists
-from filters.removal import Removal
-from wordnet.index import NounIndex
+from imagenot.filters.batches import value_counts, wnid_lists
+from imagenot.filters.removal import Removal
+from imagenot.wordnet.index import NounIndex
 
 STEP = "min_captions"
 

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 
 from profanity_check import predict_prob
 
-from filters.removal import Removal
-from wordnet.index import NounIndex, Synset
+from imagenot.filters.removal import Removal
+from imagenot.wordnet.index import NounIndex, Synset
 
 STEP = "nsfw_synsets"
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from filters.removal import Removal
-from wordnet.index import NounIndex
+from imagenot.filters.removal import Removal
+from imagenot.wordnet.index import NounIndex
 
 STEP = "imagenet_overlap"
 Reading = Literal["paper", "strict", "within"]

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from filters import leaves, min_captions, nsfw_synsets, overlap
-from filters.overlap import Reading
-from filters.removal import Removal
-from wordnet.index import NounIndex
+from imagenot.filters import leaves, min_captions, nsfw_synsets, overlap
+from imagenot.filters.overlap import Reading
+from imagenot.filters.removal import Removal
+from imagenot.wordnet.index import NounIndex
 
 SYNSET_STEPS = (overlap.STEP, min_captions.STEP, leaves.STEP, nsfw_synsets.STEP)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from filters.batches import (
+from imagenot.filters.batches import (
     Drops,
     FilterInputError,
     require_column,
@@ -20,7 +20,7 @@ from filters.batches import (
     value_counts,
     wnid_lists,
 )
-from filters.select import SYNSET_STEPS, SynsetSelection
+from imagenot.filters.select import SYNSET_STEPS, SynsetSelection
 
 STEP = "single_synset"
 _KEPT = len(SYNSET_STEPS)  # rank of a synset no step removed

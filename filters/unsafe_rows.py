@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from filters.batches import Drops, FilterInputError, require_column
+from imagenot.filters.batches import Drops, FilterInputError, require_column
 
 STEP = "row_nsfw"
 REASONS = ("nsfw_tag_missing", "nsfw_tag", "punsafe_missing", "punsafe_high")

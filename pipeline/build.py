@@ -15,19 +15,19 @@ import click
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import write_text
-from pipeline.config import RUN_CONFIG, Config, ConfigError, load_config
-from pipeline.corpus import stage as corpus_stage
-from pipeline.download import drops
-from pipeline.download import stage as download_stage
-from pipeline.rank import stage as rank_stage
-from pipeline.report import stage as report_stage
-from pipeline.sample import stage as sample_stage
-from pipeline.score import stage as score_stage
-from pipeline.select import stage as select_stage
-from pipeline.stage_dir import Revision, is_current, stage_fingerprint
-from pipeline.summary import read_summary, record_stage, run_and_record
-from pipeline.tag import stage as tag_stage
+from imagenot.pipeline.atomic import write_text
+from imagenot.pipeline.config import RUN_CONFIG, Config, load_config
+from imagenot.pipeline.corpus import stage as corpus_stage
+from imagenot.pipeline.download import drops
+from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.rank import stage as rank_stage
+from imagenot.pipeline.report import stage as report_stage
+from imagenot.pipeline.sample import stage as sample_stage
+from imagenot.pipeline.score import stage as score_stage
+from imagenot.pipeline.select import stage as select_stage
+from imagenot.pipeline.stage_dir import Revision, is_current, stage_fingerprint
+from imagenot.pipeline.summary import read_summary, record_stage, run_and_record
+from imagenot.pipeline.tag import stage as tag_stage
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +114,7 @@ def totals(summary: dict) -> dict:
 @click.option("--from", "from_stage", type=click.Choice(STAGE_NAMES), help="rerun this stage and all after it")
 def build_command(config_path: str, run_dir: str | None, from_stage: str | None) -> None:
     """Build a dataset from a config: every stage in order, skipping what is done."""
-    try:
-        config = load_config(config_path)
-    except ConfigError as err:
-        raise click.ClickException(str(err)) from err
+    config = load_config(config_path)
     run_dir = run_dir or FileSystems.join("runs", config_path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     ran = build(config, run_dir, from_stage)
     click.echo(f"{run_dir}: ran {', '.join(ran) or 'nothing (all stages up to date)'}")

@@ -4,30 +4,45 @@ function it runs."""
 from __future__ import annotations
 
 import logging
+import traceback
 
 import click
 
-from filters.why_cli import why
-from pipeline.audit.agreement import agreement_command
-from pipeline.audit.duplicates import duplicates_command
-from pipeline.audit.embeddings import embed_command
-from pipeline.audit.label_noise import label_noise_command
-from pipeline.audit.rankings import compare_rankings_command
-from pipeline.build import build_command
-from pipeline.corpus.synth import synth_command
-from pipeline.download.stage import download_command
-from pipeline.rank.stage import rank_command
-from pipeline.report.stage import report_command
-from pipeline.sample.stage import sample_command
-from pipeline.score.stage import score_command
-from pipeline.select.stage import select_command
-from pipeline.tag.stage import tag_command
-from wordnet.index import load_index
-from wordnet.stats_report import stats
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.audit.agreement import agreement_command
+from imagenot.pipeline.audit.duplicates import duplicates_command
+from imagenot.pipeline.audit.embeddings import embed_command
+from imagenot.pipeline.audit.label_noise import label_noise_command
+from imagenot.pipeline.audit.rankings import compare_rankings_command
+from imagenot.pipeline.build import build_command
+from imagenot.pipeline.corpus.synth import synth_command
+from imagenot.pipeline.download.stage import download_command
+from imagenot.pipeline.rank.stage import rank_command
+from imagenot.pipeline.report.stage import report_command
+from imagenot.pipeline.sample.stage import sample_command
+from imagenot.pipeline.score.stage import score_command
+from imagenot.pipeline.select.stage import select_command
+from imagenot.pipeline.stats import stats
+from imagenot.pipeline.tag.stage import tag_command
+from imagenot.pipeline.why import why
+from imagenot.wordnet.index import load_index
 
 
-@click.group()
-@click.option("-v", "--verbose", is_flag=True, help="log progress at INFO level")
+class Commands(click.Group):
+    """The command group, and the one place where an imagenot error becomes one line and exit
+    status 1 (with its traceback under -v)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ImagenotError as err:
+            if ctx.params.get("verbose"):
+                traceback.print_exc()
+            raise click.ClickException(str(err)) from err
+
+
+@click.group(cls=Commands)
+@click.option("-v", "--verbose", is_flag=True, help="log progress at INFO level (and tracebacks of errors)")
 def main(verbose: bool) -> None:
     """Build and describe ImageNot-style contrast datasets."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s", force=True)

@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pipeline.score.similarity import validate_template
+from imagenot.errors import ImagenotError
+from imagenot.wordnet.queries import validate_template
 
 
 class Section(BaseModel):
@@ -340,7 +341,7 @@ class Config(Section):
 RUN_CONFIG = "config.yaml"  # the resolved config `imagenot build` writes into the run directory
 
 
-class ConfigError(ValueError):
+class ConfigError(ImagenotError, ValueError):
     """A config file is unreadable or invalid; the message names the file and each bad key."""
 
 

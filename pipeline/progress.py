@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from apache_beam.io.filesystems import FileSystems
 from tqdm import tqdm
 
-from pipeline.shards import TALLIES_DIR, read_json, tally_name
+from imagenot.pipeline.shards import TALLIES_DIR, read_json, tally_name
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from pipeline.config import Runner
+from imagenot.pipeline.config import Runner
 
 
 def pipeline_options(runner: Runner) -> PipelineOptions:

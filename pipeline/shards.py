@@ -7,7 +7,9 @@ The Beam graph only spreads shards over workers and sums their tallies.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -20,7 +22,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import write_json
+from imagenot.pipeline.atomic import write_json
 
 TALLIES_DIR = "tallies"
 
@@ -42,9 +44,18 @@ def tally_name(shard: str) -> str:
     return f"{PurePosixPath(shard).stem}.json"
 
 
+def read_bytes(path: str) -> bytes:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return f.read()
+
+
 def read_json(path: str):
-    with FileSystems.open(path) as f:
-        return json.load(f)
+    return json.loads(read_bytes(path))
+
+
+def read_tsv(path: str) -> list[dict[str, str]]:
+    """The rows of a tab-separated table with a header."""
+    return list(csv.DictReader(io.StringIO(read_bytes(path).decode("utf-8")), delimiter="\t"))
 
 
 def stage_shards(stage_dir: str, data_folder: str) -> list[str]:

@@ -9,9 +9,10 @@ from collections.abc import Callable
 import click
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.config import RUN_CONFIG, Config, ConfigError, load_config
-from pipeline.stage_dir import is_done
-from pipeline.summary import run_and_record
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.config import RUN_CONFIG, load_config
+from imagenot.pipeline.stage_dir import is_done
+from imagenot.pipeline.summary import run_and_record
 
 
 def stage_command(
@@ -37,12 +38,9 @@ def stage_command(
         run_config = FileSystems.join(run_dir, RUN_CONFIG)
         if config_path is None and FileSystems.exists(run_config):
             config_path = run_config  # the run's own settings, so finished stages stay current
-        try:
-            config = load_config(config_path)
-        except ConfigError as err:
-            raise click.ClickException(str(err)) from err
+        config = load_config(config_path)
         if not is_done(run_dir, upstream):
-            raise click.ClickException(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
+            raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
         figures = run_and_record(stage, functools.partial(run, **values), config, run_dir)
         click.echo(f"{stage}: {json.dumps(figures, indent=2)}")
 

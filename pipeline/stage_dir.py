@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import write_json
-from pipeline.shards import read_json
+from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.shards import read_json
 
 FINGERPRINT_FILE = "fingerprint.json"
 FIGURES_FILE = "figures.json"

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import write_json
-from pipeline.config import Config
-from pipeline.shards import read_json
-from pipeline.stage_dir import stage_figures
+from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.shards import read_json
+from imagenot.pipeline.stage_dir import stage_figures
 
 SUMMARY_FILE = "summary.json"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from wordnet.index import load_index
+from imagenot.wordnet.index import load_index
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.download.loopback import PHOTOS, LoopbackImageServer, bomb_png, photo_jpeg
-from pipeline.stage_dir import finish_stage, open_stage
+from imagenot.pipeline.download.loopback import PHOTOS, LoopbackImageServer, bomb_png, photo_jpeg
+from imagenot.pipeline.stage_dir import finish_stage, open_stage
 
 __all__ = ["PHOTOS", "LoopbackImageServer", "bomb_png", "photo_jpeg", "write_sample_stage"]
 

@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from test_image_embeddings import build_image_run
 
-from pipeline.audit.agreement import agreement_rows, class_similarities, measure_agreement, quantiles
-from pipeline.audit.embeddings import ImageAudit, embed_images, vectors_array
-from pipeline.config import Runner
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.audit.agreement import agreement_rows, class_similarities, measure_agreement, quantiles
+from imagenot.pipeline.audit.embeddings import ImageAudit, embed_images, vectors_array
+from imagenot.pipeline.config import Runner
 
 
 def test_intra_and_inter_class_similarity_by_hand():
@@ -76,7 +77,7 @@ def test_rows_get_cosines_to_their_class_query_and_caption():
 
 def test_an_image_of_a_class_without_query_is_an_error():
     images = _images([[1, 0]], [[1, 0]], [5])
-    with pytest.raises(ValueError, match=r"class_index \[5\] have no class query"):
+    with pytest.raises(ImagenotError, match=r"class_index \[5\] have no class query"):
         agreement_rows(images, QUERIES, ImageAudit())
 
 

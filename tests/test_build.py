@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
-
-from pipeline.build import build, build_command
-from pipeline.config import load_config
+from cli_runner import invoke
 from small_build import SMALL_BUILD
+
+from imagenot.pipeline.build import build, build_command
+from imagenot.pipeline.config import load_config
 
 OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "sample/dataset", "sample/reserve")
 
@@ -68,7 +68,7 @@ def test_a_second_build_does_nothing(config_file, uninterrupted):
 def test_a_killed_build_resumes_to_the_same_dataset(config_file, uninterrupted, tmp_path):
     run_dir, _ = uninterrupted
     resumed = tmp_path / "run"
-    command = [sys.executable, "-m", "pipeline.cli", "build", "--config", str(config_file), "--out", str(resumed)]
+    command = [sys.executable, "-m", "imagenot.pipeline.cli", "build", "--config", str(config_file), "--out", str(resumed)]
     process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     while not (resumed / "score" / "fingerprint.json").exists() and process.poll() is None:
@@ -100,6 +100,6 @@ def test_a_changed_late_setting_reruns_only_the_stages_after_it(config_file, uni
 def test_build_command_names_a_bad_config(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("ranking:\n  classes: 0\n")
-    result = CliRunner().invoke(build_command, ["--config", str(path), "--out", str(tmp_path / "run")])
+    result = invoke(build_command, ["--config", str(path), "--out", str(tmp_path / "run")])
     assert result.exit_code != 0
     assert "ranking.classes: Input should be greater than or equal to 1" in result.output

@@ -4,8 +4,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import Columns
-from pipeline.corpus.reader import (
+from imagenot.pipeline.config import Columns
+from imagenot.pipeline.corpus.reader import (
     DROP_REASONS,
     CorpusError,
     list_shards,

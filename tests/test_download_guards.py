@@ -11,9 +11,9 @@ import pytest
 from image_server import LoopbackImageServer, bomb_png, photo_jpeg
 from PIL import Image
 
-from pipeline.download.http_guard import ResponseTooLarge, guarded_opener, is_fetchable
-from pipeline.download.image_guard import GuardedResizer, image_problem
-from pipeline.download.reasons import REASONS, failure_reason
+from imagenot.pipeline.download.http_guard import ResponseTooLarge, guarded_opener, is_fetchable
+from imagenot.pipeline.download.image_guard import GuardedResizer, image_problem
+from imagenot.pipeline.download.reasons import REASONS, failure_reason
 
 
 @pytest.fixture(scope="module")

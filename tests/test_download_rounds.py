@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.download.rounds import ClassCandidates, next_fetch, walk_class
+from imagenot.pipeline.download.rounds import ClassCandidates, next_fetch, walk_class
 
 
 def _class(urls: list[str], target: int, class_index: int = 0) -> ClassCandidates:

@@ -13,14 +13,14 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 from image_server import LoopbackImageServer, photo_jpeg, write_sample_stage
 from PIL import Image
 
-from pipeline.config import Runner
-from pipeline.config import Download, Sampling
-from pipeline.sample.splits import assign_splits
-from pipeline.download.stage import download_command, download_images
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.config import Download, Runner, Sampling
+from imagenot.pipeline.download.stage import download_command, download_images
+from imagenot.pipeline.sample.splits import assign_splits
 
 SAMPLING = Sampling(images_per_class=4, test_per_class=1)
 SETTINGS = Download(enabled=True, timeout_s=1, max_response_bytes=1_000_000, shard_rows=5, image_size=64)
@@ -184,7 +184,7 @@ def test_a_killed_run_resumes_fetching_only_what_is_missing(downloaded, tmp_path
 
 
 def test_the_command_runs_only_when_enabled(downloaded):
-    result = CliRunner().invoke(download_command, ["--run", str(downloaded["run_dir"])])
+    result = invoke(download_command, ["--run", str(downloaded["run_dir"])])
     assert result.exit_code == 1
     assert "download.enabled is false" in result.output
 
@@ -192,15 +192,13 @@ def test_the_command_runs_only_when_enabled(downloaded):
 def test_a_busy_demo_port_is_a_clear_error(tmp_path):
     import socket
 
-    import click
-
-    from pipeline.config import Config
-    from pipeline.download.stage import run_download
+    from imagenot.pipeline.config import Config
+    from imagenot.pipeline.download.stage import run_download
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]  # an ephemeral port: above 1024
         config = Config(download=Download(enabled=True, demo_server_port=port))
-        with pytest.raises(click.ClickException, match=f"cannot serve on 127.0.0.1:{port}"):
+        with pytest.raises(ImagenotError, match=f"cannot serve on 127.0.0.1:{port}"):
             run_download(config, str(tmp_path))

@@ -20,20 +20,20 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
-from click.testing import CliRunner
+from cli_runner import invoke
 from image_server import LoopbackImageServer, write_sample_stage
 from test_image_embeddings import TINY_VIT
 
-from pipeline.audit import embeddings
-from pipeline.audit.clip_model import ClipModel
-from pipeline.audit.agreement import agreement_command
-from pipeline.audit.duplicates import duplicates_command, rows_to_drop
-from pipeline.audit.embeddings import embedding_table
-from pipeline.config import Config
-from pipeline.download import stage as download_stage
-from pipeline.download.drops import read_drops
-from pipeline.report.facts import is_current_audit
-from wordnet.index import load_index
+from imagenot.pipeline.audit import embeddings
+from imagenot.pipeline.audit.agreement import agreement_command
+from imagenot.pipeline.audit.clip_model import ClipModel
+from imagenot.pipeline.audit.duplicates import duplicates_command, rows_to_drop
+from imagenot.pipeline.audit.embeddings import embedding_table
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.download.drops import read_drops
+from imagenot.pipeline.report.facts import is_current_audit
+from imagenot.wordnet.index import load_index
 
 CLASS_PHOTOS = (
     (["astronaut?id=a0", "coffee?id=a1", "coffee?id=a2"], ["astronaut?id=a3", "rocket?id=a4"]),
@@ -66,7 +66,7 @@ def _write_config(run_dir, config: Config) -> str:
 
 
 def _invoke(command, run_dir, *args: str) -> dict:
-    result = CliRunner().invoke(command, ["--run", str(run_dir), *args], catch_exceptions=False)
+    result = invoke(command, ["--run", str(run_dir), *args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return json.loads((run_dir / command.name / "figures.json").read_text())  # the command is named after its stage
 
@@ -179,7 +179,7 @@ def test_agreement_drop_needs_a_threshold_and_real_weights(served, tmp_path):
     shutil.copytree(source, run_dir)
     for settings, expected in (({}, "min_image_class_similarity"), ({"min_image_class_similarity": 0.1, "clip_weights": None}, "clip_weights")):
         config_path = _write_config(run_dir, _with_audit(config, **settings))
-        result = CliRunner().invoke(agreement_command, ["--run", str(run_dir), "--config", config_path, "--drop"])
+        result = invoke(agreement_command, ["--run", str(run_dir), "--config", config_path, "--drop"])
         assert result.exit_code != 0 and expected in result.output
 
 

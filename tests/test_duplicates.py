@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_image_embeddings import build_image_run
 
-from pipeline.audit.duplicates import (
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.audit.duplicates import (
     duplicate_counts,
     duplicate_pairs,
     exact_pairs,
@@ -21,8 +22,8 @@ from pipeline.audit.duplicates import (
     near_pairs,
     pair_kinds,
 )
-from pipeline.audit.embeddings import ImageAudit, embed_images, embedding_table, vectors_array
-from pipeline.config import Runner
+from imagenot.pipeline.audit.embeddings import ImageAudit, embed_images, embedding_table, vectors_array
+from imagenot.pipeline.config import Runner
 
 
 def unit(*rows):
@@ -127,7 +128,7 @@ def test_reference_overlap_counts_test_images_already_in_the_reference(tmp_path)
 def test_a_reference_of_another_dimension_is_an_error(tmp_path):
     np.save(tmp_path / "reference.npy", np.ones((3, 5), np.float32))
     images = images_table(VECTORS, [0, 0, 1, 1], ["test"] * 4, ["a", "b", "c", "d"])
-    with pytest.raises(ValueError, match="dimension 5, the images 4"):
+    with pytest.raises(ImagenotError, match="dimension 5, the images 4"):
         duplicate_pairs(images, ImageAudit(), load_reference(str(tmp_path / "reference.npy")))
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.score.encoders import (
+from imagenot.pipeline.score.encoders import (
     DEFAULT_MODEL,
     EncoderError,
     SentenceTransformerEncoder,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from profanity_check import predict_prob
 
-from filters.leaves import non_leaves
-from filters.min_captions import too_few_captions
-from filters.nsfw_synsets import nsfw_removals, nsfw_scores, synset_text
-from filters.overlap import overlap_removals
-from filters.select import select_synsets
-from wordnet.classlists import reference_wnids
+from imagenot.filters.leaves import non_leaves
+from imagenot.filters.min_captions import too_few_captions
+from imagenot.filters.nsfw_synsets import nsfw_removals, nsfw_scores, synset_text
+from imagenot.filters.overlap import overlap_removals
+from imagenot.filters.select import select_synsets
+from imagenot.wordnet.classlists import reference_wnids
 
 IMAGENOT_2024_05 = "wordnet/data/imagenot_classes_2024-05-25.txt"
 
@@ -191,7 +191,7 @@ def test_select_rejects_inconsistent_count_tables(index, imagenet1k):
 
 
 def test_within_keeps_only_the_reference_synsets(index):
-    from filters.overlap import overlap_removals
+    from imagenot.filters.overlap import overlap_removals
 
     dog, gavel = index.by_name("dog.n.01").wnid, index.by_name("gavel.n.01").wnid
     tench = index.by_name("tench.n.01").wnid  # ImageNet-1k class 0

@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 
-from filters.batches import FilterInputError
-from filters.funnel import STEPS, FunnelError, build_funnel, read_synset_fates, write_funnel
-from filters.min_captions import synset_caption_counts
-from filters.select import select_synsets
-from filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
-from filters.unsafe_rows import drop_unsafe_rows
-from filters.why_cli import why
-from wordnet.classlists import reference_wnids
+from imagenot.filters.batches import FilterInputError
+from imagenot.filters.funnel import STEPS, FunnelError, build_funnel
+from imagenot.filters.min_captions import synset_caption_counts
+from imagenot.filters.select import select_synsets
+from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
+from imagenot.filters.unsafe_rows import drop_unsafe_rows
+from imagenot.pipeline.select.funnel_files import read_synset_fates, write_funnel
+from imagenot.pipeline.why import why
+from imagenot.wordnet.classlists import reference_wnids
 
 # (synset names, LAION NSFW tag, punsafe), one tagged row each; row_id "part-00000:<position>"
 ROWS = [
@@ -195,14 +196,14 @@ def test_explain_answers_why_a_synset_is_not_a_class(index, run):
 
 def test_funnel_files_are_deterministic_and_readable(index, run, tmp_path):
     funnel = run[-1]
-    first = {Path(p).name: Path(p).read_bytes() for p in write_funnel(funnel, tmp_path / "a")}
-    second = {Path(p).name: Path(p).read_bytes() for p in write_funnel(funnel, tmp_path / "b")}
+    first = {Path(p).name: Path(p).read_bytes() for p in write_funnel(funnel, str(tmp_path / "a"))}
+    second = {Path(p).name: Path(p).read_bytes() for p in write_funnel(funnel, str(tmp_path / "b"))}
     assert first == second and set(first) == {"funnel.tsv", "funnel.json", "synset_fates.tsv"}
     assert first["funnel.tsv"].decode().splitlines()[1:3] == [
         "found\t7\t16\t\t",
         "row_nsfw\t7\t12\t\tnsfw_tag=1,nsfw_tag_missing=1,punsafe_high=1,punsafe_missing=1",
     ]
-    fates = read_synset_fates(tmp_path / "a" / "synset_fates.tsv")
+    fates = read_synset_fates(str(tmp_path / "a" / "synset_fates.tsv"))
     assert len(fates) == 7
     assert fates[index.by_name("airliner.n.01").wnid]["reason"] == "reference_synset"
     assert fates[index.by_name("gavel.n.01").wnid]["step"] == "kept"
@@ -218,16 +219,15 @@ def test_funnel_rejects_counts_that_do_not_add_up(index, run):
 
 
 def test_why_command_reads_the_run_folder(index, run, tmp_path):
-    write_funnel(run[-1], tmp_path / "select")
-    cli = CliRunner()
-    result = cli.invoke(why, ["cat.n.01", "--run", str(tmp_path)])
+    write_funnel(run[-1], str(tmp_path / "select"))
+    result = invoke(why, ["cat.n.01", "--run", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("n02121620 cat.n.01: dropped at step 'min_captions'")
-    result = cli.invoke(why, ["n03430313", "--run", str(tmp_path)])
+    result = invoke(why, ["n03430313", "--run", str(tmp_path)])
     assert result.output == "n03430313 gavel.n.01: kept as a class (2 single-synset captions)\n"
-    result = cli.invoke(why, ["hammer.n.02", "--run", str(tmp_path)])
+    result = invoke(why, ["hammer.n.02", "--run", str(tmp_path)])
     assert result.output == "n03481172: not found, no tagged caption mentions it\n"
-    result = cli.invoke(why, ["hammer.n.99", "--run", str(tmp_path)])
+    result = invoke(why, ["hammer.n.99", "--run", str(tmp_path)])
     assert result.exit_code == 2 and "neither a wnid nor a noun synset name" in result.output
-    result = cli.invoke(why, ["cat.n.01", "--run", str(tmp_path / "missing")])
-    assert result.exit_code == 2
+    result = invoke(why, ["cat.n.01", "--run", str(tmp_path / "missing")])
+    assert result.exit_code == 1 and "synset_fates.tsv does not exist" in result.output

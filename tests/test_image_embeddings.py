@@ -20,12 +20,12 @@ import skimage.data
 import torch
 from PIL import Image
 
-from pipeline.audit import clip_model, embeddings
-from pipeline.audit.clip_model import ClipModel, preprocess
-from pipeline.audit.embeddings import ImageAudit, column_vectors, embed_images, embedding_table
-from pipeline.config import Runner
-from pipeline.stage_dir import finish_stage, open_stage
-from wordnet.index import load_index
+from imagenot.pipeline.audit import clip_model, embeddings
+from imagenot.pipeline.audit.clip_model import ClipModel, preprocess
+from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors, embed_images, embedding_table
+from imagenot.pipeline.config import Runner
+from imagenot.pipeline.stage_dir import finish_stage, open_stage
+from imagenot.wordnet.index import load_index
 
 TINY_VIT = {
     "embed_dim": 32,

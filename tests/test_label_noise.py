@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 
-from pipeline.audit.label_noise import (
+from imagenot.pipeline.audit.label_noise import (
     LabelNoiseInputError,
     label_noise,
     label_noise_command,
@@ -168,7 +168,7 @@ def _run_dir(tmp_path, stage):
 @pytest.mark.parametrize("stage", ["sample", "download"])
 def test_command_writes_the_outputs(tmp_path, stage):
     run = _run_dir(tmp_path, stage)
-    outcome = CliRunner().invoke(label_noise_command, ["--run", str(run), "--probs", str(run / "probs.parquet")])
+    outcome = invoke(label_noise_command, ["--run", str(run), "--probs", str(run / "probs.parquet")])
     assert outcome.exit_code == 0, outcome.output
     out = run / "audit" / "label_noise"
     figures = json.loads((out / "summary.json").read_text())
@@ -191,7 +191,7 @@ def test_command_rejects_a_class_count_mismatch(tmp_path):
     run = _run_dir(tmp_path, "sample")
     classes = json.loads((run / "rank" / "classes.json").read_text())
     (run / "rank" / "classes.json").write_text(json.dumps(classes[:2]))
-    outcome = CliRunner().invoke(label_noise_command, ["--run", str(run), "--probs", str(run / "probs.parquet")])
+    outcome = invoke(label_noise_command, ["--run", str(run), "--probs", str(run / "probs.parquet")])
     assert outcome.exit_code == 1
     assert "3 probabilities per row, but the dataset has 2 classes" in outcome.output
 
@@ -200,6 +200,6 @@ def test_command_without_a_dataset_names_the_folders(tmp_path):
     run = _run_dir(tmp_path, "sample")
     for path in (run / "sample" / "dataset").iterdir():
         path.unlink()
-    outcome = CliRunner().invoke(label_noise_command, ["--run", str(run), "--probs", str(run / "probs.parquet")])
+    outcome = invoke(label_noise_command, ["--run", str(run), "--probs", str(run / "probs.parquet")])
     assert outcome.exit_code == 1
     assert "download/dataset/ or sample/dataset/" in outcome.output

@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from wordnet.lemmas import is_common_noun, normalize, normalize_text, regular_plurals, surface_forms
+from imagenot.wordnet.lemmas import is_common_noun, normalize, normalize_text, regular_plurals, surface_forms
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline.tag import LemmaMatcher, count_synsets
-from pipeline.tag.matcher import leftmost_longest
-from pipeline.tag.reference import ReferenceMatcher
-from pipeline.tag.tokens import tokenize
-from wordnet.lemmas import normalize_text, surface_forms
+from imagenot.pipeline.tag import LemmaMatcher, count_synsets
+from imagenot.pipeline.tag.matcher import leftmost_longest
+from imagenot.pipeline.tag.reference import ReferenceMatcher
+from imagenot.pipeline.tag.tokens import tokenize
+from imagenot.wordnet.lemmas import normalize_text, surface_forms
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,14 @@
 """The worker image and the project declare the same things (the image cannot be built here)."""
 
+import os
 import re
+import subprocess
+import sys
 import tomllib
+import zipfile
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DOCKERFILE = (REPO / "Dockerfile").read_text()
@@ -24,8 +30,7 @@ def test_image_installs_the_project_with_its_constraints():
     copied = " ".join(_instructions("COPY"))
     for needed in ("pyproject.toml", "constraints.txt"):
         assert needed in copied
-    for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]:
-        top = pattern.rstrip("*")
+    for top in PYPROJECT["tool"]["setuptools"]["package-dir"].values():
         assert re.search(rf"COPY {top} ", DOCKERFILE), f"{top} is not copied into the image"
     installs = [run for run in _instructions("RUN") if "pip install" in run]
     assert installs[0] == "pip install --no-cache-dir -c constraints.txt ."
@@ -46,3 +51,39 @@ def test_setup_script_uses_the_same_constraints():
     assert "-c constraints.txt -e '.[dev]'" in setup
     assert "torch==2.13.0" in (REPO / "constraints.txt").read_text()
     assert "torch==2.13.0" in PYPROJECT["project"]["dependencies"]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)], check=True
+    )
+    return next(out.glob("imagenot-*.whl"))
+
+
+def test_wheel_holds_only_the_imagenot_namespace_and_every_package(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert all(n.startswith(("imagenot/", "imagenot-")) for n in names), [n for n in names if "/" in n][:5]
+    mapping = PYPROJECT["tool"]["setuptools"]["package-dir"]
+    for package, folder in mapping.items():
+        for init in sorted((REPO / folder).rglob("__init__.py")):
+            inner = init.relative_to(REPO / folder).as_posix()
+            assert f"{package.replace('.', '/')}/{inner}" in names, f"{init.relative_to(REPO)} is not in the wheel"
+    assert "imagenot/errors.py" in names
+    assert "imagenot/wordnet/data/imagenet1k_wnids.txt" in names
+
+
+def test_package_data_resolves_from_an_installed_wheel(wheel, tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)], check=True)
+    probe = (
+        "from importlib import resources; import imagenot.wordnet as w; "
+        "text = (resources.files('imagenot.wordnet') / 'data' / 'imagenet1k_wnids.txt').read_text(); "
+        "print(w.__file__); print(len(text.split()))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    module_file, count = result.stdout.split()
+    assert module_file.startswith(str(target))
+    assert count == "1000"

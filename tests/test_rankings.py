@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 from scipy import stats
 
-from pipeline.audit.rankings import (
+from imagenot.pipeline.audit.rankings import (
     ModelAccuracy,
     RankingInputError,
     bootstrap_intervals,
@@ -180,7 +180,7 @@ def test_cifar10_panel_reproduces_the_linear_fit():
 def test_command_writes_the_report_reproducibly(tmp_path):
     args = ["--input", str(IMAGENET), "--base", "alexnet", "--name-a", "ImageNet", "--name-b", "ImageNetV2",
             "--resamples", "500"]
-    runs = [CliRunner().invoke(compare_rankings_command, [*args, "--out", str(tmp_path / d)]) for d in ("x", "y")]
+    runs = [invoke(compare_rankings_command, [*args, "--out", str(tmp_path / d)]) for d in ("x", "y")]
     for outcome in runs:
         assert outcome.exit_code == 0, outcome.output
     report = json.loads((tmp_path / "x" / "rankings.json").read_text())
@@ -215,14 +215,14 @@ def test_bad_csv_names_line_and_field(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(RankingInputError, match=re.escape(str(path)) + message):
         read_accuracies(path)
-    outcome = CliRunner().invoke(compare_rankings_command, ["--input", str(path), "--out", str(tmp_path / "out")])
+    outcome = invoke(compare_rankings_command, ["--input", str(path), "--out", str(tmp_path / "out")])
     assert outcome.exit_code == 1 and "Error:" in outcome.output
 
 
 def test_unknown_base_is_an_error(tmp_path):
     path = tmp_path / "accuracies.csv"
     path.write_text(GOOD)
-    outcome = CliRunner().invoke(
+    outcome = invoke(
         compare_rankings_command, ["--input", str(path), "--out", str(tmp_path / "out"), "--base", "w"]
     )
     assert outcome.exit_code == 1

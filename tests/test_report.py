@@ -9,15 +9,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
-
-from pipeline.audit.label_noise import label_noise_command
-from pipeline.audit.rankings import compare_rankings_command
-from pipeline.build import build
-from pipeline.config import Config
-from pipeline.report.page import SECTIONS
-from pipeline.report.stage import report_command, run_report
+from cli_runner import invoke
 from small_build import SMALL_BUILD
+
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.audit.label_noise import label_noise_command
+from imagenot.pipeline.audit.rankings import compare_rankings_command
+from imagenot.pipeline.build import build
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.report.page import SECTIONS
+from imagenot.pipeline.report.stage import report_command, run_report
 
 EVIL = "<script>alert('x')</script>"
 PLOTS = 8  # funnel, Figure 2, candidate scores, Figure 3, depth, siblings, lexnames, image counts
@@ -25,7 +26,7 @@ RANKINGS_CSV = Path(__file__).parent / "data" / "imagenetv2_table1_imagenet_top1
 
 
 def _report(run_dir: Path) -> tuple[str, str]:
-    result = CliRunner().invoke(report_command, ["--run", str(run_dir)])
+    result = invoke(report_command, ["--run", str(run_dir)])
     assert result.exit_code == 0, result.output
     return (run_dir / "report" / "card.md").read_text(), (run_dir / "report" / "report.html").read_text()
 
@@ -64,12 +65,11 @@ def _add_audits(run_dir: Path) -> None:
     probs /= probs.sum(axis=1, keepdims=True)
     probs_path = run_dir.parent / "probs.parquet"
     pq.write_table(pa.table({"row_id": dataset.column("row_id"), "probs": list(probs)}), probs_path)
-    runner = CliRunner()
-    result = runner.invoke(label_noise_command, ["--run", str(run_dir), "--probs", str(probs_path)])
+    result = invoke(label_noise_command, ["--run", str(run_dir), "--probs", str(probs_path)])
     assert result.exit_code == 0, result.output
     out = run_dir / "audit" / "rankings"
     args = ["--input", str(RANKINGS_CSV), "--out", str(out), "--resamples", "200", "--name-a", "ImageNet", "--name-b", "ImageNetV2"]
-    result = runner.invoke(compare_rankings_command, args)
+    result = invoke(compare_rankings_command, args)
     assert result.exit_code == 0, result.output
 
 
@@ -191,12 +191,12 @@ def test_the_same_run_gives_the_same_bytes(audited):
 
 def test_a_config_the_run_was_not_built_with_is_refused(run):
     config = Config.model_validate({**SMALL_BUILD, "selection": {"min_captions": 9}})
-    with pytest.raises(ValueError, match=r"select ran with other settings .*min_captions"):
+    with pytest.raises(ImagenotError, match=r"select ran with other settings .*min_captions"):
         run_report(config, str(run))
 
 
 def test_the_command_needs_a_finished_run(tmp_path):
     (tmp_path / "config.yaml").write_text("ranking:\n  classes: 3\n")
-    result = CliRunner().invoke(report_command, ["--run", str(tmp_path)])
+    result = invoke(report_command, ["--run", str(tmp_path)])
     assert result.exit_code != 0
     assert "no finished sample/ stage" in result.output

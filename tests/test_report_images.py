@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 from small_build import SMALL_BUILD
 from test_image_embeddings import TINY_VIT
 
-from pipeline.audit.agreement import agreement_command
-from pipeline.audit.duplicates import duplicates_command
-from pipeline.audit.embeddings import embed_command
-from pipeline.build import build
-from pipeline.config import Config
-from pipeline.report.card import REPRODUCE_AUDITS
-from pipeline.report.stage import report_command
+from imagenot.pipeline.audit.agreement import agreement_command
+from imagenot.pipeline.audit.duplicates import duplicates_command
+from imagenot.pipeline.audit.embeddings import embed_command
+from imagenot.pipeline.build import build
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.report.card import REPRODUCE_AUDITS
+from imagenot.pipeline.report.stage import report_command
 
 
 def _free_port() -> int:
@@ -34,7 +34,7 @@ def _free_port() -> int:
 
 
 def _run(command, run_dir: Path, *args: str) -> None:
-    result = CliRunner().invoke(command, ["--run", str(run_dir), *args], catch_exceptions=False)
+    result = invoke(command, ["--run", str(run_dir), *args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
 
 

@@ -5,8 +5,8 @@ import pytest
 from apache_beam.options.pipeline_options import GoogleCloudOptions, StandardOptions, WorkerOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from pipeline.config import ConfigError, Dataflow, Runner, load_config
-from pipeline.runner import make_pipeline, pipeline_options, scoring_hints
+from imagenot.pipeline.config import ConfigError, Dataflow, Runner, load_config
+from imagenot.pipeline.runner import make_pipeline, pipeline_options, scoring_hints
 
 DATAFLOW = Dataflow(
     project="my-project",

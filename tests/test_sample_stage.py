@@ -8,17 +8,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 
-from pipeline import stage_command as stage_command_module
-from pipeline.config import Config, Corpus, Ranking, Runner, Scoring, Selection
-from pipeline.corpus.synth import synth_corpus
-from pipeline.rank.stage import run_rank
-from pipeline.config import Sampling
-from pipeline.sample.stage import run_sample, sample_command
-from pipeline.score.stage import run_score
-from pipeline.select.stage import run_select
-from pipeline.tag.stage import run_tag
+from imagenot.pipeline import stage_command as stage_command_module
+from imagenot.pipeline.config import Config, Corpus, Ranking, Runner, Sampling, Scoring, Selection
+from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.rank.stage import run_rank
+from imagenot.pipeline.sample.stage import run_sample, sample_command
+from imagenot.pipeline.score.stage import run_score
+from imagenot.pipeline.select.stage import run_select
+from imagenot.pipeline.tag.stage import run_tag
 
 N, TEST = 8, 2
 
@@ -164,7 +163,7 @@ def test_command_records_the_stage_in_the_summary(ranked_run, tmp_path, monkeypa
     for stage in ("tag", "select", "score", "rank"):
         shutil.copytree(run_dir / stage, copy / stage)
     monkeypatch.setattr(stage_command_module, "load_config", lambda path: _config())
-    result = CliRunner().invoke(sample_command, ["--run", str(copy)])
+    result = invoke(sample_command, ["--run", str(copy)])
     assert result.exit_code == 0, result.output
     figures = json.loads((copy / "summary.json").read_text())["sample"]
     assert figures["classes"] == 6 and figures["images"] + figures["shortfall"] == 6 * N

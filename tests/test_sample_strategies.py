@@ -6,12 +6,12 @@ import pyarrow.parquet as pq
 import pytest
 from pydantic import ValidationError
 
-from pipeline.sample import writer as writer_module
-from pipeline.sample.classes import sample_class
-from pipeline.config import Sampling
-from pipeline.sample.splits import assign_splits
-from pipeline.sample.stage import urls_in_other_classes
-from pipeline.sample.writer import ShardWriter
+from imagenot.pipeline.config import Sampling
+from imagenot.pipeline.sample import writer as writer_module
+from imagenot.pipeline.sample.classes import sample_class
+from imagenot.pipeline.sample.splits import assign_splits
+from imagenot.pipeline.sample.stage import urls_in_other_classes
+from imagenot.pipeline.sample.writer import ShardWriter
 
 REFERENCE = list(np.quantile(np.random.default_rng(7).normal(0.45, 0.08, 100_000), np.linspace(0, 1, 11)))
 

@@ -6,13 +6,14 @@ import shutil
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from cli_runner import invoke
 
-from pipeline.config import Config, Corpus, Ranking, Runner, Scoring, Selection
-from pipeline.corpus.synth import synth_corpus
-from pipeline.rank.stage import run_rank
-from pipeline.score.stage import run_score
-from pipeline.select.stage import run_select
-from pipeline.tag.stage import run_tag
+from imagenot.pipeline.config import Config, Corpus, Ranking, Runner, Scoring, Selection
+from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.rank.stage import run_rank
+from imagenot.pipeline.score.stage import run_score
+from imagenot.pipeline.select.stage import run_select
+from imagenot.pipeline.tag.stage import run_tag
 
 FIRST_PASS = 8
 
@@ -117,7 +118,7 @@ def test_first_pass_choice_does_not_depend_on_sharding(tmp_path):
 
     import pyarrow as pa
 
-    from pipeline.score.stage import merge_smallest, smallest_keys
+    from imagenot.pipeline.score.stage import merge_smallest, smallest_keys
 
     rng = random.Random(0)
     rows = [(f"part-{i % 3:05d}:{i}", rng.choice(["n01", "n02", "n03"])) for i in range(600)]
@@ -143,7 +144,7 @@ def test_first_pass_choice_does_not_depend_on_sharding(tmp_path):
 def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path):
     import pyarrow as pa
 
-    from pipeline.score.stage import CaptionScorer, score_shard
+    from imagenot.pipeline.score.stage import CaptionScorer, score_shard
 
     run_dir, cache, _, ranking, _ = ranked_run
     some = next((run_dir / "select" / "selected").iterdir())
@@ -158,13 +159,12 @@ def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path
 
 
 def test_why_answers_from_the_rank_stage_too(ranked_run, index):
-    from click.testing import CliRunner
-
-    from filters.why_cli import why
+    
+    from imagenot.pipeline.why import why
 
     run_dir, _, _, ranking, _ = ranked_run
     some_class = ranking.classes[0]
-    assert "a class (gloss similarity score" in CliRunner().invoke(why, [some_class, "--run", str(run_dir)]).output
+    assert "a class (gloss similarity score" in invoke(why, [some_class, "--run", str(run_dir)]).output
     dropped = next(w for w, reason in ranking.dropped.items() if reason == "beyond_top_k")
-    output = CliRunner().invoke(why, [dropped, "--run", str(run_dir)]).output
+    output = invoke(why, [dropped, "--run", str(run_dir)]).output
     assert "dropped at step 'rank' (beyond_top_k" in output

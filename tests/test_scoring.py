@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-from pipeline.score.cache import CachedEncoder, EmbeddingCache
-from pipeline.score.encoders import SentenceTransformerEncoder
-from pipeline.score.ranking import (
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.score.cache import CachedEncoder, EmbeddingCache
+from imagenot.pipeline.score.encoders import SentenceTransformerEncoder
+from imagenot.pipeline.score.ranking import (
     BELOW_THRESHOLD,
     BEYOND_TOP_K,
     NO_CAPTIONS,
@@ -15,13 +15,8 @@ from pipeline.score.ranking import (
     sample_keys,
     top_n_mean,
 )
-from pipeline.score.similarity import (
-    LAIONET_TEMPLATE,
-    QueryEmbeddings,
-    TemplateError,
-    query_text,
-    score_batch,
-)
+from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
+from imagenot.wordnet.queries import LAIONET_TEMPLATE, TemplateError, query_text
 
 TEXTS = ["a red car", "a dog on the beach", "a red car", "hot dog with mustard", "a dog on the beach"]
 
@@ -71,7 +66,7 @@ def test_without_a_cache_folder_duplicates_are_still_embedded_once(minilm):
 def test_cache_folder_of_another_model_is_refused(tmp_path):
     cache = EmbeddingCache(tmp_path, "model-a", 4)
     (cache.folder / "MODEL").write_text("model-b", encoding="utf-8")
-    with pytest.raises(ValueError, match="model-b"):
+    with pytest.raises(ImagenotError, match="model-b"):
         EmbeddingCache(tmp_path, "model-a", 4)
 
 

@@ -2,13 +2,13 @@
 
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 
-from filters.why_cli import why
-from pipeline.config import Config, Corpus, Runner, Selection
-from pipeline.corpus.synth import synth_corpus
-from pipeline.select.stage import run_select
-from pipeline.tag.stage import run_tag
+from imagenot.pipeline.config import Config, Corpus, Runner, Selection
+from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.select.stage import run_select
+from imagenot.pipeline.tag.stage import run_tag
+from imagenot.pipeline.why import why
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +65,9 @@ def test_two_workers_and_a_rerun_give_the_same_files(tagged_run, selected, tmp_p
 
 def test_why_answers_from_the_run(tagged_run, selected, index):
     some_class = next(iter(selected.classes))
-    result = CliRunner().invoke(why, [some_class, "--run", str(tagged_run)])
+    result = invoke(why, [some_class, "--run", str(tagged_run)])
     assert result.exit_code == 0, result.output
     assert "kept as a class" in result.output
     dropped = next(r for r in selected.removals.values() if r.step == "min_captions")
-    result = CliRunner().invoke(why, [index[dropped.wnid].name, "--run", str(tagged_run)])
+    result = invoke(why, [index[dropped.wnid].name, "--run", str(tagged_run)])
     assert "dropped at step 'min_captions'" in result.output

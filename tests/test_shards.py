@@ -1,4 +1,4 @@
-from pipeline.shards import sum_tallies
+from imagenot.pipeline.shards import sum_tallies
 
 
 def test_sum_tallies_adds_counts_and_nested_counts():
@@ -20,7 +20,7 @@ def test_sum_of_partial_sums_is_the_sum():
 
 
 def test_progress_counts_only_the_shards_this_run_processes(tmp_path):
-    from pipeline.progress import _Tallies
+    from imagenot.pipeline.progress import _Tallies
 
     (tmp_path / "tallies").mkdir()
     for name, rows in (("a", 3), ("b", 4), ("stale", 100)):  # "stale": a shard the dataset no longer has

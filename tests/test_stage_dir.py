@@ -1,6 +1,6 @@
 """Stage folders and fingerprints: what keeps a stage's work and what makes downstream stages rerun."""
 
-from pipeline.stage_dir import finish_stage, is_current, made_from, open_stage, stage_fingerprint
+from imagenot.pipeline.stage_dir import finish_stage, is_current, made_from, open_stage, stage_fingerprint
 
 
 def _revision_file(stage_dir: str) -> str | None:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 
-from wordnet import hierarchy
-from wordnet.classlists import read_class_list, reference_wnids
-from wordnet.stats_report import PLOTS, stats
+from imagenot.pipeline.stats import PLOTS, stats
+from imagenot.wordnet import hierarchy
+from imagenot.wordnet.classlists import read_class_list, reference_wnids
 
 DATA = Path(__file__).resolve().parents[1] / "wordnet" / "data"
 IMAGENOT_APRIL = DATA / "imagenot_classes_2024-04-02.txt"
@@ -131,7 +131,7 @@ def test_april_list_and_imagenet1k_figures(index, imagenet1k):
 
 def test_stats_command_writes_the_report(tmp_path, index):
     out = tmp_path / "report"
-    result = CliRunner().invoke(stats, ["--classes", str(IMAGENOT_MAY), "--out", str(out)])
+    result = invoke(stats, ["--classes", str(IMAGENOT_MAY), "--out", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     assert report["reference"]["source"] == "imagenet1k"
@@ -152,7 +152,7 @@ def test_stats_command_writes_the_report(tmp_path, index):
     assert not list(out.glob(".*"))  # no staging files left behind
 
     again = tmp_path / "again"
-    CliRunner().invoke(stats, ["--classes", str(IMAGENOT_MAY), "--out", str(again)])
+    invoke(stats, ["--classes", str(IMAGENOT_MAY), "--out", str(again)])
     for name in ("stats.json", "stats.md", *PLOTS):
         assert (again / name).read_bytes() == (out / name).read_bytes()
 
@@ -167,7 +167,7 @@ def test_stats_command_writes_the_report(tmp_path, index):
 def test_a_bad_class_list_is_a_clean_error(tmp_path, text, message):
     classes = tmp_path / "classes.txt"
     classes.write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(stats, ["--classes", str(classes), "--out", str(tmp_path / "o")])
+    result = invoke(stats, ["--classes", str(classes), "--out", str(tmp_path / "o")])
     assert result.exit_code != 0
     assert message in result.output
     assert isinstance(result.exception, SystemExit)  # click's error, not a traceback
@@ -176,7 +176,7 @@ def test_a_bad_class_list_is_a_clean_error(tmp_path, text, message):
 
 def test_a_missing_reference_file_is_a_clean_error(tmp_path):
     missing = tmp_path / "nowhere.txt"
-    result = CliRunner().invoke(
+    result = invoke(
         stats,
         ["--classes", str(IMAGENOT_MAY), "--reference", str(missing), "--out", str(tmp_path)],
     )

@@ -6,11 +6,11 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 
-from pipeline.config import Columns
-from pipeline.corpus.reader import DROP_REASONS, read_shard
-from pipeline.corpus.synth import (
+from imagenot.pipeline.config import Columns
+from imagenot.pipeline.corpus.reader import DROP_REASONS, read_shard
+from imagenot.pipeline.corpus.synth import (
     BAD_SHARES,
     DUPLICATE_SHARE,
     GROUND_TRUTH,
@@ -170,8 +170,8 @@ def test_reader_drops_exactly_the_rows_built_to_be_bad(corpus):
 
 def test_command_writes_a_corpus_and_refuses_to_overwrite(tmp_path):
     args = ["--out", str(tmp_path), "--rows", "120", "--seed", "3", "--shard-rows", "50"]
-    first = CliRunner().invoke(synth_command, args)
+    first = invoke(synth_command, args)
     assert first.exit_code == 0, first.output
     assert "120 rows in 3 shards" in first.output
-    again = CliRunner().invoke(synth_command, args)
+    again = invoke(synth_command, args)
     assert again.exit_code != 0 and "already holds a corpus" in again.output

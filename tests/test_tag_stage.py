@@ -3,13 +3,13 @@
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cli_runner import invoke
 
-from pipeline.config import Config, Corpus, Runner
-from pipeline.corpus.reader import CorpusError, read_shard
-from pipeline.corpus.synth import synth_corpus
-from pipeline.summary import read_summary
-from pipeline.tag.stage import TALLY_FILE, build_matcher, run_tag, tag_batch, tag_command
+from imagenot.pipeline.config import Config, Corpus, Runner
+from imagenot.pipeline.corpus.reader import CorpusError, read_shard
+from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.summary import read_summary
+from imagenot.pipeline.tag.stage import TALLY_FILE, build_matcher, run_tag, tag_batch, tag_command
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_shards_with_the_same_name_are_refused(corpus, tmp_path):
 
 
 def test_command_writes_counts_and_summary(corpus, tmp_path):
-    result = CliRunner().invoke(tag_command, ["--input", str(corpus / "part-00002.parquet"), "--out", str(tmp_path)])
+    result = invoke(tag_command, ["--input", str(corpus / "part-00002.parquet"), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     summary = read_summary(str(tmp_path))["tag"]
     assert summary["rows_read"] == 1_000
@@ -114,6 +114,6 @@ def test_command_writes_counts_and_summary(corpus, tmp_path):
 
 
 def test_command_names_a_missing_input(tmp_path):
-    result = CliRunner().invoke(tag_command, ["--input", str(tmp_path / "none-*.parquet"), "--out", str(tmp_path)])
+    result = invoke(tag_command, ["--input", str(tmp_path / "none-*.parquet"), "--out", str(tmp_path)])
     assert result.exit_code != 0
     assert "matches no file" in result.output

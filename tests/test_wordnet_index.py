@@ -2,9 +2,9 @@ import gzip
 
 import pytest
 
-from wordnet import nltk_data
-from wordnet.classlists import ClassListError, read_class_list, reference_wnids
-from wordnet.index import ROOT_WNID
+from imagenot.wordnet import nltk_data
+from imagenot.wordnet.classlists import ClassListError, read_class_list, reference_wnids
+from imagenot.wordnet.index import ROOT_WNID
 
 
 def test_wnids_are_wordnet_30_offsets(index):

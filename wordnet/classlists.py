@@ -9,7 +9,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from wordnet.index import WNID_PATTERN, NounIndex
+from imagenot.errors import ImagenotError
+from imagenot.wordnet.index import WNID_PATTERN, NounIndex
 
 REFERENCE_SETS = {
     "imagenet1k": "imagenet1k_wnids.txt",
@@ -17,7 +18,7 @@ REFERENCE_SETS = {
 }
 
 
-class ClassListError(ValueError):
+class ClassListError(ImagenotError, ValueError):
     """A class list line is malformed, unknown, not a noun or repeated; names file and line."""
 
 
@@ -34,7 +35,7 @@ def read_class_list(path: str | Path, index: NounIndex) -> list[str]:
 def reference_wnids(name_or_path: str, index: NounIndex) -> list[str]:
     """A reference class set: `imagenet1k`, `imagenet21k`, or a class-list file."""
     if name_or_path in REFERENCE_SETS:
-        data = resources.files("wordnet") / "data" / REFERENCE_SETS[name_or_path]
+        data = resources.files("imagenot.wordnet") / "data" / REFERENCE_SETS[name_or_path]
         return _parse(data.read_text(encoding="utf-8"), name_or_path, index)
     return read_class_list(name_or_path, index)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from wordnet.index import NounIndex
+from imagenot.wordnet.index import NounIndex
 
 COMMUNITY_METHOD = "networkx.community.louvain_communities"
 COMMUNITY_SEED = 0

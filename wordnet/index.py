@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from wordnet.nltk_data import WORDNET_VERSION, cache_dir, load_nltk_wordnet
+from imagenot.wordnet.nltk_data import WORDNET_VERSION, cache_dir, load_nltk_wordnet
 
 ROOT_WNID = "n00001740"  # entity.n.01
 _FORMAT = 1  # bump when the cached layout changes

@@ -35,7 +35,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wordnet.index import NounIndex
+from imagenot.wordnet.index import NounIndex
 
 _APOSTROPHES = "'\u2019\u2018\u02bc"  # ' ’ ‘ ʼ
 # An apostrophe goes; so does a possessive "'s" when a separator (kept) or the end follows.

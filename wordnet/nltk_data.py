@@ -14,6 +14,8 @@ import shutil
 import warnings
 from pathlib import Path
 
+from imagenot.errors import ImagenotError
+
 DEBIAN_WORDNET_DIR = Path("/usr/share/wordnet")
 DEBIAN_LEXNAMES_MAN = Path("/usr/share/man/man5/lexnames.5WN.gz")
 FIX_COMMAND = "apt-get install -y --no-install-recommends wordnet-base wordnet-sense-index"
@@ -27,7 +29,7 @@ _DATABASE_FILES = [
 _SYNTACTIC_CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 
 
-class WordNetDataError(RuntimeError):
+class WordNetDataError(ImagenotError, RuntimeError):
     """WordNet 3.0 cannot be found or prepared; the message says how to fix it."""
 
 

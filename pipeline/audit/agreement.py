@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 
-import click
 import faiss
 import numpy as np
 import pyarrow as pa
@@ -28,15 +27,16 @@ from apache_beam.io.filesystems import FileSystems
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from pipeline.atomic import atomic_output, write_bytes
-from pipeline.audit import embeddings
-from pipeline.audit.drop import drop_and_backfill, drop_option
-from pipeline.audit.duplicates import load_reference
-from pipeline.audit.embeddings import ImageAudit, column_vectors
-from pipeline.config import Config
-from pipeline.shards import read_batches, read_table
-from pipeline.stage_command import stage_command
-from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import atomic_output, write_bytes
+from imagenot.pipeline.audit import embeddings
+from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
+from imagenot.pipeline.audit.duplicates import load_reference
+from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.shards import read_batches, read_table
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 STAGE = "audit/agreement"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -92,7 +92,7 @@ def agreement_rows(images: pa.Table, queries: pa.Table, settings: ImageAudit) ->
     classes = images.column("class_index").to_pylist()
     unknown = sorted(set(classes) - set(query_row))
     if unknown:
-        raise ValueError(f"images of class_index {unknown[:5]} have no class query (rank/classes.json)")
+        raise ImagenotError(f"images of class_index {unknown[:5]} have no class query (rank/classes.json)")
     query = column_vectors(queries.column("embedding"))[[query_row[c] for c in classes]]
     to_class = rowwise_cosine(image, query)
     to_caption = rowwise_cosine(image, column_vectors(images.column("caption_embedding")))
@@ -200,12 +200,12 @@ def run_agreement(config: Config, run_dir: str, drop: bool = False) -> None:
     if not drop:
         measure_agreement(run_dir, settings)
     elif settings.min_image_class_similarity is None and settings.min_image_caption_similarity is None:
-        raise click.ClickException(
+        raise ImagenotError(
             "--drop takes out the images that fail a threshold: set image_audit.min_image_class_similarity "
             "or min_image_caption_similarity"
         )
     elif settings.random_weights:
-        raise click.ClickException("--drop with random CLIP weights would drop on meaningless similarities: set image_audit.clip_weights")
+        raise ImagenotError("--drop with random CLIP weights would drop on meaningless similarities: set image_audit.clip_weights")
     else:
         drop_and_backfill(config, run_dir, STAGE, run_agreement, choose_drops)
 

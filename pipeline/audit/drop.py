@@ -18,13 +18,14 @@ import click
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import write_json
-from pipeline.audit import embeddings
-from pipeline.config import Config, ImageAudit
-from pipeline.download import drops
-from pipeline.download import stage as download_stage
-from pipeline.stage_dir import FIGURES_FILE, stage_figures
-from pipeline.summary import run_and_record
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.audit import embeddings
+from imagenot.pipeline.config import Config, ImageAudit
+from imagenot.pipeline.download import drops
+from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.stage_dir import FIGURES_FILE, stage_figures
+from imagenot.pipeline.summary import run_and_record
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ Chooser = Callable[[str, ImageAudit], pa.Table]  # (run dir, settings) -> rows t
 def drop_and_backfill(config: Config, run_dir: str, stage: str, audit: Callable[[Config, str], object], choose: Chooser) -> None:
     """Audit, drop what it flags and backfill, until nothing new is flagged or the passes run out."""
     if not config.download.enabled:
-        raise click.ClickException("--drop replaces images by downloading from the reserve: it needs download.enabled")
+        raise ImagenotError("--drop replaces images by downloading from the reserve: it needs download.enabled")
     download_dir = FileSystems.join(run_dir, download_stage.STAGE)
     dropped: Counter[str] = Counter()
     passes = 0

@@ -38,14 +38,15 @@ from PIL import Image
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from pipeline.atomic import atomic_output, write_text
-from pipeline.audit import embeddings
-from pipeline.audit.drop import drop_and_backfill, drop_option
-from pipeline.audit.embeddings import ImageAudit, column_vectors
-from pipeline.config import Config
-from pipeline.stage_command import stage_command
-from pipeline.shards import read_table
-from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import atomic_output, write_text
+from imagenot.pipeline.audit import embeddings
+from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
+from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.shards import read_table
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -126,13 +127,13 @@ def load_reference(path: str) -> Reference:
     else:
         table = pq.read_table(io.BytesIO(data))
         if "embedding" not in table.column_names:
-            raise ValueError(f"{path}: reference parquet needs an `embedding` list<float> column; has {table.column_names}")
+            raise ImagenotError(f"{path}: reference parquet needs an `embedding` list<float> column; has {table.column_names}")
         embedding = table.column("embedding").combine_chunks()
         vectors = np.stack(embedding.to_numpy(zero_copy_only=False)) if len(embedding) else np.zeros((0, 0))
         ids = np.array(table.column("id").to_pylist(), str) if "id" in table.column_names else np.arange(len(table)).astype(str)
         labels = table.column("label").to_numpy(zero_copy_only=False) if "label" in table.column_names else None
     if vectors.ndim != 2 or not len(vectors):
-        raise ValueError(f"{path}: expected a non-empty (n, d) array of reference embeddings, got shape {vectors.shape}")
+        raise ImagenotError(f"{path}: expected a non-empty (n, d) array of reference embeddings, got shape {vectors.shape}")
     vectors = np.ascontiguousarray(vectors, np.float32)
     faiss.normalize_L2(vectors)
     return Reference(ids, vectors, labels)
@@ -179,7 +180,7 @@ def duplicate_pairs(images: pa.Table, settings: ImageAudit, reference: Reference
 def reference_pairs(vectors: np.ndarray, row_ids: np.ndarray, reference: Reference, settings: ImageAudit) -> pa.Table:
     """Each image whose nearest reference vector has cosine >= threshold, with that vector's id."""
     if reference.vectors.shape[1] != vectors.shape[1]:
-        raise ValueError(f"reference embeddings have dimension {reference.vectors.shape[1]}, the images {vectors.shape[1]}")
+        raise ImagenotError(f"reference embeddings have dimension {reference.vectors.shape[1]}, the images {vectors.shape[1]}")
     cosines, neighbours = knn(reference.vectors, vectors, 1, settings.exact_search_max, settings.ivf_probes, settings.ann_rerank)
     hit = cosines[:, 0] >= settings.near_duplicate_threshold
     return pa.table(

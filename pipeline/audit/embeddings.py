@@ -35,13 +35,13 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
-from pipeline.atomic import atomic_output, write_json
-from pipeline.audit.clip_model import ClipModel
-from pipeline.config import Config, ImageAudit, Runner
-from pipeline.progress import watch_shards
-from pipeline.runner import make_pipeline
-from pipeline.score.similarity import query_text, validate_template
-from pipeline.shards import (
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import atomic_output, write_json
+from imagenot.pipeline.audit.clip_model import ClipModel
+from imagenot.pipeline.config import Config, ImageAudit, Runner
+from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.runner import make_pipeline
+from imagenot.pipeline.shards import (
     finished_tally,
     process_shards,
     read_batches,
@@ -51,9 +51,10 @@ from pipeline.shards import (
     shard_files,
     stage_shards,
 )
-from pipeline.stage_command import stage_command
-from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
-from wordnet.index import load_index
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.wordnet.index import load_index
+from imagenot.wordnet.queries import query_text, validate_template
 
 DOWNLOAD_STAGE = "download"
 DATASET_DIR = "dataset"
@@ -89,7 +90,7 @@ def dataset_table(run_dir: str) -> pa.Table:
         table = pa.Table.from_batches(batches)
         missing = sorted(set(DATASET_COLUMNS) - set(table.column_names))
         if missing:
-            raise ValueError(f"{shard}: dataset table lacks columns {missing}; expected {DATASET_COLUMNS}")
+            raise ImagenotError(f"{shard}: dataset table lacks columns {missing}; expected {DATASET_COLUMNS}")
         tables.append(table.select(DATASET_COLUMNS))
     return pa.concat_tables(tables)
 
@@ -249,7 +250,7 @@ def _dataset_embeddings(run_dir: str, dataset: pa.Table, columns: list[str]) -> 
     position = pc.index_in(dataset.column("row_id"), stored.column("row_id"))
     if position.null_count:
         absent = dataset.column("row_id").filter(pc.is_null(position)).to_pylist()[:5]
-        raise ValueError(f"{run_dir}/{STAGE}: no embedding row for dataset rows {absent}; rerun `imagenot audit embed`")
+        raise ImagenotError(f"{run_dir}/{STAGE}: no embedding row for dataset rows {absent}; rerun `imagenot audit embed`")
     taken = stored.take(position)
     taken = taken.add_column(1, "split", dataset.column("split"))
     return taken.add_column(1, "class_index", dataset.column("class_index").cast(pa.int32()))

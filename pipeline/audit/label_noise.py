@@ -38,8 +38,9 @@ from cleanlab.count import estimate_joint, num_label_issues
 from cleanlab.filter import find_label_issues
 from cleanlab.rank import get_label_quality_scores
 
-from pipeline.atomic import atomic_output, write_json, write_text
-from pipeline.shards import read_json, read_table, stage_shards
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import atomic_output, write_json, write_text
+from imagenot.pipeline.shards import read_json, read_table, stage_shards
 
 OUT_DIR = ("audit", "label_noise")
 DATASET_STAGES = ("download", "sample")  # the first one present holds the dataset
@@ -48,7 +49,7 @@ EXAMPLE_IDS = 5  # unmatched row ids quoted in the summary
 PROB_COLUMN = re.compile(r"p_(\d+)")
 
 
-class LabelNoiseInputError(ValueError):
+class LabelNoiseInputError(ImagenotError, ValueError):
     """Malformed labels or probabilities; the message names the file, row or column."""
 
 
@@ -273,8 +274,8 @@ def label_noise_command(run_dir: str, probs_path: str) -> None:
         classes = read_json(FileSystems.join(run_dir, "rank", "classes.json"))
         dataset, source = read_run_dataset(run_dir)
         result = label_noise(dataset, _read_parquet([probs_path]), len(classes), source, probs_path)
-    except (LabelNoiseInputError, FileNotFoundError, OSError) as err:
-        raise click.ClickException(str(err)) from err
+    except OSError as err:
+        raise LabelNoiseInputError(str(err)) from err
     figures = write_label_noise(result, FileSystems.join(run_dir, *OUT_DIR), classes)
     click.echo(figures["statement"])
     click.echo(json.dumps({k: v for k, v in figures.items() if k != "per_class"}, indent=2))

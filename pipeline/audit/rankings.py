@@ -28,7 +28,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy import stats
 
-from pipeline.atomic import write_bytes, write_json, write_text
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import write_bytes, write_json, write_text
 
 COLUMNS = ("model", "accuracy_a", "n_a", "accuracy_b", "n_b")
 MIN_MODELS = 3  # adjusted R^2 of a one-predictor fit needs n - 2 > 0
@@ -36,7 +37,7 @@ CONFIDENCE = 0.95
 RESAMPLES = 10_000
 
 
-class RankingInputError(ValueError):
+class RankingInputError(ImagenotError, ValueError):
     """A malformed accuracy table; the message names the file, line and field."""
 
 
@@ -135,7 +136,7 @@ def bootstrap_intervals(
     usable = (np.ptp(ra, axis=1) > 0) & (np.ptp(rb, axis=1) > 0)
     ra, rb = ra[usable], rb[usable]
     if not len(ra):
-        raise ValueError("every bootstrap resample was degenerate; the models need distinct accuracies")
+        raise RankingInputError("every bootstrap resample was degenerate; the models need distinct accuracies")
     kendall = [stats.kendalltau(x, y).statistic for x, y in zip(ra, rb)]
     # Spearman rho is Pearson r of the (tie-averaged) ranks, as scipy.stats.spearmanr computes it
     spearman = _row_correlations(stats.rankdata(ra, axis=1), stats.rankdata(rb, axis=1))
@@ -162,16 +163,16 @@ def compare_rankings(
     if base is None:
         base = min(models, key=lambda m: m.accuracy_a).model
     elif base not in names:
-        raise ValueError(f"base model {base!r} is not in the table (models: {', '.join(names)})")
+        raise RankingInputError(f"base model {base!r} is not in the table (models: {', '.join(names)})")
     base_row = models[names.index(base)]
     for side in ("a", "b"):
         if getattr(base_row, f"accuracy_{side}") == 0:
-            raise ValueError(f"base model {base!r} has accuracy 0 on dataset {side.upper()}; progress is undefined")
+            raise RankingInputError(f"base model {base!r} has accuracy 0 on dataset {side.upper()}; progress is undefined")
     a = np.array([m.accuracy_a for m in models])
     b = np.array([m.accuracy_b for m in models])
     for side, accuracies in (("A", a), ("B", b)):
         if np.ptp(accuracies) == 0:
-            raise ValueError(f"every model has the same accuracy on dataset {side}; nothing to rank or fit")
+            raise RankingInputError(f"every model has the same accuracy on dataset {side}; nothing to rank or fit")
     rank_a = stats.rankdata(-a, method="min").astype(int)
     rank_b = stats.rankdata(-b, method="min").astype(int)
     kendall, spearman = stats.kendalltau(a, b), stats.spearmanr(a, b)
@@ -319,10 +320,7 @@ def compare_rankings_command(
     input_path: str, out_dir: str, base: str | None, name_a: str, name_b: str, resamples: int, seed: int
 ) -> None:
     """Compare model accuracies on two datasets: rank correlations, fit, intervals, progress."""
-    try:
-        result = compare_rankings(read_accuracies(input_path), base, resamples, seed)
-    except ValueError as err:  # RankingInputError included
-        raise click.ClickException(str(err)) from err
+    result = compare_rankings(read_accuracies(input_path), base, resamples, seed)
     write_report(result, out_dir, name_a, name_b)
     summary = {k: result[k] for k in ("kendall_tau", "kendall_tau_ci", "spearman", "spearman_ci", "slope", "adj_r2")}
     click.echo(f"compare-rankings: {json.dumps(summary)} -> {out_dir}")

@@ -15,7 +15,7 @@ from bisect import bisect
 from itertools import accumulate
 from typing import NamedTuple
 
-from pipeline.corpus.lexicon import Lexicon
+from imagenot.pipeline.corpus.lexicon import Lexicon
 
 STYLES = ("product", "alt", "sentence", "seo")
 STYLE_SHARES = (0.3, 0.3, 0.3, 0.1)

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from wordnet.index import NounIndex
+from imagenot.wordnet.index import NounIndex
 
 ZIPF_OFFSET = 10
 CONCRETE_WEIGHT = 4.0  # rank bias for the lexicographer files below

@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.config import Columns
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.config import Columns
 
 DROP_REASONS = (
     "caption_missing",
@@ -81,7 +82,7 @@ COLUMN_TYPES: dict[str, _ColumnType] = {
 }
 
 
-class CorpusError(ValueError):
+class CorpusError(ImagenotError, ValueError):
     """A shard cannot be used; the message names the shard and, for schema errors, the column,
     the type found and the type expected."""
 

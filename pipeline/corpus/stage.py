@@ -6,9 +6,9 @@ from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.config import Config
-from pipeline.corpus.synth import synth_corpus
-from pipeline.stage_dir import finish_stage, is_current, open_stage
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.stage_dir import finish_stage, is_current, open_stage
 
 STAGE = "corpus"
 

@@ -50,9 +50,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
-from pipeline.corpus.lexicon import Lexicon
-from wordnet.index import NounIndex, load_index
+from imagenot.pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
+from imagenot.pipeline.corpus.lexicon import Lexicon
+from imagenot.wordnet.index import NounIndex, load_index
 
 DEFAULT_URL_BASE = "http://127.0.0.1:8000/img"
 DEFAULT_SHARD_ROWS = 100_000

@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import atomic_output
-from pipeline.shards import read_table
-from pipeline.stage_dir import digest
+from imagenot.pipeline.atomic import atomic_output
+from imagenot.pipeline.shards import read_table
+from imagenot.pipeline.stage_dir import digest
 
 DROPS_FILE = "dropped.parquet"
 SCHEMA = pa.schema([("row_id", pa.string()), ("reason", pa.string()), ("duplicate_of", pa.string()), ("pass", pa.int32())])

@@ -26,12 +26,13 @@ from apache_beam.io.filesystems import FileSystems
 from img2dataset.downloader import Downloader
 from img2dataset.writer import WebDatasetSampleWriter
 
-from pipeline.atomic import write_bytes
-from pipeline.config import Download, Runner
-from pipeline.download.http_guard import install_guarded_opener
-from pipeline.download.image_guard import GuardedResizer
-from pipeline.runner import make_pipeline
-from pipeline.shards import read_table
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import write_bytes
+from imagenot.pipeline.config import Download, Runner
+from imagenot.pipeline.download.http_guard import install_guarded_opener
+from imagenot.pipeline.download.image_guard import GuardedResizer
+from imagenot.pipeline.runner import make_pipeline
+from imagenot.pipeline.shards import read_table
 
 FETCH_FILE = "fetch.parquet"
 INPUT_DIR = "_input"
@@ -42,7 +43,7 @@ FETCH_COLUMNS = ["url", "caption", *SAVED_COLUMNS]
 RESULT_COLUMNS = ["row_id", "key", "status", "error_message", "width", "height", "original_width", "original_height"]
 
 
-class FetchError(RuntimeError):
+class FetchError(ImagenotError, RuntimeError):
     """img2dataset did not finish a shard."""
 
 

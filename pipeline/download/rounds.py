@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
-from pipeline.download.http_guard import is_fetchable
+from imagenot.pipeline.download.http_guard import is_fetchable
 
 
 @dataclass(frozen=True)

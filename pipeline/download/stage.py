@@ -22,21 +22,21 @@ import logging
 from collections import Counter
 from typing import NamedTuple
 
-import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import atomic_output, write_tsv
-from pipeline.config import Config, Download, Runner, Sampling
-from pipeline.download import drops, fetch
-from pipeline.download.loopback import LoopbackImageServer
-from pipeline.download.reasons import failure_reason
-from pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
-from pipeline.sample.splits import assign_splits
-from pipeline.shards import read_table, stage_shards
-from pipeline.stage_command import stage_command
-from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import atomic_output, write_tsv
+from imagenot.pipeline.config import Config, Download, Runner, Sampling
+from imagenot.pipeline.download import drops, fetch
+from imagenot.pipeline.download.loopback import LoopbackImageServer
+from imagenot.pipeline.download.reasons import failure_reason
+from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
+from imagenot.pipeline.sample.splits import assign_splits
+from imagenot.pipeline.shards import read_table, stage_shards
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ IMAGE_SIZE_COLUMNS = ("width", "height", "original_width", "original_height")
 CLASS_COLUMNS = ("class_index", "wnid", "target", "images", "failed", "dropped", "reserve_used", "shortfall")
 
 
-class SampleError(ValueError):
+class SampleError(ImagenotError, ValueError):
     """The sample stage's output is not what this stage reads; names the file and the problem."""
 
 
@@ -264,7 +264,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
 def run_download(config: Config, run_dir: str) -> dict:
     settings = config.download
     if not settings.enabled:
-        raise click.ClickException(
+        raise ImagenotError(
             "download.enabled is false: the download stage fetches images from the web; enable it in the config"
         )
     if settings.demo_server_port is None:
@@ -273,7 +273,7 @@ def run_download(config: Config, run_dir: str) -> dict:
     try:
         server.start()
     except OSError as err:
-        raise click.ClickException(
+        raise ImagenotError(
             f"download.demo_server_port: cannot serve on 127.0.0.1:{settings.demo_server_port} ({err.strerror}); "
             "another demo build may be using it: rerun when it is done (finished stages are kept)"
         ) from err

@@ -10,23 +10,22 @@ selected captions of the classes with `gloss_similarity` and `class_index`, for 
 
 from __future__ import annotations
 
-
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import write_json, write_tsv
-from pipeline.config import Config
-from pipeline.progress import watch_shards
-from pipeline.runner import make_pipeline, scoring_hints
-from pipeline.score import stage as score_stage
-from pipeline.score.ranking import Ranking, rank_synsets
-from pipeline.select import stage as select_stage
-from pipeline.shards import process_shards, read_json, stage_shards
-from pipeline.stage_command import stage_command
-from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
-from wordnet.index import NounIndex, load_index
+from imagenot.pipeline.atomic import write_json, write_tsv
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.runner import make_pipeline, scoring_hints
+from imagenot.pipeline.score import stage as score_stage
+from imagenot.pipeline.score.ranking import Ranking, rank_synsets
+from imagenot.pipeline.select import stage as select_stage
+from imagenot.pipeline.shards import process_shards, read_json, stage_shards
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.wordnet.index import NounIndex, load_index
 
 STAGE = "rank"
 SCORED_DIR = "scored"

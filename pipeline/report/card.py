@@ -6,9 +6,9 @@ import statistics
 
 import yaml
 
-from pipeline.report.choices import open_choices
-from pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
-from pipeline.report.funnel import funnel_rows
+from imagenot.pipeline.report.choices import open_choices
+from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
+from imagenot.pipeline.report.funnel import funnel_rows
 
 LISTED = 10  # classes named per list in the card; the report and the run's files hold them all
 # (label, key of wordnet.stats_report's set figures) shown beside ImageNet-1k's

@@ -6,8 +6,6 @@ is or when it was made, so the same run always gives the same facts.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from dataclasses import dataclass
 
@@ -17,15 +15,15 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from filters.overlap import overlap_removals
-from pipeline.config import Config
-from pipeline.report.similarity import ClassSimilarities, caption_similarities
-from pipeline.shards import read_json, stage_shards
-from pipeline.stage_dir import FIGURES_FILE, is_done, made_from
-from wordnet import hierarchy
-from wordnet.classlists import reference_wnids
-from wordnet.index import NounIndex
-from wordnet.stats_report import build_report
+from imagenot.filters.overlap import overlap_removals
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.report.similarity import ClassSimilarities, caption_similarities
+from imagenot.pipeline.shards import read_bytes, read_json, read_tsv, stage_shards
+from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done, made_from
+from imagenot.wordnet import hierarchy
+from imagenot.wordnet.classlists import reference_wnids
+from imagenot.wordnet.index import NounIndex
+from imagenot.wordnet.stats_report import build_report
 
 STRUCTURE_REFERENCE = "imagenet1k"  # the class structure is always shown beside ImageNet-1k's
 DATASET_COLUMNS = ("class_index", "split", "order", "caption")
@@ -80,15 +78,6 @@ def _path(run_dir: str, *parts: str) -> str:
     return FileSystems.join(run_dir, *parts)
 
 
-def _read_bytes(path: str) -> bytes:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return f.read()
-
-
-def _read_tsv(path: str) -> list[dict]:
-    return list(csv.DictReader(io.StringIO(_read_bytes(path).decode("utf-8")), delimiter="\t"))
-
-
 def _read_dataset(shards: list[str]) -> pa.Table:
     tables = []
     for shard in shards:
@@ -139,7 +128,7 @@ def is_current_audit(run_dir: str, folder: str) -> bool:
 
 
 def _optional(path: str) -> bytes | None:
-    return _read_bytes(path) if FileSystems.exists(path) else None
+    return read_bytes(path) if FileSystems.exists(path) else None
 
 
 def _audits(run_dir: str) -> tuple[dict[str, Audit], list[str]]:
@@ -179,7 +168,7 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
         tag=read_json(_path(run_dir, "tag", FIGURES_FILE)),
         funnel=read_json(_path(run_dir, "select", "funnel.json"))["steps"],
         rank=read_json(_path(run_dir, "rank", FIGURES_FILE)),
-        candidates=_read_tsv(_path(run_dir, "rank", "ranking.tsv")),
+        candidates=read_tsv(_path(run_dir, "rank", "ranking.tsv")),
         classes=per_class_rows(classes, dataset, config.sampling.images_per_class),
         sample=read_json(_path(run_dir, "sample", FIGURES_FILE)),
         dataset_stage=dataset_stage,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pipeline.report.choices import show
-from pipeline.report.facts import RunFacts
+from imagenot.pipeline.report.choices import show
+from imagenot.pipeline.report.facts import RunFacts
 
 
 class FunnelRow(NamedTuple):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import html
 
-from pipeline.report.card import (
+from imagenot.pipeline.report.card import (
     STRUCTURE_ROWS,
     WORDNET_LICENCE,
     audit_summary,
@@ -17,10 +17,10 @@ from pipeline.report.card import (
     dropped_sentence,
     not_run_audits,
 )
-from pipeline.report.choices import open_choices
-from pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
-from pipeline.report.funnel import funnel_rows
-from pipeline.report.plots import Plots
+from imagenot.pipeline.report.choices import open_choices
+from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
+from imagenot.pipeline.report.funnel import funnel_rows
+from imagenot.pipeline.report.plots import Plots
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; color: #222; max-width: 1140px; margin: 0 auto; padding: 0 20px 60px; }

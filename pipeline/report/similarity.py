@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.score.ranking import SCORE_COLUMN
-from pipeline.shards import read_batches
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.score.ranking import SCORE_COLUMN
+from imagenot.pipeline.shards import read_batches
 
 BIN_WIDTH = 0.005
 EDGES = np.linspace(-1.0, 1.0, round(2 / BIN_WIDTH) + 1)  # cosine similarity lies in [-1, 1]
@@ -51,7 +52,7 @@ def caption_similarities(shards: list[str], wnids: list[str]) -> ClassSimilariti
             codes = pc.index_in(batch.column("wnid"), value_set=classes)
             if codes.null_count:
                 stray = pc.filter(batch.column("wnid"), pc.is_null(codes))[0].as_py()
-                raise ValueError(f"{shard}: caption of {stray!r}, which is not a class of rank/classes.json")
+                raise ImagenotError(f"{shard}: caption of {stray!r}, which is not a class of rank/classes.json")
             codes = codes.to_numpy()
             values = batch.column(SCORE_COLUMN).to_numpy(zero_copy_only=False).astype(np.float64)
             positions = np.clip(np.searchsorted(EDGES, values, side="right") - 1, 0, bins - 1)

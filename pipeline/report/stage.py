@@ -13,27 +13,28 @@ import json
 import click
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import write_text
-from pipeline.config import RUN_CONFIG, Config, ConfigError, load_config
-from pipeline.download import stage as download_stage
-from pipeline.rank import stage as rank_stage
-from pipeline.report.card import render_card
-from pipeline.report.facts import gather
-from pipeline.report.page import render_page
-from pipeline.report.plots import draw_all
-from pipeline.sample import stage as sample_stage
-from pipeline.score import stage as score_stage
-from pipeline.select import stage as select_stage
-from pipeline.shards import read_json
-from pipeline.stage_dir import (
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import write_text
+from imagenot.pipeline.config import RUN_CONFIG, Config, load_config
+from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.rank import stage as rank_stage
+from imagenot.pipeline.report.card import render_card
+from imagenot.pipeline.report.facts import gather
+from imagenot.pipeline.report.page import render_page
+from imagenot.pipeline.report.plots import draw_all
+from imagenot.pipeline.sample import stage as sample_stage
+from imagenot.pipeline.score import stage as score_stage
+from imagenot.pipeline.select import stage as select_stage
+from imagenot.pipeline.shards import read_json
+from imagenot.pipeline.stage_dir import (
     FINGERPRINT_FILE,
     finish_stage,
     is_done,
     open_stage,
     stage_fingerprint,
 )
-from pipeline.summary import run_and_record
-from wordnet.index import load_index
+from imagenot.pipeline.summary import run_and_record
+from imagenot.wordnet.index import load_index
 
 STAGE = "report"
 CARD_FILE, PAGE_FILE = "card.md", "report.html"
@@ -64,7 +65,7 @@ def check_config(config: Config, run_dir: str) -> None:
         expected = json.loads(json.dumps(stage.settings(config)))
         if recorded != expected:
             differing = sorted(k for k in recorded.keys() | expected.keys() if recorded.get(k) != expected.get(k))
-            raise ValueError(
+            raise ImagenotError(
                 f"{run_dir}/{stage.STAGE} ran with other settings than the config gives ({', '.join(differing)}); "
                 "pass the config the run was built with"
             )
@@ -74,7 +75,7 @@ def run_report(config: Config, run_dir: str) -> dict:
     """Write `<run_dir>/report/card.md` and `report.html`; returns the stage's figures."""
     before = upstream(config)
     if not is_done(run_dir, before):
-        raise ValueError(f"{run_dir}: no finished {before}/ stage; the report describes a finished run")
+        raise ImagenotError(f"{run_dir}: no finished {before}/ stage; the report describes a finished run")
     check_config(config, run_dir)
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, before))
     facts = gather(described_config(config), run_dir, load_index())
@@ -94,9 +95,6 @@ def run_report(config: Config, run_dir: str) -> dict:
 def report_command(run_dir: str, config_path: str | None) -> None:
     """Write the dataset card and the HTML report of a finished run into RUN/report/."""
     config_path = config_path or FileSystems.join(run_dir, RUN_CONFIG)
-    try:
-        config = load_config(config_path)
-        figures = run_and_record(STAGE, run_report, config, run_dir)
-    except (ConfigError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+    config = load_config(config_path)
+    figures = run_and_record(STAGE, run_report, config, run_dir)
     click.echo(f"{STAGE}: {json.dumps(figures)} -> {FileSystems.join(run_dir, STAGE, PAGE_FILE)}")

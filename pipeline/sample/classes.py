@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.config import Sampling
-from pipeline.sample.strategies import order_matched, order_threshold, order_top, similarity_bins
-from pipeline.score.ranking import SCORE_COLUMN, sample_keys
+from imagenot.pipeline.config import Sampling
+from imagenot.pipeline.sample.strategies import order_matched, order_threshold, order_top, similarity_bins
+from imagenot.pipeline.score.ranking import SCORE_COLUMN, sample_keys
 
 ORDER_COLUMN = "order"
 

@@ -8,9 +8,10 @@ import sys
 from apache_beam.io.filesystems import FileSystems
 from packaging.requirements import Requirement
 
-from pipeline.score.encoders import resolve_model
-from pipeline.shards import read_json, sha256_file
-from pipeline.stage_dir import FINGERPRINT_FILE
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.score.encoders import resolve_model
+from imagenot.pipeline.shards import read_json, sha256_file
+from imagenot.pipeline.stage_dir import FINGERPRINT_FILE
 
 PROJECT = "imagenot"
 STAGES = ("tag", "select", "score", "rank", "sample")
@@ -28,7 +29,7 @@ def checked_corpus_entry(shard: list) -> dict:
     path, size, _ = shard
     entry = file_entry(path)
     if entry["size"] != size:
-        raise ValueError(f"corpus shard {path} changed since the tag stage read it: {entry['size']} bytes, was {size}")
+        raise ImagenotError(f"corpus shard {path} changed since the tag stage read it: {entry['size']} bytes, was {size}")
     return entry
 
 

@@ -25,20 +25,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import atomic_output, write_json, write_tsv
-from pipeline.config import Config, Sampling
-from pipeline.rank import stage as rank_stage
-from pipeline.runner import make_pipeline
-from pipeline.sample.classes import ORDER_COLUMN, sample_class
-from pipeline.sample.manifest import build_manifest, checked_corpus_entry
-from pipeline.sample.splits import assign_splits
-from pipeline.sample.strategies import reference_edges
-from pipeline.score.ranking import SCORE_COLUMN
-from pipeline.sample.writer import ShardWriter
-from pipeline.shards import read_batches, read_json, read_schema, read_table, stage_shards
-from pipeline.tag import stage as tag_stage
-from pipeline.stage_command import stage_command
-from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import atomic_output, write_json, write_tsv
+from imagenot.pipeline.config import Config, Sampling
+from imagenot.pipeline.rank import stage as rank_stage
+from imagenot.pipeline.runner import make_pipeline
+from imagenot.pipeline.sample.classes import ORDER_COLUMN, sample_class
+from imagenot.pipeline.sample.manifest import build_manifest, checked_corpus_entry
+from imagenot.pipeline.sample.splits import assign_splits
+from imagenot.pipeline.sample.strategies import reference_edges
+from imagenot.pipeline.sample.writer import ShardWriter
+from imagenot.pipeline.score.ranking import SCORE_COLUMN
+from imagenot.pipeline.shards import read_batches, read_json, read_schema, read_table, stage_shards
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.tag import stage as tag_stage
 
 STAGE = "sample"
 DATASET_DIR, RESERVE_DIR, ORDERED_DIR = "dataset", "reserve", "ordered"
@@ -172,7 +173,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
     classes = read_json(FileSystems.join(rank_dir, "classes.json"))
     shards = stage_shards(rank_dir, rank_stage.SCORED_DIR)
     if not shards:
-        raise ValueError(f"{rank_dir}: no scored shards in {rank_stage.SCORED_DIR}/; rerun `imagenot rank`")
+        raise ImagenotError(f"{rank_dir}: no scored shards in {rank_stage.SCORED_DIR}/; rerun `imagenot rank`")
     corpus = read_json(FileSystems.join(run_dir, tag_stage.STAGE, tag_stage.SHARDS_FILE))
     scored_schema = read_schema(shards[0])
     schema = output_schema(scored_schema)

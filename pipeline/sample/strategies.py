@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.config import Sampling
-from pipeline.score.ranking import SCORE_COLUMN
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.config import Sampling
+from imagenot.pipeline.score.ranking import SCORE_COLUMN
 
 REFERENCE_BINS = 10  # deciles of another run's scores
 
@@ -75,11 +76,11 @@ def read_reference_scores(path: str) -> np.ndarray:
             parquet = pq.ParquetFile(f)
             names = parquet.schema_arrow.names
             if SCORE_COLUMN not in names:
-                raise ValueError(f"sampling.reference_scores: {file} has no {SCORE_COLUMN} column (found {names})")
+                raise ImagenotError(f"sampling.reference_scores: {file} has no {SCORE_COLUMN} column (found {names})")
             column = parquet.read(columns=[SCORE_COLUMN]).column(SCORE_COLUMN)
         parts.append(pc.drop_null(column).to_numpy().astype(np.float64))
     scores = np.concatenate(parts) if parts else np.empty(0)
     if len(scores) == 0:
-        raise ValueError(f"sampling.reference_scores: no {SCORE_COLUMN} values found in {path}")
+        raise ImagenotError(f"sampling.reference_scores: no {SCORE_COLUMN} values found in {path}")
     return scores
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.atomic import atomic_output, write_text
-from pipeline.score.encoders import TextEncoder
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import atomic_output, write_text
+from imagenot.pipeline.score.encoders import TextEncoder
 
 KEY_BYTES = 20  # sha1
 
@@ -40,7 +41,7 @@ class EmbeddingCache:
         if marker.exists():
             found = marker.read_text(encoding="utf-8")
             if found != self.model_id:
-                raise ValueError(f"{marker}: cache folder holds model {found!r}, not {self.model_id!r}")
+                raise ImagenotError(f"{marker}: cache folder holds model {found!r}, not {self.model_id!r}")
             return
         write_text(marker, self.model_id)
 
@@ -49,7 +50,7 @@ class EmbeddingCache:
             if path.name not in self._chunks:
                 chunk = np.load(path, mmap_mode="r")
                 if chunk.dtype != self.dtype:
-                    raise ValueError(f"{path}: expected records {self.dtype}, found {chunk.dtype}")
+                    raise ImagenotError(f"{path}: expected records {self.dtype}, found {chunk.dtype}")
                 self._chunks[path.name] = chunk
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

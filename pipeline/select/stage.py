@@ -18,18 +18,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from filters.funnel import Funnel, build_funnel, write_funnel
-from filters.min_captions import synset_caption_counts
-from filters.select import SynsetSelection, select_synsets
-from filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
-from filters.unsafe_rows import drop_unsafe_rows
-from pipeline.atomic import atomic_output, write_json
-from pipeline.config import Config, Selection
-from pipeline.progress import watch_shards
-from pipeline.runner import make_pipeline
-from pipeline.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
-from pipeline.stage_command import stage_command
-from pipeline.shards import (
+from imagenot.filters.funnel import Funnel, build_funnel
+from imagenot.filters.min_captions import synset_caption_counts
+from imagenot.filters.select import SynsetSelection, select_synsets
+from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
+from imagenot.filters.unsafe_rows import drop_unsafe_rows
+from imagenot.pipeline.atomic import atomic_output, write_json
+from imagenot.pipeline.config import Config, Selection
+from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.runner import make_pipeline
+from imagenot.pipeline.select.funnel_files import write_funnel
+from imagenot.pipeline.shards import (
     finished_tally,
     process_shards,
     read_batches,
@@ -38,9 +37,11 @@ from pipeline.shards import (
     shard_files,
     stage_shards,
 )
-from pipeline.tag import stage as tag_stage
-from wordnet.classlists import reference_wnids
-from wordnet.index import load_index
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.tag import stage as tag_stage
+from imagenot.wordnet.classlists import reference_wnids
+from imagenot.wordnet.index import load_index
 
 log = logging.getLogger(__name__)
 

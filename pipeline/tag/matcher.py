@@ -27,9 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.tag.tokens import tokenize
-from wordnet.index import NounIndex
-from wordnet.lemmas import surface_forms
+from imagenot.pipeline.tag.tokens import tokenize
+from imagenot.wordnet.index import NounIndex
+from imagenot.wordnet.lemmas import surface_forms
 
 _NO_EDGE = np.iinfo(np.int64).max  # sentinel after the last trie edge key
 

@@ -22,18 +22,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.atomic import atomic_output, write_json, write_text
-from pipeline.config import Columns, Config, ConfigError, load_config
-from pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
-from pipeline.progress import watch_shards
-from pipeline.runner import make_pipeline
-from pipeline.stage_dir import finish_stage, open_stage
-from pipeline.shards import finished_tally, process_shards, read_json, shard_files
-from pipeline.summary import run_and_record
-from pipeline.tag.matcher import LemmaMatcher, count_synsets
-from wordnet.index import NounIndex, load_index
-from wordnet.nltk_data import WORDNET_VERSION
-from wordnet.lemmas import normalize, surface_forms
+from imagenot.pipeline.atomic import atomic_output, write_json, write_text
+from imagenot.pipeline.config import Columns, Config, load_config
+from imagenot.pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
+from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.runner import make_pipeline
+from imagenot.pipeline.shards import finished_tally, process_shards, read_json, shard_files
+from imagenot.pipeline.stage_dir import finish_stage, open_stage
+from imagenot.pipeline.summary import run_and_record
+from imagenot.pipeline.tag.matcher import LemmaMatcher, count_synsets
+from imagenot.wordnet.index import NounIndex, load_index
+from imagenot.wordnet.lemmas import normalize, surface_forms
+from imagenot.wordnet.nltk_data import WORDNET_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -164,13 +164,10 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
 def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None) -> None:
     """Find every WordNet noun synset each caption mentions."""
-    try:
-        config = load_config(config_path)
-        if inputs:
-            config = config.model_copy(update={"corpus": config.corpus.model_copy(update={"paths": list(inputs)})})
-        figures = run_and_record(STAGE, run_tag, config, out)
-    except (ConfigError, CorpusError) as err:
-        raise click.ClickException(str(err)) from err
+    config = load_config(config_path)
+    if inputs:
+        config = config.model_copy(update={"corpus": config.corpus.model_copy(update={"paths": list(inputs)})})
+    figures = run_and_record(STAGE, run_tag, config, out)
     click.echo(
         f"{figures['rows_read']} rows read, {sum(figures['dropped'].values())} dropped, "
         f"{figures['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {out}/{STAGE}"

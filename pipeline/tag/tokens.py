@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wordnet.lemmas import normalize_text
+from imagenot.wordnet.lemmas import normalize_text
 
 
 def _ascii_table() -> tuple[bytes, bytes]:

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import click
+from apache_beam.io.filesystems import FileSystems
 
-from filters.funnel import KEPT, describe_fate, read_synset_fates
-from wordnet.index import WNID_PATTERN, load_index
+from imagenot.errors import ImagenotError
+from imagenot.filters.funnel import KEPT, describe_fate
+from imagenot.pipeline.select.funnel_files import read_synset_fates
+from imagenot.pipeline.shards import read_tsv
+from imagenot.wordnet.index import WNID_PATTERN, load_index
 
 
 @click.command("why")
 @click.argument("synset")
-@click.option(
-    "--run",
-    "run_dir",
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="the run directory (its select/ folder holds synset_fates.tsv)",
-)
-def why(synset: str, run_dir: Path) -> None:
+@click.option("--run", "run_dir", required=True, help="the run directory (its select/ folder holds synset_fates.tsv)")
+def why(synset: str, run_dir: str) -> None:
     """Say why SYNSET (a wnid like n03430313 or a name like gavel.n.01) is or is not a class."""
     index = load_index()
     if WNID_PATTERN.match(synset):
@@ -37,21 +32,20 @@ def why(synset: str, run_dir: Path) -> None:
                 f"{synset!r} is neither a wnid nor a noun synset name such as gavel.n.01",
                 param_hint="SYNSET",
             ) from None
-    path = run_dir / "select" / "synset_fates.tsv"
-    if not path.exists():
-        raise click.ClickException(f"{path} does not exist: has the run reached the filter stage?")
+    path = FileSystems.join(run_dir, "select", "synset_fates.tsv")
+    if not FileSystems.exists(path):
+        raise ImagenotError(f"{path} does not exist: has the run reached the select stage?")
     fate = read_synset_fates(path).get(wnid)
-    ranked = run_dir / "rank" / "ranking.tsv"
-    if fate is not None and fate["step"] == KEPT and ranked.exists():
+    ranked = FileSystems.join(run_dir, "rank", "ranking.tsv")
+    if fate is not None and fate["step"] == KEPT and FileSystems.exists(ranked):
         click.echo(_rank_fate(wnid, fate["name"], ranked))
     else:
         click.echo(describe_fate(wnid, fate))
 
 
-def _rank_fate(wnid: str, name: str, ranking_tsv: Path) -> str:
+def _rank_fate(wnid: str, name: str, ranking_tsv: str) -> str:
     """A filtered-in synset's fate at the rank stage (steps 7-8)."""
-    with open(ranking_tsv, encoding="utf-8", newline="") as f:
-        row = next((r for r in csv.DictReader(f, delimiter="\t") if r["wnid"] == wnid), None)
+    row = next((r for r in read_tsv(ranking_tsv) if r["wnid"] == wnid), None)
     if row is None:
         return f"{wnid} {name}: passed the filters but had no scored caption at the rank stage"
     if row["fate"] == "class":

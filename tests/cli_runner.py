@@ -1,0 +1,22 @@
+"""Commands run as a user runs them: through `imagenot`'s top-level group, whose error handling
+turns an imagenot error into one line and exit status 1."""
+
+import click
+from click.testing import CliRunner, Result
+
+from imagenot.pipeline.cli import main
+
+
+def _path(group: click.Group, command: click.Command) -> list[str] | None:
+    for name, sub in group.commands.items():
+        if sub is command:
+            return [name]
+        if isinstance(sub, click.Group) and (inner := _path(sub, command)) is not None:
+            return [name, *inner]
+    return None
+
+
+def invoke(command: click.Command, args: list[str], **kwargs) -> Result:
+    path = _path(main, command)
+    assert path is not None, f"{command.name} is not a command of imagenot"
+    return CliRunner().invoke(main, [*path, *args], **kwargs)
