@@ -13,7 +13,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from imagenot.pipeline.atomic import write_bytes
-from imagenot.wordnet.classlists import ClassListError, read_class_list, reference_wnids
+from imagenot.pipeline.class_lists import read_class_list, reference_wnids
+from imagenot.wordnet.classlists import ClassListError
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.stats_report import build_report, render_markdown
 
@@ -82,7 +83,7 @@ def write_report(report: dict, out: Path) -> list[Path]:
 def stats(classes: Path, reference: str, out: Path) -> None:
     """Describe a class set's place in WordNet beside a reference set's."""
     index = load_index()
-    class_wnids = read_class_list(classes, index)
+    class_wnids = read_class_list(str(classes), index)
     reference_list = reference_wnids(reference, index)
     for source, wnids in ((classes, class_wnids), (reference, reference_list)):
         if not wnids:

@@ -13,9 +13,9 @@ import networkx as nx
 import pytest
 from cli_runner import invoke
 
+from imagenot.pipeline.class_lists import read_class_list, reference_wnids
 from imagenot.pipeline.stats import PLOTS, stats
 from imagenot.wordnet import hierarchy
-from imagenot.wordnet.classlists import read_class_list, reference_wnids
 
 DATA = Path(__file__).resolve().parents[1] / "wordnet" / "data"
 IMAGENOT_APRIL = DATA / "imagenot_classes_2024-04-02.txt"
@@ -37,7 +37,7 @@ def imagenet1k(index):
 
 @pytest.fixture(scope="module")
 def may(index):
-    return read_class_list(IMAGENOT_MAY, index)
+    return read_class_list(str(IMAGENOT_MAY), index)
 
 
 def test_subgraph_of_dog_is_its_two_hypernym_paths(index):
@@ -65,7 +65,7 @@ def test_aircraft_is_an_ancestor_of_imagenet1k_classes(index, imagenet1k):
 
 
 def test_piston_shares_the_lemma_plunger_with_an_imagenet1k_class(index, imagenet1k):
-    april = read_class_list(IMAGENOT_APRIL, index)
+    april = read_class_list(str(IMAGENOT_APRIL), index)
     assert hierarchy.shared_lemmas(index, april, imagenet1k) == {
         wnid(index, "piston.n.02"): [(wnid(index, "plunger.n.03"), "plunger")]
     }
@@ -116,7 +116,7 @@ def test_may_list_figures_against_imagenet1k(index, may, imagenet1k):
 
 
 def test_april_list_and_imagenet1k_figures(index, imagenet1k):
-    april = read_class_list(IMAGENOT_APRIL, index)
+    april = read_class_list(str(IMAGENOT_APRIL), index)
     figures = hierarchy.set_figures(index, april, imagenet1k)
     assert (figures["with_ancestor_in_set"], figures["ancestor_pairs"]) == (660, 734)
     assert figures["leaf_count"] == 656
@@ -143,7 +143,7 @@ def test_stats_command_writes_the_report(tmp_path, index):
     assert gavel["reference_ancestors"] == [{"wnid": "n03481172", "name": "hammer.n.02"}]
     assert len(relations["ancestor_in_classes"]) == 45
     rows = relations["per_class"]
-    assert [r["wnid"] for r in rows] == sorted(read_class_list(IMAGENOT_MAY, index))
+    assert [r["wnid"] for r in rows] == sorted(read_class_list(str(IMAGENOT_MAY), index))
     markdown = (out / "stats.md").read_text(encoding="utf-8")
     assert "| classes with an ancestor in the set | 45 | 0 |" in markdown
     assert "parent_overlap" in markdown and "seed=0" in markdown

@@ -2,8 +2,9 @@ import gzip
 
 import pytest
 
+from imagenot.pipeline.class_lists import read_class_list, reference_wnids
 from imagenot.wordnet import nltk_data
-from imagenot.wordnet.classlists import ClassListError, read_class_list, reference_wnids
+from imagenot.wordnet.classlists import ClassListError
 from imagenot.wordnet.index import ROOT_WNID
 
 
@@ -60,7 +61,7 @@ def test_gavel_descends_from_an_imagenet_class(index):
 def test_class_list_format(tmp_path, index):
     path = tmp_path / "classes.txt"
     path.write_text("# my classes\nn02084071 dog extra columns\n\n  n03430313\t# gavel\n")
-    assert read_class_list(path, index) == ["n02084071", "n03430313"]
+    assert read_class_list(str(path), index) == ["n02084071", "n03430313"]
 
 
 @pytest.mark.parametrize(
@@ -77,13 +78,13 @@ def test_class_list_errors_name_file_line_and_value(tmp_path, index, line, messa
     path = tmp_path / "bad.txt"
     path.write_text(f"n02084071\n{line}\n")
     with pytest.raises(ClassListError, match=message) as err:
-        read_class_list(path, index)
+        read_class_list(str(path), index)
     assert f"{path}:2: '{line}'" in str(err.value)
 
 
 def test_missing_class_list_is_named(tmp_path, index):
     with pytest.raises(ClassListError, match="nope.txt"):
-        read_class_list(tmp_path / "nope.txt", index)
+        read_class_list(str(tmp_path / "nope.txt"), index)
 
 
 def test_lexnames_generated_from_debian_man_page():

@@ -7,7 +7,6 @@ whitespace is ignored, `#` starts a comment, blank lines are skipped.
 from __future__ import annotations
 
 from importlib import resources
-from pathlib import Path
 
 from imagenot.errors import ImagenotError
 from imagenot.wordnet.index import WNID_PATTERN, NounIndex
@@ -22,22 +21,20 @@ class ClassListError(ImagenotError, ValueError):
     """A class list line is malformed, unknown, not a noun or repeated; names file and line."""
 
 
-def read_class_list(path: str | Path, index: NounIndex) -> list[str]:
-    """The wnids of a class-list file, in file order, each checked against WordNet."""
-    path = Path(path)
+def parse_class_list(data: bytes, source: str, index: NounIndex) -> list[str]:
+    """The wnids of a class list's bytes (`source` names it in errors), in file order, each
+    checked against WordNet. Reading the file is the caller's: it may sit in a bucket."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ClassListError(f"{path}: cannot read class list: {err.strerror}") from err
-    return _parse(text, str(path), index)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ClassListError(f"{source}: not UTF-8 text (byte {err.start}); save the class list as UTF-8") from err
+    return _parse(text, source, index)
 
 
-def reference_wnids(name_or_path: str, index: NounIndex) -> list[str]:
-    """A reference class set: `imagenet1k`, `imagenet21k`, or a class-list file."""
-    if name_or_path in REFERENCE_SETS:
-        data = resources.files("imagenot.wordnet") / "data" / REFERENCE_SETS[name_or_path]
-        return _parse(data.read_text(encoding="utf-8"), name_or_path, index)
-    return read_class_list(name_or_path, index)
+def builtin_reference(name: str, index: NounIndex) -> list[str]:
+    """A reference class set shipped with the package: `imagenet1k` or `imagenet21k`."""
+    data = (resources.files("imagenot.wordnet") / "data" / REFERENCE_SETS[name]).read_bytes()
+    return parse_class_list(data, name, index)
 
 
 def _parse(text: str, source: str, index: NounIndex) -> list[str]:

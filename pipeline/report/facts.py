@@ -16,12 +16,12 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.filters.overlap import overlap_removals
+from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.report.similarity import ClassSimilarities, caption_similarities
 from imagenot.pipeline.shards import read_bytes, read_json, read_tsv, stage_shards
 from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done, made_from
 from imagenot.wordnet import hierarchy
-from imagenot.wordnet.classlists import reference_wnids
 from imagenot.wordnet.index import NounIndex
 from imagenot.wordnet.stats_report import build_report
 

@@ -24,6 +24,7 @@ from imagenot.filters.select import SynsetSelection, select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
 from imagenot.pipeline.atomic import atomic_output, write_json
+from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import Config, Selection
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline
@@ -40,7 +41,6 @@ from imagenot.pipeline.shards import (
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.tag import stage as tag_stage
-from imagenot.wordnet.classlists import reference_wnids
 from imagenot.wordnet.index import load_index
 
 log = logging.getLogger(__name__)
