@@ -1,8 +1,9 @@
 """Stages that work shard by shard: one output file and one tally per input shard, resumable.
 
 A tally is a JSON object of counts (nested dicts of ints). A shard's tally is written after its
-output file, so an existing tally means the shard is done and a rerun after a crash skips it.
-The Beam graph only spreads shards over workers and sums their tallies.
+output file, so an existing tally means the shard is done and a rerun after a crash skips it
+(`resumable_shard`, the one place that rule lives). The Beam graph only spreads shards over
+workers (`ShardWorker`) and sums their tallies (`process_shards`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import hashlib
 import io
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
@@ -22,7 +23,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.atomic import atomic_output, write_json
 
 TALLIES_DIR = "tallies"
 
@@ -90,9 +91,44 @@ def read_schema(path: str) -> pa.Schema:
         return pq.read_schema(f)
 
 
-def finished_tally(files: ShardFiles) -> dict | None:
-    """The tally of a shard an earlier run finished, else None."""
-    return read_json(files.tally) if FileSystems.exists(files.tally) else None
+def resumable_shard(files: ShardFiles, work: Callable[[], dict], reusable: Callable[[dict], bool] = lambda _: True) -> dict:
+    """The tally of a shard an earlier run finished (and `reusable` accepts), else that of
+    `work()`, which writes `files.data`; the tally is written last, so it marks the shard done."""
+    done = read_json(files.tally) if FileSystems.exists(files.tally) else None
+    if done is not None and reusable(done):
+        return done
+    tally = work()
+    write_json(files.tally, tally)
+    return tally
+
+
+def write_batches(path: str, batches: Iterable[pa.RecordBatch], empty_schema: Callable[[], pa.Schema]) -> None:
+    """`batches` as one parquet file, written atomically; with no batch, an empty file with
+    `empty_schema()`, so every input shard has its output shard."""
+    with atomic_output(path) as stream:
+        writer = None
+        for batch in batches:
+            if writer is None:
+                writer = pq.ParquetWriter(stream, batch.schema, compression="zstd")
+            writer.write_batch(batch)
+        if writer is None:
+            writer = pq.ParquetWriter(stream, empty_schema(), compression="zstd")
+        writer.close()
+
+
+class ShardWorker(beam.DoFn):
+    """Processes whole shards: each element's tally is `process_shard(element)`, or, given
+    `worker_state` (built once per worker process: a matcher, a model), `process_shard(element,
+    state)`. Both must pickle (module-level functions or functools.partial of them)."""
+
+    def __init__(self, process_shard: Callable, worker_state: Callable[[], object] | None = None):
+        self._process_shard, self._worker_state = process_shard, worker_state
+
+    def setup(self):
+        self._state = self._worker_state() if self._worker_state else None
+
+    def process(self, element):
+        yield self._process_shard(element) if self._worker_state is None else self._process_shard(element, self._state)
 
 
 def sum_tallies(tallies: Iterable[dict]) -> dict:

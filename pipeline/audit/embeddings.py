@@ -20,13 +20,13 @@ so only the new rounds' tars are embedded.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import tarfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
-import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,17 +36,18 @@ from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output, write_json
+from imagenot.pipeline.atomic import atomic_output
 from imagenot.pipeline.audit.clip_model import ClipModel
 from imagenot.pipeline.config import Config, ImageAudit, Runner
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.shards import (
-    finished_tally,
+    ShardWorker,
     process_shards,
     read_batches,
     read_json,
     read_table,
+    resumable_shard,
     sha256_file,
     shard_files,
     stage_shards,
@@ -156,30 +157,21 @@ def new_model(settings: ImageAudit, runner: Runner) -> ClipModel:
     return ClipModel(settings.clip_model, settings.clip_weights, settings.clip_model_config, settings.seed, runner.torch_threads)
 
 
-class _EmbedTars(beam.DoFn):
-    """Embeds whole tar shards; one CLIP model per worker process."""
+def embed_shard(settings: ImageAudit, run_dir: str, stage_dir: str, element: tuple[str, pa.Table], model: ClipModel) -> dict:
+    """Embed one tar's dataset rows into `stage_dir`, or return the tally of an earlier run that
+    embedded the same tar bytes."""
+    tar, rows = element
+    files = shard_files(stage_dir, SHARDS_DIR, output_name(tar))
+    tar_path = FileSystems.join(run_dir, tar)
+    tar_digest = sha256_file(tar_path)
 
-    def __init__(self, settings: ImageAudit, runner: Runner, run_dir: str, stage_dir: str):
-        self._settings, self._runner, self._run_dir, self._stage_dir = settings, runner, run_dir, stage_dir
-
-    def setup(self):
-        self._model = new_model(self._settings, self._runner)
-
-    def process(self, element: tuple[str, pa.Table]):
-        tar, rows = element
-        files = shard_files(self._stage_dir, SHARDS_DIR, output_name(tar))
-        tar_path = FileSystems.join(self._run_dir, tar)
-        tar_digest = sha256_file(tar_path)
-        done = finished_tally(files)
-        if done is not None and is_reusable(files.data, rows, tar_digest):
-            yield done
-            return
-        table, tally = embed_tar(tar_path, rows, self._model, self._settings.batch_size)
-        table = table.replace_schema_metadata({TAR_DIGEST_KEY: tar_digest})
+    def embed() -> dict:
+        table, tally = embed_tar(tar_path, rows, model, settings.batch_size)
         with atomic_output(files.data) as stream:
-            pq.write_table(table, stream, compression="zstd")
-        write_json(files.tally, tally)
-        yield tally
+            pq.write_table(table.replace_schema_metadata({TAR_DIGEST_KEY: tar_digest}), stream, compression="zstd")
+        return tally
+
+    return resumable_shard(files, embed, lambda _: is_reusable(files.data, rows, tar_digest))
 
 
 def is_reusable(shard: str, rows: pa.Table, tar_digest: str) -> bool:
@@ -230,7 +222,8 @@ def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
     tars = rows_by_tar(dataset)
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, [output_name(tar) for tar, _ in tars], STAGE, "images_embedded"), make_pipeline(runner) as pipeline:
-        process_shards(pipeline, tars, _EmbedTars(settings, runner, run_dir, stage_dir), total_path)
+        worker = ShardWorker(functools.partial(embed_shard, settings, run_dir, stage_dir), functools.partial(new_model, settings, runner))
+        process_shards(pipeline, tars, worker, total_path)
     figures = embedding_figures(_dataset_embeddings(run_dir, dataset, ["row_id", "problem"]))
     if settings.random_weights:
         figures["warning"] = RANDOM_WEIGHTS_WARNING

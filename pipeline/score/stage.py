@@ -16,6 +16,7 @@ hashing again (under a microsecond a row).
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Iterable
 
@@ -23,10 +24,9 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import atomic_output, write_json
+from imagenot.pipeline.atomic import write_json
 from imagenot.pipeline.config import Config, Runner, Scoring
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline, scoring_hints
@@ -36,13 +36,15 @@ from imagenot.pipeline.score.ranking import SCORE_COLUMN, sample_keys
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.select import stage as select_stage
 from imagenot.pipeline.shards import (
-    finished_tally,
+    ShardWorker,
     process_shards,
     read_batches,
     read_json,
     read_schema,
+    resumable_shard,
     shard_files,
     stage_shards,
+    write_batches,
 )
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
@@ -117,39 +119,29 @@ def score_shard(
     the model embedded (cache misses).
     """
     files = shard_files(out_dir, folder, shard)
-    done = finished_tally(files)
-    if done is not None:
-        return done
+    return resumable_shard(files, lambda: _score_into(files.data, shard, scorer, admit, columns))
+
+
+def _score_into(path: str, shard: str, scorer: CaptionScorer, admit, columns: list[str] | None) -> dict:
     embedded_before = scorer.encoder.embedded
     scored = 0
-    read = None if columns is None else sorted({"row_id", "wnid", "caption", *columns})
-    with atomic_output(files.data) as stream:
-        writer = None
+
+    def kept(result: pa.RecordBatch) -> pa.RecordBatch:
+        return result if columns is None else result.select([*columns, SCORE_COLUMN])
+
+    def scored_batches():
+        nonlocal scored
+        read = None if columns is None else sorted({"row_id", "wnid", "caption", *columns})
         for batch in read_batches(shard, read):
             chosen = batch.filter(admit(batch))
-            result = scorer.score(chosen)
-            if columns is not None:
-                result = result.select([*columns, SCORE_COLUMN])
-            if writer is None:
-                writer = pq.ParquetWriter(stream, result.schema, compression="zstd")
-            writer.write_batch(result)
             scored += chosen.num_rows
-        if writer is None:  # a selected shard with no rows: an empty scored file all the same
-            empty = pa.RecordBatch.from_pylist([], schema=read_schema(shard))
-            result = scorer.score(empty) if columns is None else scorer.score(empty).select([*columns, SCORE_COLUMN])
-            writer = pq.ParquetWriter(stream, result.schema, compression="zstd")
-        writer.close()
-    tally = {"rows_scored": scored, "captions_embedded": scorer.encoder.embedded - embedded_before}
-    write_json(files.tally, tally)
-    return tally
+            yield kept(scorer.score(chosen))
 
+    def empty_schema() -> pa.Schema:  # a selected shard with no rows: an empty scored file all the same
+        return kept(scorer.score(pa.RecordBatch.from_pylist([], schema=read_schema(shard)))).schema
 
-class _SmallestKeys(beam.DoFn):
-    def __init__(self, per_synset: int, seed: int):
-        self._per_synset, self._seed = per_synset, seed
-
-    def process(self, shard: str):
-        yield smallest_keys(shard, self._per_synset, self._seed)
+    write_batches(path, scored_batches(), empty_schema)
+    return {"rows_scored": scored, "captions_embedded": scorer.encoder.embedded - embedded_before}
 
 
 class _ScoreFirstPass(beam.DoFn):
@@ -188,7 +180,7 @@ def run_score(config: Config, run_dir: str) -> dict:
             pipeline
             | "Shards" >> beam.Create(shards)
             | "Spread" >> beam.Reshuffle()
-            | "Smallest" >> beam.ParDo(_SmallestKeys(scoring.first_pass_captions, scoring.seed))
+            | "Smallest" >> beam.ParDo(ShardWorker(functools.partial(smallest_keys, per_synset=scoring.first_pass_captions, seed=scoring.seed)))
             | "Merge" >> beam.CombineGlobally(merge_smallest, per_synset=scoring.first_pass_captions)
             | "Write" >> beam.Map(lambda keys: write_json(cutoffs_path, {w: k[-1] for w, k in keys.items()}))
         )

@@ -10,12 +10,11 @@ read by `imagenot why`) go to `select/`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 
-import apache_beam as beam
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.filters.funnel import Funnel, build_funnel
@@ -23,20 +22,21 @@ from imagenot.filters.min_captions import synset_caption_counts
 from imagenot.filters.select import SynsetSelection, select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
-from imagenot.pipeline.atomic import atomic_output, write_json
 from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import Config, Selection
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.select.funnel_files import write_funnel
 from imagenot.pipeline.shards import (
-    finished_tally,
+    ShardWorker,
     process_shards,
     read_batches,
     read_json,
     read_schema,
+    resumable_shard,
     shard_files,
     stage_shards,
+    write_batches,
 )
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
@@ -68,52 +68,33 @@ def usable_counts(shard: str, selection: Selection) -> dict:
     return {"usable": dict(sorted(counts.items()))}
 
 
-def select_shard(shard: str, selection: Selection, lookup: CandidateLookup, stage_dir: str) -> dict:
+def select_shard(selection: Selection, lookup: CandidateLookup, stage_dir: str, shard: str) -> dict:
     """Step 6 over one tagged shard; the tally counts rows in, drops by step:reason, kept by class."""
     files = shard_files(stage_dir, SELECTED_DIR, shard)
-    done = finished_tally(files)
-    if done is not None:
-        return done
+    return resumable_shard(files, lambda: _select_into(files.data, shard, selection, lookup))
+
+
+def _select_into(path: str, shard: str, selection: Selection, lookup: CandidateLookup) -> dict:
     rows_in, drops, kept_counts = 0, Counter(), Counter()
-    with atomic_output(files.data) as stream:
-        writer = None
+
+    def kept_batches():
+        nonlocal rows_in
         for batch in read_batches(shard):
             safe, unsafe_drops = _unsafe_filter(batch, selection)
             kept, single_drops = keep_single_synset_rows(safe, lookup)
             kept = kept.drop_columns(["wnids"])
-            if writer is None:
-                writer = pq.ParquetWriter(stream, kept.schema, compression="zstd")
-            writer.write_batch(kept)
             rows_in += batch.num_rows
             drops.update({f"{step}:{reason}": n for (step, reason), n in {**unsafe_drops, **single_drops}.items()})
             kept_counts.update(class_caption_counts(kept))
-        if writer is None:  # a tagged shard with no rows still gets its (empty) selected file
-            writer = pq.ParquetWriter(stream, _selected_schema(shard), compression="zstd")
-        writer.close()
-    tally = {"rows_in": rows_in, "dropped": dict(sorted(drops.items())), "kept": dict(sorted(kept_counts.items()))}
-    write_json(files.tally, tally)
-    return tally
+            yield kept
+
+    write_batches(path, kept_batches(), lambda: _selected_schema(shard))
+    return {"rows_in": rows_in, "dropped": dict(sorted(drops.items())), "kept": dict(sorted(kept_counts.items()))}
 
 
 def _selected_schema(tagged_shard: str) -> pa.Schema:
     schema = read_schema(tagged_shard)
     return schema.remove(schema.get_field_index("wnids")).append(pa.field("wnid", pa.string()))
-
-
-class _CountUsable(beam.DoFn):
-    def __init__(self, selection: Selection):
-        self._selection = selection
-
-    def process(self, shard: str):
-        yield usable_counts(shard, self._selection)
-
-
-class _SelectShards(beam.DoFn):
-    def __init__(self, selection: Selection, lookup: CandidateLookup, stage_dir: str):
-        self._selection, self._lookup, self._stage_dir = selection, lookup, stage_dir
-
-    def process(self, shard: str):
-        yield select_shard(shard, self._selection, self._lookup, self._stage_dir)
 
 
 def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Selection) -> SynsetSelection:
@@ -145,13 +126,13 @@ def run_select(config: Config, run_dir: str) -> Funnel:
 
     usable_path = FileSystems.join(stage_dir, USABLE_FILE)
     with make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, _CountUsable(selection_config), usable_path)
+        process_shards(pipeline, shards, ShardWorker(functools.partial(usable_counts, selection=selection_config)), usable_path)
     selection = choose_synsets(tagged_tally["synset_captions"], read_json(usable_path).get("usable", {}), selection_config)
     log.info("select: %d synsets found, %d candidates", len(selection.found), len(selection.candidates))
 
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_in"), make_pipeline(config.runner) as pipeline:
-        select_fn = _SelectShards(selection_config, CandidateLookup(selection), stage_dir)
+        select_fn = ShardWorker(functools.partial(select_shard, selection_config, CandidateLookup(selection), stage_dir))
         process_shards(pipeline, shards, select_fn, total_path)
     total = read_json(total_path)
     drops = {tuple(key.split(":", 1)): n for key, n in total.get("dropped", {}).items()}

@@ -10,24 +10,23 @@ unmatched.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import Counter
 from pathlib import PurePosixPath
 
-import apache_beam as beam
 import click
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import atomic_output, write_json, write_text
+from imagenot.pipeline.atomic import write_json, write_text
 from imagenot.pipeline.config import Columns, Config, load_config
 from imagenot.pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.shards import finished_tally, process_shards, read_json, shard_files
+from imagenot.pipeline.shards import ShardWorker, process_shards, read_json, resumable_shard, shard_files, write_batches
 from imagenot.pipeline.stage_dir import finish_stage, open_stage
 from imagenot.pipeline.summary import run_and_record
 from imagenot.pipeline.tag.matcher import LemmaMatcher, count_synsets
@@ -66,53 +65,45 @@ def tag_shard(shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatch
     synset_captions (wnid -> tagged rows mentioning it).
     """
     files = shard_files(stage_dir, TAGGED_DIR, shard)
-    done = finished_tally(files)
-    if done is not None:
-        return done
+    return resumable_shard(files, lambda: _tag_into(files.data, shard, columns, batch_rows, matcher))
+
+
+def _tag_into(path: str, shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher) -> dict:
     started = time.monotonic()
-    rows_read = rows_tagged = rows_unmatched = 0
-    dropped, synsets = Counter(), Counter()
-    with atomic_output(files.data) as stream:
-        writer = None
+    counts, dropped, synsets = Counter(), Counter(), Counter()
+
+    def tagged_batches():
         for piece in read_shard(shard, columns, batch_rows):
             tagged = tag_batch(piece.batch, matcher)
-            if writer is None:
-                writer = pq.ParquetWriter(stream, tagged.schema, compression="zstd")
-            writer.write_batch(tagged)
-            rows_read += piece.rows_read
-            rows_tagged += tagged.num_rows
-            rows_unmatched += piece.batch.num_rows - tagged.num_rows
+            counts.update(rows_read=piece.rows_read, rows_tagged=tagged.num_rows)
+            counts.update(rows_unmatched=piece.batch.num_rows - tagged.num_rows)
             dropped.update(piece.dropped)
             synsets.update(count_synsets(tagged.column("wnids")))
-        if writer is None:
-            raise CorpusError(f"shard {shard}: has no rows")
-        writer.close()
+            yield tagged
+
+    def no_rows() -> pa.Schema:
+        raise CorpusError(f"shard {shard}: has no rows")
+
+    write_batches(path, tagged_batches(), no_rows)
     tally = {
         "shards": 1,
-        "rows_read": rows_read,
+        "rows_read": counts["rows_read"],
         "dropped": dict(sorted(dropped.items())),
-        "rows_tagged": rows_tagged,
-        "rows_unmatched": rows_unmatched,
+        "rows_tagged": counts["rows_tagged"],
+        "rows_unmatched": counts["rows_unmatched"],
         "synset_captions": dict(sorted(synsets.items())),
     }
-    write_json(files.tally, tally)
-    seconds = time.monotonic() - started
-    log.info("tag: %s: %d rows, %d tagged, %.0f rows/s", shard, rows_read, rows_tagged, rows_read / max(seconds, 1e-9))
+    rate = tally["rows_read"] / max(time.monotonic() - started, 1e-9)
+    log.info("tag: %s: %d rows, %d tagged, %.0f rows/s", shard, tally["rows_read"], tally["rows_tagged"], rate)
     return tally
 
 
-class _TagShards(beam.DoFn):
-    """Tags whole shards; the matcher is built once per worker process."""
+def _tag_worker(config: Config) -> LemmaMatcher:
+    return build_matcher(load_index(), config.tagging.ignore_forms)
 
-    def __init__(self, config: Config, stage_dir: str):
-        self._config, self._stage_dir = config, stage_dir
 
-    def setup(self):
-        self._matcher = build_matcher(load_index(), self._config.tagging.ignore_forms)
-
-    def process(self, shard: str):
-        columns, batch_rows = self._config.corpus.columns, self._config.tagging.batch_rows
-        yield tag_shard(shard, columns, batch_rows, self._matcher, self._stage_dir)
+def _tag_one(config: Config, stage_dir: str, shard: str, matcher: LemmaMatcher) -> dict:
+    return tag_shard(shard, config.corpus.columns, config.tagging.batch_rows, matcher, stage_dir)
 
 
 def _check_stems(shards: list[str]) -> None:
@@ -143,7 +134,8 @@ def run_tag(config: Config, run_dir: str) -> dict:
     log.info("tag: %d shards", len(shards))
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_read"), make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, _TagShards(config, stage_dir), total_path)
+        worker = ShardWorker(functools.partial(_tag_one, config, stage_dir), functools.partial(_tag_worker, config))
+        process_shards(pipeline, shards, worker, total_path)
     tally = read_json(total_path)
     write_text(FileSystems.join(stage_dir, COUNTS_FILE), counts_table(tally["synset_captions"], load_index()))
     figures = {key: value for key, value in tally.items() if key != "synset_captions"}
