@@ -8,7 +8,7 @@ runs in one process on one core (Arrow's thread pool is set to one thread) and s
 captions per CPU second. On the same captions and surface forms it runs:
 
 - the tagger, batch by batch (`--batch-rows`);
-- the baseline, `pipeline.tag.reference.ReferenceMatcher` (normalise in Python, then iterate
+- the baseline, `ReferenceMatcher` in `tests/reference_matcher.py` (normalise in Python, then iterate
   the automaton), caption by caption; its output must equal the tagger's on every row, else
   the disagreements are printed and the exit status is 1;
 - on the first `--laionet-sample` captions, LAIONet's loop: ` lemma ` substring tests of every
@@ -34,12 +34,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from imagenot.pipeline.tag.matcher import LemmaMatcher
+from imagenot.wordnet.index import load_index
+from imagenot.wordnet.lemmas import surface_forms
 
-from imagenot.pipeline.tag.matcher import LemmaMatcher  # noqa: E402
-from imagenot.pipeline.tag.reference import ReferenceMatcher  # noqa: E402
-from imagenot.wordnet.index import load_index  # noqa: E402
-from imagenot.wordnet.lemmas import surface_forms  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test oracle is the baseline
+from reference_matcher import ReferenceMatcher  # noqa: E402
 
 _LAIONET_PUNCTUATION = re.compile(r"[^\w\s]")
 

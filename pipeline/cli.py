@@ -28,6 +28,10 @@ from imagenot.pipeline.why import why
 from imagenot.wordnet.index import load_index
 
 
+# Modules of the optional extras (pyproject.toml), by the extra that installs them.
+OPTIONAL_MODULES = {"skimage": "demo", "faiss": "audit", "cleanlab": "audit"}
+
+
 class Commands(click.Group):
     """The command group, and the one place where an imagenot error becomes one line and exit
     status 1 (with its traceback under -v)."""
@@ -39,6 +43,11 @@ class Commands(click.Group):
             if ctx.params.get("verbose"):
                 traceback.print_exc()
             raise click.ClickException(str(err)) from err
+        except ModuleNotFoundError as err:
+            extra = OPTIONAL_MODULES.get((err.name or "").split(".")[0])
+            if extra is None:
+                raise
+            raise click.ClickException(f"{err.name} is not installed; it comes with imagenot[{extra}]: pip install 'imagenot[{extra}]'") from err
 
 
 @click.group(cls=Commands)

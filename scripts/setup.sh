@@ -17,7 +17,7 @@ fi
 
 [ -x .venv/bin/python ] || python3.11 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -c constraints.txt -e '.[dev]'
+.venv/bin/python -m pip install -q -c constraints.txt -e '.[demo,audit,dev]'
 # open_clip without its declared torchvision and timm: see pipeline/audit/clip_model.py.
 .venv/bin/python -m pip install -q -c constraints.txt --no-deps open_clip_torch==3.3.0
 .venv/bin/imagenot wordnet-prepare

@@ -51,3 +51,24 @@ def test_our_modules_are_imported_through_the_imagenot_namespace():
         if _within(module, {"pipeline", "wordnet", "filters"})
     ]
     assert not bare, "\n".join(bare)
+
+
+# Packages of the optional extras, and the only modules that may import them.
+OPTIONAL = {
+    "faiss": ("pipeline/audit/",),
+    "cleanlab": ("pipeline/audit/",),
+    "skimage": ("pipeline/download/loopback.py",),
+    "ahocorasick": (),  # dev only: the tests' reference matcher
+}
+
+
+def test_optional_extras_are_imported_only_where_their_commands_live():
+    strays = [
+        f"{path.relative_to(REPO)}:{line} imports {module}"
+        for folder in ("imagenot", "wordnet", "filters", "pipeline")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        for line, module in _imports(path)
+        if module.split(".")[0] in OPTIONAL
+        and not any(path.relative_to(REPO).as_posix().startswith(p) for p in OPTIONAL[module.split(".")[0]])
+    ]
+    assert not strays, "\n".join(strays)

@@ -7,7 +7,7 @@ import pytest
 
 from imagenot.pipeline.tag import LemmaMatcher, count_synsets
 from imagenot.pipeline.tag.matcher import leftmost_longest
-from imagenot.pipeline.tag.reference import ReferenceMatcher
+from reference_matcher import ReferenceMatcher
 from imagenot.pipeline.tag.tokens import tokenize
 from imagenot.wordnet.lemmas import normalize_text, surface_forms
 
