@@ -20,6 +20,7 @@ from imagenot.pipeline.config import RUN_CONFIG, Config, load_config
 from imagenot.pipeline.corpus import stage as corpus_stage
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.sample import stage as sample_stage
@@ -82,8 +83,8 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
         upstream_name = stage.upstream(config) if callable(stage.upstream) else stage.upstream
         upstream = stage_fingerprint(run_dir, upstream_name) if upstream_name else None
         stage_dir = FileSystems.join(run_dir, stage.name)
-        if position >= forced and FileSystems.exists(stage_dir):
-            FileSystems.delete([stage_dir])
+        if position >= forced:
+            delete_folder(stage_dir)
         elif is_current(run_dir, stage.name, stage.settings(stage_config), upstream, stage.revision):
             log.info("%s: up to date, skipped", stage.name)
             continue
@@ -109,7 +110,7 @@ def totals(summary: dict) -> dict:
 
 
 @click.command("build")
-@click.option("--config", "config_path", required=True, type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
+@click.option("--config", "config_path", required=True, help="YAML run configuration")
 @click.option("--out", "run_dir", help="run directory (default: runs/<config file name>)")
 @click.option("--from", "from_stage", type=click.Choice(STAGE_NAMES), help="rerun this stage and all after it")
 def build_command(config_path: str, run_dir: str | None, from_stage: str | None) -> None:

@@ -6,11 +6,13 @@ Every section forbids unknown keys, so a typo is an error naming the key, not a 
 from __future__ import annotations
 
 import math
+import os
 from itertools import pairwise
-from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from imagenot.errors import ImagenotError
@@ -345,14 +347,15 @@ class ConfigError(ImagenotError, ValueError):
     """A config file is unreadable or invalid; the message names the file and each bad key."""
 
 
-def load_config(path: str | Path | None) -> Config:
-    """The validated config from a YAML file, or the defaults when `path` is None."""
+def load_config(path: str | os.PathLike | None) -> Config:
+    """The validated config from a YAML file (any FileSystems path), or the defaults when `path` is None."""
     if path is None:
         return Config()
-    path = Path(path)
+    path = os.fspath(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as err:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            raw = yaml.safe_load(f.read().decode("utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise ConfigError(f"{path}: cannot read config: {err}") from err
     try:
         return Config.model_validate(raw)

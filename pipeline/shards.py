@@ -14,7 +14,6 @@ import io
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import PurePosixPath
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -24,6 +23,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import atomic_output, write_json
+from imagenot.pipeline.paths import stem
 
 TALLIES_DIR = "tallies"
 
@@ -35,14 +35,14 @@ class ShardFiles(NamedTuple):
 
 def shard_files(stage_dir: str, data_folder: str, shard: str) -> ShardFiles:
     return ShardFiles(
-        FileSystems.join(stage_dir, data_folder, f"{PurePosixPath(shard).stem}.parquet"),
+        FileSystems.join(stage_dir, data_folder, f"{stem(shard)}.parquet"),
         FileSystems.join(stage_dir, TALLIES_DIR, tally_name(shard)),
     )
 
 
 def tally_name(shard: str) -> str:
     """The file name of a shard's tally, in the stage's tallies folder."""
-    return f"{PurePosixPath(shard).stem}.json"
+    return f"{stem(shard)}.json"
 
 
 def read_bytes(path: str) -> bytes:

@@ -31,7 +31,6 @@ def stage_command(
     @click.option(
         "--config",
         "config_path",
-        type=click.Path(exists=True, dir_okay=False),
         help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
     )
     def command(run_dir: str, config_path: str | None, **values: object) -> None:

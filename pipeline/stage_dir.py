@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.paths import delete_folder, folder_exists
 from imagenot.pipeline.shards import read_json
 
 FINGERPRINT_FILE = "fingerprint.json"
@@ -88,9 +89,9 @@ def open_stage(
         done = FileSystems.join(stage_dir, DONE_FILE)
         if FileSystems.exists(done):  # it runs again: done only once it finishes again
             FileSystems.delete([done])
-    elif FileSystems.exists(stage_dir):
+    elif folder_exists(stage_dir):
         log.info("%s: inputs or settings changed, starting the stage afresh", stage)
-        FileSystems.delete([stage_dir])
+        delete_folder(stage_dir)
     fingerprint = _fingerprint(stage, settings, upstream, _revision(stage_dir, revision))
     if recorded is None or recorded["digest"] != fingerprint["digest"]:
         write_json(path, fingerprint)

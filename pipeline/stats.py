@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import click
+from apache_beam.io.filesystems import FileSystems
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from imagenot.pipeline.atomic import write_bytes
 from imagenot.pipeline.class_lists import read_class_list, reference_wnids
+from imagenot.pipeline.paths import name
 from imagenot.wordnet.classlists import ClassListError
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.stats_report import build_report, render_markdown
@@ -48,7 +49,7 @@ def plot_shares(report: dict, key: str, xlabel: str, lows: tuple[int, ...] | Non
             sum(n for value, n in hist.items() if lo <= value < hi) / total
             for lo, hi in zip(lows, highs)
         ]
-        label = f"{side}: {Path(report[side]['source']).name} ({total})"
+        label = f"{side}: {name(report[side]['source'])} ({total})"
         ax.bar(positions + offset, shares, width=0.4, label=label)
     ax.set_xticks(positions, labels, fontsize="small")
     ax.set_xlabel(xlabel)
@@ -60,7 +61,7 @@ def plot_shares(report: dict, key: str, xlabel: str, lows: tuple[int, ...] | Non
     return buffer.getvalue()
 
 
-def write_report(report: dict, out: Path) -> list[Path]:
+def write_report(report: dict, out: str) -> list[str]:
     """stats.json, stats.md and the plots in `out`, each written atomically; their paths."""
     files = {
         "stats.json": (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"),
@@ -68,26 +69,25 @@ def write_report(report: dict, out: Path) -> list[Path]:
         PLOTS[0]: plot_shares(report, "depth_histogram", "depth in WordNet"),
         PLOTS[1]: plot_shares(report, "siblings_histogram", "siblings per class", SIBLING_BUCKETS),
     }
-    for name, data in files.items():
-        write_bytes(out / name, data)
-    return [out / name for name in files]
+    paths = {FileSystems.join(out, file): data for file, data in files.items()}
+    for path, data in paths.items():
+        write_bytes(path, data)
+    return list(paths)
 
 
 @click.command("stats")
-@click.option("--classes", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Class list: one wnid per line.")
+@click.option("--classes", required=True, help="Class list: one wnid per line (any FileSystems path).")
 @click.option("--reference", default="imagenet1k", show_default=True,
               help="imagenet1k, imagenet21k or a class-list file.")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for stats.json, stats.md and the plots.")
-def stats(classes: Path, reference: str, out: Path) -> None:
+@click.option("--out", required=True, help="Folder for stats.json, stats.md and the plots (any FileSystems path).")
+def stats(classes: str, reference: str, out: str) -> None:
     """Describe a class set's place in WordNet beside a reference set's."""
     index = load_index()
-    class_wnids = read_class_list(str(classes), index)
+    class_wnids = read_class_list(classes, index)
     reference_list = reference_wnids(reference, index)
     for source, wnids in ((classes, class_wnids), (reference, reference_list)):
         if not wnids:
             raise ClassListError(f"{source}: no wnids found (expected one wnid per line)")
-    report = build_report(index, class_wnids, reference_list, str(classes), reference)
+    report = build_report(index, class_wnids, reference_list, classes, reference)
     for path in write_report(report, out):
         click.echo(f"wrote {path}")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -65,7 +67,7 @@ def test_without_a_cache_folder_duplicates_are_still_embedded_once(minilm):
 
 def test_cache_folder_of_another_model_is_refused(tmp_path):
     cache = EmbeddingCache(tmp_path, "model-a", 4)
-    (cache.folder / "MODEL").write_text("model-b", encoding="utf-8")
+    (tmp_path / Path(cache.folder).name / "MODEL").write_text("model-b", encoding="utf-8")
     with pytest.raises(ImagenotError, match="model-b"):
         EmbeddingCache(tmp_path, "model-a", 4)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -53,7 +54,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, index):
 
 def test_shards_rows_and_schemas(corpus):
     result, shards, truth = corpus
-    assert [p.name for p in result.shards] == [
+    assert [Path(p).name for p in result.shards] == [
         "part-00000.parquet",
         "part-00001.parquet",
         "part-00002.parquet",
@@ -61,11 +62,11 @@ def test_shards_rows_and_schemas(corpus):
     assert [pq.ParquetFile(p).metadata.num_rows for p in result.shards] == [2_500, 2_500, 1_000]
     assert all(pq.read_schema(p) == SHARD_SCHEMA for p in result.shards)
     assert pq.read_schema(result.ground_truth) == TRUTH_SCHEMA
-    assert result.ground_truth.name == GROUND_TRUTH and len(truth) == ROWS
+    assert Path(result.ground_truth).name == GROUND_TRUTH and len(truth) == ROWS
     expected_ids = [f"part-{i // SHARD_ROWS:05d}:{i % SHARD_ROWS}" for i in range(ROWS)]
     assert [t["row_id"] for t in truth] == expected_ids
     assert [s["SAMPLE_ID"] for s in shards] == list(range(ROWS))
-    assert not list(result.ground_truth.parent.glob(".*"))  # no staging files left
+    assert not list(Path(result.ground_truth).parent.glob(".*"))  # no staging files left
 
 
 def test_urls_live_under_the_url_base(corpus):

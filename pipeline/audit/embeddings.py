@@ -25,7 +25,6 @@ import hashlib
 import tarfile
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import PurePosixPath
 
 import numpy as np
 import pyarrow as pa
@@ -186,7 +185,7 @@ def is_reusable(shard: str, rows: pa.Table, tar_digest: str) -> bool:
 def output_name(tar: str) -> str:
     """The name of a tar's output: its path in the run without the suffix, `/` -> `-`
     (download rounds reuse tar names: download/rounds/0/00000.tar, download/rounds/1/00000.tar)."""
-    return PurePosixPath(tar).with_suffix("").as_posix().replace("/", "-")
+    return tar.rsplit(".", 1)[0].replace("/", "-")
 
 
 def rows_by_tar(dataset: pa.Table) -> list[tuple[str, pa.Table]]:

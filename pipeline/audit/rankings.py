@@ -20,9 +20,9 @@ import io
 import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import click
+from apache_beam.io.filesystems import FileSystems
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -30,6 +30,7 @@ from scipy import stats
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import write_bytes, write_json, write_text
+from imagenot.pipeline.shards import read_bytes
 
 COLUMNS = ("model", "accuracy_a", "n_a", "accuracy_b", "n_b")
 MIN_MODELS = 3  # adjusted R^2 of a one-predictor fit needs n - 2 > 0
@@ -69,7 +70,11 @@ def _field(path: str, line: int, row: dict, name: str) -> float | int:
 def read_accuracies(path: str | os.PathLike) -> list[ModelAccuracy]:
     """The models of an accuracy CSV, in file order, each field checked."""
     path = os.fspath(path)
-    with open(path, newline="", encoding="utf-8") as f:
+    try:
+        text = read_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise RankingInputError(f"{path}: cannot read: {err}") from err
+    with io.StringIO(text, newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
@@ -297,20 +302,20 @@ def plot_progress(result: dict, name_a: str, name_b: str) -> bytes:
     return _png(fig)
 
 
-def write_report(result: dict, out_dir: str | os.PathLike, name_a: str, name_b: str) -> list[Path]:
+def write_report(result: dict, out_dir: str, name_a: str, name_b: str) -> list[str]:
     """rankings.json, rankings.md, rankings.png and progress.png in `out_dir`, each atomically."""
-    out = Path(out_dir)
-    write_json(out / "rankings.json", {**result, "dataset_a": name_a, "dataset_b": name_b})
-    write_text(out / "rankings.md", render_markdown(result, name_a, name_b))
-    write_bytes(out / "rankings.png", plot_accuracies(result, name_a, name_b))
-    write_bytes(out / "progress.png", plot_progress(result, name_a, name_b))
-    return [out / name for name in ("rankings.json", "rankings.md", "rankings.png", "progress.png")]
+    paths = [FileSystems.join(out_dir, name) for name in ("rankings.json", "rankings.md", "rankings.png", "progress.png")]
+    write_json(paths[0], {**result, "dataset_a": name_a, "dataset_b": name_b})
+    write_text(paths[1], render_markdown(result, name_a, name_b))
+    write_bytes(paths[2], plot_accuracies(result, name_a, name_b))
+    write_bytes(paths[3], plot_progress(result, name_a, name_b))
+    return paths
 
 
 @click.command("compare-rankings")
-@click.option("--input", "input_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--input", "input_path", required=True,
               help="CSV with columns model,accuracy_a,n_a,accuracy_b,n_b (accuracies as fractions)")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the report")
+@click.option("--out", "out_dir", required=True, help="folder for the report")
 @click.option("--base", default=None, help="model that progress is relative to [default: lowest accuracy on A]")
 @click.option("--name-a", default="dataset A", show_default=True, help="name of dataset A in the report")
 @click.option("--name-b", default="dataset B", show_default=True, help="name of dataset B in the report")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +32,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Columns
+from imagenot.pipeline.paths import name
+from imagenot.pipeline.paths import stem as path_stem
 
 DROP_REASONS = (
     "caption_missing",
@@ -121,7 +122,7 @@ def shard_identities(shards: list[str]) -> list[list]:
     found = {}
     for result in FileSystems.match(list(shards)):
         for meta in result.metadata_list:
-            found[meta.path] = [PurePosixPath(meta.path).name, meta.size_in_bytes, meta.last_updated_in_seconds]
+            found[meta.path] = [name(meta.path), meta.size_in_bytes, meta.last_updated_in_seconds]
     return [found[shard] for shard in shards]
 
 
@@ -171,7 +172,7 @@ def validate_shard(path: str, columns: Columns) -> None:
 
 def read_shard(path: str, columns: Columns, batch_rows: int) -> Iterator[ShardBatch]:
     """The shard's rows in batches of up to `batch_rows`, checked, with canonical columns."""
-    stem = PurePosixPath(path).stem
+    stem = path_stem(path)
     with _open_parquet(path) as parquet:
         present = _present_columns(path, parquet.schema_arrow, columns)
         batches = parquet.iter_batches(batch_size=batch_rows, columns=list(present.values()))

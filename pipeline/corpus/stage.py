@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.stage_dir import finish_stage, is_current, open_stage
 
 STAGE = "corpus"
@@ -26,10 +25,8 @@ def run_corpus(config: Config, run_dir: str) -> None:
     which is cheap and gives the same bytes."""
     if is_current(run_dir, STAGE, settings(config), None):
         return
-    partial = FileSystems.join(run_dir, STAGE)
-    if FileSystems.exists(partial):
-        FileSystems.delete([partial])
+    delete_folder(FileSystems.join(run_dir, STAGE))
     stage_dir = open_stage(run_dir, STAGE, settings(config))
     synth = config.corpus.synth
-    result = synth_corpus(Path(stage_dir), synth.rows, synth.seed, synth.url_base, synth.shard_rows)
+    result = synth_corpus(stage_dir, synth.rows, synth.seed, synth.url_base, synth.shard_rows)
     finish_stage(stage_dir, {"rows": result.rows, "shards": len(result.shards)})

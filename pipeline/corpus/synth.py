@@ -43,15 +43,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import click
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
 
+from imagenot.pipeline.atomic import atomic_output
 from imagenot.pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
 from imagenot.pipeline.corpus.lexicon import Lexicon
+from imagenot.pipeline.paths import name
 from imagenot.wordnet.index import NounIndex, load_index
 
 DEFAULT_URL_BASE = "http://127.0.0.1:8000/img"
@@ -123,56 +125,39 @@ TRUTH_SCHEMA = pa.schema(
 
 @dataclass(frozen=True)
 class SynthResult:
-    shards: list[Path]
-    ground_truth: Path
+    shards: list[str]
+    ground_truth: str
     rows: int
 
 
 def synth_corpus(
-    out: Path,
+    out: str | os.PathLike,
     rows: int,
     seed: int,
     url_base: str = DEFAULT_URL_BASE,
     shard_rows: int = DEFAULT_SHARD_ROWS,
     index: NounIndex | None = None,
 ) -> SynthResult:
-    """Write `rows` rows as shards plus ground truth into `out`, which must hold no corpus yet."""
-    out.mkdir(parents=True, exist_ok=True)
-    existing = sorted(out.glob("part-*.parquet")) + sorted(out.glob(GROUND_TRUTH))
+    """Write `rows` rows as shards plus ground truth into `out` (any FileSystems folder), which
+    must hold no corpus yet. Each file appears whole under its name or not at all."""
+    out = os.fspath(out)
+    patterns = [FileSystems.join(out, "part-*.parquet"), FileSystems.join(out, GROUND_TRUTH)]
+    existing = sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
     if existing:
-        raise FileExistsError(
-            f"{out} already holds a corpus ({existing[0].name}); use an empty folder"
-        )
+        raise FileExistsError(f"{out} already holds a corpus ({name(existing[0])}); use an empty folder")
     rng = np.random.default_rng(seed)
     generator = _ShardGenerator(Lexicon(index or load_index(), rng), rng, url_base.rstrip("/"))
     shards = []
-    truth_path = out / GROUND_TRUTH
-    staging = _staging(truth_path)
-    try:
-        with pq.ParquetWriter(staging, TRUTH_SCHEMA, compression="zstd") as truth_writer:
-            for number, start in enumerate(range(0, rows, shard_rows)):
-                stem = f"part-{number:05d}"
-                table, truth = generator.shard(stem, start, min(shard_rows, rows - start))
-                shards.append(_write_atomic(table, out / f"{stem}.parquet"))
-                truth_writer.write_table(truth)
-        staging.replace(truth_path)
-    finally:
-        staging.unlink(missing_ok=True)
+    truth_path = FileSystems.join(out, GROUND_TRUTH)
+    with atomic_output(truth_path) as truth_stream, pq.ParquetWriter(truth_stream, TRUTH_SCHEMA, compression="zstd") as truth_writer:
+        for number, start in enumerate(range(0, rows, shard_rows)):
+            stem = f"part-{number:05d}"
+            table, truth = generator.shard(stem, start, min(shard_rows, rows - start))
+            shards.append(FileSystems.join(out, f"{stem}.parquet"))
+            with atomic_output(shards[-1]) as stream:
+                pq.write_table(table, stream, compression="zstd")
+            truth_writer.write_table(truth)
     return SynthResult(shards, truth_path, rows)
-
-
-def _staging(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
-def _write_atomic(table: pa.Table, path: Path) -> Path:
-    staging = _staging(path)
-    try:
-        pq.write_table(table, staging, compression="zstd")
-        staging.replace(path)
-    finally:
-        staging.unlink(missing_ok=True)
-    return path
 
 
 def _draw(rng: np.random.Generator, shares: dict[str, float], n: int) -> np.ndarray:
@@ -282,8 +267,7 @@ class _ShardGenerator:
 @click.option(
     "--out",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="folder for the shards and ground_truth.parquet (must hold no corpus yet)",
+    help="folder for the shards and ground_truth.parquet (any FileSystems path; must hold no corpus yet)",
 )
 @click.option("--rows", required=True, type=click.IntRange(min=1), help="rows in the corpus")
 @click.option("--seed", default=0, show_default=True, type=int, help="same seed, same bytes")
@@ -297,7 +281,7 @@ class _ShardGenerator:
     type=click.IntRange(min=1),
     help="rows per parquet shard",
 )
-def synth_command(out: Path, rows: int, seed: int, url_base: str, shard_rows: int) -> None:
+def synth_command(out: str, rows: int, seed: int, url_base: str, shard_rows: int) -> None:
     """Generate a synthetic LAION-schema corpus with its ground truth."""
     try:
         result = synth_corpus(out, rows, seed, url_base, shard_rows)

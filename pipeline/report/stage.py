@@ -89,7 +89,7 @@ def run_report(config: Config, run_dir: str) -> dict:
 @click.command(STAGE)
 @click.option("--run", "run_dir", required=True, help="run directory holding a finished sample/ (or download/) stage")
 @click.option(
-    "--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+    "--config", "config_path",
     help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
 )
 def report_command(run_dir: str, config_path: str | None) -> None:

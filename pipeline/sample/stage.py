@@ -16,8 +16,6 @@ A class with fewer than N images is reported with its shortfall, never padded.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
@@ -28,6 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_json, write_tsv
 from imagenot.pipeline.config import Config, Sampling
+from imagenot.pipeline.paths import delete_folder, name
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.sample.classes import ORDER_COLUMN, sample_class
@@ -152,7 +151,7 @@ def write_dataset(
             writers[RESERVE_DIR].write(reserve_rows)
             images, reserve = image_rows.num_rows, reserve_rows.num_rows
         rows.append({**row, "images": images, "reserve": reserve, "shortfall": sampling.images_per_class - images})
-    outputs = {f"{role}/{PurePosixPath(path).name}": path for role, writer in writers.items() for path in writer.close()}
+    outputs = {f"{role}/{name(path)}": path for role, writer in writers.items() for path in writer.close()}
     outputs["classes.tsv"] = FileSystems.join(stage_dir, "classes.tsv")
     write_tsv(outputs["classes.tsv"], CLASS_COLUMNS, rows)
     return rows, outputs
@@ -208,7 +207,8 @@ def run_sample(config: Config, run_dir: str) -> dict:
     write_json(FileSystems.join(stage_dir, TALLY_FILE), result)
     manifest = build_manifest(run_dir, config.model_dump(mode="json"), settings(config), read_json(checksums_path), outputs)
     write_json(FileSystems.join(stage_dir, MANIFEST_FILE), manifest)
-    FileSystems.delete([path for path in (ordered_dir, counts_path, checksums_path) if FileSystems.exists(path)])
+    delete_folder(ordered_dir)
+    FileSystems.delete([path for path in (counts_path, checksums_path) if FileSystems.exists(path)])
     finish_stage(stage_dir, summarize(result))
     return result
 

@@ -1,22 +1,30 @@
-"""An on-disk embedding cache keyed by (model, text), so a rerun embeds nothing again.
+"""An embedding cache keyed by (model, text), so a rerun embeds nothing again.
+
+The cache lives on any Beam FileSystems path: a local folder, or a bucket (gs://) that every
+Dataflow worker shares, so a rerun on fresh workers embeds nothing twice.
 
 Layout: one folder per model (named by a hash of its model id, which is written inside), holding
 immutable chunk files. Each chunk is one .npy array of (sha1(text), vector) records sorted by
-key, written under a temporary name and renamed into place: several worker processes can add
-chunks at the same time, and a reader sees either a whole chunk or none. Lookups search each
+key, named by a hash of its bytes, written once under a temporary name and renamed into place:
+several workers can add chunks at the same time, two writers of the same chunk write the same
+bytes to the same name, and a reader sees either a whole chunk or none. Lookups search each
 chunk's sorted keys (vectorised), and pick up chunks other writers added since the last look.
 """
 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import io
+import os
 
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_text
+from imagenot.pipeline.paths import name
 from imagenot.pipeline.score.encoders import TextEncoder
+from imagenot.pipeline.shards import read_bytes
 
 KEY_BYTES = 20  # sha1
 
@@ -28,30 +36,30 @@ def text_keys(texts: list[str]) -> np.ndarray:
 class EmbeddingCache:
     """Embeddings of one model, stored under `root`."""
 
-    def __init__(self, root: str | Path, model_id: str, dim: int):
+    def __init__(self, root: str | os.PathLike, model_id: str, dim: int):
         self.model_id = model_id
         self.dtype = np.dtype([("key", f"S{KEY_BYTES}"), ("vector", "<f4", (dim,))])
-        self.folder = Path(root) / hashlib.sha1(model_id.encode("utf-8")).hexdigest()[:16]
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = FileSystems.join(os.fspath(root), hashlib.sha1(model_id.encode("utf-8")).hexdigest()[:16])
         self._check_model_file()
         self._chunks: dict[str, np.ndarray] = {}
 
     def _check_model_file(self) -> None:
-        marker = self.folder / "MODEL"
-        if marker.exists():
-            found = marker.read_text(encoding="utf-8")
+        marker = FileSystems.join(self.folder, "MODEL")
+        if FileSystems.exists(marker):
+            found = read_bytes(marker).decode("utf-8")
             if found != self.model_id:
                 raise ImagenotError(f"{marker}: cache folder holds model {found!r}, not {self.model_id!r}")
             return
-        write_text(marker, self.model_id)
+        write_text(marker, self.model_id)  # racing writers write the same text
 
     def _refresh(self) -> None:
-        for path in sorted(self.folder.glob("chunk-*.npy")):
-            if path.name not in self._chunks:
-                chunk = np.load(path, mmap_mode="r")
+        matched = FileSystems.match([FileSystems.join(self.folder, "chunk-*.npy")])[0].metadata_list
+        for path in sorted(m.path for m in matched):
+            if name(path) not in self._chunks:
+                chunk = np.load(io.BytesIO(read_bytes(path)))
                 if chunk.dtype != self.dtype:
                     raise ImagenotError(f"{path}: expected records {self.dtype}, found {chunk.dtype}")
-                self._chunks[path.name] = chunk
+                self._chunks[name(path)] = chunk
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(found mask, vectors) for `keys`; rows not found are zero."""
@@ -77,8 +85,10 @@ class EmbeddingCache:
         order = np.argsort(keys, kind="stable")
         records["key"] = keys[order]
         records["vector"] = vectors[order]
-        name = f"chunk-{hashlib.sha1(records['key'].tobytes()).hexdigest()[:16]}.npy"
-        with atomic_output(self.folder / name) as out:
+        path = FileSystems.join(self.folder, f"chunk-{hashlib.sha1(records.tobytes()).hexdigest()[:16]}.npy")
+        if FileSystems.exists(path):  # another worker stored these very records
+            return
+        with atomic_output(path) as out:
             np.save(out, records)
 
 
@@ -89,7 +99,7 @@ class CachedEncoder:
     `cache_hits` distinct texts read from the cache.
     """
 
-    def __init__(self, encoder: TextEncoder, cache_dir: str | Path | None = None):
+    def __init__(self, encoder: TextEncoder, cache_dir: str | os.PathLike | None = None):
         self.encoder = encoder
         self.model_id = encoder.model_id
         self.dim = encoder.dim

@@ -94,7 +94,7 @@ class CaptionScorer:
 
     def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
         encoder = load_encoder(scoring.encoder, scoring.model, threads=runner.torch_threads, **_encoder_options(scoring))
-        self.encoder = CachedEncoder(encoder, scoring.cache_dir or str(cache_dir() / "embeddings"))
+        self.encoder = CachedEncoder(encoder, scoring.cache_dir or FileSystems.join(str(cache_dir()), "embeddings"))
         self.queries = QueryEmbeddings.build(load_index(), wnids, scoring.query_template, self.encoder)
 
     def score(self, batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -14,7 +14,6 @@ import functools
 import logging
 import time
 from collections import Counter
-from pathlib import PurePosixPath
 
 import click
 import pyarrow as pa
@@ -24,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.pipeline.atomic import write_json, write_text
 from imagenot.pipeline.config import Columns, Config, load_config
 from imagenot.pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
+from imagenot.pipeline.paths import stem
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.shards import ShardWorker, process_shards, read_json, resumable_shard, shard_files, write_batches
@@ -107,7 +107,7 @@ def _tag_one(config: Config, stage_dir: str, shard: str, matcher: LemmaMatcher) 
 
 
 def _check_stems(shards: list[str]) -> None:
-    stems = Counter(PurePosixPath(s).stem for s in shards)
+    stems = Counter(stem(s) for s in shards)
     clashes = sorted(stem for stem, n in stems.items() if n > 1)
     if clashes:
         raise CorpusError(f"shards must have distinct file names (row ids and outputs use them): {clashes} repeat")
@@ -153,7 +153,7 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
 @click.command("tag")
 @click.option("--input", "inputs", multiple=True, help="parquet paths, globs or URLs (repeatable); default: the config's corpus.paths")
 @click.option("--out", required=True, help="run directory: writes its tag/ folder and summary.json")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML run configuration")
+@click.option("--config", "config_path", help="YAML run configuration")
 def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None) -> None:
     """Find every WordNet noun synset each caption mentions."""
     config = load_config(config_path)
