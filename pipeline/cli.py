@@ -17,6 +17,7 @@ from imagenot.pipeline.audit.rankings import compare_rankings_command
 from imagenot.pipeline.build import build_command
 from imagenot.pipeline.corpus.synth import synth_command
 from imagenot.pipeline.download.stage import download_command
+from imagenot.pipeline.plan import plan_command
 from imagenot.pipeline.rank.stage import rank_command
 from imagenot.pipeline.report.stage import report_command
 from imagenot.pipeline.sample.stage import sample_command
@@ -75,6 +76,7 @@ def audit() -> None:
 for command in (build_command, stats, synth_command, tag_command, select_command, score_command, rank_command, sample_command, download_command, report_command, why):
     main.add_command(command)
 main.add_command(compare_rankings_command)
+main.add_command(plan_command)
 audit.add_command(label_noise_command)
 audit.add_command(embed_command, "embed")
 audit.add_command(duplicates_command, "duplicates")

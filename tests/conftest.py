@@ -1,9 +1,75 @@
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
 import pytest
 
+from imagenot.pipeline import storage_auth
 from imagenot.wordnet.index import load_index
+
+BUCKET = "imagenot-test"
 
 
 @pytest.fixture(scope="session")
 def index():
     """The real WordNet 3.0 noun index (prepared by scripts/setup.sh, cached after)."""
     return load_index()
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_until_serving(url: str, process: subprocess.Popen, log: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the GCS emulator exited ({process.returncode}):\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the GCS emulator did not answer at {url} within {seconds} s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def gcs_bucket(tmp_path_factory):
+    """"gs://imagenot-test": a bucket of a real GCS JSON API (gcp-storage-emulator, in memory)
+    served on a free loopback port by its own process, stopped at teardown. STORAGE_EMULATOR_HOST
+    points Beam, google-cloud-storage and gcsfs at it, here and in every process a test starts;
+    no credentials are looked for. One bucket per session: give each test its own folder."""
+    folder = tmp_path_factory.mktemp("gcs-emulator")
+    log = folder / "emulator.log"
+    port = _free_loopback_port()
+    command = [
+        str(Path(sys.executable).with_name("gcp-storage-emulator")), "start", "--host", "127.0.0.1",
+        "--port", str(port), "--default-bucket", BUCKET, "--in-memory",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=folder, stdout=out, stderr=subprocess.STDOUT)
+    host = f"http://127.0.0.1:{port}"
+    saved = {name: os.environ.get(name) for name in (storage_auth.EMULATOR_HOST, storage_auth.FSSPEC_GS_TOKEN, storage_auth.GCSFS_BUCKET_TYPE_PROBE)}
+    try:
+        _wait_until_serving(f"{host}/storage/v1/b/{BUCKET}", process, log)
+        os.environ[storage_auth.EMULATOR_HOST] = host
+        storage_auth.configure()
+        yield f"gs://{BUCKET}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -91,3 +91,11 @@ def test_package_data_resolves_from_an_installed_wheel(wheel, tmp_path):
     module_file, count = result.stdout.split()
     assert module_file.startswith(str(target))
     assert count == "1000"
+
+
+def test_the_gcs_backend_of_fsspec_is_declared_so_the_image_has_it():
+    # img2dataset writes its tars, and fsspec-based readers read, gs:// through gcsfs; the image
+    # installs the project with its declared dependencies (checked above), so gcsfs is in it.
+    declared = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0] for d in PYPROJECT["project"]["dependencies"]}
+    assert {"gcsfs", "apache-beam"} <= declared
+    assert any(d.startswith("gcp-storage-emulator") for d in PYPROJECT["project"]["optional-dependencies"]["dev"])

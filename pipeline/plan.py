@@ -1,0 +1,165 @@
+"""`imagenot plan --config FILE`: the work, the jobs and the bill of a build, before it starts.
+
+Reads only the corpus's parquet footers (row counts and schemas, many shards at once), so it
+takes seconds even for thousands of shards in a bucket. It refuses what it can tell will fail
+without reading rows: an invalid config (for example a threshold table without the scoring
+model: `load_config`), no shard matched, a shard missing a mapped column or unreadable, a run
+folder it cannot write and list.
+
+The figures are projections from rates measured by `benchmarks/` (see benchmarks/README.md:
+"Build scale", "Encoder"); every rate, share and price is a flag and is printed as an assumption.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+import click
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.config import Config, load_config
+from imagenot.pipeline.corpus.reader import list_shards, validate_shard
+
+FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Assumptions: per-process rates measured in benchmarks/README.md, and prices."""
+
+    tag_us_per_row: float = 11.1  # Build scale: fitted CPU slope, tag
+    select_us_per_row: float = 5.8  # Build scale: fitted CPU slope, select
+    fixed_s_per_process: float = 9.6  # Build scale: fitted fixed CPU cost, tag + select
+    encoder_captions_per_s: float = 1000.0  # Encoder: MiniLM per CPU process (500 measured on a loaded machine)
+    gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
+    candidates: int = 10_000  # candidate synsets after select (known only after select)
+    class_share: float = 4.6e-4  # one class's selected captions per corpus row (Build scale, 1M rows)
+    vcpus_per_worker: int = 4  # n1-standard-4
+    processes_per_worker: int = 2  # stage processes per worker, each as fast as one here
+    price_vcpu_hour: float = 0.04  # USD, assumed: check the region's list price
+    price_gpu_hour: float = 0.35  # USD, assumed (T4)
+
+
+def corpus_footers(config: Config) -> tuple[int, int]:
+    """(rows, shards) of the configured corpus, from footers; raises on any shard that a build
+    would refuse (missing mapped column, unreadable footer)."""
+    if config.corpus.synth is not None:
+        synth = config.corpus.synth
+        return synth.rows, math.ceil(synth.rows / synth.shard_rows)
+    shards = list_shards(config.corpus.paths)
+
+    def rows(path: str) -> int:
+        validate_shard(path, config.corpus.columns)
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            return pq.ParquetFile(f).metadata.num_rows
+
+    with ThreadPoolExecutor(FOOTER_THREADS) as pool:
+        return sum(pool.map(rows, shards)), len(shards)
+
+
+def check_writable(run_dir: str) -> None:
+    """Write, list and delete a probe object in the run folder: a bucket the build cannot use
+    fails here, not after its first job."""
+    probe = FileSystems.join(run_dir, f".plan-probe-{uuid.uuid4().hex}")
+    try:
+        with FileSystems.create(probe, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            f.write(b"imagenot plan")
+        listed = FileSystems.match([probe])[0].metadata_list
+        FileSystems.delete([probe])
+    except Exception as err:  # BeamIOError, OSError, google.api_core errors: all mean "cannot use"
+        raise ImagenotError(f"{run_dir}: cannot write and list the run folder: {type(err).__name__}: {err}") from err
+    if not listed:
+        raise ImagenotError(f"{run_dir}: a file written there is not listed")
+
+
+def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int) -> dict:
+    """Per stage: the work, the Beam jobs it submits and its vCPU- and GPU-hours."""
+    sampling, download = config.sampling, config.download
+    per_class = sampling.images_per_class + sampling.reserve
+    first_pass = min(rates.candidates * config.scoring.first_pass_captions, rows)
+    class_captions = round(config.ranking.classes * rates.class_share * rows)
+    gpu = config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator is not None
+    processes = workers * rates.processes_per_worker
+
+    def encoder_hours(captions: int) -> dict:
+        if gpu:
+            return {"vcpu_hours": 0.0, "gpu_hours": captions / rates.gpu_captions_per_s / 3600}
+        return {"vcpu_hours": captions / rates.encoder_captions_per_s / 3600 * rates.vcpus_per_worker / rates.processes_per_worker, "gpu_hours": 0.0}
+
+    def cpu_hours(us_per_row: float) -> dict:
+        seconds = us_per_row * rows / 1e6 + rates.fixed_s_per_process / 2 * min(processes, shards)
+        return {"vcpu_hours": seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker, "gpu_hours": 0.0}
+
+    stages = {
+        "tag": {"work": {"rows": rows, "shards": shards}, "jobs": 1, **cpu_hours(rates.tag_us_per_row)},
+        "select": {"work": {"rows": rows}, "jobs": 2, **cpu_hours(rates.select_us_per_row)},
+        "score": {"work": {"candidate_synsets": rates.candidates, "captions_to_embed": first_pass}, "jobs": 2, **encoder_hours(first_pass)},
+        "rank": {"work": {"classes": config.ranking.classes, "captions_to_embed": class_captions}, "jobs": 1, **encoder_hours(class_captions)},
+        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, "vcpu_hours": 0.0, "gpu_hours": 0.0},
+    }  # fmt: skip
+    if download.enabled:
+        fetch = config.ranking.classes * per_class
+        stages["download"] = {"work": {"images_to_fetch_at_most": fetch}, "jobs": download.max_rounds, "vcpu_hours": None, "gpu_hours": 0.0}
+    vcpu = sum(s["vcpu_hours"] or 0.0 for s in stages.values())
+    gpu_hours = sum(s["gpu_hours"] for s in stages.values())
+    return {
+        "corpus": {"rows": rows, "shards": shards},
+        "stages": {name: {**s, "vcpu_hours": _round(s["vcpu_hours"]), "gpu_hours": _round(s["gpu_hours"])} for name, s in stages.items()},
+        "jobs": sum(s["jobs"] for s in stages.values()),
+        "vcpu_hours": _round(vcpu),
+        "gpu_hours": _round(gpu_hours),
+        "cost_usd": round(vcpu * rates.price_vcpu_hour + gpu_hours * rates.price_gpu_hour, 2),
+        "wall_hours_at_workers": _round(vcpu / (workers * rates.vcpus_per_worker) + gpu_hours / workers),
+        "workers": workers,
+        "assumptions": asdict(rates) | {"download": "not costed: no fetch rate measured here"},
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def render(plan: dict) -> str:
+    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers)"]
+    for name, stage in plan["stages"].items():
+        work = ", ".join(f"{k} {v:,}" for k, v in stage["work"].items())
+        hours = "not costed" if stage["vcpu_hours"] is None else f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"
+        lines.append(f"  {name:<9} {work}; {stage['jobs']} job(s); {hours}")
+    lines.append(
+        f"total: {plan['jobs']} Beam jobs, {plan['vcpu_hours']:,} vCPU-hours, {plan['gpu_hours']:,} GPU-hours, "
+        f"USD {plan['cost_usd']:,} (about {plan['wall_hours_at_workers']:,} h on {plan['workers']} workers)"
+    )
+    lines.append("assumptions (flags): " + ", ".join(f"{k}={v}" for k, v in plan["assumptions"].items()))
+    return "\n".join(lines)
+
+
+def _rate_options(command):
+    for field in reversed(list(Rates.__dataclass_fields__.values())):
+        flag = "--" + field.name.replace("_", "-")
+        command = click.option(flag, field.name, type=type(field.default), default=field.default, show_default=True)(command)
+    return command
+
+
+@click.command("plan")
+@click.option("--config", "config_path", required=True, help="YAML run configuration (any FileSystems path)")
+@click.option("--out", "run_dir", help="the run folder the build will write: checked for write and list")
+@click.option("--workers", type=click.IntRange(min=1), help="workers [default: runner.dataflow.max_workers, else runner.workers]")
+@click.option("--json", "as_json", is_flag=True, help="print the plan as one JSON object")
+@_rate_options
+def plan_command(config_path: str, run_dir: str | None, workers: int | None, as_json: bool, **rates: float) -> None:
+    """Project a build's work, jobs and cost from the corpus's footers; refuse what will fail."""
+    config = load_config(config_path)
+    rows, shards = corpus_footers(config)
+    for folder in filter(None, (run_dir, config.runner.dataflow.temp_location if config.runner.dataflow else None)):
+        check_writable(folder)
+    dataflow = config.runner.dataflow
+    workers = workers or (dataflow.max_workers if dataflow else config.runner.workers)
+    plan = make_plan(config, rows, shards, Rates(**rates), workers)
+    click.echo(json.dumps(plan) if as_json else render(plan))

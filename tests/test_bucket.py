@@ -1,0 +1,206 @@
+"""A run in a bucket: the small build, its corpus, config and embedding cache in gs:// (a real GCS
+API, `gcs_bucket`), gives the same dataset bytes as a local build of the same config, resumes
+there after a SIGKILL, and every command works on it: a stage, why, report, stats, the audits.
+
+One bucket build per session: the build is killed once it reaches the score stage and resumed,
+so the one run checks both the resume and the local/bucket identity.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from apache_beam.io.filesystems import FileSystems
+from cli_runner import invoke
+from small_build import SMALL_BUILD
+from test_image_embeddings import TINY_VIT
+
+from imagenot.pipeline.atomic import write_text
+from imagenot.pipeline.audit.agreement import agreement_command
+from imagenot.pipeline.audit.duplicates import duplicates_command
+from imagenot.pipeline.audit.embeddings import embed_command
+from imagenot.pipeline.build import build
+from imagenot.pipeline.config import Config, load_config
+from imagenot.pipeline.corpus.stage import run_corpus
+from imagenot.pipeline.corpus.synth import synth_command
+from imagenot.pipeline.paths import folder_exists
+from imagenot.pipeline.report.stage import report_command
+from imagenot.pipeline.score.cache import EmbeddingCache, text_keys
+from imagenot.pipeline.select.stage import select_command
+from imagenot.pipeline.shards import read_bytes, read_json, read_tsv
+from imagenot.pipeline.stats import stats
+from imagenot.pipeline.why import why
+
+# What a dataset is: compared byte for byte between the local and the bucket run (the tars by
+# their members: img2dataset stamps each member with the time it was written).
+DATASET_FILES = (
+    "sample/dataset/*.parquet", "sample/reserve/*.parquet", "sample/manifest.json", "rank/classes.tsv",
+    "download/dataset/*.parquet", "download/classes.tsv", "download/rounds/*/*.tar",
+)  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _members(tar: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
+
+
+def _files(run_dir: str) -> dict[str, object]:
+    """Relative name -> bytes (a tar: its members) of the dataset files of a run, local or in a bucket."""
+    prefix = run_dir.rstrip("/") + "/"
+    found = {}
+    for pattern in DATASET_FILES:
+        for meta in FileSystems.match([FileSystems.join(run_dir, pattern)])[0].metadata_list:
+            data = read_bytes(meta.path)
+            found[meta.path.removeprefix(prefix)] = _members(data) if meta.path.endswith(".tar") else data
+    return found
+
+
+def _ok(command, *args: str) -> str:
+    result = invoke(command, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def config_path(gcs_bucket, tmp_path_factory):
+    """The small build's config, in the bucket: its corpus (written there by `imagenot synth`),
+    its embedding cache and its CLIP model config live there too; images from a loopback server."""
+    local = tmp_path_factory.mktemp("bucket-config")
+    (local / "tiny-vit.json").write_text(json.dumps(TINY_VIT))  # open_clip reads model files locally
+    root, port = f"{gcs_bucket}/small", _free_port()
+    synth = SMALL_BUILD["corpus"]["synth"]
+    _ok(synth_command, "--out", f"{root}/corpus", "--rows", str(synth["rows"]), "--seed", str(synth["seed"]),
+        "--shard-rows", str(synth["shard_rows"]), "--url-base", f"http://127.0.0.1:{port}/img")  # fmt: skip
+    config = {
+        **SMALL_BUILD,
+        "corpus": {"paths": [f"{root}/corpus/part-*.parquet"]},
+        "scoring": {**SMALL_BUILD["scoring"], "cache_dir": f"{root}/embeddings"},
+        "download": {"enabled": True, "demo_server_port": port, "image_size": 64, "shard_rows": 20, "timeout_s": 5},
+        "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(local / "tiny-vit.json"), "batch_size": 16,
+                        "near_duplicate_threshold": 0.9999},
+    }  # fmt: skip
+    path = f"{root}/small.yaml"
+    write_text(path, yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture(scope="module")
+def local_run(config_path, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("local") / "run"
+    build(load_config(config_path), str(run_dir))
+    return str(run_dir)
+
+
+@pytest.fixture(scope="module")
+def bucket_run(gcs_bucket, config_path, local_run):
+    """The same config built into the bucket by `imagenot build`, killed (SIGKILL) once it started
+    the score stage, then run again; returns the run and the stages the second build ran."""
+    run_dir = f"{gcs_bucket}/small/run"
+    command = [sys.executable, "-m", "imagenot.pipeline.cli", "build", "--config", config_path, "--out", run_dir]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    try:
+        while not FileSystems.exists(f"{run_dir}/score/fingerprint.json"):
+            assert process.poll() is None, "the bucket build ended before the score stage"
+            assert time.monotonic() < deadline, "the bucket build never reached the score stage"
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert not folder_exists(f"{run_dir}/rank")
+    ran = build(load_config(config_path), run_dir)
+    return run_dir, ran
+
+
+def test_a_bucket_build_resumes_after_a_kill_to_the_bytes_of_a_local_build(local_run, bucket_run):
+    run_dir, ran = bucket_run
+    assert ran == ["score", "rank", "sample", "download", "report"]
+    local, remote = _files(local_run), _files(run_dir)
+    assert {name.split("/")[0] for name in local} == {"sample", "rank", "download"}
+    assert any(name.endswith(".tar") for name in local)
+    assert sorted(remote) == sorted(local)
+    assert [name for name in local if remote[name] != local[name]] == []
+    summary = read_json(FileSystems.join(run_dir, "summary.json"))
+    assert summary["download"]["images"] > 0 and summary["score"]["captions_embedded"] == 0  # the shared cache
+
+
+def test_stage_why_report_and_stats_on_the_bucket_run(gcs_bucket, bucket_run):
+    run_dir, _ = bucket_run
+    funnel = read_bytes(f"{run_dir}/select/funnel.tsv")
+    _ok(select_command, "--run", run_dir)
+    assert read_bytes(f"{run_dir}/select/funnel.tsv") == funnel
+    classes = read_tsv(f"{run_dir}/rank/classes.tsv")
+    assert "a class" in _ok(why, classes[0]["wnid"], "--run", run_dir)
+    assert f"{run_dir}/report/report.html" in _ok(report_command, "--run", run_dir)
+    assert "## How to rebuild" in read_bytes(f"{run_dir}/report/card.md").decode()
+    class_list, out = f"{gcs_bucket}/stats/classes.txt", f"{gcs_bucket}/stats/out"
+    write_text(class_list, "".join(f"{c['wnid']}\n" for c in classes))
+    _ok(stats, "--classes", class_list, "--out", out)
+    assert read_json(f"{out}/stats.json")["classes"]["count"] == len(classes)
+
+
+def test_the_image_audits_and_a_drop_on_the_bucket_run(bucket_run):
+    run_dir, _ = bucket_run
+    _ok(embed_command, "--run", run_dir)
+    _ok(duplicates_command, "--run", run_dir, "--drop")
+    _ok(agreement_command, "--run", run_dir)
+    duplicates = read_json(f"{run_dir}/audit/duplicates/figures.json")
+    dropped = read_json(f"{run_dir}/download/figures.json")["dropped_by_audits"]
+    assert sum(dropped.values()) == sum(duplicates["drop"]["dropped"].values()) > 0  # the stock photos
+    assert FileSystems.exists(f"{run_dir}/audit/agreement/rows.parquet")
+
+
+def test_the_corpus_stage_writes_a_synthetic_corpus_into_a_bucket(gcs_bucket, tmp_path, index):
+    config = Config.model_validate({"corpus": {"synth": {"rows": 400, "seed": 3, "shard_rows": 150}}})
+    local, remote = str(tmp_path / "run"), f"{gcs_bucket}/corpus-stage/run"
+    for run_dir in (local, remote):
+        run_corpus(config, run_dir)
+    pattern = "corpus/*.parquet"
+    names = sorted(Path(m.path).name for m in FileSystems.match([FileSystems.join(local, pattern)])[0].metadata_list)
+    assert names == ["ground_truth.parquet", "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    for name in names:
+        assert read_bytes(f"{remote}/corpus/{name}") == read_bytes(f"{local}/corpus/{name}")
+    assert read_json(f"{remote}/corpus/figures.json") == {"rows": 400, "shards": 3}
+
+
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_concurrent_writers_of_one_cache_entry_leave_one_whole_chunk(where, gcs_bucket, tmp_path):
+    root = str(tmp_path / "cache") if where == "local" else f"{gcs_bucket}/cache-race"
+    keys = text_keys([f"caption {i}" for i in range(50)])
+    vectors = np.random.default_rng(0).random((50, 4), dtype=np.float32)
+    start = threading.Barrier(4)
+
+    def store() -> None:
+        cache = EmbeddingCache(root, "model-x", 4)
+        start.wait()
+        cache.add(keys, vectors)
+
+    writers = [threading.Thread(target=store) for _ in range(4)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    names = sorted(Path(m.path).name for m in FileSystems.match([FileSystems.join(root, "*", "*")])[0].metadata_list)
+    assert len(names) == 2 and names[0] == "MODEL" and names[1].startswith("chunk-")  # no partial left
+    found, stored = EmbeddingCache(root, "model-x", 4).lookup(keys[::-1])
+    assert found.all()
+    np.testing.assert_array_equal(stored, vectors[::-1])
