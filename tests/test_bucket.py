@@ -204,3 +204,20 @@ def test_concurrent_writers_of_one_cache_entry_leave_one_whole_chunk(where, gcs_
     found, stored = EmbeddingCache(root, "model-x", 4).lookup(keys[::-1])
     assert found.all()
     np.testing.assert_array_equal(stored, vectors[::-1])
+
+
+def test_against_an_emulator_no_process_looks_for_google_credentials(gcs_bucket):
+    # A fresh process, as a Beam or img2dataset worker is: it inherits STORAGE_EMULATOR_HOST and
+    # must reach the bucket without asking google-auth (whose failed lookup Beam retries ~25 s).
+    probe = (
+        "import sys, google.auth\n"
+        "def refuse(*args, **kwargs):\n"
+        "    print('LOOKED UP CREDENTIALS', file=sys.stderr); raise google.auth.exceptions.DefaultCredentialsError()\n"
+        "google.auth.default = refuse\n"
+        "import imagenot.pipeline, fsspec\n"
+        "from apache_beam.io.filesystems import FileSystems\n"
+        f"print(FileSystems.exists('{gcs_bucket}/nothing'), fsspec.filesystem('gs').exists('{gcs_bucket}/nothing'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"] and "LOOKED UP CREDENTIALS" not in result.stderr
