@@ -250,6 +250,25 @@ class Dataflow(Section):
     service_account: str | None = None
 
 
+class Portable(Section):
+    """A Beam portable job server the user runs (Flink, Spark or Prism), and how it starts the
+    Python workers (see the README's "Portable runner")."""
+
+    job_endpoint: str = Field(pattern=r"^[^\s:/]+:\d+$", description="the job server's HOST:PORT")
+    environment_type: Literal["EXTERNAL", "PROCESS", "LOOPBACK", "DOCKER"] = Field(
+        "DOCKER", description="EXTERNAL: a worker pool at environment_config; PROCESS: a boot command; DOCKER: an image"
+    )
+    environment_config: str | None = Field(
+        None, description="EXTERNAL: the worker pool's HOST:PORT; PROCESS: JSON with the boot command; DOCKER: the image"
+    )
+
+    @model_validator(mode="after")
+    def _config_where_needed(self) -> Portable:
+        if self.environment_type in ("EXTERNAL", "PROCESS") and not self.environment_config:
+            raise ValueError(f"runner.portable.environment_config is required with environment_type {self.environment_type}")
+        return self
+
+
 class ImageAudit(Section):
     """The image audits: CLIP embeddings, duplicates and leakage, image-caption agreement."""
 
@@ -282,7 +301,7 @@ class ImageAudit(Section):
 
 
 class Runner(Section):
-    kind: Literal["local", "dataflow"] = "local"
+    kind: Literal["local", "dataflow", "portable"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
     torch_threads: int = Field(
         1,
@@ -292,11 +311,14 @@ class Runner(Section):
         "bits whatever shares its batch and on any machine; more threads can move its last bit. Workers give parallelism",
     )
     dataflow: Dataflow | None = None
+    portable: Portable | None = None
 
     @model_validator(mode="after")
     def _dataflow_settings(self) -> Runner:
         if (self.kind == "dataflow") != (self.dataflow is not None):
             raise ValueError("runner.dataflow is required with kind 'dataflow', and only then")
+        if (self.kind == "portable") != (self.portable is not None):
+            raise ValueError("runner.portable is required with kind 'portable', and only then")
         return self
 
 

@@ -4,6 +4,10 @@ Locally, Beam's DirectRunner first tries the Prism runner, which downloads a Go 
 fails offline before falling back, with other behaviour and metric names. We pin the
 in-process FnApiRunner instead: deterministic and offline, one process or several.
 
+On a portable job server (Flink, Spark, Prism, or Beam's own Python job service), the workers
+are started as the job server's environment says; they see only what the options and the
+pipeline carry, so runs and corpora must live where they can reach them (a bucket).
+
 On Dataflow, the workers run the image built from the Dockerfile (Runner v2 custom container);
 the scoring transforms ask for the configured GPU through a Beam resource hint, so only the
 workers that embed captions carry one.
@@ -23,6 +27,15 @@ def pipeline_options(runner: Runner) -> PipelineOptions:
     if runner.kind == "local":
         mode = "in_memory" if runner.workers == 1 else "multi_processing"
         return PipelineOptions(flags=[], direct_num_workers=runner.workers, direct_running_mode=mode)
+    if runner.kind == "portable":
+        portable = runner.portable
+        options = {
+            "runner": "PortableRunner",
+            "job_endpoint": portable.job_endpoint,
+            "environment_type": portable.environment_type,
+            "environment_config": portable.environment_config,
+        }
+        return PipelineOptions(flags=[], **{key: value for key, value in options.items() if value is not None})
     dataflow = runner.dataflow
     options = {
         "runner": "DataflowRunner",

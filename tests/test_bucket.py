@@ -221,3 +221,55 @@ def test_against_an_emulator_no_process_looks_for_google_credentials(gcs_bucket)
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False"] and "LOOKED UP CREDENTIALS" not in result.stderr
+
+
+def _serving(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"{process.args} exited with {process.returncode}"
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"nothing answered on 127.0.0.1:{port} within {seconds} s")
+
+
+@pytest.fixture(scope="module")
+def portable_runner(gcs_bucket, tmp_path_factory):
+    """Beam's Python job service and an external worker pool, each its own process in its own
+    working directory (the pool starts its workers there); they reach the bucket like the driver."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # workers run `python`
+    job_port, pool_port = _free_port(), _free_port()
+    commands = {
+        "job-service": ["apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)],
+        "worker-pool": ["apache_beam.runners.worker.worker_pool_main", "--service_port", str(pool_port)],
+    }
+    processes = []
+    try:
+        for name, (module, *args) in commands.items():
+            folder = tmp_path_factory.mktemp(name)
+            with (folder / "log").open("wb") as log:
+                processes.append(subprocess.Popen([sys.executable, "-m", module, *args], cwd=folder, env=env, stdout=log, stderr=log))
+        for port, process in zip((job_port, pool_port), processes):
+            _serving(port, process)
+        yield {"job_endpoint": f"127.0.0.1:{job_port}", "environment_type": "EXTERNAL", "environment_config": f"127.0.0.1:{pool_port}"}
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def test_a_build_on_the_portable_runner_gives_the_local_builds_dataset(gcs_bucket, config_path, local_run, portable_runner):
+    """Every stage up to sample (download is the bucket run's: img2dataset runs inside one
+    worker's DoFn, as on any runner) on the portable runner, run and corpus in the bucket."""
+    config = load_config(config_path)
+    runner = config.runner.model_validate({"kind": "portable", "portable": portable_runner})
+    config = config.model_copy(update={"runner": runner, "download": config.download.model_copy(update={"enabled": False})})
+    run_dir = f"{gcs_bucket}/portable/run"
+    assert build(config, run_dir) == ["tag", "select", "score", "rank", "sample", "report"]
+    local, remote = ({k: v for k, v in _files(run).items() if not k.startswith("download/")} for run in (local_run, run_dir))
+    manifests = [json.loads(files.pop("sample/manifest.json")) for files in (local, remote)]
+    assert [name for name in local if remote.get(name) != local[name]] == [] and sorted(remote) == sorted(local)
+    for manifest in manifests:  # the manifest holds the config, whose runner and download differ
+        manifest["config"] = {k: v for k, v in manifest["config"].items() if k not in ("runner", "download")}
+    assert manifests[1] == manifests[0]
