@@ -34,10 +34,11 @@ FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
 class Rates:
     """Assumptions: per-process rates measured in benchmarks/README.md, and prices."""
 
-    tag_us_per_row: float = 11.1  # Build scale: fitted CPU slope, tag
-    select_us_per_row: float = 5.8  # Build scale: fitted CPU slope, select
-    fixed_s_per_process: float = 9.6  # Build scale: fitted fixed CPU cost, tag + select
-    encoder_captions_per_s: float = 1000.0  # Encoder: MiniLM per CPU process (500 measured on a loaded machine)
+    tag_us_per_row: float = 11.1  # Build scale: fitted CPU seconds per million rows, tag
+    tag_fixed_s: float = 6.2  # Build scale: fitted fixed CPU seconds per process, tag
+    select_us_per_row: float = 5.8  # Build scale: the same for select
+    select_fixed_s: float = 3.4
+    encoder_captions_per_s: float = 1000.0  # as bench_build's projection: MiniLM per dedicated CPU process
     gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
     candidates: int = 10_000  # candidate synsets after select (known only after select)
     class_share: float = 4.6e-4  # one class's selected captions per corpus row (Build scale, 1M rows)
@@ -88,25 +89,29 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
     gpu = config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator is not None
     processes = workers * rates.processes_per_worker
 
+    def process_hours(seconds: float) -> dict:
+        """A stage process's CPU seconds here -> billed vCPU-hours (a process holds vcpus/processes)."""
+        vcpu = seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker
+        return {"process_seconds": round(seconds, 1), "vcpu_hours": vcpu, "gpu_hours": 0.0}
+
     def encoder_hours(captions: int) -> dict:
         if gpu:
-            return {"vcpu_hours": 0.0, "gpu_hours": captions / rates.gpu_captions_per_s / 3600}
-        return {"vcpu_hours": captions / rates.encoder_captions_per_s / 3600 * rates.vcpus_per_worker / rates.processes_per_worker, "gpu_hours": 0.0}
+            return {"process_seconds": None, "vcpu_hours": 0.0, "gpu_hours": captions / rates.gpu_captions_per_s / 3600}
+        return process_hours(captions / rates.encoder_captions_per_s)
 
-    def cpu_hours(us_per_row: float) -> dict:
-        seconds = us_per_row * rows / 1e6 + rates.fixed_s_per_process / 2 * min(processes, shards)
-        return {"vcpu_hours": seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker, "gpu_hours": 0.0}
+    def row_hours(us_per_row: float, fixed_s: float) -> dict:
+        return process_hours(us_per_row * rows / 1e6 + fixed_s * min(processes, shards))
 
     stages = {
-        "tag": {"work": {"rows": rows, "shards": shards}, "jobs": 1, **cpu_hours(rates.tag_us_per_row)},
-        "select": {"work": {"rows": rows}, "jobs": 2, **cpu_hours(rates.select_us_per_row)},
+        "tag": {"work": {"rows": rows, "shards": shards}, "jobs": 1, **row_hours(rates.tag_us_per_row, rates.tag_fixed_s)},
+        "select": {"work": {"rows": rows}, "jobs": 2, **row_hours(rates.select_us_per_row, rates.select_fixed_s)},
         "score": {"work": {"candidate_synsets": rates.candidates, "captions_to_embed": first_pass}, "jobs": 2, **encoder_hours(first_pass)},
         "rank": {"work": {"classes": config.ranking.classes, "captions_to_embed": class_captions}, "jobs": 1, **encoder_hours(class_captions)},
-        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, "vcpu_hours": 0.0, "gpu_hours": 0.0},
+        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, **process_hours(0.0)},
     }  # fmt: skip
     if download.enabled:
         fetch = config.ranking.classes * per_class
-        stages["download"] = {"work": {"images_to_fetch_at_most": fetch}, "jobs": download.max_rounds, "vcpu_hours": None, "gpu_hours": 0.0}
+        stages["download"] = {"work": {"images_to_fetch_at_most": fetch}, "jobs": download.max_rounds, "process_seconds": None, "vcpu_hours": None, "gpu_hours": 0.0}
     vcpu = sum(s["vcpu_hours"] or 0.0 for s in stages.values())
     gpu_hours = sum(s["gpu_hours"] for s in stages.values())
     return {

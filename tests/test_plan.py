@@ -35,7 +35,7 @@ def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp
     assert list(stages) == ["tag", "select", "score", "rank", "sample", "download"]
     assert stages["tag"]["work"] == {"rows": 700, "shards": 3}
     assert stages["score"]["work"]["captions_to_embed"] == 2 * 200  # candidates x first-pass captions
-    assert stages["download"] == {"work": {"images_to_fetch_at_most": 10 * 1300}, "jobs": 3, "vcpu_hours": None, "gpu_hours": 0.0}
+    assert stages["download"] == {"work": {"images_to_fetch_at_most": 10 * 1300}, "jobs": 3, "process_seconds": None, "vcpu_hours": None, "gpu_hours": 0.0}
     assert plan["jobs"] == 1 + 2 + 2 + 1 + 1 + 3
     assert plan["cost_usd"] == pytest.approx(plan["vcpu_hours"], abs=0.01)  # at USD 1 per vCPU-hour, no GPU
     assert plan["assumptions"]["candidates"] == 2
