@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.download.address_guard import parse_networks
 from imagenot.wordnet.queries import validate_template
 
 
@@ -225,12 +226,42 @@ class Download(Section):
         default_factory=lambda: ["noai", "noimageai", "noindex", "noimageindex"],
         description="X-Robots-Tag directives that make a site's image off limits",
     )
+    fetch_deadline_s: float | None = Field(
+        None, gt=0, description="seconds a whole fetch may take, connection and redirects included; null: 3 x timeout_s"
+    )
+    robots_txt: bool = Field(True, description="read each host's robots.txt (RFC 9309) and never fetch what it disallows")
+    robots_max_bytes: int = Field(524_288, ge=512_000, le=10_000_000, description="robots.txt bytes parsed (RFC 9309: at least 500 KiB)")
+    per_host_connections: int = Field(4, ge=1, le=1024, description="concurrent requests to one host, per worker process")
+    per_host_rate: float = Field(20, gt=0, le=100_000, description="requests per second to one host, per worker process")
+    backoff_base_s: float = Field(1, gt=0, le=3600, description="first wait after a 429/503 without Retry-After; doubles in a row")
+    max_backoff_s: float = Field(120, gt=0, le=86_400, description="longest wait a host may ask for; longer gives the host up for the round")
+    host_max_failures: int = Field(10, ge=1, le=1_000_000, description="failures in a row (429, 5xx, no answer) that give a host up for the round")
+    allowed_networks: list[str] = Field(
+        default_factory=list, description="CIDR networks the crawler may reach although not public, e.g. a test's 127.0.0.2/32"
+    )
+    blocklists: list[str] = Field(
+        default_factory=list, description="files (local or gs://) of `url|domain|sha256|md5 VALUE` lines: rows and images never kept"
+    )
+
+    @model_validator(mode="after")
+    def _deadline_and_networks(self) -> Download:
+        if self.fetch_deadline_s is not None and not self.timeout_s <= self.fetch_deadline_s <= 5 * self.timeout_s:
+            raise ValueError(
+                f"download.fetch_deadline_s ({self.fetch_deadline_s}) must lie between timeout_s and 5 x timeout_s ({5 * self.timeout_s:g})"
+            )
+        parse_networks(self.allowed_networks)
+        return self
+
+    def fetch_deadline(self) -> float:
+        """Seconds a whole fetch may take."""
+        return self.fetch_deadline_s if self.fetch_deadline_s is not None else 3 * self.timeout_s
 
     def output_settings(self) -> dict:
         """The settings that shape the stored images and the rounds; the stage is redone when
         they change. Throughput settings (threads, timeout, retries, max_rounds) are not among
         them: changing those resumes the finished work."""
-        speed = {"enabled", "threads", "timeout_s", "retries", "max_rounds", "demo_server_port"}
+        speed = {"enabled", "threads", "timeout_s", "retries", "max_rounds", "demo_server_port", "fetch_deadline_s"}
+        speed |= {"per_host_connections", "per_host_rate", "backoff_base_s", "max_backoff_s", "host_max_failures"}
         return {k: v for k, v in self.model_dump().items() if k not in speed}
 
 

@@ -11,7 +11,9 @@ import pytest
 from image_server import LoopbackImageServer, bomb_png, photo_jpeg
 from PIL import Image
 
-from imagenot.pipeline.download.http_guard import ResponseTooLarge, guarded_opener, is_fetchable
+from imagenot.pipeline.config import Download
+from imagenot.pipeline.download.crawler import Crawler
+from imagenot.pipeline.download.http_guard import ResponseTooLarge, is_fetchable
 from imagenot.pipeline.download.image_guard import GuardedResizer, image_problem
 from imagenot.pipeline.download.reasons import REASONS, failure_reason
 
@@ -44,7 +46,8 @@ def test_only_absolute_http_urls_are_fetchable(url, fetchable):
 
 
 def _fetch(url: str, max_bytes: int = 1_000_000, timeout: float = 5) -> bytes:
-    with guarded_opener(max_bytes).open(url, timeout=timeout) as response:
+    settings = Download(max_response_bytes=max_bytes, timeout_s=timeout, allowed_networks=["127.0.0.1/32"])
+    with Crawler(settings).opener.open(url, timeout=timeout) as response:
         return response.read()
 
 
@@ -130,16 +133,25 @@ def test_failure_reasons_of_real_fetch_errors(server):
         message = _real_message(server.url(path))
         assert failure_reason(message) == reason, message
     assert failure_reason(_real_message("file:///etc/hostname")) == "url_not_http"
-    assert failure_reason(_real_message(f"http://127.0.0.1:{port}/a.jpg")) == "unreachable"
+    # RFC 9309: a host whose robots.txt cannot be fetched is entirely disallowed
+    assert failure_reason(_real_message(f"http://127.0.0.1:{port}/a.jpg")) == "robots_unreachable"
 
 
 @pytest.mark.parametrize(
     ("message", "reason"),
     [  # messages img2dataset 1.47 recorded on the loopback server, and urllib's for dead hosts
         ("HTTP Error 404: Not Found", "http_404"),
-        ("HTTP Error 503: Service Unavailable", "http_5xx"),
+        ("HTTP Error 503: Service Unavailable", "throttled"),
+        ("HTTP Error 502: Bad Gateway", "http_5xx"),
         ("HTTP Error 403: Forbidden", "http_4xx"),
-        ("HTTP Error 429: Too Many Requests", "http_4xx"),
+        ("HTTP Error 429: Too Many Requests", "throttled"),
+        ("<urlopen error address refused: localhost resolves to 127.0.0.1 (loopback), not in download.allowed_networks>", "address_refused"),
+        ("disallowed by robots.txt: http://127.0.0.2/a.jpg", "robots_txt"),
+        ("robots.txt unreachable (<urlopen error [Errno 111] Connection refused>): everything on the host is disallowed", "robots_unreachable"),
+        ("host given up: 127.0.0.3 (10 failures in a row, the last 429)", "host_given_up"),
+        ("timed out: fetch deadline of 3 s passed", "timeout"),
+        ("blocklisted image: sha256 match", "blocklist_sha256"),
+        ("blocklisted image: md5 match", "blocklist_md5"),
         ("timed out", "timeout"),
         ("The read operation timed out", "timeout"),
         ("<urlopen error timed out>", "timeout"),

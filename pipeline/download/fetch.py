@@ -8,15 +8,20 @@ shard is finished exactly when its stats parse; a killed round resumes by refetc
 unfinished shards (their partial tar and parquet are overwritten).
 
 The shards are spread over Beam workers; each runs img2dataset's Downloader (threads inside)
-with the guarded urllib opener and `GuardedResizer`, not img2dataset's `download()`, whose
-process pool, logger process and SIGINT handler a library stage should not own.
+through the process's crawler (`pipeline.download.crawler`: robots.txt, per-host limits, the
+address guard, the body cap, the fetch deadline), with `GuardedResizer` and tars written sorted
+(`pipeline.download.tars`), not img2dataset's `download()`, whose process pool, logger process
+and SIGINT handler a library stage should not own. Beside each shard's stats, the worker writes
+`<shard>_hosts.json`: the requests it sent per host while fetching that shard.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import time
 
 os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would check for updates online
 
@@ -24,23 +29,27 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from img2dataset.downloader import Downloader
-from img2dataset.writer import WebDatasetSampleWriter
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import write_bytes
+from imagenot.pipeline.atomic import write_bytes, write_json
 from imagenot.pipeline.config import Download, Runner
-from imagenot.pipeline.download.http_guard import install_guarded_opener
+from imagenot.pipeline.download.crawler import process_crawler
+from imagenot.pipeline.download.hosts import shard_hosts
 from imagenot.pipeline.download.image_guard import GuardedResizer
+from imagenot.pipeline.download.tars import SortedSampleWriter
 from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.shards import read_table
+from imagenot.pipeline.shards import read_schema, read_table
+
+log = logging.getLogger(__name__)
 
 FETCH_FILE = "fetch.parquet"
 INPUT_DIR = "_input"
+ROBOTS_DIR = "robots"  # in the stage folder: what each host's robots.txt said, for every round
 SHARD_DIGITS = 5  # img2dataset's oom_shard_count: shard names 00000, 00001, ...
 # Fetched columns, in img2dataset's column_list order; all but url land in each sample's json.
 SAVED_COLUMNS = ["row_id", "class_index", "wnid"]
 FETCH_COLUMNS = ["url", "caption", *SAVED_COLUMNS]
-RESULT_COLUMNS = ["row_id", "key", "status", "error_message", "width", "height", "original_width", "original_height"]
+RESULT_COLUMNS = ["row_id", "key", "status", "error_message", "width", "height", "original_width", "original_height", "sha256"]
 
 
 class FetchError(ImagenotError, RuntimeError):
@@ -56,15 +65,23 @@ def shard_count(rows: int, shard_rows: int) -> int:
 
 
 def is_finished(round_dir: str, shard: int) -> bool:
-    """img2dataset wrote the shard's tar, parquet and (last) a readable stats file."""
+    """img2dataset wrote the shard's tar, parquet and (last) a readable stats file, and the
+    parquet reads."""
     name = FileSystems.join(round_dir, shard_name(shard))
     if not all(FileSystems.exists(f"{name}{suffix}") for suffix in (".tar", ".parquet", "_stats.json")):
         return False
     try:
         with FileSystems.open(f"{name}_stats.json") as f:
-            return "successes" in json.load(f)
+            if "successes" not in json.load(f):
+                return False
     except ValueError:  # cut short while being written
         return False
+    try:  # a parquet cut short (a crash, a second writer) is fetched again, not read later
+        read_schema(f"{name}.parquet")
+    except (OSError, pa.ArrowException) as err:
+        log.warning("%s.parquet does not read (%s): its shard is fetched again", name, err)
+        return False
+    return True
 
 
 def unfinished_shards(round_dir: str, rows: int, shard_rows: int) -> list[int]:
@@ -72,7 +89,11 @@ def unfinished_shards(round_dir: str, rows: int, shard_rows: int) -> list[int]:
 
 
 def read_fetch(round_dir: str) -> pa.Table:
-    return read_table(FileSystems.join(round_dir, FETCH_FILE))
+    path = FileSystems.join(round_dir, FETCH_FILE)
+    try:
+        return read_table(path)
+    except (OSError, pa.ArrowException) as err:
+        raise FetchError(f"{path}: cannot read the round's rows ({err}); delete the round folder to plan it again") from err
 
 
 def _arrow_file(table: pa.Table) -> bytes:
@@ -85,14 +106,18 @@ def _arrow_file(table: pa.Table) -> bytes:
 class _FetchShard(beam.DoFn):
     """Fetches one shard of a round with img2dataset's Downloader."""
 
-    def __init__(self, round_dir: str, settings: Download):
-        self._round_dir, self._settings = round_dir, settings
+    def __init__(self, round_dir: str, settings: Download, blocked_hashes: dict[str, frozenset[str]]):
+        self._round_dir, self._settings, self._blocked_hashes = round_dir, settings, blocked_hashes
+        stage_dir = FileSystems.split(FileSystems.split(round_dir)[0])[0]  # <stage>/rounds/<k>
+        self._robots_dir = FileSystems.join(stage_dir, ROBOTS_DIR)
 
     def setup(self):
         s = self._settings
-        install_guarded_opener(s.max_response_bytes)
+        self._crawler = process_crawler(self._round_dir, s, self._robots_dir)
+        self._crawler.install()
         resizer = GuardedResizer(
             s.max_image_pixels,
+            self._blocked_hashes,
             image_size=s.image_size,
             resize_mode=s.resize_mode,
             resize_only_if_bigger=False,
@@ -100,7 +125,7 @@ class _FetchShard(beam.DoFn):
             encode_quality=s.encode_quality,
         )
         self._downloader = Downloader(
-            sample_writer_class=WebDatasetSampleWriter,
+            sample_writer_class=SortedSampleWriter,
             resizer=resizer,
             thread_count=s.threads,
             save_caption=True,
@@ -119,15 +144,23 @@ class _FetchShard(beam.DoFn):
         )
 
     def process(self, shard: int):
+        started, before = time.time(), self._crawler.politeness.stats()
         self._downloader((shard, input_path(self._round_dir, shard)))
+        hosts = shard_hosts(before, self._crawler.politeness.stats(), started)
+        robots = self._crawler.robots.fetched() if self._crawler.robots else {}
+        write_json(hosts_path(self._round_dir, shard), {"hosts": hosts, "robots": robots})
         yield shard
+
+
+def hosts_path(round_dir: str, shard: int) -> str:
+    return FileSystems.join(round_dir, f"{shard_name(shard)}_hosts.json")
 
 
 def input_path(round_dir: str, shard: int) -> str:
     return FileSystems.join(round_dir, INPUT_DIR, f"{shard_name(shard)}.arrow")
 
 
-def fetch_round(round_dir: str, settings: Download, runner: Runner) -> int:
+def fetch_round(round_dir: str, settings: Download, runner: Runner, blocked_hashes: dict[str, frozenset[str]]) -> int:
     """Fetch the round's unfinished shards; the number of rows fetched."""
     table = read_fetch(round_dir)
     todo = unfinished_shards(round_dir, table.num_rows, settings.shard_rows)
@@ -140,7 +173,7 @@ def fetch_round(round_dir: str, settings: Download, runner: Runner) -> int:
                 pipeline
                 | "Shards" >> beam.Create(todo)
                 | "Spread" >> beam.Reshuffle()
-                | "Fetch" >> beam.ParDo(_FetchShard(round_dir, settings))
+                | "Fetch" >> beam.ParDo(_FetchShard(round_dir, settings, blocked_hashes))
             )
     failed = unfinished_shards(round_dir, table.num_rows, settings.shard_rows)
     if failed:
@@ -154,5 +187,8 @@ def read_results(round_dir: str, rows: int, shard_rows: int) -> list[tuple[str, 
     results = []
     for shard in range(shard_count(rows, shard_rows)):
         name = FileSystems.join(round_dir, shard_name(shard))
-        results.append((f"{name}.tar", read_table(f"{name}.parquet", RESULT_COLUMNS)))
+        try:
+            results.append((f"{name}.tar", read_table(f"{name}.parquet", RESULT_COLUMNS)))
+        except (OSError, pa.ArrowException) as err:
+            raise FetchError(f"{name}.parquet: cannot read img2dataset's results ({err}); rerun to fetch the shard again") from err
     return results

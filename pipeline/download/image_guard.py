@@ -6,7 +6,9 @@ decodes a JPEG cut short as a gray-bottomed image without an error. `GuardedResi
 Resizer whose call first reads the header with Pillow (dimensions without decoding), refuses an
 image over the cap, then decodes it with Pillow, which raises on truncated data (for JPEG at a
 reduced scale, which still reads every byte), and only then hands the bytes to img2dataset.
-Each refusal returns an error message that `reasons.failure_reason` maps.
+Before any of that, an image whose original bytes' sha256 or md5 is on a blocklist is refused, so
+nothing of it is decoded or written (`pipeline.download.blocklists`). Each refusal returns an
+error message that `reasons.failure_reason` maps.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would c
 
 from img2dataset.resizer import Resizer
 from PIL import Image, UnidentifiedImageError
+
+from imagenot.pipeline.download.blocklists import hash_problem
 
 
 def image_problem(data: bytes, max_pixels: int, draft_size: int) -> str | None:
@@ -41,14 +45,17 @@ def image_problem(data: bytes, max_pixels: int, draft_size: int) -> str | None:
 
 
 class GuardedResizer(Resizer):
-    """img2dataset's Resizer behind `image_problem`; takes Resizer's arguments plus the cap."""
+    """img2dataset's Resizer behind `hash_problem` and `image_problem`; takes Resizer's
+    arguments plus the cap and the blocklisted hashes (kind -> hex digests)."""
 
-    def __init__(self, max_image_pixels: int, **resizer_args):
+    def __init__(self, max_image_pixels: int, blocked_hashes: dict[str, frozenset[str]] | None = None, **resizer_args):
         super().__init__(**resizer_args)
         self.max_image_pixels = max_image_pixels
+        self.blocked_hashes = blocked_hashes or {}
 
     def __call__(self, img_stream, blurring_bbox_list=None):
-        problem = image_problem(img_stream.getvalue(), self.max_image_pixels, self.image_size)
+        data = img_stream.getvalue()
+        problem = hash_problem(data, self.blocked_hashes) or image_problem(data, self.max_image_pixels, self.image_size)
         if problem is not None:
             return None, None, None, None, None, problem
         img_stream.seek(0)

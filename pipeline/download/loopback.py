@@ -1,9 +1,15 @@
 """A loopback HTTP server of real photos and the ways downloads go wrong, for tests and demos.
 
-`LoopbackImageServer` serves, on 127.0.0.1 and an ephemeral port, from a background thread:
+`LoopbackImageServer` serves, on 127.0.0.1 (or another loopback address, each its own host for
+a crawler) and an ephemeral port, from a background thread:
+
+    /robots.txt               the `robots` text given (404 when None)
 
     /photo/<name>.jpg         a real photo from scikit-image (`PHOTOS`), JPEG
     /slow/<name>.jpg          the same after `slow_seconds` (longer than a test's timeout)
+    /delay/<ms>/<name>.jpg    the same after <ms> milliseconds
+    /trickle/<name>.jpg       the photo one byte every 0.2 s (each read is quick, the whole is not)
+    /throttle/<s>/<name>.jpg  429 Too Many Requests with `Retry-After: <s>`
     /redirect/<name>.jpg      302 to /photo/<name>.jpg
     /loop/<n>                 302 to itself: a redirect loop
     /to-file?path=<path>      302 to file://<path> (a client must refuse it)
@@ -20,7 +26,8 @@
                               across the web), and a web-like share of failures (`corpus_image_kind`)
 
 Any query string is ignored, so `?id=...` makes distinct URLs for one resource. `hits` counts
-requests per path with query. It only serves, and stops (slow responses cut short) when the
+requests per path with query; `log` lists every request (path, start, end: time.monotonic()),
+from which a test reads the concurrency and rate a crawler kept to. It only serves, and stops (slow responses cut short) when the
 `with` block ends:
 
     with LoopbackImageServer() as server:
@@ -34,6 +41,7 @@ import io
 import re
 import struct
 import threading
+import time
 import zlib
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -89,7 +97,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        self.server.count(self.path)
+        start = self.server.count(self.path)
+        try:
+            self._route()
+        finally:
+            self.server.done(self.path, start)
+
+    def _route(self) -> None:
         parts = urlsplit(self.path)
         for pattern, method in _ROUTES:
             match = re.fullmatch(pattern, parts.path)
@@ -121,6 +135,36 @@ class _Handler(BaseHTTPRequestHandler):
     def slow(self, name, query):
         if not self.server.stopping.wait(self.server.slow_seconds):
             self.photo(name, query)
+
+    def robots(self, query):
+        if self.server.robots is None:
+            self.send_error(404)
+        else:
+            body = self.server.robots.encode("utf-8")
+            self._send(body, "text/plain", len(body))
+
+    def delay(self, ms, name, query):
+        if not self.server.stopping.wait(int(ms) / 1000):
+            self.photo(name, query)
+
+    def trickle(self, name, query):
+        data = photo_jpeg(name)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/jpeg")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        for byte in data:
+            if self.server.stopping.wait(0.2):
+                break
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+        self.close_connection = True
+
+    def throttle(self, seconds, name, query):
+        self.send_response(429)
+        self.send_header("Retry-After", seconds)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def redirect(self, name, query):
         self._redirect(f"/photo/{name}.jpg")
@@ -212,7 +256,11 @@ def corpus_photo_jpeg(n: int) -> bytes:
 
 _ROUTES = (
     (r"/photo/(\w+)\.jpg", _Handler.photo),
+    (r"/robots\.txt", _Handler.robots),
     (r"/slow/(\w+)\.jpg", _Handler.slow),
+    (r"/delay/(\d+)/(\w+)\.jpg", _Handler.delay),
+    (r"/trickle/(\w+)\.jpg", _Handler.trickle),
+    (r"/throttle/(\d+)/(\w+)\.jpg", _Handler.throttle),
     (r"/redirect/(\w+)\.jpg", _Handler.redirect),
     (r"/loop/(\w+)", _Handler.loop),
     (r"/to-file", _Handler.to_file),
@@ -231,24 +279,31 @@ _ROUTES = (
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, slow_seconds: float, port: int):
-        super().__init__(("127.0.0.1", port), _Handler)
-        self.slow_seconds = slow_seconds
+    def __init__(self, slow_seconds: float, host: str, port: int, robots: str | None):
+        super().__init__((host, port), _Handler)
+        self.slow_seconds, self.robots = slow_seconds, robots
         self.stopping = threading.Event()
         self.hits: Counter[str] = Counter()
+        self.log: list[tuple[str, float, float]] = []
         self._lock = threading.Lock()
 
-    def count(self, path: str) -> None:
+    def count(self, path: str) -> float:
         with self._lock:
             self.hits[path] += 1
+        return time.monotonic()
+
+    def done(self, path: str, start: float) -> None:
+        with self._lock:
+            self.log.append((path, start, time.monotonic()))
 
 
 class LoopbackImageServer:
     """The server above; a context manager (or `start()`/`stop()`)."""
 
-    def __init__(self, slow_seconds: float = 3.0, port: int = 0):
-        """`port` 0 picks a free one; a fixed port serves URLs written before the server started."""
-        self.slow_seconds, self.port = slow_seconds, port
+    def __init__(self, slow_seconds: float = 3.0, port: int = 0, host: str = "127.0.0.1", robots: str | None = None):
+        """`port` 0 picks a free one; a fixed port serves URLs written before the server started;
+        `host` a loopback address; `robots` the text of its /robots.txt."""
+        self.slow_seconds, self.port, self.host, self.robots = slow_seconds, port, host, robots
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -256,7 +311,7 @@ class LoopbackImageServer:
         for name in PHOTOS:  # encoded before serving, so no first request waits on it
             photo_jpeg(name)
         bomb_png()
-        self._server = _Server(self.slow_seconds, self.port)
+        self._server = _Server(self.slow_seconds, self.host, self.port, self.robots)
         self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-images", daemon=True)
         self._thread.start()
         return self
@@ -288,3 +343,9 @@ class LoopbackImageServer:
         """Requests so far per path (with query string)."""
         with self._server._lock:
             return Counter(self._server.hits)
+
+    @property
+    def log(self) -> list[tuple[str, float, float]]:
+        """Every request answered so far: (path with query, start, end), time.monotonic()."""
+        with self._server._lock:
+            return list(self._server.log)

@@ -6,6 +6,12 @@ import re
 
 # Checked in order; the first pattern found in the message names the reason.
 _PATTERNS: tuple[tuple[str, str], ...] = (
+    ("robots_txt", r"disallowed by robots\.txt"),
+    ("robots_unreachable", r"robots\.txt unreachable"),
+    ("address_refused", r"address refused"),
+    ("host_given_up", r"host given up"),
+    ("blocklist_sha256", r"blocklisted image: sha256"),
+    ("blocklist_md5", r"blocklisted image: md5"),
     ("url_not_http", r"unknown url type|redirection to url .* is not allowed"),
     ("redirect_loop", r"infinite loop|exceeded \d+ redirections|maximum redirections"),
     ("too_large", r"response too large"),
@@ -14,6 +20,7 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("not_an_image", r"not an image|image decoding error|cannot identify image"),
     ("timeout", r"timed out|timeout"),
     ("http_404", r"^http error 404\b"),
+    ("throttled", r"^http error (429|503)\b"),
     ("http_5xx", r"^http error 5\d\d\b"),
     ("http_4xx", r"^http error 4\d\d\b"),
     ("disallowed", r"disallowed by x-robots-tag"),
@@ -27,7 +34,9 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ),
 )
 _COMPILED = tuple((reason, re.compile(pattern, re.IGNORECASE)) for reason, pattern in _PATTERNS)
-REASONS = tuple(reason for reason, _ in _PATTERNS) + ("other",)
+# Rows never handed to img2dataset: their URL is not http(s), or a blocklist names it.
+BEFORE_FETCH = ("url_not_http", "blocklist_url", "blocklist_domain")
+REASONS = tuple(reason for reason, _ in _PATTERNS) + BEFORE_FETCH[1:] + ("other",)
 
 
 def failure_reason(message: str | None) -> str:

@@ -6,14 +6,18 @@ the next reserve candidates replacing the failures so far (`rounds.walk_class`),
 class has N images, its reserve is spent, or `max_rounds` ran. Images an audit dropped
 (`download/dropped.parquet`, see `pipeline.download.drops`) are passed over the same way, and
 each drop pass allows `max_rounds` more rounds. URLs other than http/https are never handed to
-img2dataset (`url_not_http`). Each round's img2dataset output stays in
+img2dataset (`url_not_http`), nor are those a blocklist names (`blocklist_url`,
+`blocklist_domain`, see `pipeline.download.blocklists`). A round's rows are grouped by host, so
+each host's rows fall into as few shards (and so worker processes) as they fill, which is what
+bounds the per-host limits across workers (see README). Each round's img2dataset output stays in
 `download/rounds/<k>/`; a rerun reads the outcomes of the rows already tried there and fetches
 only the rows never tried (and the shards of a killed round that did not finish).
 
 Outputs in `download/`: `dataset/part-NNNNN.parquet`, one row per final image (where its sample
 is: `tar`, relative to the run dir, and `key`); `classes.tsv` (per class: target, images,
 failed, dropped, reserve_used, shortfall); figures for the summary (per-class images, failures by
-reason, URL success rate, rounds, tar bytes).
+reason, URL success rate, rounds, tar bytes, the busiest hosts). Each image's row has the sha256 of
+its original bytes, so a hash list can be applied later without fetching again.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_tsv
 from imagenot.pipeline.config import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import drops, fetch
+from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists
+from imagenot.pipeline.download.hosts import busiest_hosts, host_of
 from imagenot.pipeline.download.loopback import LoopbackImageServer
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
@@ -47,6 +53,7 @@ DATASET_DIR = "dataset"
 PART_ROWS = 100_000  # rows per dataset/part-NNNNN.parquet
 SAMPLE_COLUMNS = ("row_id", "url", "caption", "class_index", "wnid", "gloss_similarity", "split", "order")
 IMAGE_SIZE_COLUMNS = ("width", "height", "original_width", "original_height")
+BUSIEST_HOSTS = 10  # hosts listed in the figures
 CLASS_COLUMNS = ("class_index", "wnid", "target", "images", "failed", "dropped", "reserve_used", "shortfall")
 
 
@@ -66,6 +73,7 @@ class Attempt(NamedTuple):
     height: int | None
     original_width: int | None
     original_height: int | None
+    sha256: str | None
 
 
 def _read_sample(path: str, reserve: bool) -> pa.Table:
@@ -125,7 +133,7 @@ def _round_attempts(round_dir: str, k: int, rows: int, shard_rows: int) -> dict[
             ok = r["status"] == "success"
             attempts[r["row_id"]] = Attempt(
                 k, ok, None if ok else failure_reason(r["error_message"]), relative_tar, r["key"],
-                r["width"], r["height"], r["original_width"], r["original_height"],
+                r["width"], r["height"], r["original_width"], r["original_height"], r["sha256"],
             )  # fmt: skip
     return attempts
 
@@ -135,9 +143,11 @@ def run_rounds(
     table: pa.Table,
     classes: list[ClassCandidates],
     dropped: dict[str, str],
+    blocked: dict[str, str],
     max_rounds: int,
     settings: Download,
     runner: Runner,
+    blocked_hashes: dict[str, frozenset[str]],
 ) -> tuple[dict[str, Attempt], list[int]]:
     """Fetch round after round, resuming the stored ones; every attempt, and the rows fetched
     by this call per round."""
@@ -149,17 +159,35 @@ def run_rounds(
     for k in range(max_rounds):
         round_dir = FileSystems.join(stage_dir, ROUNDS_DIR, str(k))
         if not FileSystems.exists(FileSystems.join(round_dir, fetch.FETCH_FILE)):
-            planned = next_fetch(classes, _outcomes(attempts), dropped)
+            planned = next_fetch(classes, _outcomes(attempts), dropped, blocked)
             if not planned:
                 break
-            chosen = table.take(pa.array([offsets[c] + position for c, position in planned], pa.int64()))
+            chosen = _by_host(table.take(pa.array([offsets[c] + position for c, position in planned], pa.int64())))
             with atomic_output(FileSystems.join(round_dir, fetch.FETCH_FILE)) as f:
                 pq.write_table(chosen.select(list(SAMPLE_COLUMNS)), f)
         rows = fetch.read_fetch(round_dir).num_rows
-        fetched_now.append(fetch.fetch_round(round_dir, settings, runner))
+        fetched_now.append(fetch.fetch_round(round_dir, settings, runner, blocked_hashes))
         log.info("download round %d: %d rows, %d fetched by this run", k, rows, fetched_now[-1])
         attempts.update(_round_attempts(round_dir, k, rows, settings.shard_rows))
     return attempts, fetched_now
+
+
+def _by_host(rows: pa.Table) -> pa.Table:
+    """The rows grouped by host (hosts in order of first appearance, rows in order within one)."""
+    first: dict[str, int] = {}
+    hosts = [first.setdefault(host_of(url), len(first)) for url in rows.column("url").to_pylist()]
+    order = sorted(range(rows.num_rows), key=lambda i: (hosts[i], i))
+    return rows.take(pa.array(order, pa.int64()))
+
+
+def blocked_rows(table: pa.Table, blocklist: Blocklist) -> dict[str, str]:
+    """row_id -> `blocklist_url` or `blocklist_domain`, for the candidates a blocklist names."""
+    blocked = {}
+    for row_id, url in zip(table.column("row_id").to_pylist(), table.column("url").to_pylist()):
+        reason = blocklist.row_reason(url)
+        if reason:
+            blocked[row_id] = reason
+    return blocked
 
 
 def _outcomes(attempts: dict[str, Attempt]) -> dict[str, bool]:
@@ -167,13 +195,13 @@ def _outcomes(attempts: dict[str, Attempt]) -> dict[str, bool]:
 
 
 def _class_row(c: ClassCandidates, walk: ClassWalk) -> dict:
-    tried = walk.succeeded + walk.failed + walk.not_http + walk.dropped
+    tried = walk.succeeded + walk.failed + walk.not_http + walk.blocked + walk.dropped
     return {
         "class_index": c.class_index,
         "wnid": c.wnid,
         "target": c.target,
         "images": len(walk.succeeded),
-        "failed": len(walk.failed) + len(walk.not_http),
+        "failed": len(walk.failed) + len(walk.not_http) + len(walk.blocked),
         "dropped": len(walk.dropped),
         "reserve_used": sum(c.is_reserve(p) for p in tried),
         "shortfall": c.target - len(walk.succeeded),
@@ -196,6 +224,7 @@ def _final_images(
         "tar": pa.array([a.tar for a in done], pa.string()),
         "key": pa.array([a.key for a in done], pa.string()),
         **{name: pa.array([getattr(a, name) for a in done], pa.int32()) for name in IMAGE_SIZE_COLUMNS},
+        "sha256": pa.array([a.sha256 for a in done], pa.string()),
     }
     for name, column in extra.items():
         rows = rows.append_column(name, column)
@@ -219,23 +248,33 @@ def settings(config: Config) -> dict:
     return config.download.output_settings()
 
 
+def stage_settings(settings: Download, blocklist: Blocklist) -> dict:
+    """The output settings, each blocklist named with its sha256: a changed list reruns the stage."""
+    return {**settings.output_settings(), "blocklists": [(s["path"], s["sha256"]) for s in blocklist.sources]}
+
+
 def download_images(run_dir: str, settings: Download, sampling: Sampling, runner: Runner) -> dict:
     """Fetch the sample stage's images into `<run_dir>/download/`; the stage's figures."""
     upstream = stage_fingerprint(run_dir, UPSTREAM)
-    stage_dir = open_stage(run_dir, STAGE, settings.output_settings(), upstream, drops.revision)
+    blocklist = load_blocklists(settings.blocklists)
+    stage_dir = open_stage(run_dir, STAGE, stage_settings(settings, blocklist), upstream, drops.revision)
     drop_table = drops.read_drops(stage_dir)
     dropped = drops.reasons(drop_table)
     max_rounds = settings.max_rounds * (1 + drops.passes(drop_table))
     table, classes = load_candidates(run_dir)
-    attempts, fetched_now = run_rounds(stage_dir, table, classes, dropped, max_rounds, settings, runner)
+    blocked = blocked_rows(table, blocklist)
+    attempts, fetched_now = run_rounds(
+        stage_dir, table, classes, dropped, blocked, max_rounds, settings, runner, blocklist.hashes()
+    )
     outcomes = _outcomes(attempts)
     offsets, class_table, parts, failures, dropped_by = 0, [], [], Counter(), Counter()
     for c in classes:
-        walk = walk_class(c, outcomes, dropped)
+        walk = walk_class(c, outcomes, dropped, blocked)
         class_table.append(_class_row(c, walk))
         parts.append(_final_images(table, offsets, c, walk, attempts, sampling))
         failures.update(attempts[c.row_ids[p]].reason for p in walk.failed)
         failures["url_not_http"] += len(walk.not_http)
+        failures.update(blocked[c.row_ids[p]] for p in walk.blocked)
         dropped_by.update(dropped[c.row_ids[p]] for p in walk.dropped)
         offsets += len(c.row_ids)
     _write_dataset(stage_dir, pa.concat_tables(parts))
@@ -256,6 +295,8 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "rounds": len(fetched_now),
         "fetched_by_this_run": sum(fetched_now),
         "tar_bytes": _tar_bytes(stage_dir),
+        "busiest_hosts": busiest_hosts(FileSystems.join(stage_dir, ROUNDS_DIR), BUSIEST_HOSTS),
+        "blocklists": blocklist.sources,
     }
     finish_stage(stage_dir, figures)
     return figures

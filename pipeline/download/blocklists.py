@@ -1,0 +1,113 @@
+"""Blocklists: URLs, domains and image hashes that never enter a dataset.
+
+`download.blocklists` names files (local or gs://) of plain text, one entry a line as
+`KIND VALUE`, KIND one of `url`, `domain`, `sha256`, `md5` (hex digests of the original image
+bytes, the forms published hash lists use); `#` starts a comment, blank lines are skipped. A
+url entry matches that URL (scheme and host in any case); a domain entry matches its host and
+every subdomain. URL and domain entries drop rows before any fetch (`blocklist_url`,
+`blocklist_domain`); a hash match drops an image after its fetch and before anything of it is
+written (`blocklist_sha256`, `blocklist_md5`, see `image_guard.GuardedResizer`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.shards import read_bytes
+
+KINDS = ("url", "domain", "sha256", "md5")
+HEX_DIGITS = {"sha256": 64, "md5": 32}
+HASH_MESSAGE = "blocklisted image: {kind} match"  # the resizer's error message, a counted reason
+
+
+class BlocklistError(ImagenotError, ValueError):
+    """A blocklist file that does not parse; names the file and line."""
+
+
+def normal_url(url: str) -> str:
+    """The URL with its scheme and host in lower case (the rest is case-sensitive)."""
+    url = url.strip()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    return urlunsplit(parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower()))
+
+
+def _host(url: str) -> str:
+    try:
+        return (urlsplit(url.strip()).hostname or "").rstrip(".")
+    except ValueError:
+        return ""
+
+
+@dataclass
+class Blocklist:
+    entries: dict[str, set[str]] = field(default_factory=lambda: {kind: set() for kind in KINDS})
+    sources: list[dict] = field(default_factory=list)  # per file: path, bytes, sha256, entries by kind
+
+    def add(self, name: str, data: bytes) -> None:
+        """Parse one file's bytes into the list."""
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise BlocklistError(f"{name}: not UTF-8 text ({err})") from err
+        counts = dict.fromkeys(KINDS, 0)
+        for number, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            kind, _, value = line.partition(" ")
+            kind, value = kind.lower(), value.strip()
+            if kind not in KINDS or not value or " " in value or "\t" in value:
+                raise BlocklistError(f"{name}:{number}: expected `KIND VALUE` with KIND one of {', '.join(KINDS)}, got {line[:80]!r}")
+            if kind in HEX_DIGITS:
+                value = value.lower()
+                if len(value) != HEX_DIGITS[kind] or any(c not in "0123456789abcdef" for c in value):
+                    raise BlocklistError(f"{name}:{number}: a {kind} is {HEX_DIGITS[kind]} hex digits, got {value[:80]!r}")
+            elif kind == "domain":
+                value = value.lower().rstrip(".")
+            else:
+                value = normal_url(value)
+            self.entries[kind].add(value)
+            counts[kind] += 1
+        self.sources.append({"path": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "entries": counts})
+
+    def row_reason(self, url: str | None) -> str | None:
+        """`blocklist_url` or `blocklist_domain` when the row's URL is listed, else None."""
+        if not url:
+            return None
+        if normal_url(url) in self.entries["url"]:
+            return "blocklist_url"
+        host = _host(url).lower()
+        labels = host.split(".")
+        if any(".".join(labels[i:]) in self.entries["domain"] for i in range(len(labels))):
+            return "blocklist_domain"
+        return None
+
+    def hashes(self) -> dict[str, frozenset[str]]:
+        """The hash entries by kind, for the resizer of every download worker."""
+        return {kind: frozenset(self.entries[kind]) for kind in HEX_DIGITS}
+
+
+def hash_problem(data: bytes, hashes: dict[str, frozenset[str]]) -> str | None:
+    """The resizer's error message when the original bytes' sha256 or md5 is listed."""
+    for kind, listed in hashes.items():
+        if listed and hashlib.new(kind, data).hexdigest() in listed:
+            return HASH_MESSAGE.format(kind=kind)
+    return None
+
+
+def load_blocklists(paths: list[str]) -> Blocklist:
+    """The blocklists' entries; a missing or malformed file is an error naming it."""
+    blocklist = Blocklist()
+    for path in paths:
+        if not FileSystems.exists(path):
+            raise BlocklistError(f"download.blocklists: {path} does not exist")
+        blocklist.add(path, read_bytes(path))
+    return blocklist

@@ -1,0 +1,201 @@
+"""The crawler img2dataset fetches through: urllib's opener with every guard in its handlers.
+
+img2dataset fetches each image with `urllib.request.urlopen`, which uses the opener installed
+in the process (`urllib.request.install_opener`). `Crawler.opener` replaces urllib's default
+opener with one whose only URL handlers are `CrawlHandler`s for http and https (so file://,
+ftp:// and data: URLs, and redirects to them, fail). A request through it, and every redirect
+it follows:
+
+1. is checked against the host's robots.txt (`pipeline.download.robots`), unless
+   `download.robots_txt` is off;
+2. waits for a connection slot of its host (`pipeline.download.politeness`);
+3. connects only to an address the address guard allows (`pipeline.download.address_guard`);
+4. reads the whole response while it holds the slot, refusing a declared or actual body over
+   `download.max_response_bytes`, and gives up when the fetch's deadline passes
+   (`pipeline.download.deadline`);
+5. reports the answer to the host's politeness state (429 and 503 back the host off).
+
+There is no proxy handler: a proxy would connect where the address guard cannot see.
+Each refusal raises an error whose message `reasons.failure_reason` maps to a counted reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import io
+import threading
+import time
+import urllib.error
+import urllib.request
+import urllib.response
+from urllib.parse import urlsplit
+
+from imagenot.pipeline.config import Download
+from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused
+from imagenot.pipeline.download.deadline import FetchDeadline, Watchdog
+from imagenot.pipeline.download.http_guard import ResponseTooLarge
+from imagenot.pipeline.download.politeness import HostLimits, Politeness
+from imagenot.pipeline.download.robots import MAX_REDIRECTS, RobotsCache
+
+READ_CHUNK = 1 << 16
+
+
+def _guarded(connection_class):
+    """`connection_class` connecting through the address guard, watched until `deadline`."""
+
+    class Guarded(connection_class):
+        def __init__(self, *args, guard: AddressGuard, watchdog: Watchdog, deadline: float, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._guard, self._watchdog, self._deadline = guard, watchdog, deadline
+            self._create_connection = self._connect_guarded
+
+        def _connect_guarded(self, address, timeout, source_address=None):
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                raise FetchDeadline("timed out: the fetch deadline passed before connecting")
+            return self._guard.connect(address, min(timeout, left), source_address)
+
+        def connect(self):
+            super().connect()
+            self._watchdog.watch(self.sock, self._deadline)  # after TLS wrapped it, if https
+
+    return Guarded
+
+
+GuardedHTTPConnection = _guarded(http.client.HTTPConnection)
+GuardedHTTPSConnection = _guarded(http.client.HTTPSConnection)
+
+
+def read_body(response, max_bytes: int, truncate: bool = False) -> bytes:
+    """The whole body, at most `max_bytes`: beyond, `ResponseTooLarge` (or the first
+    `max_bytes` when `truncate`)."""
+    declared = response.headers.get("Content-Length")
+    if not truncate and declared and declared.strip().isdigit() and int(declared) > max_bytes:
+        raise ResponseTooLarge(f"response too large: Content-Length {int(declared)} > {max_bytes} bytes")
+    chunks, size = [], 0
+    while size <= max_bytes:
+        chunk = response.read(min(READ_CHUNK, max_bytes + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    body = b"".join(chunks)
+    if size > max_bytes:
+        if not truncate:
+            raise ResponseTooLarge(f"response too large: over {max_bytes} bytes")
+        body = body[:max_bytes]
+    return body
+
+
+class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """http and https through the guards above (see the module's docstring)."""
+
+    def __init__(self, crawler: Crawler):
+        urllib.request.HTTPHandler.__init__(self)
+        urllib.request.HTTPSHandler.__init__(self)
+        self.crawler = crawler
+
+    def http_open(self, request):
+        return self._open(request, GuardedHTTPConnection)
+
+    def https_open(self, request):
+        return self._open(request, GuardedHTTPSConnection, context=self._context)
+
+    def _open(self, request, connection_class, **connection_args):
+        crawler, settings = self.crawler, self.crawler.settings
+        url = request.full_url
+        host = (urlsplit(url).hostname or "").lower()
+        is_robots = getattr(request, "robots", False)
+        if crawler.robots is not None and not is_robots:
+            crawler.robots.check(url)
+        with crawler.politeness.slot(host, getattr(request, "deadline", None)):
+            if getattr(request, "deadline", None) is None:
+                request.deadline = time.monotonic() + settings.fetch_deadline()
+            connect = functools.partial(connection_class, guard=crawler.guard, watchdog=crawler.watchdog, deadline=request.deadline)
+            try:
+                response = self.do_open(connect, request, **connection_args)
+                max_bytes = settings.robots_max_bytes if is_robots else settings.max_response_bytes
+                body = read_body(response, max_bytes, truncate=is_robots)
+            except (OSError, http.client.HTTPException) as err:
+                if time.monotonic() >= request.deadline:
+                    crawler.politeness.failed(host, "timeout")
+                    raise FetchDeadline(f"timed out: fetch deadline of {settings.fetch_deadline():g} s passed") from err
+                if not isinstance(getattr(err, "reason", err), (AddressRefused, ResponseTooLarge)):
+                    crawler.politeness.failed(host, type(err).__name__)
+                raise
+        crawler.politeness.answered(host, response.status, response.headers.get("Retry-After"))
+        answer = urllib.response.addinfourl(io.BytesIO(body), response.headers, url, response.status)
+        answer.msg = response.reason
+        return answer
+
+
+class RedirectHandler(urllib.request.HTTPRedirectHandler):
+    """urllib's redirects, carrying the fetch's deadline (and a robots.txt request's nature,
+    with the RFC's redirect limit) to the next request."""
+
+    def redirect_request(self, request, fp, code, msg, headers, newurl):
+        new = super().redirect_request(request, fp, code, msg, headers, newurl)
+        if new is not None:
+            new.deadline = getattr(request, "deadline", None)
+            new.robots = getattr(request, "robots", False)
+            if new.robots and len(getattr(request, "redirect_dict", {})) >= MAX_REDIRECTS:
+                raise urllib.error.HTTPError(request.full_url, code, "robots.txt: too many redirects", headers, fp)
+        return new
+
+
+class Crawler:
+    """A download worker's guards and per-host state, shared by its threads."""
+
+    def __init__(self, settings: Download, robots_dir: str | None = None):
+        """`robots_dir`: where the run keeps each host's robots.txt (None: memory only)."""
+        self.settings = settings
+        self.guard = AddressGuard(settings.allowed_networks)
+        self.watchdog = Watchdog()
+        self.politeness = Politeness(
+            HostLimits(
+                connections=settings.per_host_connections,
+                rate=settings.per_host_rate,
+                backoff_base_s=settings.backoff_base_s,
+                max_backoff_s=settings.max_backoff_s,
+                max_failures=settings.host_max_failures,
+            )
+        )
+        self.opener = urllib.request.OpenerDirector()
+        for handler in (
+            urllib.request.UnknownHandler(),
+            CrawlHandler(self),
+            urllib.request.HTTPDefaultErrorHandler(),
+            RedirectHandler(),
+            urllib.request.HTTPErrorProcessor(),
+        ):
+            self.opener.add_handler(handler)
+        self.robots = RobotsCache(self._read_robots, settings.user_agent_token, robots_dir) if settings.robots_txt else None
+
+    def _read_robots(self, url: str) -> bytes:
+        request = urllib.request.Request(url, headers={"User-Agent": f"Mozilla/5.0 (compatible; {self.settings.user_agent_token})"})
+        request.robots = True
+        with self.opener.open(request, timeout=self.settings.timeout_s) as response:
+            return response.read()
+
+    def install(self) -> None:
+        """Make `urllib.request.urlopen`, which img2dataset calls, go through this crawler.
+
+        urllib has one opener per process; it stays for the process's lifetime (a download
+        worker's), and the next round's `Crawler` replaces it."""
+        urllib.request.install_opener(self.opener)
+
+
+_crawlers: dict[tuple[str, str], Crawler] = {}
+_crawlers_lock = threading.Lock()
+
+
+def process_crawler(round_dir: str, settings: Download, robots_dir: str) -> Crawler:
+    """This process's crawler for a round: every fetching thread of the process shares it, and
+    the next round starts with fresh per-host state."""
+    key = (round_dir, settings.model_dump_json())
+    with _crawlers_lock:
+        if key not in _crawlers:
+            _crawlers.clear()
+            _crawlers[key] = Crawler(settings, robots_dir)
+        return _crawlers[key]

@@ -1,0 +1,58 @@
+"""Requests per host: what each shard's worker sent, and the busiest hosts of a download.
+
+A worker writes, beside each shard's stats, `<shard>_hosts.json` (`shard_hosts`): per host, the
+requests it sent while fetching the shard, over how many seconds (first to last request start),
+the 429/503 answers, and whether the host was given up. `busiest_hosts` sums them over every
+round for the stage's figures: requests, and the peak rate one worker sent to the host.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from urllib.parse import urlsplit
+
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.pipeline.shards import read_json
+
+
+def host_of(url: str | None) -> str:
+    """The URL's host in lower case ("" when it has none)."""
+    try:
+        return (urlsplit((url or "").strip()).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def shard_hosts(before: dict[str, dict], after: dict[str, dict], started: float) -> dict[str, dict]:
+    """Per host, what a shard added to a worker's politeness stats (`Politeness.stats()` before
+    and after the shard; `started`: the shard's start, epoch seconds)."""
+    hosts = {}
+    for host, now in after.items():
+        was = before.get(host, {"requests": 0, "throttled": 0})
+        requests = now["requests"] - was["requests"]
+        if requests:
+            hosts[host] = {
+                "requests": requests,
+                "seconds": round(now["last"] - max(now["first"], started), 3),
+                "throttled": now["throttled"] - was["throttled"],
+                "given_up": now["given_up"],
+            }
+    return hosts
+
+
+def busiest_hosts(rounds_dir: str, count: int) -> list[dict]:
+    """The `count` hosts sent the most requests over every round, with their peak rate."""
+    totals: dict[str, dict] = defaultdict(lambda: {"requests": 0, "peak_rate_per_s": 0.0, "throttled": 0, "given_up": None})
+    pattern = FileSystems.join(rounds_dir, "*", "*_hosts.json")
+    for meta in FileSystems.match([pattern])[0].metadata_list:
+        for host, shard in read_json(meta.path)["hosts"].items():
+            total = totals[host]
+            total["requests"] += shard["requests"]
+            total["throttled"] += shard["throttled"]
+            total["given_up"] = total["given_up"] or shard["given_up"]
+            if shard["requests"] > 1 and shard["seconds"] > 0:
+                rate = (shard["requests"] - 1) / shard["seconds"]  # starts per second between the first and last
+                total["peak_rate_per_s"] = max(total["peak_rate_per_s"], round(rate, 2))
+    ranked = sorted(totals.items(), key=lambda item: (-item[1]["requests"], item[0]))
+    return [{"host": host, **figures} for host, figures in ranked[:count]]

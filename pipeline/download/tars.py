@@ -1,0 +1,64 @@
+"""Webdataset tars with the same bytes for the same images: members sorted by name, mtime 0,
+owner root (uid/gid 0, no user or group names).
+
+img2dataset writes a sample when its fetch completes, so member order, and every member's
+mtime, differ between two fetches of the same URLs. `SortedSampleWriter` is its
+WebDatasetSampleWriter with a tar writer that keeps the shard's samples (the resized images, a
+few MB a shard) and writes them sorted when the shard closes. `remove_samples` writes a tar
+again without some samples, the same way (a blocklist applied after the fact).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import webdataset as wds
+from img2dataset.writer import WebDatasetSampleWriter
+
+from imagenot.pipeline.atomic import write_bytes
+from imagenot.pipeline.shards import read_bytes
+
+_FIXED = {"user": "", "group": "", "mtime": 0}
+
+
+class _SortedTarWriter:
+    def __init__(self, stream):
+        self._stream, self._samples = stream, []
+
+    def write(self, sample: dict) -> None:
+        self._samples.append(sample)
+
+    def close(self) -> None:
+        with wds.TarWriter(self._stream, **_FIXED) as writer:
+            for sample in sorted(self._samples, key=lambda s: s["__key__"]):
+                writer.write(sample)
+
+
+class SortedSampleWriter(WebDatasetSampleWriter):
+    """img2dataset's webdataset writer, writing each tar sorted and with fixed metadata."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tarwriter = _SortedTarWriter(self.tar_fd)
+
+
+def _key(member_name: str) -> str:
+    return member_name.split(".", 1)[0]
+
+
+def remove_samples(tar_path: str, keys: set[str]) -> int:
+    """Write the tar again without the samples of `keys` (atomically); the members removed."""
+    with tarfile.open(fileobj=io.BytesIO(read_bytes(tar_path))) as source:
+        members = [(m.name, source.extractfile(m).read()) for m in source.getmembers() if m.isfile()]
+    kept = sorted((name, data) for name, data in members if _key(name) not in keys)
+    if len(kept) == len(members):
+        return 0
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in kept:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), _FIXED["mtime"], 0o444
+            tar.addfile(info, io.BytesIO(data))
+    write_bytes(tar_path, buffer.getvalue())
+    return len(members) - len(kept)
