@@ -173,7 +173,8 @@ def test_a_killed_run_resumes_fetching_only_what_is_missing(downloaded, tmp_path
     rounds = run_dir / "download" / "rounds"
     # killed in round 1 while its second shard (c6) was being written; round 2 (a6) never began
     (rounds / "1" / "00001_stats.json").unlink()
-    (rounds / "1" / "00001.tar").write_bytes((rounds / "1" / "00001.tar").read_bytes()[:100])
+    whole_tar = (rounds / "1" / "00001.tar").read_bytes()
+    (rounds / "1" / "00001.tar").write_bytes(whole_tar[:100])
     shutil.rmtree(rounds / "2")
     (run_dir / "download" / "DONE").unlink()
     server = downloaded["server"]
@@ -183,6 +184,19 @@ def test_a_killed_run_resumes_fetching_only_what_is_missing(downloaded, tmp_path
     assert figures["fetched_by_this_run"] == 2
     assert _dataset(run_dir) == _dataset(downloaded["run_dir"])
     assert _classes_tsv(run_dir) == _classes_tsv(downloaded["run_dir"])
+    assert (rounds / "1" / "00001.tar").read_bytes() == whole_tar  # sorted members, fixed mtime and owner
+
+
+def test_a_round_parquet_that_does_not_read_is_fetched_again(downloaded, tmp_path, caplog):
+    run_dir = tmp_path / "run"
+    shutil.copytree(downloaded["run_dir"], run_dir)
+    shard = run_dir / "download" / "rounds" / "0" / "00001.parquet"
+    shard.write_bytes(shard.read_bytes()[:60])  # a second writer's leftover, say
+    (run_dir / "download" / "DONE").unlink()
+    figures = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
+    assert f"{shard.with_suffix('')}.parquet does not read" in caplog.text
+    assert figures["fetched_by_this_run"] == SETTINGS.shard_rows
+    assert _dataset(run_dir) == _dataset(downloaded["run_dir"])
 
 
 def test_the_command_runs_only_when_enabled(downloaded):

@@ -17,7 +17,7 @@ import socket
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Checked in order; the first that fits names the refusal.
-_KINDS = ("loopback", "private", "link_local", "multicast", "reserved", "unspecified")
+_KINDS = ("loopback", "link_local", "multicast", "unspecified", "reserved", "private")
 
 
 class AddressRefused(OSError):

@@ -117,6 +117,8 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
                 response = self.do_open(connect, request, **connection_args)
                 max_bytes = settings.robots_max_bytes if is_robots else settings.max_response_bytes
                 body = read_body(response, max_bytes, truncate=is_robots)
+                if time.monotonic() >= request.deadline:  # the watchdog ended the body early
+                    raise FetchDeadline("timed out: the body's end came after the deadline")
             except (OSError, http.client.HTTPException) as err:
                 if time.monotonic() >= request.deadline:
                     crawler.politeness.failed(host, "timeout")

@@ -13,6 +13,7 @@ a crawler) and an ephemeral port, from a background thread:
     /redirect/<name>.jpg      302 to /photo/<name>.jpg
     /loop/<n>                 302 to itself: a redirect loop
     /to-file?path=<path>      302 to file://<path> (a client must refuse it)
+    /to?url=<url>             302 to <url> (another loopback host, say)
     /missing/<anything>       404
     /error/<anything>         500
     /page.html                an HTML page (200, text/html): not an image
@@ -172,6 +173,9 @@ class _Handler(BaseHTTPRequestHandler):
     def loop(self, n, query):
         self._redirect(f"/loop/{n}")
 
+    def to(self, query):
+        self._redirect(query["url"][0])
+
     def to_file(self, query):
         self._redirect("file://" + query.get("path", ["/etc/hostname"])[0])
 
@@ -264,6 +268,7 @@ _ROUTES = (
     (r"/redirect/(\w+)\.jpg", _Handler.redirect),
     (r"/loop/(\w+)", _Handler.loop),
     (r"/to-file", _Handler.to_file),
+    (r"/to", _Handler.to),
     (r"/missing/(.*)", _Handler.missing),
     (r"/error/(.*)", _Handler.error),
     (r"/page\.html", _Handler.page),

@@ -6,10 +6,11 @@ import re
 
 # Checked in order; the first pattern found in the message names the reason.
 _PATTERNS: tuple[tuple[str, str], ...] = (
-    ("robots_txt", r"disallowed by robots\.txt"),
-    ("robots_unreachable", r"robots\.txt unreachable"),
+    # Before robots: a robots.txt that could not be fetched names why in its message.
     ("address_refused", r"address refused"),
     ("host_given_up", r"host given up"),
+    ("robots_txt", r"disallowed by robots\.txt"),
+    ("robots_unreachable", r"robots\.txt unreachable"),
     ("blocklist_sha256", r"blocklisted image: sha256"),
     ("blocklist_md5", r"blocklisted image: md5"),
     ("url_not_http", r"unknown url type|redirection to url .* is not allowed"),

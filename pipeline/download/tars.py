@@ -11,7 +11,10 @@ again without some samples, the same way (a blocklist applied after the fact).
 from __future__ import annotations
 
 import io
+import os
 import tarfile
+
+os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would check for updates online
 
 import webdataset as wds
 from img2dataset.writer import WebDatasetSampleWriter
