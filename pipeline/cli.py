@@ -16,6 +16,7 @@ from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.audit.rankings import compare_rankings_command
 from imagenot.pipeline.build import build_command
 from imagenot.pipeline.corpus.synth import synth_command
+from imagenot.pipeline.download.blocklist_apply import blocklist_command
 from imagenot.pipeline.download.stage import download_command
 from imagenot.pipeline.plan import plan_command
 from imagenot.pipeline.rank.stage import rank_command
@@ -77,6 +78,7 @@ for command in (build_command, stats, synth_command, tag_command, select_command
     main.add_command(command)
 main.add_command(compare_rankings_command)
 main.add_command(plan_command)
+main.add_command(blocklist_command)
 audit.add_command(label_noise_command)
 audit.add_command(embed_command, "embed")
 audit.add_command(duplicates_command, "duplicates")

@@ -13,11 +13,15 @@ import json
 import tarfile
 from pathlib import Path
 
+import shutil
+
 import pyarrow.parquet as pq
 import pytest
 from image_server import LoopbackImageServer, photo_jpeg, write_sample_stage
 
-from imagenot.pipeline.config import Download, Runner, Sampling
+from imagenot.pipeline.config import Config, Download, Runner, Sampling
+from imagenot.pipeline.download.blocklist_apply import apply_blocklist
+from imagenot.pipeline.download.drops import read_drops
 from imagenot.pipeline.download.stage import download_images
 
 ROBOTS_A = """\
@@ -75,7 +79,8 @@ def crawled(tmp_path_factory):
         row_ids = write_sample_stage(run_dir, classes)
         settings = SETTINGS.model_copy(update={"blocklists": [str(blocklist)]})
         figures = download_images(str(run_dir), settings, SAMPLING, Runner())
-        yield {"run_dir": run_dir, "figures": figures, "logs": {name: s.log for name, s in hosts.items()}, "row_ids": row_ids, "url": hosts}
+        logs = {name: s.log for name, s in hosts.items()}
+        yield {"run_dir": run_dir, "figures": figures, "logs": logs, "row_ids": row_ids, "url": hosts, "settings": settings}
     finally:
         for server in hosts.values():
             server.stop()
@@ -165,3 +170,27 @@ def test_every_row_is_accounted_for(crawled):
     figures = crawled["figures"]
     assert figures["urls_tried"] == figures["images"] + sum(figures["failures"].values())
     assert figures["blocklists"][0]["entries"] == {"url": 1, "domain": 1, "sha256": 1, "md5": 0}
+
+
+def _tar_keys(run_dir: Path, tar: str) -> set[str]:
+    with tarfile.open(run_dir / tar) as archive:
+        return {m.name.split(".")[0] for m in archive.getmembers()}
+
+
+def test_a_new_list_applied_to_the_finished_dataset_takes_rows_and_bytes_out(crawled, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(crawled["run_dir"], run_dir)
+    images = {r["url"]: r for r in pq.read_table(run_dir / "download" / "dataset").to_pylist()}
+    coffee_url, coins_url = crawled["url"]["a"].url("/photo/coffee.jpg?id=a0"), crawled["url"]["e"].url("/photo/coins.jpg?id=e0")
+    listed = tmp_path / "new.txt"
+    listed.write_text(f"sha256 {images[coffee_url]['sha256']}\ndomain 127.0.0.6\nmd5 {'0' * 32}\n")
+    record = apply_blocklist(Config(download=crawled["settings"], sampling=SAMPLING), str(run_dir), str(listed))
+    coffees = [r for r in images.values() if r["sha256"] == images[coffee_url]["sha256"]]  # class 2 has 4 more
+    assert record["removed"] == {"blocklist_domain": 1, "blocklist_sha256": len(coffees)} and record["md5_not_checked"] == 1
+    after = {r["url"] for r in pq.read_table(run_dir / "download" / "dataset").to_pylist()}
+    assert not after & {coins_url, *(r["url"] for r in coffees)}
+    for removed in [images[coins_url], *coffees]:  # a key is unique within its round's tars
+        assert removed["key"] not in _tar_keys(run_dir, removed["tar"])
+        assert removed["key"] in _tar_keys(crawled["run_dir"], removed["tar"])
+    assert {r["reason"] for r in read_drops(str(run_dir / "download")).to_pylist()} == {"blocklist_domain", "blocklist_sha256"}
+    assert json.loads((run_dir / "download" / "blocklists_applied.json").read_text())[0]["path"] == str(listed)

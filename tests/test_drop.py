@@ -49,7 +49,7 @@ def _config(model_dir) -> Config:
     torch.save(model.model.state_dict(), model_dir / "tiny-vit.pt")
     return Config.model_validate({
         "sampling": {"images_per_class": 3, "test_per_class": 1},
-        "download": {"enabled": True, "timeout_s": 5, "shard_rows": 4, "image_size": 64},
+        "download": {"enabled": True, "timeout_s": 5, "shard_rows": 4, "image_size": 64, "allowed_networks": ["127.0.0.1/32"]},
         "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(model_dir / "tiny-vit.json"), "batch_size": 4,
                         "clip_weights": str(model_dir / "tiny-vit.pt"), "near_duplicate_threshold": 0.9999},
     })  # fmt: skip
