@@ -265,6 +265,18 @@ class Download(Section):
         return {k: v for k, v in self.model_dump().items() if k not in speed}
 
 
+class Datasheet(Section):
+    """What the dataset card states that no stage can know (Datasheets for Datasets, Gebru et al.)."""
+
+    corpus_provenance: str | None = Field(
+        None, description="where the corpus came from, e.g. 'Re-LAION-5B research-safe (LAION, August 2024)'"
+    )
+    maintainer_contact: str | None = Field(None, description="who takes takedown requests and questions, e.g. an e-mail address")
+    motivation: str | None = Field(None, description="why the dataset was built and by whom")
+    intended_uses: str | None = Field(None, description="what it is for, beyond being a contrast to ImageNet")
+    distribution: str | None = Field(None, description="how and under what terms it is shared")
+
+
 class Dataflow(Section):
     """Google Cloud Dataflow: where the job runs and on what workers (see the README)."""
 
@@ -363,6 +375,7 @@ class Config(Section):
     download: Download = Download()
     image_audit: ImageAudit = ImageAudit()
     runner: Runner = Runner()
+    datasheet: Datasheet = Datasheet()
 
     @model_validator(mode="after")
     def _threshold_for_the_encoder(self) -> Config:

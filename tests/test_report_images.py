@@ -109,3 +109,15 @@ def test_an_audit_made_before_the_drop_is_reported_out_of_date_until_rerun(repor
     assert f"- Out of date (the images changed after they ran), to run again: `{stale}`." in card
     assert "Image-caption agreement" not in card and "Out of date" in html
     assert "Out of date" not in current_card and "- **Image-caption agreement**: over" in current_card
+
+
+def test_the_card_is_a_datasheet_with_the_crawl_policy(reports):
+    _, (card, _), _, _ = reports
+    top = card.splitlines()[:4]
+    assert any("non-public networks: 127.0.0.1/32" in line for line in top)  # the demo server's, allowed explicitly
+    for section in ("Motivation", "Composition", "Collection process", "Preprocessing", "Uses", "Distribution", "Maintenance"):
+        assert f"### {section}\n" in card
+    assert "| robots.txt (RFC 9309) | read once per host, obeyed |" in card
+    assert "| User-Agent token | imagenot |" in card
+    assert "**No maintainer contact was given**" in card and "No blocklist was applied" in card
+    assert "| 127.0.0.1 |" in card  # the busiest hosts

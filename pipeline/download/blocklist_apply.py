@@ -28,16 +28,13 @@ from imagenot.pipeline.atomic import write_json
 from imagenot.pipeline.config import RUN_CONFIG, Config, load_config
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
-from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists
+from imagenot.pipeline.download.blocklists import APPLIED_FILE, Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.tars import remove_samples
-from imagenot.pipeline.shards import read_json, read_table, stage_shards
-from imagenot.pipeline.stage_dir import is_done
+from imagenot.pipeline.shards import read_table, stage_shards
+from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done, stage_figures
 from imagenot.pipeline.summary import run_and_record
 
 log = logging.getLogger(__name__)
-
-APPLIED_FILE = "blocklists_applied.json"
-
 
 def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> tuple[pa.Table, dict[str, set[str]]]:
     """Rows to drop (row_id, reason, duplicate_of) and, per tar, the keys of matching images."""
@@ -94,9 +91,10 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
         "tar_members_removed": samples_removed,
         "md5_not_checked": source["entries"]["md5"],
     }
-    applied_path = FileSystems.join(download_dir, APPLIED_FILE)
-    applied = read_json(applied_path) if FileSystems.exists(applied_path) else []
-    write_json(applied_path, [*applied, record])
+    applied = [*read_applied(download_dir), record]
+    write_json(FileSystems.join(download_dir, APPLIED_FILE), applied)
+    figures = {**stage_figures(run_dir, download_stage.STAGE), "blocklists_applied": applied}
+    write_json(FileSystems.join(download_dir, FIGURES_FILE), figures)
     return record
 
 

@@ -18,11 +18,12 @@ from urllib.parse import urlsplit, urlunsplit
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.shards import read_bytes
+from imagenot.pipeline.shards import read_bytes, read_json
 
 KINDS = ("url", "domain", "sha256", "md5")
 HEX_DIGITS = {"sha256": 64, "md5": 32}
 HASH_MESSAGE = "blocklisted image: {kind} match"  # the resizer's error message, a counted reason
+APPLIED_FILE = "blocklists_applied.json"  # in the download stage: lists applied after the fact
 
 
 class BlocklistError(ImagenotError, ValueError):
@@ -111,3 +112,9 @@ def load_blocklists(paths: list[str]) -> Blocklist:
             raise BlocklistError(f"download.blocklists: {path} does not exist")
         blocklist.add(path, read_bytes(path))
     return blocklist
+
+
+def read_applied(stage_dir: str) -> list[dict]:
+    """The lists `imagenot blocklist apply` applied to the run, in order, with what each removed."""
+    path = FileSystems.join(stage_dir, APPLIED_FILE)
+    return read_json(path) if FileSystems.exists(path) else []

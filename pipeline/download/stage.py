@@ -34,7 +34,7 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_tsv
 from imagenot.pipeline.config import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import drops, fetch
-from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists
+from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.hosts import busiest_hosts, host_of
 from imagenot.pipeline.download.loopback import LoopbackImageServer
 from imagenot.pipeline.download.reasons import failure_reason
@@ -297,6 +297,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "tar_bytes": _tar_bytes(stage_dir),
         "busiest_hosts": busiest_hosts(FileSystems.join(stage_dir, ROUNDS_DIR), BUSIEST_HOSTS),
         "blocklists": blocklist.sources,
+        "blocklists_applied": read_applied(stage_dir),
     }
     finish_stage(stage_dir, figures)
     return figures

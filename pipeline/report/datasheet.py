@@ -1,0 +1,159 @@
+"""The dataset card's datasheet: the sections of Datasheets for Datasets (Gebru et al., 2021).
+
+Motivation, composition, collection process, preprocessing, uses, distribution, maintenance:
+each from the run's figures and config, with the `datasheet` config section for what no stage
+can know (the corpus's provenance, a maintainer contact, motivation, uses, distribution terms).
+What is missing is said plainly rather than left out. `crawl_notice` gives the card's first
+lines when the crawler ran with a safeguard off.
+"""
+
+from __future__ import annotations
+
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.report import card  # a module: the card calls this one in turn
+from imagenot.pipeline.report.facts import RunFacts
+
+NOT_GIVEN = "not stated (set `datasheet.{key}` in the config)"
+
+
+def crawl_notice(facts: RunFacts) -> list[str]:
+    """Lines for the card's top when the crawler ran with robots.txt off or extra networks open."""
+    d = facts.config.download
+    if facts.download is None:
+        return []
+    lines = []
+    if not d.robots_txt:
+        lines.append("> **robots.txt was not read** (`download.robots_txt: false`): sites' crawl rules were not obeyed.")
+    if d.allowed_networks:
+        lines.append(f"> The crawler was allowed to reach non-public networks: {', '.join(d.allowed_networks)}.")
+    return [*lines, ""] if lines else []
+
+
+def _given(config: Config, key: str) -> str:
+    return getattr(config.datasheet, key) or NOT_GIVEN.format(key=key)
+
+
+def _composition(facts: RunFacts) -> list[str]:
+    columns = "`url`, `caption`, `class_index`, `wnid`, `gloss_similarity`, `split`, `order`"
+    if facts.download is not None:
+        columns += ", `tar`, `key`, image sizes, and `sha256` (of the original bytes, for hash lists applied later)"
+    licence = "a licence column (counted under Licences)" if facts.licenses is not None else "no licence column"
+    return [
+        "### Composition",
+        "",
+        f"{len(facts.classes):,} classes (WordNet noun synsets), {facts.images:,} images labelled from caption text; "
+        f"each row: {columns}. The corpus carried {licence}. The images are third-party web content, "
+        "not reviewed by a person: some may show people, text or material a user does not expect.",
+        "",
+    ]
+
+
+def _crawl_policy(config: Config) -> list[str]:
+    d = config.download
+    rows = [
+        ("User-Agent token", d.user_agent_token),
+        ("robots.txt (RFC 9309)", "read once per host, obeyed" if d.robots_txt else "NOT read"),
+        ("X-Robots-Tag directives honoured", ", ".join(d.disallowed_header_directives) or "none"),
+        ("per host, per worker process", f"{d.per_host_connections} connections, {d.per_host_rate:g} requests/s"),
+        ("429/503 backoff", f"Retry-After, else {d.backoff_base_s:g} s doubling, at most {d.max_backoff_s:g} s"),
+        ("host given up after", f"{d.host_max_failures} failures in a row"),
+        ("fetch deadline", f"{d.fetch_deadline():g} s a fetch, {d.timeout_s:g} s a read"),
+        ("non-public networks reachable", ", ".join(d.allowed_networks) or "none"),
+        ("largest response, image", f"{d.max_response_bytes:,} bytes, {d.max_image_pixels:,} pixels"),
+    ]
+    return card.table(("crawl policy", "value"), rows)
+
+
+def _busiest_hosts(download: dict) -> list[str]:
+    hosts = download.get("busiest_hosts") or []
+    if not hosts:
+        return []
+    rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in hosts]
+    return ["The busiest hosts:", "", *card.table(("host", "requests", "peak requests/s", "429/503", "given up"), rows, "lrrrl")]
+
+
+def _blocklists(download: dict) -> list[str]:
+    listed = [(s["path"], s["bytes"], s["sha256"], "during the build") for s in download.get("blocklists", [])]
+    listed += [(s["path"], s["bytes"], s["sha256"], "after, `blocklist apply`") for s in download.get("blocklists_applied", [])]
+    if not listed:
+        return ["No blocklist was applied (`download.blocklists`): the images were not checked against any URL, "
+                "domain or hash list (for example a child-protection organisation's).", ""]  # fmt: skip
+    removed = {r: n for r, n in {**download["failures"], **download["dropped_by_audits"]}.items() if r.startswith("blocklist_")}
+    removed_text = ", ".join(f"{reason} {n:,}" for reason, n in removed.items()) or "nothing"
+    return ["Blocklists applied:", "", *card.table(("file", "bytes", "sha256", "when"), listed, "lrll"),
+            f"They removed: {removed_text}.", ""]  # fmt: skip
+
+
+def _collection(facts: RunFacts) -> list[str]:
+    config = facts.config
+    lines = [
+        "### Collection process",
+        "",
+        f"Corpus: {_given(config, 'corpus_provenance')}. Rows were chosen from its captions by the steps under "
+        "How it was built; no person chose or checked an image.",
+        "",
+    ]
+    if facts.download is None:
+        return [*lines, "The images were not fetched by this run.", ""]
+    d = facts.download
+    lines += [
+        f"The images were fetched by imagenot's crawler (img2dataset inside) in {card.count_of(d['rounds'], 'round')}, "
+        "under this policy:",
+        "",
+        *_crawl_policy(config),
+        *_busiest_hosts(d),
+        *_blocklists(d),
+    ]
+    return lines
+
+
+def _preprocessing(config: Config, fetched: bool) -> list[str]:
+    d = config.download
+    images = (
+        f"Images were decoded, checked (complete, at most {d.max_image_pixels:,} pixels) and resized to {d.image_size} px "
+        f"(`{d.resize_mode}`), stored as {d.encode_format} in webdataset tars (members sorted, fixed mtime and owner)."
+        if fetched
+        else "No image was fetched or processed."
+    )
+    return ["### Preprocessing", "", f"Captions were normalised and matched to WordNet lemmas; {images}", ""]
+
+
+def datasheet(facts: RunFacts) -> list[str]:
+    """The datasheet sections of the card."""
+    config = facts.config
+    contact = config.datasheet.maintainer_contact
+    maintenance = (
+        f"Maintainer, for questions and takedown requests: {contact}."
+        if contact
+        else "**No maintainer contact was given** (`datasheet.maintainer_contact`): there is nobody to send a takedown "
+        "request to. Do not publish this dataset without one."
+    )
+    return [
+        "## Datasheet",
+        "",
+        "The questions of Datasheets for Datasets (Gebru et al., 2021), answered for this run.",
+        "",
+        "### Motivation",
+        "",
+        f"{_given(config, 'motivation')}. imagenot builds ImageNot-style contrast datasets, to test whether models "
+        "rank the same way as on ImageNet.",
+        "",
+        *_composition(facts),
+        *_collection(facts),
+        *_preprocessing(config, facts.download is not None),
+        "### Uses",
+        "",
+        f"{_given(config, 'intended_uses')}. Not for: identifying or profiling people, or any use the images' "
+        "owners' terms forbid.",
+        "",
+        "### Distribution",
+        "",
+        f"{_given(config, 'distribution')}. The images stay under their owners' terms (see Licences).",
+        "",
+        "### Maintenance",
+        "",
+        maintenance + " Lists published later can be applied to this dataset without fetching it again: "
+        "`imagenot blocklist apply --run RUN --list FILE` (it takes the matching rows and their tar samples out and "
+        "backfills from the reserve).",
+        "",
+    ]
