@@ -13,7 +13,7 @@ from imagenot.pipeline.config import Config
 from imagenot.pipeline.report import card  # a module: the card calls this one in turn
 from imagenot.pipeline.report.facts import RunFacts
 
-NOT_GIVEN = "not stated (set `datasheet.{key}` in the config)"
+NOT_GIVEN = "Not stated (set `datasheet.{key}` in the config)"
 
 
 def crawl_notice(facts: RunFacts) -> list[str]:
@@ -89,7 +89,7 @@ def _collection(facts: RunFacts) -> list[str]:
     lines = [
         "### Collection process",
         "",
-        f"Corpus: {_given(config, 'corpus_provenance')}. Rows were chosen from its captions by the steps under "
+        f"Corpus provenance: {_given(config, 'corpus_provenance')}. Rows were chosen from its captions by the steps under "
         "How it was built; no person chose or checked an image.",
         "",
     ]
@@ -110,7 +110,7 @@ def _collection(facts: RunFacts) -> list[str]:
 def _preprocessing(config: Config, fetched: bool) -> list[str]:
     d = config.download
     images = (
-        f"Images were decoded, checked (complete, at most {d.max_image_pixels:,} pixels) and resized to {d.image_size} px "
+        f"images were decoded, checked (complete, at most {d.max_image_pixels:,} pixels) and resized to {d.image_size} px "
         f"(`{d.resize_mode}`), stored as {d.encode_format} in webdataset tars (members sorted, fixed mtime and owner)."
         if fetched
         else "No image was fetched or processed."

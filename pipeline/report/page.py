@@ -188,7 +188,9 @@ def _download(facts: RunFacts, plots: Plots) -> str:
     rows = [("images fetched", d["images"]), ("target", d["target"]), ("URLs tried", d["urls_tried"]),
             ("URL success rate", d["url_success_rate"]), ("rounds", d["rounds"]), ("classes short", d["classes_short"])]
     dropped = f"<p>{esc(dropped_sentence(d))}</p>" if d["dropped_by_audits"] else ""
-    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{dropped}{failures}")
+    hosts = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in d.get("busiest_hosts", [])]
+    busiest = table(("busiest host", "requests", "peak requests/s", "429/503", "given up"), hosts, {1, 2, 3}) if hosts else ""
+    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{dropped}{failures}{busiest}")
 
 
 def _audits(facts: RunFacts) -> str:
