@@ -68,6 +68,16 @@ def test_a_redirect_to_a_refused_address_is_refused():
         assert inner.log == [] and [p for p, _, _ in outer.log] == [f"/to?url={target}"]
 
 
+def test_a_redirect_to_a_blocklisted_domain_is_never_followed():
+    with LoopbackImageServer(host="127.0.0.12") as listed, LoopbackImageServer(host="127.0.0.13") as outer:
+        blocklist = Blocklist()
+        blocklist.add("list.txt", b"domain 127.0.0.12\n")
+        crawler = Crawler(Download(allowed_networks=["127.0.0.12/31"], robots_txt=False), blocklist=blocklist)
+        with pytest.raises(OSError, match="blocklisted domain: http://127.0.0.12"):
+            crawler.opener.open(outer.url(f"/to?url={listed.url('/photo/coffee.jpg')}"), timeout=2)
+        assert listed.log == []
+
+
 def _read_raising(error):
     def read(url):
         raise error

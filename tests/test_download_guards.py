@@ -152,6 +152,7 @@ def test_failure_reasons_of_real_fetch_errors(server):
         ("timed out: fetch deadline of 3 s passed", "timeout"),
         ("blocklisted image: sha256 match", "blocklist_sha256"),
         ("blocklisted image: md5 match", "blocklist_md5"),
+        ("blocklisted domain: http://127.0.0.12:8000/a.jpg", "blocklist_domain"),
         ("timed out", "timeout"),
         ("The read operation timed out", "timeout"),
         ("<urlopen error timed out>", "timeout"),

@@ -6,7 +6,8 @@ opener with one whose only URL handlers are `CrawlHandler`s for http and https (
 ftp:// and data: URLs, and redirects to them, fail). A request through it, and every redirect
 it follows:
 
-1. is checked against the host's robots.txt (`pipeline.download.robots`), unless
+1. is refused when a blocklist names its URL or domain (a redirect to a listed site, say), and
+   checked against the host's robots.txt (`pipeline.download.robots`), unless
    `download.robots_txt` is off;
 2. waits for a connection slot of its host (`pipeline.download.politeness`);
 3. connects only to an address the address guard allows (`pipeline.download.address_guard`);
@@ -33,12 +34,17 @@ from urllib.parse import urlsplit
 
 from imagenot.pipeline.config import Download
 from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused
+from imagenot.pipeline.download.blocklists import Blocklist
 from imagenot.pipeline.download.deadline import FetchDeadline, Watchdog
 from imagenot.pipeline.download.http_guard import ResponseTooLarge
 from imagenot.pipeline.download.politeness import HostLimits, Politeness
 from imagenot.pipeline.download.robots import MAX_REDIRECTS, RobotsCache
 
 READ_CHUNK = 1 << 16
+
+
+class BlockedURL(OSError):
+    """A request to a URL or domain a blocklist names; the message starts with `blocklisted`."""
 
 
 def _guarded(connection_class):
@@ -107,6 +113,9 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
         url = request.full_url
         host = (urlsplit(url).hostname or "").lower()
         is_robots = getattr(request, "robots", False)
+        blocked = crawler.blocklist.row_reason(url)
+        if blocked:
+            raise BlockedURL(f"blocklisted {blocked.removeprefix('blocklist_')}: {url}")
         if crawler.robots is not None and not is_robots:
             crawler.robots.check(url)
         with crawler.politeness.slot(host, getattr(request, "deadline", None)):
@@ -149,9 +158,10 @@ class RedirectHandler(urllib.request.HTTPRedirectHandler):
 class Crawler:
     """A download worker's guards and per-host state, shared by its threads."""
 
-    def __init__(self, settings: Download, robots_dir: str | None = None):
-        """`robots_dir`: where the run keeps each host's robots.txt (None: memory only)."""
-        self.settings = settings
+    def __init__(self, settings: Download, robots_dir: str | None = None, blocklist: Blocklist | None = None):
+        """`robots_dir`: where the run keeps each host's robots.txt (None: memory only);
+        `blocklist`: URLs and domains never requested (None: none)."""
+        self.settings, self.blocklist = settings, blocklist or Blocklist()
         self.guard = AddressGuard(settings.allowed_networks)
         self.watchdog = Watchdog()
         self.politeness = Politeness(
@@ -192,12 +202,12 @@ _crawlers: dict[tuple[str, str], Crawler] = {}
 _crawlers_lock = threading.Lock()
 
 
-def process_crawler(round_dir: str, settings: Download, robots_dir: str) -> Crawler:
+def process_crawler(round_dir: str, settings: Download, robots_dir: str, blocklist: Blocklist) -> Crawler:
     """This process's crawler for a round: every fetching thread of the process shares it, and
     the next round starts with fresh per-host state."""
     key = (round_dir, settings.model_dump_json())
     with _crawlers_lock:
         if key not in _crawlers:
             _crawlers.clear()
-            _crawlers[key] = Crawler(settings, robots_dir)
+            _crawlers[key] = Crawler(settings, robots_dir, blocklist)
         return _crawlers[key]

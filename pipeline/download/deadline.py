@@ -34,7 +34,8 @@ class Watchdog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="fetch-deadlines", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            if self._heap[0][2] is sock:  # the watchdog sleeps until the earliest deadline: wake it only for a new one
+                self._wake.notify()
 
     def _run(self) -> None:
         with self._wake:

@@ -33,6 +33,7 @@ from img2dataset.downloader import Downloader
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import write_bytes, write_json
 from imagenot.pipeline.config import Download, Runner
+from imagenot.pipeline.download.blocklists import Blocklist
 from imagenot.pipeline.download.crawler import process_crawler
 from imagenot.pipeline.download.hosts import shard_hosts
 from imagenot.pipeline.download.image_guard import GuardedResizer
@@ -106,18 +107,18 @@ def _arrow_file(table: pa.Table) -> bytes:
 class _FetchShard(beam.DoFn):
     """Fetches one shard of a round with img2dataset's Downloader."""
 
-    def __init__(self, round_dir: str, settings: Download, blocked_hashes: dict[str, frozenset[str]]):
-        self._round_dir, self._settings, self._blocked_hashes = round_dir, settings, blocked_hashes
+    def __init__(self, round_dir: str, settings: Download, blocklist: Blocklist):
+        self._round_dir, self._settings, self._blocklist = round_dir, settings, blocklist
         stage_dir = FileSystems.split(FileSystems.split(round_dir)[0])[0]  # <stage>/rounds/<k>
         self._robots_dir = FileSystems.join(stage_dir, ROBOTS_DIR)
 
     def setup(self):
         s = self._settings
-        self._crawler = process_crawler(self._round_dir, s, self._robots_dir)
+        self._crawler = process_crawler(self._round_dir, s, self._robots_dir, self._blocklist)
         self._crawler.install()
         resizer = GuardedResizer(
             s.max_image_pixels,
-            self._blocked_hashes,
+            self._blocklist.hashes(),
             image_size=s.image_size,
             resize_mode=s.resize_mode,
             resize_only_if_bigger=False,
@@ -160,7 +161,7 @@ def input_path(round_dir: str, shard: int) -> str:
     return FileSystems.join(round_dir, INPUT_DIR, f"{shard_name(shard)}.arrow")
 
 
-def fetch_round(round_dir: str, settings: Download, runner: Runner, blocked_hashes: dict[str, frozenset[str]]) -> int:
+def fetch_round(round_dir: str, settings: Download, runner: Runner, blocklist: Blocklist) -> int:
     """Fetch the round's unfinished shards; the number of rows fetched."""
     table = read_fetch(round_dir)
     todo = unfinished_shards(round_dir, table.num_rows, settings.shard_rows)
@@ -173,7 +174,7 @@ def fetch_round(round_dir: str, settings: Download, runner: Runner, blocked_hash
                 pipeline
                 | "Shards" >> beam.Create(todo)
                 | "Spread" >> beam.Reshuffle()
-                | "Fetch" >> beam.ParDo(_FetchShard(round_dir, settings, blocked_hashes))
+                | "Fetch" >> beam.ParDo(_FetchShard(round_dir, settings, blocklist))
             )
     failed = unfinished_shards(round_dir, table.num_rows, settings.shard_rows)
     if failed:

@@ -13,6 +13,8 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("robots_unreachable", r"robots\.txt unreachable"),
     ("blocklist_sha256", r"blocklisted image: sha256"),
     ("blocklist_md5", r"blocklisted image: md5"),
+    ("blocklist_url", r"^blocklisted url"),
+    ("blocklist_domain", r"^blocklisted domain"),
     ("url_not_http", r"unknown url type|redirection to url .* is not allowed"),
     ("redirect_loop", r"infinite loop|exceeded \d+ redirections|maximum redirections"),
     ("too_large", r"response too large"),
@@ -35,9 +37,7 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ),
 )
 _COMPILED = tuple((reason, re.compile(pattern, re.IGNORECASE)) for reason, pattern in _PATTERNS)
-# Rows never handed to img2dataset: their URL is not http(s), or a blocklist names it.
-BEFORE_FETCH = ("url_not_http", "blocklist_url", "blocklist_domain")
-REASONS = tuple(reason for reason, _ in _PATTERNS) + BEFORE_FETCH[1:] + ("other",)
+REASONS = tuple(reason for reason, _ in _PATTERNS) + ("other",)
 
 
 def failure_reason(message: str | None) -> str:

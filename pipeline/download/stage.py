@@ -147,7 +147,7 @@ def run_rounds(
     max_rounds: int,
     settings: Download,
     runner: Runner,
-    blocked_hashes: dict[str, frozenset[str]],
+    blocklist: Blocklist,
 ) -> tuple[dict[str, Attempt], list[int]]:
     """Fetch round after round, resuming the stored ones; every attempt, and the rows fetched
     by this call per round."""
@@ -166,7 +166,7 @@ def run_rounds(
             with atomic_output(FileSystems.join(round_dir, fetch.FETCH_FILE)) as f:
                 pq.write_table(chosen.select(list(SAMPLE_COLUMNS)), f)
         rows = fetch.read_fetch(round_dir).num_rows
-        fetched_now.append(fetch.fetch_round(round_dir, settings, runner, blocked_hashes))
+        fetched_now.append(fetch.fetch_round(round_dir, settings, runner, blocklist))
         log.info("download round %d: %d rows, %d fetched by this run", k, rows, fetched_now[-1])
         attempts.update(_round_attempts(round_dir, k, rows, settings.shard_rows))
     return attempts, fetched_now
@@ -264,7 +264,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
     table, classes = load_candidates(run_dir)
     blocked = blocked_rows(table, blocklist)
     attempts, fetched_now = run_rounds(
-        stage_dir, table, classes, dropped, blocked, max_rounds, settings, runner, blocklist.hashes()
+        stage_dir, table, classes, dropped, blocked, max_rounds, settings, runner, blocklist
     )
     outcomes = _outcomes(attempts)
     offsets, class_table, parts, failures, dropped_by = 0, [], [], Counter(), Counter()
