@@ -12,13 +12,15 @@ import tarfile
 import urllib.error
 
 import pytest
+from cli_runner import invoke
 from image_server import LoopbackImageServer, photo_jpeg
 
 from imagenot.pipeline.config import Download
 from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused, refusal
 from imagenot.pipeline.download.blocklists import Blocklist, BlocklistError, hash_problem
 from imagenot.pipeline.download.crawler import Crawler
-from imagenot.pipeline.download.politeness import retry_after_seconds
+from imagenot.pipeline.download.blocklist_apply import apply_command
+from imagenot.pipeline.download.politeness import HostGivenUp, HostLimits, Politeness, retry_after_seconds
 from imagenot.pipeline.download.robots import fetch_outcome, rules_of
 from imagenot.pipeline.download.tars import _SortedTarWriter, remove_samples
 
@@ -113,6 +115,36 @@ def test_retry_after_in_seconds_or_as_a_date():
     assert retry_after_seconds("7") == 7
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470) == 10
     assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+
+
+def test_a_host_that_keeps_failing_or_asks_too_long_a_wait_is_given_up():
+    politeness = Politeness(HostLimits(connections=1, rate=1000, backoff_base_s=0.01, max_backoff_s=5, max_failures=3))
+    for status in (500, 429, 502):
+        with politeness.slot("a", None):
+            pass
+        politeness.answered("a", status)
+    with pytest.raises(HostGivenUp, match="host given up: a \\(3 failures in a row, the last 502\\)"):
+        with politeness.slot("a", None):
+            pass
+    politeness.answered("b", 503, "3600")
+    with pytest.raises(HostGivenUp, match="asked to wait 3600 s"):
+        with politeness.slot("b", None):
+            pass
+    politeness.answered("c", 500)
+    politeness.answered("c", 200)  # an answer ends the run of failures
+    politeness.answered("c", 500)
+    politeness.answered("c", 500)
+    with politeness.slot("c", None):
+        pass
+    assert politeness.stats()["b"]["throttled"] == 1
+
+
+def test_blocklist_apply_needs_a_finished_download(tmp_path):
+    listed = tmp_path / "list.txt"
+    listed.write_text("domain example.org\n")
+    (tmp_path / "config.yaml").write_text("download:\n  enabled: true\n")
+    result = invoke(apply_command, ["--run", str(tmp_path), "--list", str(listed)])
+    assert result.exit_code == 1 and "no finished download/ stage" in result.output
 
 
 def test_blocklist_parses_kinds_comments_and_matches_domains_and_hashes():

@@ -188,11 +188,13 @@ def test_failure_reason_mapping(message, reason):
 def test_a_jpeg_cut_in_its_scans_is_truncated_even_with_a_complete_thumbnail_before_them():
     photo = Image.open(io.BytesIO(photo_jpeg("astronaut")))
     thumbnail = io.BytesIO()
-    photo.resize((64, 64)).save(thumbnail, format="JPEG")  # its own end-of-image marker, in the header
-    for options in ({"progressive": True}, {"exif": b"Exif\x00\x00II*\x00" + thumbnail.getvalue()}):
-        data = io.BytesIO()
-        photo.save(data, format="JPEG", **options)
-        data = data.getvalue()
+    photo.resize((64, 64)).save(thumbnail, format="JPEG")  # its own scan and end-of-image marker
+    progressive, baseline = io.BytesIO(), io.BytesIO()
+    photo.save(progressive, format="JPEG", progressive=True)
+    photo.save(baseline, format="JPEG")
+    segment = b"\xff\xef" + (len(thumbnail.getvalue()) + 2).to_bytes(2, "big") + thumbnail.getvalue()  # an APP15 segment
+    with_thumbnail = baseline.getvalue()[:2] + segment + baseline.getvalue()[2:]
+    for data in (progressive.getvalue(), with_thumbnail):
         assert image_problem(data, 50_000_000, 256) is None
         assert image_problem(data + b"\x00trailing", 50_000_000, 256) is None
         assert image_problem(data[: len(data) * 2 // 3], 50_000_000, 256).startswith("truncated image")
