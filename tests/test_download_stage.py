@@ -199,6 +199,18 @@ def test_a_round_parquet_that_does_not_read_is_fetched_again(downloaded, tmp_pat
     assert _dataset(run_dir) == _dataset(downloaded["run_dir"])
 
 
+def test_a_round_plan_that_does_not_read_is_planned_and_fetched_again(downloaded, tmp_path, caplog):
+    run_dir = tmp_path / "run"
+    shutil.copytree(downloaded["run_dir"], run_dir)
+    plan = run_dir / "download" / "rounds" / "1" / "fetch.parquet"
+    plan.write_bytes(b"PAR1 not a parquet")
+    (run_dir / "download" / "DONE").unlink()
+    figures = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
+    assert f"{plan} does not read" in caplog.text
+    assert figures["rounds"] == downloaded["figures"]["rounds"]
+    assert _dataset(run_dir) == _dataset(downloaded["run_dir"])
+
+
 def test_the_command_runs_only_when_enabled(downloaded):
     result = invoke(download_command, ["--run", str(downloaded["run_dir"])])
     assert result.exit_code == 1

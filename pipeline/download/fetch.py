@@ -4,8 +4,9 @@ A round folder `rounds/<k>/` holds `fetch.parquet` (the rows to fetch, written b
 and, per shard of `shard_rows` of those rows, img2dataset's own outputs: `<shard>.tar`
 (webdataset), `<shard>.parquet` (every row with status and error_message) and
 `<shard>_stats.json`. img2dataset writes the stats after closing the tar and the parquet, so a
-shard is finished exactly when its stats parse; a killed round resumes by refetching only its
-unfinished shards (their partial tar and parquet are overwritten).
+shard is finished exactly when its stats parse (and its parquet reads); a killed round resumes
+by refetching only its unfinished shards (their partial tar and parquet are overwritten). A
+round whose `fetch.parquet` does not read is named in the log and planned and fetched again.
 
 The shards are spread over Beam workers; each runs img2dataset's Downloader (threads inside)
 through the process's crawler (`pipeline.download.crawler`: robots.txt, per-host limits, the
@@ -87,6 +88,20 @@ def is_finished(round_dir: str, shard: int) -> bool:
 
 def unfinished_shards(round_dir: str, rows: int, shard_rows: int) -> list[int]:
     return [s for s in range(shard_count(rows, shard_rows)) if not is_finished(round_dir, s)]
+
+
+def plan_reads(round_dir: str) -> bool:
+    """The round has no plan yet, or one that reads; a plan that does not read is named in the
+    log (its round is then planned and fetched again)."""
+    path = FileSystems.join(round_dir, FETCH_FILE)
+    if not FileSystems.exists(path):
+        return True
+    try:
+        read_schema(path)
+        return True
+    except (OSError, pa.ArrowException) as err:
+        log.warning("%s does not read (%s): the round is planned and fetched again, with those after it", path, err)
+        return False
 
 
 def read_fetch(round_dir: str) -> pa.Table:

@@ -22,6 +22,7 @@ its original bytes, so a hash list can be applied later without fetching again.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import Counter
 from typing import NamedTuple
@@ -158,6 +159,8 @@ def run_rounds(
     fetched_now = []
     for k in range(max_rounds):
         round_dir = FileSystems.join(stage_dir, ROUNDS_DIR, str(k))
+        if not fetch.plan_reads(round_dir):
+            _forget_rounds(stage_dir, k)
         if not FileSystems.exists(FileSystems.join(round_dir, fetch.FETCH_FILE)):
             planned = next_fetch(classes, _outcomes(attempts), dropped, blocked)
             if not planned:
@@ -170,6 +173,17 @@ def run_rounds(
         log.info("download round %d: %d rows, %d fetched by this run", k, rows, fetched_now[-1])
         attempts.update(_round_attempts(round_dir, k, rows, settings.shard_rows))
     return attempts, fetched_now
+
+
+def _forget_rounds(stage_dir: str, first: int) -> None:
+    """Delete round `first` and those after it (their plans follow from it): planned again."""
+    for k in itertools.count(first):
+        round_dir = FileSystems.join(stage_dir, ROUNDS_DIR, str(k))
+        if not FileSystems.exists(round_dir):
+            return
+        patterns = [FileSystems.join(round_dir, "*"), FileSystems.join(round_dir, fetch.INPUT_DIR, "*")]
+        files = [m.path for result in FileSystems.match(patterns) for m in result.metadata_list]
+        FileSystems.delete([f for f in files if FileSystems.split(f)[1] != fetch.INPUT_DIR])
 
 
 def _by_host(rows: pa.Table) -> pa.Table:
