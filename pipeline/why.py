@@ -7,6 +7,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import KEPT, describe_fate
+from imagenot.pipeline.download.class_fates import download_fate
 from imagenot.pipeline.select.funnel_files import read_synset_fates
 from imagenot.pipeline.shards import read_tsv
 from imagenot.wordnet.index import WNID_PATTERN, load_index
@@ -39,6 +40,8 @@ def why(synset: str, run_dir: str) -> None:
     ranked = FileSystems.join(run_dir, "rank", "ranking.tsv")
     if fate is not None and fate["step"] == KEPT and FileSystems.exists(ranked):
         click.echo(_rank_fate(wnid, fate["name"], ranked))
+        if (line := download_fate(run_dir, wnid)) is not None:  # its images: failures, blocklists, drops
+            click.echo(line)
     else:
         click.echo(describe_fate(wnid, fate))
 

@@ -121,3 +121,15 @@ def test_the_card_is_a_datasheet_with_the_crawl_policy(reports):
     assert "| User-Agent token | imagenot |" in card
     assert "**No maintainer contact was given**" in card and "No blocklist was applied" in card
     assert "| 127.0.0.1 |" in card and "busiest host" in html  # the busiest hosts
+
+
+def test_why_tells_what_the_download_did_for_a_class(reports):
+    from imagenot.pipeline.why import why
+
+    run_dir = reports[0]
+    fates = json.loads((run_dir / "download/class_fates.json").read_text())
+    wnid, fate = next(iter(fates.items()))
+    result = invoke(why, [wnid, "--run", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert f"download: {fate['images']} of {fate['target']} images; candidates not kept, by reason:" in result.output
+    assert sum(sum(f["not_kept"].values()) for f in fates.values()) >= sum(_figures(run_dir, "download")["failures"].values())

@@ -109,7 +109,7 @@ def read_fetch(round_dir: str) -> pa.Table:
     try:
         return read_table(path)
     except (OSError, pa.ArrowException) as err:
-        raise FetchError(f"{path}: cannot read the round's rows ({err}); delete the round folder to plan it again") from err
+        raise FetchError(f"{path}: cannot read the round's rows ({err})") from err
 
 
 def _arrow_file(table: pa.Table) -> bytes:

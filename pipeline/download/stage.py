@@ -35,6 +35,7 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_tsv
 from imagenot.pipeline.config import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import drops, fetch
+from imagenot.pipeline.download.class_fates import write_class_fates
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.hosts import busiest_hosts, host_of
 from imagenot.pipeline.download.loopback import LoopbackImageServer
@@ -281,17 +282,21 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         stage_dir, table, classes, dropped, blocked, max_rounds, settings, runner, blocklist
     )
     outcomes = _outcomes(attempts)
-    offsets, class_table, parts, failures, dropped_by = 0, [], [], Counter(), Counter()
+    offsets, class_table, parts, failures, dropped_by, fates = 0, [], [], Counter(), Counter(), {}
     for c in classes:
         walk = walk_class(c, outcomes, dropped, blocked)
         class_table.append(_class_row(c, walk))
         parts.append(_final_images(table, offsets, c, walk, attempts, sampling))
-        failures.update(attempts[c.row_ids[p]].reason for p in walk.failed)
-        failures["url_not_http"] += len(walk.not_http)
-        failures.update(blocked[c.row_ids[p]] for p in walk.blocked)
-        dropped_by.update(dropped[c.row_ids[p]] for p in walk.dropped)
+        not_kept = Counter(attempts[c.row_ids[p]].reason for p in walk.failed)
+        not_kept.update(["url_not_http"] * len(walk.not_http))
+        not_kept.update(blocked[c.row_ids[p]] for p in walk.blocked)
+        failures.update(not_kept)
+        class_dropped = Counter(dropped[c.row_ids[p]] for p in walk.dropped)
+        dropped_by.update(class_dropped)
+        fates[c.wnid] = {"images": len(walk.succeeded), "target": c.target, "not_kept": dict(sorted((not_kept + class_dropped).items()))}
         offsets += len(c.row_ids)
     _write_dataset(stage_dir, pa.concat_tables(parts))
+    write_class_fates(stage_dir, fates)
     write_tsv(FileSystems.join(stage_dir, "classes.tsv"), CLASS_COLUMNS, class_table)
     images = sum(row["images"] for row in class_table)
     arrived = images + sum(dropped_by.values())  # a dropped image was fetched fine
