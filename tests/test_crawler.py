@@ -194,3 +194,6 @@ def test_a_new_list_applied_to_the_finished_dataset_takes_rows_and_bytes_out(cra
         assert removed["key"] in _tar_keys(crawled["run_dir"], removed["tar"])
     assert {r["reason"] for r in read_drops(str(run_dir / "download")).to_pylist()} == {"blocklist_domain", "blocklist_sha256"}
     assert json.loads((run_dir / "download" / "blocklists_applied.json").read_text())[0]["path"] == str(listed)
+    figures = json.loads((run_dir / "download" / "figures.json").read_text())
+    assert figures["dropped_by_blocklists"] == record["removed"] and figures["dropped_by_audits"] == {}
+    assert figures["blocklists_applied"][0]["removed"] == record["removed"]

@@ -217,3 +217,17 @@ def test_tars_have_the_same_bytes_whatever_order_the_samples_came_in(tmp_path):
     assert remove_samples(str(path), {"000000002"}) == 2
     with tarfile.open(path) as tar:
         assert [m.name for m in tar.getmembers()] == [m.name for m in members if not m.name.startswith("000000002")]
+
+
+def test_the_datasheet_names_each_blocklist_and_what_it_removed():
+    from imagenot.pipeline.report.datasheet import _blocklists
+
+    source = {"path": "gs://lists/hashes.txt", "bytes": 130, "sha256": "ab" * 32}
+    download = {
+        "blocklists": [source], "blocklists_applied": [{**source, "path": "later.txt"}],
+        "failures": {"blocklist_sha256": 2, "http_404": 5}, "dropped_by_audits": {}, "dropped_by_blocklists": {"blocklist_sha256": 1},
+    }  # fmt: skip
+    text = "\n".join(_blocklists(download))
+    assert f"| gs://lists/hashes.txt | 130 | {'ab' * 32} | during the build |" in text
+    assert "| later.txt | 130 |" in text and "They removed: blocklist_sha256 3." in text
+    assert "No blocklist was applied" in "\n".join(_blocklists({"failures": {}, "dropped_by_audits": {}}))

@@ -308,7 +308,9 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "classes_short": sum(row["shortfall"] > 0 for row in class_table),
         "images_per_class": {row["wnid"]: row["images"] for row in class_table},
         "failures": dict(sorted(failures.items())),
-        "dropped_by_audits": dict(sorted(dropped_by.items())),
+        # `imagenot blocklist apply` drops images the way the audits do; counted apart
+        "dropped_by_audits": {r: n for r, n in sorted(dropped_by.items()) if not r.startswith("blocklist_")},
+        "dropped_by_blocklists": {r: n for r, n in sorted(dropped_by.items()) if r.startswith("blocklist_")},
         "urls_tried": tried,
         "url_success_rate": round(arrived / tried, 4) if tried else None,
         "rounds": len(fetched_now),

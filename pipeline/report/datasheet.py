@@ -9,6 +9,8 @@ lines when the crawler ran with a safeguard off.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.report import card  # a module: the card calls this one in turn
 from imagenot.pipeline.report.facts import RunFacts
@@ -78,8 +80,9 @@ def _blocklists(download: dict) -> list[str]:
     if not listed:
         return ["No blocklist was applied (`download.blocklists`): the images were not checked against any URL, "
                 "domain or hash list (for example a child-protection organisation's).", ""]  # fmt: skip
-    removed = {r: n for r, n in {**download["failures"], **download["dropped_by_audits"]}.items() if r.startswith("blocklist_")}
-    removed_text = ", ".join(f"{reason} {n:,}" for reason, n in removed.items()) or "nothing"
+    removed = Counter({r: n for r, n in download["failures"].items() if r.startswith("blocklist_")})
+    removed.update(download.get("dropped_by_blocklists", {}))
+    removed_text = ", ".join(f"{reason} {n:,}" for reason, n in sorted(removed.items())) or "nothing"
     return ["Blocklists applied:", "", *card.table(("file", "bytes", "sha256", "when"), listed, "lrll"),
             f"They removed: {removed_text}.", ""]  # fmt: skip
 
