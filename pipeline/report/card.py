@@ -329,7 +329,7 @@ def _rebuild(facts: RunFacts) -> list[str]:
 def _rebuild_drops(facts: RunFacts) -> list[str]:
     """The audit commands that took images out of this run, for a rebuild to repeat."""
     dropped = facts.download["dropped_by_audits"] if facts.download else {}
-    audits = sorted({"agreement" if reason.startswith("image_") else "duplicates" for reason in dropped if not reason.startswith("blocklist_")})
+    audits = sorted({"agreement" if reason.startswith("image_") else "duplicates" for reason in dropped})
     if not audits:
         return []
     commands = ["imagenot audit embed --run NEW_RUN", *(f"imagenot audit {audit} --run NEW_RUN --drop" for audit in audits)]
