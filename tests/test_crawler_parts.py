@@ -231,3 +231,14 @@ def test_the_datasheet_names_each_blocklist_and_what_it_removed():
     assert f"| gs://lists/hashes.txt | 130 | {'ab' * 32} | during the build |" in text
     assert "| later.txt | 130 |" in text and "They removed: blocklist_sha256 3." in text
     assert "No blocklist was applied" in "\n".join(_blocklists({"failures": {}, "dropped_by_audits": {}}))
+
+
+def test_the_card_opens_with_robots_txt_turned_off():
+    from types import SimpleNamespace
+
+    from imagenot.pipeline.config import Config
+    from imagenot.pipeline.report.datasheet import crawl_notice
+
+    off = SimpleNamespace(config=Config(download=Download(enabled=True, robots_txt=False)), download={})
+    assert crawl_notice(off)[0].startswith("> **robots.txt was not read**")
+    assert crawl_notice(SimpleNamespace(config=Config(download=Download(enabled=True)), download={})) == []
