@@ -106,7 +106,7 @@ def blocklist_command() -> None:
 @blocklist_command.command("apply")
 @click.option("--run", "run_dir", required=True, help="run directory holding a finished download/ stage")
 @click.option("--list", "list_path", required=True, help="blocklist file (local or gs://): `url|domain|sha256|md5 VALUE` lines")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help=f"[default: RUN/{RUN_CONFIG}]")
+@click.option("--config", "config_path", help=f"YAML run configuration (local or gs://) [default: RUN/{RUN_CONFIG}]")
 def apply_command(run_dir: str, list_path: str, config_path: str | None) -> None:
     """Take a new list's matches out of a finished dataset and backfill them from the reserve."""
     run_config = FileSystems.join(run_dir, RUN_CONFIG)
