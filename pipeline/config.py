@@ -131,6 +131,15 @@ class Scoring(Section):
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the classes"
     )
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks the first-pass captions (by a keyed hash of row ids)")
+    first_phase: Literal["off", "static"] = Field(
+        "static",
+        description="rank: off, the encoder scores every caption of the classes; static, a static model distilled from "
+        "the encoder ranks them and the encoder scores each class's best exact_per_class",
+    )
+    first_phase_model: str | None = Field(None, description="a model2vec model folder; null: distilled from scoring.model")
+    exact_per_class: int | None = Field(
+        None, ge=1, le=100_000_000, description="captions per class the encoder scores after the first phase; null: 2 x (N + reserve)"
+    )
 
 
 class Ranking(Section):
@@ -399,6 +408,13 @@ class Config(Section):
     @property
     def threshold(self) -> float:
         return self.ranking.thresholds[self.scoring.model]
+
+    @property
+    def exact_per_class(self) -> int:
+        """Captions per class the encoder scores when the first phase is on: by default twice the
+        images and reserve, so sampling picks from exact scores with room to spare."""
+        sampling = self.sampling
+        return self.scoring.exact_per_class or 2 * (sampling.images_per_class + sampling.reserve)
 
     @property
     def min_class_captions(self) -> int:

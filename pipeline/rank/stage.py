@@ -1,4 +1,10 @@
-"""The rank stage: step 8, the class list, and every caption of the chosen classes scored.
+"""The rank stage: step 8, the class list, and the chosen classes' captions scored.
+
+With `scoring.first_phase: static` a static model first ranks every caption of the classes and
+the encoder scores only each class's best `exact_per_class` (`first_phase.py`): the encoder's
+work and what sampling holds per class stay bounded whatever the corpus size. With `off` the
+encoder scores every caption of the classes. Captions left out are counted
+(`rows_beyond_first_phase`).
 
 A synset's score is the mean of its top-n first-pass caption similarities; synsets under the
 encoder's threshold are dropped and the best K become the classes (ties by wnid). Class indices
@@ -10,6 +16,8 @@ selected captions of the classes with `gloss_similarity` and `class_index`, for 
 
 from __future__ import annotations
 
+import time
+
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,9 +26,11 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.pipeline.atomic import write_json, write_tsv
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.rank.first_phase import Cutoff, StaticScorer, admitted, cutoffs_transform
 from imagenot.pipeline.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.score.ranking import Ranking, rank_synsets
+from imagenot.pipeline.score.static_model import describe, load_static_encoder
 from imagenot.pipeline.select import stage as select_stage
 from imagenot.pipeline.shards import process_shards, read_json, stage_shards
 from imagenot.pipeline.stage_command import stage_command
@@ -30,6 +40,7 @@ from imagenot.wordnet.index import NounIndex, load_index
 STAGE = "rank"
 SCORED_DIR = "scored"
 TALLY_FILE = "rank_tally.json"
+CUTOFFS_FILE = "first_phase_cutoffs.json"
 CLASS_COLUMNS = ("index", "wnid", "name", "lemmas", "gloss", "captions", "score", "rank")
 
 
@@ -62,28 +73,55 @@ def ranking_rows(ranking: Ranking, index: NounIndex) -> list[dict]:
 
 
 class _ScoreClasses(beam.DoFn):
-    """Scores every selected caption of the chosen classes; one encoder per worker process."""
+    """Scores the selected captions of the chosen classes (with `cutoffs`, only each class's best
+    M by the first phase); one encoder per worker process."""
 
-    def __init__(self, config: Config, classes: list[str], stage_dir: str):
-        self._config, self._classes, self._stage_dir = config, classes, stage_dir
+    def __init__(self, config: Config, classes: list[str], stage_dir: str, cutoffs: dict[str, Cutoff] | None):
+        self._config, self._classes, self._stage_dir, self._cutoffs = config, classes, stage_dir, cutoffs
 
     def setup(self):
         self._scorer = score_stage.CaptionScorer(self._config.scoring, self._config.runner, self._classes)
         self._class_wnids = pa.array(self._classes, pa.string())
+        if self._cutoffs is not None:
+            self._static = StaticScorer(self._config.scoring, self._classes)
 
     def _admit(self, batch: pa.RecordBatch) -> pa.Array:
-        return pc.is_in(batch.column("wnid"), value_set=self._class_wnids)
+        if self._cutoffs is None:
+            return pc.is_in(batch.column("wnid"), value_set=self._class_wnids)
+        return pa.array(admitted(batch, self._static, self._cutoffs))
 
     def process(self, shard: str):
         yield score_stage.score_shard(shard, self._stage_dir, SCORED_DIR, self._scorer, self._admit)
 
 
 def settings(config: Config) -> dict:
+    scoring = config.scoring
+    first_phase = {"first_phase": scoring.first_phase}
+    if scoring.first_phase != "off":
+        first_phase.update(first_phase_model=scoring.first_phase_model, exact_per_class=config.exact_per_class)
     return {
         **config.ranking.model_dump(exclude={"thresholds", "min_captions"}),
         "threshold": config.threshold,
         "min_captions": config.min_class_captions,
+        **first_phase,
     }
+
+
+def first_phase_cutoffs(config: Config, shards: list[str], classes: list[str], stage_dir: str) -> tuple[dict, dict]:
+    """(wnid -> cutoff, the first phase's figures for the card) with a static model pass."""
+    scoring, m = config.scoring, config.exact_per_class
+    encoder = load_static_encoder(scoring.model, scoring.first_phase_model)  # distilled here, once, if not yet
+    path = FileSystems.join(stage_dir, CUTOFFS_FILE)
+    with make_pipeline(config.runner) as pipeline:
+        _ = (
+            pipeline
+            | "Shards" >> beam.Create(shards)
+            | "FirstPhase" >> cutoffs_transform(scoring, classes, m)
+            | "Write" >> beam.Map(lambda cutoffs: write_json(path, dict(sorted(cutoffs.items()))))
+        )
+    cutoffs = {w: (float(score), str(row_id)) for w, (score, row_id) in read_json(path).items()}
+    figures = {"mode": "static", "model": describe(encoder.provenance), "exact_per_class": m}
+    return cutoffs, figures
 
 
 def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
@@ -105,11 +143,21 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     write_tsv(FileSystems.join(stage_dir, "ranking.tsv"), ("wnid", "name", "score", "fate"), ranking_rows(ranking, index))
 
     shards = stage_shards(FileSystems.join(run_dir, select_stage.STAGE), select_stage.SELECTED_DIR)
+    classes = sorted(ranking.classes)
+    started = time.monotonic()
+    cutoffs, first_phase = None, {"mode": "off"}
+    if config.scoring.first_phase != "off" and classes:
+        cutoffs, first_phase = first_phase_cutoffs(config, shards, classes, stage_dir)
+    first_phase["seconds"] = round(time.monotonic() - started, 3)
+    started = time.monotonic()
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, _ScoreClasses(config, sorted(ranking.classes), stage_dir), total_path, scoring_hints(config.runner))
+        process_shards(pipeline, shards, _ScoreClasses(config, classes, stage_dir, cutoffs), total_path, scoring_hints(config.runner))
     tally = read_json(total_path)
-    finish_stage(stage_dir, {"classes": len(ranking.classes), "synsets_dropped": ranking.reasons(), **tally})
+    # Every caption of the classes is scored by the encoder or left out by the first phase.
+    tally["rows_beyond_first_phase"] = sum(kept.get(w, 0) for w in classes) - tally["rows_scored"]
+    tally["exact_seconds"] = round(time.monotonic() - started, 3)
+    finish_stage(stage_dir, {"classes": len(classes), "synsets_dropped": ranking.reasons(), **tally, "first_phase": first_phase})
     return ranking, tally
 
 

@@ -111,6 +111,8 @@ def _built(facts: RunFacts) -> list[str]:
         "Captions are the corpus rows still in play; after `sample` they are the dataset's images.",
         "",
         *table(("step", "what it does", "synsets left", "captions left", "dropped (reason=count)"), rows, "llrrl"),
+        f"Scoring path: {_scoring_path(facts.rank.get('first_phase', {'mode': 'off'}))}.",
+        "",
         "### Choices the paper leaves open",
         "",
         "Every threshold, model and choice the paper does not fix, as this run set it (the full configuration "
@@ -303,6 +305,15 @@ def _licences(facts: RunFacts) -> list[str]:
         "",
     ]
     return lines
+
+
+def _scoring_path(first_phase: dict) -> str:
+    if first_phase["mode"] == "off":
+        return "exact: the text encoder scored every caption of the classes (`scoring.first_phase: off`)"
+    return (
+        f"two phases: a static model, {first_phase['model']}, ranked every caption of the classes and the text "
+        f"encoder scored each class's best {first_phase['exact_per_class']:,}, from which the images were sampled"
+    )
 
 
 def _rebuild(facts: RunFacts) -> list[str]:

@@ -43,6 +43,8 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         ("scoring.query_template", sc.query_template, "the text each caption is compared with, per synset (step 7)"),
         ("scoring.first_pass_captions", show(sc.first_pass_captions), "captions per candidate synset scored to rank the synsets"),
         ("scoring.seed", show(sc.seed), "picks those first-pass captions (keyed hash of row ids)"),
+        ("scoring.first_phase", sc.first_phase, "off: the encoder scores every caption of the classes; static: a static model distilled from it picks each class's best captions for the encoder"),
+        *([("scoring.exact_per_class", show(sc.exact_per_class), f"captions per class the encoder scores after the first phase (null: 2 x (N + reserve)); {config.exact_per_class:,} here")] if sc.first_phase != "off" else []),
         ("ranking.top_n", show(r.top_n), "captions averaged for a synset's score (step 7)"),
         (f"ranking.thresholds[{sc.model}]", show(config.threshold), "lowest synset score kept, for this encoder (the paper's 0.82 is RoBERTa's)"),
         ("ranking.min_captions", show(r.min_captions), f"single-synset captions a class needs (null: N); {config.min_class_captions:,} here"),

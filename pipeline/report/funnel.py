@@ -21,6 +21,12 @@ def _reasons(counts: dict[str, int]) -> str:
     return ", ".join(f"{reason}={n:,}" for reason, n in counts.items())
 
 
+def _beyond_first_phase(rank: dict) -> str:
+    """Class captions the first phase kept from the encoder (none when it is off)."""
+    n = rank.get("rows_beyond_first_phase", 0)
+    return f"beyond_first_phase={n:,} captions" if n else ""
+
+
 def _step_texts(facts: RunFacts) -> dict[str, str]:
     s = facts.config.selection
     nsfw = "off" if s.nsfw_synset_threshold is None else f"score >= {s.nsfw_synset_threshold}"
@@ -58,7 +64,7 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
             f">= {facts.config.threshold}, best {r.classes:,} kept",
             facts.rank["classes"],
             facts.rank["rows_scored"],
-            _reasons(facts.rank["synsets_dropped"]),
+            ", ".join(filter(None, (_reasons(facts.rank["synsets_dropped"]), _beyond_first_phase(facts.rank)))),
         )
     )
     sample, n = facts.sample, facts.config.sampling.images_per_class

@@ -55,6 +55,7 @@ STAGE = "score"
 FIRST_PASS_DIR = "first_pass"
 CUTOFFS_FILE = "first_pass_cutoffs.json"
 TALLY_FILE = "score_tally.json"
+FIRST_PHASE_SETTINGS = ("first_phase", "first_phase_model", "exact_per_class")
 
 
 def smallest_keys(shard: str, per_synset: int, seed: int) -> dict[str, list[int]]:
@@ -164,7 +165,8 @@ class _ScoreFirstPass(beam.DoFn):
 
 
 def settings(config: Config) -> dict:
-    return config.scoring.model_dump(exclude={"cache_dir", "batch_size"})  # these change no result
+    # The first phase belongs to the rank stage; the cache and batch size change no result.
+    return config.scoring.model_dump(exclude={"cache_dir", "batch_size", *FIRST_PHASE_SETTINGS})
 
 
 def run_score(config: Config, run_dir: str) -> dict:
