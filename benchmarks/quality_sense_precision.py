@@ -13,9 +13,12 @@ kept for. "lenient" also counts a caption about several synsets that names the a
   `ranking.thresholds` does), for t in 0.30..0.80;
 - caption threshold t: the captions whose own gloss similarity is >= t, over all candidates.
 Per row: classes kept, captions kept, precision over captions (micro), mean per-class precision
-(macro). The last line is one JSON object.
+(macro). Also the dataset's images (`sample/dataset`, the "top" strategy) judged the same way:
+the figure the rank stage's first phase could move (`--first-phase static`: a static model
+picks each class's best 2 x (N + reserve) captions for the encoder; the sweeps then cover only
+those). The last line is one JSON object.
 
-    python benchmarks/quality_sense_precision.py --rows 200000 [--run DIR]
+    python benchmarks/quality_sense_precision.py --rows 200000 [--first-phase off|static] [--run DIR]
 """
 
 from __future__ import annotations
@@ -40,13 +43,13 @@ from imagenot.pipeline.score.encoders import DEFAULT_MODEL
 THRESHOLDS = [round(t, 2) for t in np.arange(0.30, 0.801, 0.05)]
 
 
-def quality_config(rows: int, seed: int, min_captions: int, cache_dir: Path) -> Config:
+def quality_config(rows: int, seed: int, min_captions: int, cache_dir: Path, first_phase: str = "off") -> Config:
     """Default settings except: a synthetic corpus, a minimum that suits its size, no
     threshold and no cut by K (the sweep applies them afterwards), a small sample."""
     return Config(
         corpus=Corpus(synth=Synth(rows=rows, seed=seed)),
         selection=Selection(min_captions=min_captions),
-        scoring=Scoring(cache_dir=str(cache_dir)),
+        scoring=Scoring(cache_dir=str(cache_dir), first_phase=first_phase),
         ranking=Ranking(classes=100_000, thresholds={DEFAULT_MODEL: -1.0}),
         sampling=Sampling(images_per_class=10, test_per_class=1),
     )
@@ -57,9 +60,9 @@ def synset_scores(run_dir: Path) -> dict[str, float]:
         return {row["wnid"]: float(row["score"]) for row in csv.DictReader(f, delimiter="\t")}
 
 
-def judged_captions(run_dir: Path) -> pa.Table:
-    """The scored captions (row_id, wnid, gloss_similarity) with `correct`, `lenient`, `kind`."""
-    scored = pq.read_table(run_dir / "rank" / "scored", columns=["row_id", "wnid", "gloss_similarity"])
+def judged_captions(run_dir: Path, folder: str = "rank/scored") -> pa.Table:
+    """The captions of `folder` (row_id, wnid, gloss_similarity) with `correct`, `lenient`, `kind`."""
+    scored = pq.read_table(run_dir / folder, columns=["row_id", "wnid", "gloss_similarity"])
     truth = pq.read_table(run_dir / "corpus" / GROUND_TRUTH, columns=["row_id", "wnid", "kind", "mentioned"])
     keys = pa.table({"row_id": truth.column("row_id"), "true_wnid": truth.column("wnid"), "kind": truth.column("kind"),
                      "truth_row": np.arange(truth.num_rows)})  # Arrow joins carry no list columns
@@ -136,15 +139,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--min-captions", type=int, default=20, help="selection.min_captions")
+    parser.add_argument("--first-phase", choices=["off", "static"], default="off", help="scoring.first_phase")
     parser.add_argument("--run", help="run directory to build in or reuse (default: a temporary one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(args.run or tmp)
         run_dir.mkdir(parents=True, exist_ok=True)
-        config = quality_config(args.rows, args.seed, args.min_captions, run_dir / "embeddings")
+        config = quality_config(args.rows, args.seed, args.min_captions, run_dir / "embeddings", args.first_phase)
         build(config, str(run_dir))
         scores = synset_scores(run_dir)
         captions = judged_captions(run_dir)
+        images = judged_captions(run_dir, "sample/dataset")
     score_of = np.array([scores[w] for w in captions.column("wnid").to_pylist()])
     similarity = captions.column("similarity").to_numpy()
     synset_rows = [precision_row(captions, np.ones(captions.num_rows, bool), "none")]
@@ -156,6 +161,9 @@ def main() -> None:
         "min_captions": args.min_captions,
         "top_n": config.ranking.top_n,
         "first_pass_captions": config.scoring.first_pass_captions,
+        "first_phase": args.first_phase,
+        "dataset_images": precision_row(images, np.ones(images.num_rows, bool), "images"),
+        "dataset_images_at_0.5": precision_row(images, np.array([scores[w] >= 0.5 for w in images.column("wnid").to_pylist()], bool), 0.5),
         "load": [round(x, 2) for x in os.getloadavg()],
         "synset_threshold": synset_rows,
         "caption_threshold": caption_rows,
@@ -171,6 +179,8 @@ def main() -> None:
     print(f"\nkept captions by what they are about, no threshold: {result['outcomes_no_threshold']}")
     print(f"kept captions by what they are about, synset threshold 0.5: {result['outcomes_at_0.5']}")
     print(f"Spearman(synset score, class precision) over candidates: {result['spearman_score_vs_class_precision']}")
+    print(f"\ndataset images (first phase {args.first_phase}), all classes and synset threshold 0.5:")
+    print(markdown([result["dataset_images"], result["dataset_images_at_0.5"]]))
     print(json.dumps(result))
 
 
