@@ -22,6 +22,7 @@ from imagenot.pipeline.plan import plan_command
 from imagenot.pipeline.rank.stage import rank_command
 from imagenot.pipeline.report.stage import report_command
 from imagenot.pipeline.sample.stage import sample_command
+from imagenot.pipeline.score.prepare import prepare_models_command
 from imagenot.pipeline.score.stage import score_command
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.stats import stats
@@ -74,6 +75,7 @@ def audit() -> None:
     """Audits of a built dataset: label noise, duplicates, image-caption agreement."""
 
 
+main.add_command(prepare_models_command)
 for command in (build_command, stats, synth_command, tag_command, select_command, score_command, rank_command, sample_command, download_command, report_command, why):
     main.add_command(command)
 main.add_command(compare_rankings_command)

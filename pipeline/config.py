@@ -122,6 +122,9 @@ class Scoring(Section):
 
     encoder: Literal["sentence-transformers", "transformers"] = "sentence-transformers"
     model: str = Field("packaged:all-MiniLM-L6-v2", description="local path, cached hub id, or the packaged MiniLM")
+    runtime: Literal["torch", "onnx"] = Field(
+        "torch", description="runs the encoder: torch, or ONNX Runtime on a local export of the same weights"
+    )
     pooling: Literal["mean", "cls"] = Field("mean", description="transformers encoder only")
     max_length: int = Field(128, ge=8, le=4096, description="tokens per caption, transformers encoder only")
     batch_size: int = Field(128, ge=1, le=8192, description="texts per model call")

@@ -21,3 +21,4 @@ fi
 # open_clip without its declared torchvision and timm: see pipeline/audit/clip_model.py.
 .venv/bin/python -m pip install -q -c constraints.txt --no-deps open_clip_torch==3.3.0
 .venv/bin/imagenot wordnet-prepare
+.venv/bin/imagenot prepare-models

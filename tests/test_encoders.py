@@ -138,3 +138,28 @@ def test_an_encoder_runs_torch_on_the_threads_it_is_given(tiny_roberta):
         assert torch.get_num_threads() == wanted
     finally:
         torch.set_num_threads(usual)
+
+
+def test_onnx_runtime_agrees_with_torch_and_keeps_a_caption_s_bits(minilm):
+    onnx = load_encoder("sentence-transformers", DEFAULT_MODEL, "onnx")
+    assert onnx.model_id == f"{minilm.model_id}#runtime=onnx"  # other bits, so another cache key
+    captions = [*CAPTIONS, "dog", "cat", "cup"]
+    vectors = onnx.encode(captions)
+    _assert_normalised(vectors, len(captions), 384)
+    assert np.einsum("ij,ij->i", vectors, minilm.encode(captions)).min() >= 0.999
+    usual, onnx.batch_size = onnx.batch_size, 2
+    try:
+        batched = onnx.encode(captions)
+    finally:
+        onnx.batch_size = usual
+    alone = np.vstack([onnx.encode([caption]) for caption in captions])
+    assert np.array_equal(batched, vectors) and np.array_equal(alone, vectors)
+
+
+def test_onnx_export_of_a_transformers_encoder_keeps_its_pooling(tiny_roberta, tmp_path, monkeypatch):
+    monkeypatch.setenv("IMAGENOT_CACHE", str(tmp_path))
+    for pooling in ("cls", "mean"):
+        reference = load_encoder("transformers", str(tiny_roberta), pooling=pooling).encode(CAPTIONS)
+        onnx = load_encoder("transformers", str(tiny_roberta), "onnx", pooling=pooling)
+        assert np.einsum("ij,ij->i", onnx.encode(CAPTIONS), reference).min() >= 0.999
+    assert len(list((tmp_path / "onnx").iterdir())) == 2  # pooling is part of what was exported

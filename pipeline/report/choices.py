@@ -40,6 +40,7 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         ("selection.keep_unrated", show(s.keep_unrated), "keep rows with no NSFW tag or punsafe value"),
         ("scoring.encoder", sc.encoder, "text encoder library (the paper used RoBERTa)"),
         ("scoring.model", sc.model, f"text encoder model; resolved to {model_id}"),
+        ("scoring.runtime", sc.runtime, "what runs the encoder: torch, or ONNX Runtime on an export of the same weights; each gives a caption the same bits whatever its batch, the two differ in the last bits (cosine >= 0.999)"),
         ("scoring.query_template", sc.query_template, "the text each caption is compared with, per synset (step 7)"),
         ("scoring.first_pass_captions", show(sc.first_pass_captions), "captions per candidate synset scored to rank the synsets"),
         ("scoring.seed", show(sc.seed), "picks those first-pass captions (keyed hash of row ids)"),

