@@ -135,7 +135,7 @@ class Scoring(Section):
     )
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks the first-pass captions (by a keyed hash of row ids)")
     first_phase: Literal["off", "static"] = Field(
-        "static",
+        "off",
         description="rank: off, the encoder scores every caption of the classes; static, a static model distilled from "
         "the encoder ranks them and the encoder scores each class's best exact_per_class",
     )

@@ -12,6 +12,12 @@ and writes, in (class index, order) order:
 - `reserve/part-NNNNN.parquet`: the reserve, same columns, `split` null;
 - `classes.tsv`, `sample_tally.json` (per class and totals) and `manifest.json`.
 A class with fewer than N images is reported with its shortfall, never padded.
+
+Memory: a class's rows are concatenated in one worker, and the local runner's GroupByKey holds
+every class's rows at once. With `scoring.first_phase: static` the rank stage scores at most
+`exact_per_class` rows per class, so that is at most K x exact_per_class rows whatever the
+corpus size (benchmarks/bench_scoring.py measures sample's peak RSS at two corpus sizes); with
+`off` it is every caption of the classes.
 """
 
 from __future__ import annotations
