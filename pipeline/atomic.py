@@ -1,7 +1,9 @@
 """Atomic writes: a file is complete under its final name or absent, never half written.
 
 Goes through Beam's FileSystems, so the same code writes local paths and gs:// objects: the data
-goes to a temporary name in the same folder and is renamed into place once closed.
+goes to a temporary name in the same folder and is renamed into place once closed. A writer
+killed mid-write leaves that staging file behind; `remove_partials` clears them when the stage
+that owns the folder resumes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 
+PARTIAL_SUFFIX = ".partial"  # a staging file: `.<final name>.<random>.partial`
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
     """A binary stream whose contents appear at `path` only if the block completes."""
@@ -30,7 +35,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
         except OSError:
             if not FileSystems.exists(folder):  # else another worker made it just now
                 raise
-    staging = FileSystems.join(folder, f".{name}.{uuid.uuid4().hex}.partial")
+    staging = FileSystems.join(folder, f".{name}.{uuid.uuid4().hex}{PARTIAL_SUFFIX}")
     stream = FileSystems.create(staging, compression_type=CompressionTypes.UNCOMPRESSED)
     try:
         yield stream
@@ -40,6 +45,17 @@ def atomic_output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
         FileSystems.delete([staging])
         raise
     FileSystems.rename([staging], [path])
+
+
+def remove_partials(folder: str) -> int:
+    """Delete the staging files that writers killed mid-write left anywhere under `folder`
+    (call only while no writer is at work there: the run lock ensures it); returns how many."""
+    pattern = FileSystems.join(folder, f"**{PARTIAL_SUFFIX}")
+    found = FileSystems.match([pattern])[0].metadata_list
+    leftovers = [m.path for m in found if FileSystems.split(m.path)[1].startswith(".")]
+    if leftovers:
+        FileSystems.delete(leftovers)
+    return len(leftovers)
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:

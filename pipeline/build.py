@@ -23,6 +23,7 @@ from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.report import stage as report_stage
+from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.sample import stage as sample_stage
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.select import stage as select_stage
@@ -113,9 +114,11 @@ def totals(summary: dict) -> dict:
 @click.option("--config", "config_path", required=True, help="YAML run configuration")
 @click.option("--out", "run_dir", help="run directory (default: runs/<config file name>)")
 @click.option("--from", "from_stage", type=click.Choice(STAGE_NAMES), help="rerun this stage and all after it")
-def build_command(config_path: str, run_dir: str | None, from_stage: str | None) -> None:
+@break_lock_option
+def build_command(config_path: str, run_dir: str | None, from_stage: str | None, break_lock: bool) -> None:
     """Build a dataset from a config: every stage in order, skipping what is done."""
     config = load_config(config_path)
     run_dir = run_dir or FileSystems.join("runs", config_path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
-    ran = build(config, run_dir, from_stage)
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
+        ran = build(config, run_dir, from_stage)
     click.echo(f"{run_dir}: ran {', '.join(ran) or 'nothing (all stages up to date)'}")

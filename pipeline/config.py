@@ -16,7 +16,9 @@ from apache_beam.io.filesystems import FileSystems
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.config_yaml import parse_yaml, suggestion
 from imagenot.pipeline.download.address_guard import parse_networks
+from imagenot.wordnet.classlists import REFERENCE_SETS
 from imagenot.wordnet.queries import validate_template
 
 
@@ -48,6 +50,12 @@ class Columns(Section):
     nsfw: str | None = "NSFW"
     sample_id: str | None = "SAMPLE_ID"
     license: str | None = "LICENSE"
+
+    @model_validator(mode="after")
+    def _url_is_not_the_caption(self) -> Columns:
+        if self.url == self.caption:
+            raise ValueError(f"corpus.columns.url and corpus.columns.caption both name column {self.url!r}; map each to its own column")
+        return self
 
     def source_columns(self) -> dict[str, str]:
         """Canonical name -> corpus column, for the columns this mapping reads."""
@@ -367,6 +375,9 @@ class Runner(Section):
     )
     dataflow: Dataflow | None = None
     portable: Portable | None = None
+    lock_stale_after_s: float = Field(
+        7 * 24 * 3600, gt=0, description="a run directory's lock older than this counts as stale: --break-lock may remove it"
+    )
 
     @model_validator(mode="after")
     def _dataflow_settings(self) -> Runner:
@@ -432,22 +443,51 @@ class ConfigError(ImagenotError, ValueError):
     """A config file is unreadable or invalid; the message names the file and each bad key."""
 
 
-def load_config(path: str | os.PathLike | None) -> Config:
-    """The validated config from a YAML file (any FileSystems path), or the defaults when `path` is None."""
-    if path is None:
-        return Config()
-    path = os.fspath(path)
+def load_config(path: str | os.PathLike | None, corpus_paths: list[str] | None = None) -> Config:
+    """The validated config from a YAML file (any FileSystems path), or the defaults when `path`
+    is None; `corpus_paths` replaces corpus.paths (`imagenot tag --input`).
+
+    Checked here, before any work: the document is a mapping with no key twice, every key is
+    known (a near miss is suggested), a config file or `corpus_paths` gives a corpus, and a
+    class-list file named by selection.reference exists."""
+    source = "(defaults)" if path is None else os.fspath(path)
+    raw = {} if path is None else _read_mapping(source)
+    if corpus_paths:
+        corpus = raw.get("corpus") if isinstance(raw.get("corpus"), dict) else {}
+        raw = {**raw, "corpus": {**corpus, "paths": list(corpus_paths)}}
     try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            raw = yaml.safe_load(f.read().decode("utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path}: cannot read config: {err}") from err
-    try:
-        return Config.model_validate(raw)
+        config = Config.model_validate(raw)
     except ValidationError as err:
         problems = "\n".join(
             f"  {'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
             + (f" (got {e['input']!r})" if e["type"] != "missing" else "")
+            + (suggestion(Config, e["loc"]) if e["type"] == "extra_forbidden" else "")
             for e in err.errors()
         )
-        raise ConfigError(f"{path}: invalid config:\n{problems}") from err
+        raise ConfigError(f"{source}: invalid config:\n{problems}") from err
+    if (path is not None or corpus_paths) and not config.corpus.paths and config.corpus.synth is None:
+        raise ConfigError(f"{source}: corpus: no corpus given; set corpus.paths (parquet paths or globs) or corpus.synth")
+    _check_reference(source, config.selection.reference)
+    return config
+
+
+def _read_mapping(path: str) -> dict:
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            raw = parse_yaml(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: cannot read config: {err}") from err
+    if raw is None:
+        raise ConfigError(f"{path}: the config is empty; it needs at least corpus.paths or corpus.synth")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a config is a mapping of sections (corpus:, selection:, ...), not a {type(raw).__name__}")
+    return raw
+
+
+def _check_reference(source: str, reference: str) -> None:
+    """A class-list file named as the reference must be there before tag runs for an hour."""
+    if reference in REFERENCE_SETS or FileSystems.exists(reference):
+        return
+    raise ConfigError(
+        f"{source}: selection.reference: {reference!r} is neither {' nor '.join(REFERENCE_SETS)} nor an existing class-list file"
+    )

@@ -11,6 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import RUN_CONFIG, load_config
+from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.stage_dir import is_done
 from imagenot.pipeline.summary import run_and_record
 
@@ -33,14 +34,16 @@ def stage_command(
         "config_path",
         help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
     )
-    def command(run_dir: str, config_path: str | None, **values: object) -> None:
+    @break_lock_option
+    def command(run_dir: str, config_path: str | None, break_lock: bool, **values: object) -> None:
         run_config = FileSystems.join(run_dir, RUN_CONFIG)
         if config_path is None and FileSystems.exists(run_config):
             config_path = run_config  # the run's own settings, so finished stages stay current
         config = load_config(config_path)
-        if not is_done(run_dir, upstream):
-            raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
-        figures = run_and_record(stage, functools.partial(run, **values), config, run_dir)
+        with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
+            if not is_done(run_dir, upstream):
+                raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
+            figures = run_and_record(stage, functools.partial(run, **values), config, run_dir)
         click.echo(f"{stage}: {json.dumps(figures, indent=2)}")
 
     for option in options:

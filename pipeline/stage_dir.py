@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.atomic import remove_partials, write_json
 from imagenot.pipeline.paths import delete_folder, folder_exists
 from imagenot.pipeline.shards import read_json
 
@@ -89,6 +89,8 @@ def open_stage(
         done = FileSystems.join(stage_dir, DONE_FILE)
         if FileSystems.exists(done):  # it runs again: done only once it finishes again
             FileSystems.delete([done])
+        if removed := remove_partials(stage_dir):
+            log.info("%s: removed %d half-written files left by an interrupted run", stage, removed)
     elif folder_exists(stage_dir):
         log.info("%s: inputs or settings changed, starting the stage afresh", stage)
         delete_folder(stage_dir)

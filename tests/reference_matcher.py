@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 
 import ahocorasick
 
+from imagenot.pipeline.tag.markup import strip_markup
+
 _APOSTROPHES = "'\u2019\u2018\u02bc"  # ' ’ ‘ ʼ
 # An apostrophe, or a possessive "'s" followed by a separator (not an apostrophe) or the end.
 _APOSTROPHE_OR_POSSESSIVE = re.compile(rf"[{_APOSTROPHES}](?:s(?=[^\w{_APOSTROPHES}]|_|$))?")
@@ -23,7 +25,7 @@ def normalize_caption(text: str) -> str:
     """`wordnet.lemmas.normalize` for one caption, in plain Python."""
     if not text.isascii():
         decomposed = unicodedata.normalize("NFKD", text).lower()
-        text = "".join(c for c in decomposed if not unicodedata.category(c).startswith("M"))
+        text = "".join(c for c in decomposed if not unicodedata.category(c).startswith(("M", "Cf")))
     return _SEPARATORS.sub(" ", _APOSTROPHE_OR_POSSESSIVE.sub("", text.lower())).strip()
 
 
@@ -38,7 +40,7 @@ class ReferenceMatcher:
 
     def tag(self, caption: str | None) -> tuple[list[str], list[str]]:
         """(sorted unique wnids, matched surface forms unique in caption order) of one caption."""
-        text = f" {normalize_caption(caption or '')} "
+        text = f" {normalize_caption(strip_markup(caption or ''))} "
         # A key " form " ending at `end` covers the characters end - len(form) ... end - 1.
         spans = sorted(
             (end - length, -length, form, wnids)

@@ -12,7 +12,7 @@ def test_defaults_fit_laion(tmp_path):
 
 def test_column_mapping_and_unread_columns(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("corpus:\n  columns:\n    url: url\n    caption: caption\n    nsfw: null\nselection:\n  allowed_nsfw_tags: null\n")
+    path.write_text("corpus:\n  paths: [c.parquet]\n  columns:\n    url: url\n    caption: caption\n    nsfw: null\nselection:\n  allowed_nsfw_tags: null\n")
     columns = load_config(path).corpus.columns
     assert columns.source_columns()["caption"] == "caption"
     assert "nsfw" not in columns.source_columns()
@@ -82,7 +82,7 @@ def test_a_row_nsfw_check_without_its_column_is_refused_before_any_work(tmp_path
 
 def test_a_null_column_is_fine_when_its_row_nsfw_check_is_off(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("corpus:\n  columns:\n    nsfw: null\n    punsafe: null\nselection:\n  allowed_nsfw_tags: null\n")
+    path.write_text("corpus:\n  paths: [c.parquet]\n  columns:\n    nsfw: null\n    punsafe: null\nselection:\n  allowed_nsfw_tags: null\n")
     selection = load_config(path).selection
     assert selection.row_nsfw_columns() == {}
     assert Config().selection.row_nsfw_columns() == {"allowed_nsfw_tags": "nsfw"}

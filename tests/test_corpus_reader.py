@@ -84,7 +84,7 @@ def test_column_mapping_reads_only_mapped_columns(tmp_path):
             "id": ["x1", "x2"],
             "url": ["http://a/1", "http://a/2"],
             "caption": ["cat", "dog"],
-            "score": pa.array([1, 2], pa.int16()),
+            "score": pa.array([0, 1], pa.int16()),
             "junk": pa.array(
                 [[1], [2]], pa.list_(pa.int64())
             ),  # unreadable as any canonical column
@@ -92,7 +92,7 @@ def test_column_mapping_reads_only_mapped_columns(tmp_path):
     )
     (only,) = read_all(path, OTHER_CORPUS)
     assert only.batch.schema.names == ["row_id", "url", "caption", "similarity", "sample_id"]
-    assert only.batch.column("similarity").to_pylist() == [1.0, 2.0]
+    assert only.batch.column("similarity").to_pylist() == [0.0, 1.0]
     assert only.batch.column("row_id").to_pylist() == ["shard:0", "shard:1"]
 
 
@@ -246,3 +246,57 @@ def test_list_shards_pattern_matching_nothing_is_an_error(tmp_path):
     assert pattern in str(err.value)
     with pytest.raises(CorpusError):
         list_shards([])
+
+
+def _not_utf8(values: list[bytes | None]) -> pa.Array:
+    """A string column holding bytes that are not UTF-8, as some writers produce (parquet does
+    not check)."""
+    return pa.array(values, pa.binary()).view(pa.string())
+
+
+def test_text_that_is_not_utf8_is_a_counted_drop_and_the_other_rows_go_on(tmp_path):
+    path = write(
+        tmp_path / "bad.parquet",
+        {
+            "URL": _not_utf8([b"http://a/1", b"http://a/\xff2", b"http://a/3", b"http://a/4", b"http://a/5"]),
+            "TEXT": _not_utf8([b"a dog", b"a cat", b"caf\xe9 cat", None, b"a \xc3\xa9clair"]),
+            "LICENSE": _not_utf8([b"?", b"?", b"?", b"?", b"cc\xfe"]),
+        },
+    )
+    columns = Columns(width=None, height=None, similarity=None, punsafe=None, nsfw=None, sample_id=None)
+    (only,) = read_all(path, columns)
+    assert only.batch.column("caption").to_pylist() == ["a dog"]
+    assert only.batch.column("row_id").to_pylist() == ["bad:0"]
+    dropped = {reason: n for reason, n in only.dropped.items() if n}
+    assert dropped == {"caption_not_utf8": 1, "url_not_utf8": 1, "caption_missing": 1, "text_not_utf8": 1}
+    assert only.rows_read == len(only.batch) + sum(only.dropped.values())
+
+
+def test_a_shard_with_no_rows_reads_as_one_empty_batch(tmp_path):
+    schema = pa.schema([("URL", pa.string()), ("TEXT", pa.string()), ("WIDTH", pa.float64())])
+    path = write(tmp_path / "empty.parquet", {"URL": [], "TEXT": [], "WIDTH": []}, schema)
+    (only,) = read_all(path)
+    assert only.rows_read == 0 and len(only.batch) == 0
+    assert only.batch.schema.names == ["row_id", "url", "caption", "width"]
+    assert sum(only.dropped.values()) == 0
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "reason"),
+    [
+        ("punsafe", [0.0, 1.0, -0.2, 1.5, float("inf"), None], "punsafe_out_of_range"),
+        ("similarity", [-1.0, 1.0, -1.01, 7.0, float("-inf"), None], "similarity_out_of_range"),
+        ("WIDTH", [1.0, 4096.0, 0.0, -640.0, float("inf"), None], "size_out_of_range"),
+        ("HEIGHT", pa.array([1, 4096, 0, -3, 2**40, None], pa.int64()), "size_out_of_range"),
+    ],
+)
+def test_values_out_of_range_are_their_own_counted_reason(tmp_path, column, values, reason):
+    six = {
+        "SAMPLE_ID": pa.array(range(6), pa.int64()), "URL": ["http://a/1"] * 6, "TEXT": ["a dog"] * 6,
+        "WIDTH": [640.0] * 6, "HEIGHT": [480] * 6, "similarity": [0.3] * 6, "punsafe": [0.1] * 6,
+        "NSFW": ["UNLIKELY"] * 6, "LICENSE": ["?"] * 6,
+    }
+    path = write(tmp_path / "part-00000.parquet", {**six, column: values})
+    (only,) = read_all(path)
+    assert only.dropped[reason] == 3
+    assert only.batch.column("row_id").to_pylist() == ["part-00000:0", "part-00000:1", "part-00000:5"]

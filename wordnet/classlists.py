@@ -1,11 +1,12 @@
 """Class lists: text files of wnids, and the ImageNet reference sets shipped with the package.
 
-Format: one wnid per line (`n` + 8-digit WordNet 3.0 offset); anything after the first
+Format: UTF-8 (a BOM is skipped) or UTF-16 with a BOM; one wnid per line (`n` + 8-digit WordNet 3.0 offset); anything after the first
 whitespace is ignored, `#` starts a comment, blank lines are skipped.
 """
 
 from __future__ import annotations
 
+import codecs
 from importlib import resources
 
 from imagenot.errors import ImagenotError
@@ -24,11 +25,22 @@ class ClassListError(ImagenotError, ValueError):
 def parse_class_list(data: bytes, source: str, index: NounIndex) -> list[str]:
     """The wnids of a class list's bytes (`source` names it in errors), in file order, each
     checked against WordNet. Reading the file is the caller's: it may sit in a bucket."""
+    return _parse(_decode(data, source), source, index)
+
+
+def _decode(data: bytes, source: str) -> str:
+    """The text of a class list saved as UTF-8 (with or without a BOM) or UTF-16 with a BOM,
+    as editors on Windows save them."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding, name = "utf-16", "UTF-16"
+    else:
+        encoding, name = "utf-8-sig", "UTF-8"
     try:
-        text = data.decode("utf-8")
+        return data.decode(encoding)
     except UnicodeDecodeError as err:
-        raise ClassListError(f"{source}: not UTF-8 text (byte {err.start}); save the class list as UTF-8") from err
-    return _parse(text, source, index)
+        raise ClassListError(
+            f"{source}: not {name} text (byte {err.start}); save the class list as UTF-8"
+        ) from err
 
 
 def builtin_reference(name: str, index: NounIndex) -> list[str]:

@@ -34,8 +34,11 @@ def hypernym_subgraph(index: NounIndex, wnids: Iterable[str]) -> nx.DiGraph:
     return graph
 
 
-def modularity(graph: nx.DiGraph) -> tuple[float, int]:
-    """Modularity of the undirected graph under seeded Louvain communities, and their number."""
+def modularity(graph: nx.DiGraph) -> tuple[float | None, int]:
+    """Modularity of the undirected graph under seeded Louvain communities, and their number;
+    None for a graph without edges (no classes, or entity.n.01 alone), where it is undefined."""
+    if graph.number_of_edges() == 0:
+        return None, graph.number_of_nodes()
     undirected = graph.to_undirected()
     communities = nx.community.louvain_communities(undirected, seed=COMMUNITY_SEED)
     return nx.community.modularity(undirected, communities), len(communities)
@@ -106,6 +109,8 @@ def nearest(
     its neighbours one level closer, which is the smallest of all its nearest targets.
     """
     label = {target: target for target in targets}
+    if not label:  # no target to be near: no distances
+        return {}
     distance = dict.fromkeys(label, 0)
     frontier = list(label)
     while frontier:
@@ -127,7 +132,11 @@ def nearest(
 
 
 def set_figures(index: NounIndex, wnids: list[str], other: list[str]) -> dict:
-    """The named figures of one (non-empty) class set, measured against `other` (plain data)."""
+    """The named figures of one class set, measured against `other` (plain data). An empty set
+    (a build that ended with no classes) has count 0 and no other figure; against an empty
+    other set, the distances are None."""
+    if not wnids:
+        return {"count": 0, **dict.fromkeys(_SET_FIGURES[1:])}
     own, other_set = set(wnids), set(other)
     graph = hypernym_subgraph(index, own)
     community_modularity, community_count = modularity(graph)
@@ -159,9 +168,9 @@ def set_figures(index: NounIndex, wnids: list[str], other: list[str]) -> dict:
         "descendants_of_other": len(ancestors_in(index, own, other_set)),
         "ancestors_of_other": len(descendants_in(index, own, other_set)),
         "sharing_lemma_with_other": len(shared_lemmas(index, own, other_set)),
-        "distance_median": float(statistics.median(distances)),
-        "distance_mean": statistics.fmean(distances),
-        "distance_max": max(distances),
+        "distance_median": float(statistics.median(distances)) if distances else None,
+        "distance_mean": statistics.fmean(distances) if distances else None,
+        "distance_max": max(distances) if distances else None,
         "ancestor_pairs": sum(len(hits) for hits in in_set_ancestors.values()),
         "with_ancestor_in_set": len(in_set_ancestors),
         "antichain": not in_set_ancestors,
@@ -176,6 +185,17 @@ def set_figures(index: NounIndex, wnids: list[str], other: list[str]) -> dict:
         "siblings_histogram": _histogram(sibling_counts),
         "lexname_histogram": dict(sorted(Counter(index[w].lexname for w in wnids).items())),
     }
+
+
+# The keys `set_figures` returns, in order.
+_SET_FIGURES = (
+    "count nodes edges density modularity communities depth_min depth_median depth_max depth_mean "
+    "leaf_count leaf_share synset_overlap_count synset_overlap parent_count parent_overlap_count "
+    "parent_overlap descendants_of_other ancestors_of_other sharing_lemma_with_other distance_median "
+    "distance_mean distance_max ancestor_pairs with_ancestor_in_set antichain siblings_median "
+    "siblings_mean siblings_max siblings_in_set_median siblings_in_set_mean siblings_in_set_max "
+    "depth_histogram distance_histogram siblings_histogram lexname_histogram"
+).split()
 
 
 def _share(part: int, whole: int) -> float:

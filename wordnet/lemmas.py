@@ -5,7 +5,11 @@ ASCII fast path is derived from it and tested against it), so "go-kart", "Go Kar
 "go_kart" all become "go kart", and "jack-o'-lantern", "Jack-O-Lantern" and "jack o lantern"
 all become "jack o lantern":
 
-- Unicode NFKD, then combining marks are dropped: "café" -> "cafe", "ﬁsh" -> "fish".
+- Unicode NFKD, then combining marks are dropped: "café" -> "cafe", "ﬁsh" -> "fish",
+  "ｃａｔ" (full width) -> "cat".
+- Invisible format characters are deleted, not split on: zero-width spaces and joiners, soft
+  hyphens, BOMs, direction marks ("ca\u200bt" -> "cat", "cof\u00adfee" -> "coffee"). They sit
+  inside words where a reader sees none; as separators they would make one-letter words.
 - Lower-case.
 - Apostrophes (' ’ ‘ ʼ) are deleted, not split on, and so is a possessive "'s" ending a word:
   "o'clock" -> "oclock", "Women's" -> "women", "dogs'" -> "dogs", "rock 'n' roll" ->
@@ -49,7 +53,7 @@ _LEMMA_WORDS = re.compile(r"[^A-Za-z0-9']+")
 def normalize_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """Normalise a string array (vectorised); nulls stay null."""
     decomposed = pc.utf8_lower(pc.utf8_normalize(texts, form="NFKD"))
-    unmarked = pc.replace_substring_regex(decomposed, r"\p{M}+", "")
+    unmarked = pc.replace_substring_regex(decomposed, r"[\p{M}\p{Cf}]+", "")
     joined = pc.replace_substring_regex(unmarked, _APOSTROPHE_OR_POSSESSIVE, r"\1")
     return pc.utf8_trim(pc.replace_substring_regex(joined, _SEPARATORS, " "), " ")
 

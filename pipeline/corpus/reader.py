@@ -6,15 +6,22 @@ mapped columns are read from disk. Row checks are vectorised over whole batches,
 is either kept or dropped under exactly one counted reason, the first that applies in
 `DROP_REASONS` order:
 
+- `caption_not_utf8`: the caption's bytes are not UTF-8 (parquet does not check that a string
+  column holds UTF-8; such a value is unreadable text, and reading on would crash on it).
 - `caption_missing`: the caption is null.
 - `caption_empty`: the caption is empty or only whitespace.
 - `caption_not_text`: the caption has no letter or digit in any script (only punctuation,
-  symbols, control or format characters: "...", "★★★", "\\u200b"). Captions must be a string
-  column; parquet readers validate UTF-8, so undecodable bytes make the shard unreadable
-  (a `CorpusError`), never a silently mangled caption.
-- `url_missing`: the URL is null, empty or only whitespace.
-- `url_not_http`: the URL does not start with http:// or https:// and a host (ftp://, file://,
-  data:, relative paths).
+  symbols, control or format characters: "...", "★★★", "\\u200b").
+- `url_not_utf8`, `url_missing` (null, empty or only whitespace), `url_not_http` (not http://
+  or https:// and a host: ftp://, file://, data:, relative paths).
+- `text_not_utf8`: another text column read (nsfw, license, sample_id) is not UTF-8.
+- `punsafe_out_of_range`, `similarity_out_of_range`, `size_out_of_range`: a value that cannot
+  be what the column means: a punsafe probability outside [0, 1], a CLIP cosine similarity
+  outside [-1, 1], a width or height below 1 or from 2**31 on; infinity in any of them. A null
+  or NaN (pandas writes a missing float as NaN) is no value, never out of range: the checks that
+  read the column treat it as unrated or unknown.
+
+A shard with no rows reads as one empty batch, so it is counted (and listed) like any other.
 """
 
 from __future__ import annotations
@@ -36,12 +43,25 @@ from imagenot.pipeline.paths import name
 from imagenot.pipeline.paths import stem as path_stem
 
 DROP_REASONS = (
+    "caption_not_utf8",
     "caption_missing",
     "caption_empty",
     "caption_not_text",
+    "url_not_utf8",
     "url_missing",
     "url_not_http",
+    "text_not_utf8",
+    "punsafe_out_of_range",
+    "similarity_out_of_range",
+    "size_out_of_range",
 )
+# Canonical column -> the closed range its values must fall in (as read, before canonical types).
+VALUE_RANGES = {
+    "punsafe": ("punsafe_out_of_range", 0.0, 1.0),
+    "similarity": ("similarity_out_of_range", -1.0, 1.0),
+    "width": ("size_out_of_range", 1, 2**31 - 1),
+    "height": ("size_out_of_range", 1, 2**31 - 1),
+}
 REQUIRED = ("url", "caption")
 
 _HAS_WORD_CHARACTER = r"[\p{L}\p{N}]"
@@ -181,6 +201,8 @@ def read_shard(path: str, columns: Columns, batch_rows: int) -> Iterator[ShardBa
             try:
                 raw = next(batches)
             except StopIteration:
+                if position == 0:  # a shard with no rows: one empty batch, with the columns
+                    yield _checked_batch(_empty(parquet.schema_arrow, present), present, stem, 0)
                 return
             except Exception as err:  # a truncated or corrupt page surfaces only when read
                 raise CorpusError(
@@ -190,12 +212,59 @@ def read_shard(path: str, columns: Columns, batch_rows: int) -> Iterator[ShardBa
             position += raw.num_rows
 
 
+def _empty(schema: pa.Schema, present: dict[str, str]) -> pa.RecordBatch:
+    fields = [schema.field(column) for column in present.values()]
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in fields], schema=pa.schema(fields))
+
+
+def _undecodable(values: pa.Array) -> np.ndarray:
+    """Which values of a string array are not valid UTF-8 (whole-array check first: cheap)."""
+    try:
+        values.validate(full=True)
+        return np.zeros(len(values), bool)
+    except pa.ArrowInvalid:
+        pass
+    raw = values.view(pa.large_binary() if pa.types.is_large_string(values.type) else pa.binary())
+    bad = np.zeros(len(values), bool)
+    for i, value in enumerate(raw.to_pylist()):
+        if value is not None:
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                bad[i] = True
+    return bad
+
+
+def _decodable(values: pa.Array, bad: np.ndarray) -> pa.Array:
+    """`values` with its undecodable entries nulled, so that string kernels may read it."""
+    if not bad.any():
+        return values
+    binary = pa.large_binary() if pa.types.is_large_string(values.type) else pa.binary()
+    return pc.if_else(pa.array(bad), pa.scalar(None, binary), values.view(binary)).view(values.type)
+
+
+def _out_of_range(values: pa.Array, low: float, high: float) -> np.ndarray:
+    """Values outside [low, high], infinity included; null and NaN are no value."""
+    numbers = values.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+    return ~np.isnan(numbers) & ((numbers < low) | (numbers > high))
+
+
 def _checked_batch(
     raw: pa.RecordBatch, present: dict[str, str], stem: str, first: int
 ) -> ShardBatch:
-    caption = raw.column(present["caption"])
-    url = raw.column(present["url"])
-    problems = {
+    columns = {name: raw.column(column) for name, column in present.items()}
+    problems: dict[str, np.ndarray] = {}
+    other_text = np.zeros(raw.num_rows, bool)
+    for name, values in columns.items():
+        if COLUMN_TYPES[name].canonical == pa.string() and _is_string(values.type):
+            bad = _undecodable(values)
+            if name in REQUIRED:
+                problems[f"{name}_not_utf8"] = bad
+            else:
+                other_text |= bad
+            columns[name] = _decodable(values, bad)
+    caption, url = columns["caption"], columns["url"]
+    problems |= {
         "caption_missing": pc.is_null(caption),
         "caption_empty": pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(caption)), 0),
         "caption_not_text": pc.invert(pc.match_substring_regex(caption, _HAS_WORD_CHARACTER)),
@@ -203,19 +272,30 @@ def _checked_batch(
             pc.is_null(url), pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(url)), 0)
         ),
         "url_not_http": pc.invert(pc.match_substring_regex(url, _HTTP_URL)),
+        "text_not_utf8": other_text,
     }
+    for name, (reason, low, high) in VALUE_RANGES.items():
+        if name in columns and not pa.types.is_null(columns[name].type):
+            hit = _out_of_range(columns[name], low, high)
+            problems[reason] = problems[reason] | hit if reason in problems else hit
     keep = np.ones(raw.num_rows, dtype=bool)
     dropped = {}
     for reason in DROP_REASONS:  # a row counts once, under the first reason that applies
-        hit = keep & pc.fill_null(problems[reason], False).to_numpy(zero_copy_only=False)
+        problem = problems.get(reason)
+        if problem is None:
+            dropped[reason] = 0
+            continue
+        if not isinstance(problem, np.ndarray):
+            problem = pc.fill_null(problem, False).to_numpy(zero_copy_only=False)
+        hit = keep & problem
         dropped[reason] = int(hit.sum())
         keep &= ~hit
     positions = pa.array(np.flatnonzero(keep) + first).cast(pa.string())
     row_id = pc.binary_join_element_wise(f"{stem}:", positions, "")
     mask = pa.array(keep)
     arrays = {"row_id": row_id}
-    for name, column in present.items():
-        arrays[name] = _canonical(raw.column(column).filter(mask), COLUMN_TYPES[name].canonical)
+    for name, values in columns.items():
+        arrays[name] = _canonical(values.filter(mask), COLUMN_TYPES[name].canonical)
     return ShardBatch(pa.RecordBatch.from_pydict(arrays), raw.num_rows, dropped)
 
 

@@ -22,6 +22,7 @@ from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
 from imagenot.pipeline.report.page import render_page
 from imagenot.pipeline.report.plots import draw_all
+from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.sample import stage as sample_stage
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.select import stage as select_stage
@@ -92,9 +93,11 @@ def run_report(config: Config, run_dir: str) -> dict:
     "--config", "config_path",
     help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
 )
-def report_command(run_dir: str, config_path: str | None) -> None:
+@break_lock_option
+def report_command(run_dir: str, config_path: str | None, break_lock: bool) -> None:
     """Write the dataset card and the HTML report of a finished run into RUN/report/."""
     config_path = config_path or FileSystems.join(run_dir, RUN_CONFIG)
     config = load_config(config_path)
-    figures = run_and_record(STAGE, run_report, config, run_dir)
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
+        figures = run_and_record(STAGE, run_report, config, run_dir)
     click.echo(f"{STAGE}: {json.dumps(figures)} -> {FileSystems.join(run_dir, STAGE, PAGE_FILE)}")

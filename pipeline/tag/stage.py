@@ -23,8 +23,9 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.pipeline.atomic import write_json, write_text
 from imagenot.pipeline.config import Columns, Config, load_config
 from imagenot.pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
-from imagenot.pipeline.paths import stem
+from imagenot.pipeline.paths import name, stem
 from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.shards import ShardWorker, process_shards, read_json, resumable_shard, shard_files, write_batches
 from imagenot.pipeline.stage_dir import finish_stage, open_stage
@@ -61,8 +62,8 @@ def tag_batch(batch: pa.RecordBatch, matcher: LemmaMatcher) -> pa.RecordBatch:
 def tag_shard(shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher, stage_dir: str) -> dict:
     """Tag one shard into `stage_dir`, or return the tally of an earlier run that finished it.
 
-    The tally: shards, rows_read, dropped (reason -> rows), rows_tagged, rows_unmatched and
-    synset_captions (wnid -> tagged rows mentioning it).
+    The tally: shards, empty_shards (file name -> 1 for a shard with no rows), rows_read, dropped
+    (reason -> rows), rows_tagged, rows_unmatched and synset_captions (wnid -> tagged rows mentioning it).
     """
     files = shard_files(stage_dir, TAGGED_DIR, shard)
     return resumable_shard(files, lambda: _tag_into(files.data, shard, columns, batch_rows, matcher))
@@ -81,12 +82,13 @@ def _tag_into(path: str, shard: str, columns: Columns, batch_rows: int, matcher:
             synsets.update(count_synsets(tagged.column("wnids")))
             yield tagged
 
-    def no_rows() -> pa.Schema:
-        raise CorpusError(f"shard {shard}: has no rows")
+    def no_batch() -> pa.Schema:
+        raise RuntimeError(f"shard {shard}: read_shard yields a batch even for a shard with no rows")
 
-    write_batches(path, tagged_batches(), no_rows)
+    write_batches(path, tagged_batches(), no_batch)
     tally = {
         "shards": 1,
+        "empty_shards": {name(shard): 1} if counts["rows_read"] == 0 else {},
         "rows_read": counts["rows_read"],
         "dropped": dict(sorted(dropped.items())),
         "rows_tagged": counts["rows_tagged"],
@@ -154,12 +156,12 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
 @click.option("--input", "inputs", multiple=True, help="parquet paths, globs or URLs (repeatable); default: the config's corpus.paths")
 @click.option("--out", required=True, help="run directory: writes its tag/ folder and summary.json")
 @click.option("--config", "config_path", help="YAML run configuration")
-def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None) -> None:
+@break_lock_option
+def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None, break_lock: bool) -> None:
     """Find every WordNet noun synset each caption mentions."""
-    config = load_config(config_path)
-    if inputs:
-        config = config.model_copy(update={"corpus": config.corpus.model_copy(update={"paths": list(inputs)})})
-    figures = run_and_record(STAGE, run_tag, config, out)
+    config = load_config(config_path, list(inputs) or None)
+    with run_lock(out, config.runner.lock_stale_after_s, break_lock):
+        figures = run_and_record(STAGE, run_tag, config, out)
     click.echo(
         f"{figures['rows_read']} rows read, {sum(figures['dropped'].values())} dropped, "
         f"{figures['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {out}/{STAGE}"

@@ -1,6 +1,7 @@
 """Split a whole batch of captions into normalised word tokens.
 
-The result is what `wordnet.lemmas.normalize_text` followed by a split on spaces would give,
+The result is what `pipeline.tag.markup.strip_markup` (HTML entities decoded, web addresses
+out), then `wordnet.lemmas.normalize_text`, then a split on spaces would give,
 flattened over the batch. Rows that are pure ASCII (nearly all of a LAION-style corpus) skip
 its Unicode regexes: one `bytes.translate` over the batch's character buffer, with a table
 derived from `normalize_text` itself, lower-cases, deletes apostrophes and turns separators
@@ -17,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from imagenot.pipeline.tag.markup import strip_markup_batch
 from imagenot.wordnet.lemmas import normalize_text
 
 
@@ -55,7 +57,7 @@ def tokenize(captions: pa.Array | pa.ChunkedArray) -> Tokens:
     """Normalised tokens of every caption of the batch; null captions have none."""
     if isinstance(captions, pa.ChunkedArray):
         captions = captions.combine_chunks()
-    captions = pc.fill_null(captions.cast(pa.large_string()), "")
+    captions = strip_markup_batch(pc.fill_null(captions.cast(pa.large_string()), ""))
     non_ascii = pc.invert(pc.string_is_ascii(captions))
     if pc.any(non_ascii).as_py():
         normalised = normalize_text(captions.filter(non_ascii))

@@ -1,0 +1,180 @@
+"""One writer per run directory: `imagenot build` and every stage or audit command hold its lock.
+
+Two builds writing one run directory delete each other's stage folders and replace each other's
+results, so the second is refused at once, with a message naming the holder. The lock is
+`RUN/imagenot.lock`, a JSON record of host, pid, start time and command, created only if absent:
+
+- local: `os.open` with O_CREAT | O_EXCL, the one exclusive create a local filesystem offers
+  (Beam's FileSystems has none; this file is the one run path not written through it);
+- gs://: an object written with if_generation_match=0, which GCS creates only where no object
+  of that name exists, so the lock holds between machines (a Dataflow driver and a laptop).
+
+The holder removes it when done, even on an error. A writer killed outright (kill -9, a lost
+machine) leaves it behind: such a lock is stale when its pid is gone on this host, or it is older
+than `runner.lock_stale_after_s`; only an explicit `--break-lock` removes it, and never a live one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+import click
+
+from imagenot.errors import ImagenotError
+
+LOCK_FILE = "imagenot.lock"
+
+break_lock_option = click.option(
+    "--break-lock",
+    is_flag=True,
+    help="remove a stale lock (its process is gone, or it is older than runner.lock_stale_after_s) left by a killed writer",
+)
+
+
+class RunLockedError(ImagenotError):
+    """Another writer holds the run directory (or its lock cannot be taken)."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    host: str
+    pid: int
+    started: float  # unix time
+    command: str
+    token: str  # tells this holder's lock from a later one at the same path
+
+    def describe(self) -> str:
+        when = datetime.fromtimestamp(self.started, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"pid {self.pid} on {self.host}, since {when} ({self.command})"
+
+    def is_stale(self, stale_after_s: float) -> bool:
+        """Its process is gone (checked on this host only), or it is older than the limit."""
+        if time.time() - self.started > stale_after_s:
+            return True
+        return self.host == socket.gethostname() and not _alive(self.pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+class _LocalLock:
+    def __init__(self, run_dir: str):
+        self.run_dir, self.path = run_dir, os.path.join(run_dir, LOCK_FILE)
+
+    def create(self, data: bytes) -> bool:
+        try:
+            os.makedirs(self.run_dir, exist_ok=True)
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if not os.path.isdir(self.run_dir):
+                raise RunLockedError(f"{self.run_dir}: is a file, not a run directory; give a folder") from None
+            return False
+        except (NotADirectoryError, PermissionError) as err:
+            raise RunLockedError(f"{self.run_dir}: cannot be a run directory: {err}") from err
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return True
+
+    def read(self) -> bytes | None:
+        try:
+            with open(self.path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def remove(self, data: bytes) -> None:
+        """Remove the lock if it still holds `data` (a lock taken since is left alone)."""
+        if self.read() == data:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path)
+
+
+class _BucketLock:
+    def __init__(self, run_dir: str):
+        from google.cloud import storage  # only runs in buckets need it
+
+        bucket, _, prefix = run_dir.removeprefix("gs://").partition("/")
+        self.blob = storage.Client().bucket(bucket).blob(f"{prefix.rstrip('/')}/{LOCK_FILE}".lstrip("/"))
+
+    def create(self, data: bytes) -> bool:
+        from google.api_core.exceptions import PreconditionFailed
+
+        try:
+            self.blob.upload_from_string(data, content_type="application/json", if_generation_match=0)
+        except PreconditionFailed:
+            return False
+        return True
+
+    def read(self) -> bytes | None:
+        from google.api_core.exceptions import NotFound
+
+        try:
+            return self.blob.download_as_bytes()
+        except NotFound:
+            return None
+
+    def remove(self, data: bytes) -> None:
+        from google.api_core.exceptions import NotFound, PreconditionFailed
+
+        with contextlib.suppress(NotFound, PreconditionFailed):
+            self.blob.reload()
+            if self.blob.download_as_bytes(if_generation_match=self.blob.generation) == data:
+                self.blob.delete(if_generation_match=self.blob.generation)
+
+
+def _store(run_dir: str) -> _LocalLock | _BucketLock:
+    return _BucketLock(run_dir) if run_dir.startswith("gs://") else _LocalLock(run_dir)
+
+
+def _holder(data: bytes | None) -> Holder | None:
+    """The holder a lock file names; None for one that cannot be read (half written, foreign)."""
+    try:
+        return Holder(**json.loads(data))
+    except (TypeError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: str, stale_after_s: float, break_lock: bool = False) -> Iterator[None]:
+    """Hold the run directory's lock for the block; refuse at once if another writer holds it."""
+    store = _store(run_dir)
+    command = " ".join(["imagenot", *sys.argv[1:]])[:300]
+    mine = Holder(socket.gethostname(), os.getpid(), time.time(), command, uuid.uuid4().hex)
+    data = json.dumps(asdict(mine), sort_keys=True).encode("utf-8")
+    if not store.create(data):
+        held = store.read()
+        holder = _holder(held)
+        stale = holder is None or holder.is_stale(stale_after_s)
+        who = holder.describe() if holder else "an unreadable lock"
+        where = f"{run_dir}/{LOCK_FILE}"
+        if not stale:
+            raise RunLockedError(f"{run_dir}: another writer holds this run directory: {who}; wait for it to finish ({where})")
+        if not break_lock:
+            raise RunLockedError(
+                f"{run_dir}: a stale lock is left from {who}, which is gone or older than runner.lock_stale_after_s; "
+                f"if no build writes here, pass --break-lock ({where})"
+            )
+        if held is not None:
+            store.remove(held)
+        if not store.create(data):
+            raise RunLockedError(f"{run_dir}: another writer took the lock while the stale one was broken ({where})")
+    try:
+        yield
+    finally:
+        store.remove(data)
