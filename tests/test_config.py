@@ -86,3 +86,71 @@ def test_a_null_column_is_fine_when_its_row_nsfw_check_is_off(tmp_path):
     selection = load_config(path).selection
     assert selection.row_nsfw_columns() == {}
     assert Config().selection.row_nsfw_columns() == {"allowed_nsfw_tags": "nsfw"}
+
+
+def _config(tmp_path, text: str):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n"])
+def test_an_empty_config_is_refused_when_it_loads(tmp_path, text):
+    with pytest.raises(ConfigError, match=r"c.yaml: the config is empty; it needs at least corpus.paths or corpus.synth"):
+        load_config(_config(tmp_path, text))
+
+
+def test_a_config_without_a_corpus_is_refused_unless_the_command_gives_one(tmp_path):
+    path = _config(tmp_path, "ranking:\n  classes: 3\n")
+    with pytest.raises(ConfigError, match=r"corpus: no corpus given; set corpus.paths .* or corpus.synth"):
+        load_config(path)
+    assert load_config(path, ["shards/*.parquet"]).corpus.paths == ["shards/*.parquet"]
+
+
+def test_a_missing_reference_class_list_is_refused_when_the_config_loads(tmp_path):
+    path = _config(tmp_path, f"corpus:\n  paths: [c.parquet]\nselection:\n  reference: {tmp_path}/mine.txt\n")
+    with pytest.raises(ConfigError, match=r"selection.reference: '.*mine.txt' is neither imagenet1k nor imagenet21k nor an existing"):
+        load_config(path)
+    (tmp_path / "mine.txt").write_text("n02084071\n")
+    assert load_config(path).selection.reference.endswith("mine.txt")
+
+
+def test_a_repeated_key_is_refused_naming_it_and_both_lines(tmp_path):
+    path = _config(tmp_path, "corpus:\n  paths: [c.parquet]\nselection:\n  min_captions: 10\n  min_captions: 1000\n")
+    with pytest.raises(ConfigError, match=r"key 'min_captions' appears twice \(lines 4 and 5\)"):
+        load_config(path)
+
+
+def test_url_and_caption_in_one_column_is_refused(tmp_path):
+    path = _config(tmp_path, "corpus:\n  paths: [c.parquet]\n  columns:\n    url: TEXT\n")
+    with pytest.raises(ConfigError, match=r"corpus.columns.url and corpus.columns.caption both name column 'TEXT'"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("corpus:\n  paths: [c.parquet]\nselection:\n  min_caption: 5\n", "selection.min_caption: .*did you mean 'min_captions'"),
+        ("corpus:\n  paths: [c.parquet]\nsampeling:\n  seed: 1\n", "sampeling: .*did you mean 'sampling'"),
+        ("corpus:\n  paths: [c.parquet]\n  colums:\n    url: u\n", "corpus.colums: .*did you mean 'columns'"),
+        (
+            "corpus:\n  paths: [c.parquet]\nrunner:\n  kind: dataflow\n  dataflow: {project: p, region: r, "
+            "temp_location: gs://t, worker_image: i, max_worker: 3}\n",
+            "runner.dataflow.max_worker: .*did you mean 'max_workers'",
+        ),
+    ],
+)
+def test_a_mistyped_key_gets_a_suggestion(tmp_path, text, hint):
+    with pytest.raises(ConfigError, match=hint):
+        load_config(_config(tmp_path, text))
+
+
+def test_a_far_off_key_gets_no_suggestion(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_config(_config(tmp_path, "corpus:\n  paths: [c.parquet]\nzzzzzz: 1\n"))
+    assert "did you mean" not in str(err.value)
+
+
+def test_a_config_that_is_not_a_mapping_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"a config is a mapping of sections .* not a list"):
+        load_config(_config(tmp_path, "- corpus\n- tagging\n"))

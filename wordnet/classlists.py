@@ -36,11 +36,14 @@ def _decode(data: bytes, source: str) -> str:
     else:
         encoding, name = "utf-8-sig", "UTF-8"
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as err:
         raise ClassListError(
             f"{source}: not {name} text (byte {err.start}); save the class list as UTF-8"
         ) from err
+    if "\x00" in text:
+        raise ClassListError(f"{source}: holds NUL characters (UTF-16 without a BOM?); save the class list as UTF-8")
+    return text
 
 
 def builtin_reference(name: str, index: NounIndex) -> list[str]:
