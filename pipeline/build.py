@@ -121,4 +121,5 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
     run_dir = run_dir or FileSystems.join("runs", config_path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
         ran = build(config, run_dir, from_stage)
-    click.echo(f"{run_dir}: ran {', '.join(ran) or 'nothing (all stages up to date)'}")
+    no_classes = read_summary(run_dir).get(report_stage.STAGE, {}).get("no_classes")
+    click.echo(f"{run_dir}: ran {', '.join(ran) or 'nothing (all stages up to date)'}" + (f"; {no_classes}" if no_classes else ""))

@@ -10,6 +10,7 @@ from imagenot.pipeline.report import datasheet
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows
+from imagenot.pipeline.report.no_classes import describe
 
 LISTED = 10  # classes named per list in the card; the report and the run's files hold them all
 # (label, key of wordnet.stats_report's set figures) shown beside ImageNet-1k's
@@ -77,6 +78,8 @@ def _what(facts: RunFacts) -> list[str]:
             "and URLs are made up; it demonstrates and tests the pipeline and is not a dataset to train or evaluate on.",
             "",
         ]
+    if not k:
+        lines += [f"> **No classes.** This run ended with {describe(facts)}. See How it was built.", ""]
     images = f"{facts.images:,} images ({', '.join(f'{n:,} {s}' for s, n in facts.splits.items())})"
     lines += [
         "## What this dataset is",
@@ -128,6 +131,8 @@ def _scored(c: dict) -> str:
 
 def _classes(facts: RunFacts) -> list[str]:
     classes, structure, k = facts.classes, facts.structure, len(facts.classes)
+    if not k:
+        return ["## Classes", "", f"None: {describe(facts)}.", ""]
     scores = [c["score"] for c in classes]
     lexnames = sorted(structure["classes"]["lexname_histogram"].items(), key=lambda item: (-item[1], item[0]))
     best = sorted(classes, key=lambda c: c["rank"])[:LISTED]

@@ -20,6 +20,7 @@ from imagenot.pipeline.report.card import (
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows
+from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.plots import Plots
 
 STYLE = """
@@ -103,6 +104,8 @@ def _overview(facts: RunFacts) -> str:
         "URLs are made up. It demonstrates the pipeline and is not data to train or evaluate on.</p>"
         if facts.synthetic else ""
     )
+    if not facts.classes:
+        warning += f'<p class="warning"><b>No classes.</b> This run ended with {esc(describe(facts))}.</p>'
     short = sum(1 for row in facts.classes if row["shortfall"] > 0)
     tiles = [
         ("classes", len(facts.classes)),

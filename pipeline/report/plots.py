@@ -56,7 +56,7 @@ def funnel_plot(rows: list[FunnelRow]) -> bytes:
         for p, v in shown:
             ax.annotate(f"{v:,}", (v, p), xytext=(3, 0), textcoords="offset points", va="center", fontsize="small")
         ax.set_xscale("log")
-        ax.set_xlim(right=max(v for _, v in shown) * 8)
+        ax.set_xlim(right=max((v for _, v in shown), default=1) * 8)
         ax.set_title(title, fontsize="medium")
     axes[0].set_yticks(positions, [r.step for r in rows])
     return png(figure)
@@ -198,8 +198,22 @@ class Plots(NamedTuple):
     failures: bytes | None
 
 
+def _nothing_to_show(what: str) -> bytes:
+    """A small figure that says why a plot is empty (a run with no classes)."""
+    figure = _figure(11, 1.0)
+    ax = figure.subplots()
+    ax.text(0.5, 0.5, what, ha="center", va="center")
+    ax.set_axis_off()
+    return png(figure)
+
+
 def draw_all(facts: RunFacts) -> Plots:
     failures = facts.download["failures"] if facts.download else None
+    if not facts.classes:
+        empty = _nothing_to_show("no classes: nothing to plot")
+        scores = candidate_scores_plot(facts.candidates, facts.config.threshold) if facts.candidates else empty
+        return Plots(funnel_plot(funnel_rows(facts)), empty, scores, empty, empty, empty, empty, empty,
+                     failures_plot(failures) if failures else None)  # fmt: skip
     return Plots(
         funnel=funnel_plot(funnel_rows(facts)),
         similarity_summary=similarity_summary_plot(facts.similarities),

@@ -20,6 +20,7 @@ from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
+from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.page import render_page
 from imagenot.pipeline.report.plots import draw_all
 from imagenot.pipeline.run_lock import break_lock_option, run_lock
@@ -83,6 +84,8 @@ def run_report(config: Config, run_dir: str) -> dict:
     write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
     write_text(FileSystems.join(stage_dir, PAGE_FILE), render_page(facts, draw_all(facts)))
     figures = {"classes": len(facts.classes), "images": facts.images, "audits": sorted(facts.audits)}
+    if not facts.classes:
+        figures["no_classes"] = describe(facts)
     finish_stage(stage_dir, figures)
     return figures
 
