@@ -74,18 +74,21 @@ def _alive(pid: int) -> bool:
 
 
 class _LocalLock:
-    def __init__(self, run_dir: str):
-        self.run_dir, self.path = run_dir, os.path.join(run_dir, LOCK_FILE)
+    def __init__(self, run_dir: str, create_dir: bool):
+        self.run_dir, self.path, self.create_dir = run_dir, os.path.join(run_dir, LOCK_FILE), create_dir
 
     def create(self, data: bytes) -> bool:
+        if os.path.exists(self.run_dir) and not os.path.isdir(self.run_dir):
+            raise RunLockedError(f"{self.run_dir}: is a file, not a run directory; give a folder")
         try:
-            os.makedirs(self.run_dir, exist_ok=True)
+            if self.create_dir:
+                os.makedirs(self.run_dir, exist_ok=True)
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            if not os.path.isdir(self.run_dir):
-                raise RunLockedError(f"{self.run_dir}: is a file, not a run directory; give a folder") from None
             return False
-        except (NotADirectoryError, PermissionError) as err:
+        except FileNotFoundError as err:
+            raise RunLockedError(f"{self.run_dir}: no such run directory") from err
+        except OSError as err:  # a parent that is a file, no permission, a read-only disk
             raise RunLockedError(f"{self.run_dir}: cannot be a run directory: {err}") from err
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -138,8 +141,8 @@ class _BucketLock:
                 self.blob.delete(if_generation_match=self.blob.generation)
 
 
-def _store(run_dir: str) -> _LocalLock | _BucketLock:
-    return _BucketLock(run_dir) if run_dir.startswith("gs://") else _LocalLock(run_dir)
+def _store(run_dir: str, create_dir: bool) -> _LocalLock | _BucketLock:
+    return _BucketLock(run_dir) if run_dir.startswith("gs://") else _LocalLock(run_dir, create_dir)
 
 
 def _holder(data: bytes | None) -> Holder | None:
@@ -151,9 +154,10 @@ def _holder(data: bytes | None) -> Holder | None:
 
 
 @contextlib.contextmanager
-def run_lock(run_dir: str, stale_after_s: float, break_lock: bool = False) -> Iterator[None]:
-    """Hold the run directory's lock for the block; refuse at once if another writer holds it."""
-    store = _store(run_dir)
+def run_lock(run_dir: str, stale_after_s: float, break_lock: bool = False, create_dir: bool = True) -> Iterator[None]:
+    """Hold the run directory's lock for the block; refuse at once if another writer holds it.
+    `create_dir`: make a missing run directory (build, tag), else a missing one is an error."""
+    store = _store(run_dir, create_dir)
     command = " ".join(["imagenot", *sys.argv[1:]])[:300]
     mine = Holder(socket.gethostname(), os.getpid(), time.time(), command, uuid.uuid4().hex)
     data = json.dumps(asdict(mine), sort_keys=True).encode("utf-8")

@@ -40,7 +40,7 @@ def stage_command(
         if config_path is None and FileSystems.exists(run_config):
             config_path = run_config  # the run's own settings, so finished stages stay current
         config = load_config(config_path)
-        with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
+        with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
             if not is_done(run_dir, upstream):
                 raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
             figures = run_and_record(stage, functools.partial(run, **values), config, run_dir)

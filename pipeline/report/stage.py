@@ -101,6 +101,6 @@ def report_command(run_dir: str, config_path: str | None, break_lock: bool) -> N
     """Write the dataset card and the HTML report of a finished run into RUN/report/."""
     config_path = config_path or FileSystems.join(run_dir, RUN_CONFIG)
     config = load_config(config_path)
-    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         figures = run_and_record(STAGE, run_report, config, run_dir)
     click.echo(f"{STAGE}: {json.dumps(figures)} -> {FileSystems.join(run_dir, STAGE, PAGE_FILE)}")
