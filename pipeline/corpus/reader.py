@@ -245,7 +245,7 @@ def _decodable(values: pa.Array, bad: np.ndarray) -> pa.Array:
 
 def _out_of_range(values: pa.Array, low: float, high: float) -> np.ndarray:
     """Values outside [low, high], infinity included; null and NaN are no value."""
-    numbers = values.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+    numbers = values.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # nulls become NaN
     return ~np.isnan(numbers) & ((numbers < low) | (numbers > high))
 
 
