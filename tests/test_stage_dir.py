@@ -41,3 +41,31 @@ def test_a_changed_setting_clears_the_folder(tmp_path):
     open_stage(run, "a", {"x": 2})
     assert not (tmp_path / "a" / "work.bin").exists()
     assert not is_current(run, "a", {"x": 1}, None)
+
+
+KILLED_MID_WRITE = """
+import sys, time
+from imagenot.pipeline.atomic import atomic_output
+from imagenot.pipeline.stage_dir import open_stage
+stage_dir = open_stage(sys.argv[1], "a", {"x": 1})
+with atomic_output(stage_dir + "/tagged/part-0.parquet") as stream:
+    stream.write(b"half")
+    stream.flush()
+    print("writing", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_files_half_written_by_a_killed_run_are_removed_when_the_stage_resumes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    (tmp_path / "a" / "tagged" / "part-1.parquet").write_bytes(b"finished work")
+    assert len(list((tmp_path / "a" / "tagged").glob(".part-0.parquet.*.partial"))) == 1
+    open_stage(str(tmp_path), "a", {"x": 1})
+    assert sorted(p.name for p in (tmp_path / "a" / "tagged").iterdir()) == ["part-1.parquet"]
