@@ -164,7 +164,7 @@ def test_reader_drops_exactly_the_rows_built_to_be_bad(corpus):
             dropped.update(part.dropped)
             kept += part.batch.column("row_id").to_pylist()
     expected = Counter(t["bad_reason"] for t in truth if t["bad_reason"])
-    assert expected.keys() == set(BAD_SHARES) == set(DROP_REASONS)
+    assert expected.keys() == set(BAD_SHARES) <= set(DROP_REASONS)  # undecodable or out-of-range values: tests/test_corpus_reader.py
     assert dropped == expected
     assert kept == [t["row_id"] for t in truth if t["bad_reason"] is None]
 

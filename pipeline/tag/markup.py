@@ -6,8 +6,8 @@ LAION's captions are alt texts and page titles as scraped: "Tom &amp; Jerry", "C
 "amp", "quot", "eacute" and a URL's words ("cat", "beds", "recipes") as caption words. Before
 tokenising, entities are decoded (as a browser shows them) and web addresses become a space.
 
-Only captions that can hold either (an "&", "://", "www." or ".tld/") go through Python; the
-rest (nearly all) pass as they are.
+Only captions that can hold either ("&" and a letter or "#", "://", "www." or ".tld/") go
+through Python; the rest (nearly all) pass as they are.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# A superset of the captions `strip_markup` changes: every entity has "&", every address below
-# one of the other three.
-_MAY_HOLD_MARKUP = r"&|://|[Ww][Ww][Ww]\.|\.[A-Za-z]{2,}/"
+# A superset of the captions `strip_markup` changes: html.unescape changes only an "&" followed by
+# "#" or a letter ("salt & pepper" passes), and every address below holds one of the other three.
+_MAY_HOLD_MARKUP = r"&[#A-Za-z]|://|[Ww][Ww][Ww]\.|\.[A-Za-z]{2,}/"
 _WEB_ADDRESS = re.compile(
     r"[A-Za-z][A-Za-z0-9+.-]*://\S*"  # scheme://...
     r"|[Ww][Ww][Ww]\.\S*"  # www.example.com...
