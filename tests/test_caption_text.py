@@ -5,7 +5,7 @@ import pytest
 
 from imagenot.pipeline.tag import LemmaMatcher
 from imagenot.pipeline.tag.markup import strip_markup, strip_markup_batch
-from imagenot.pipeline.tag.reference import ReferenceMatcher
+from reference_matcher import ReferenceMatcher
 from imagenot.wordnet.lemmas import normalize, surface_forms
 
 
