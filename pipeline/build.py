@@ -117,7 +117,7 @@ def totals(summary: dict) -> dict:
 @break_lock_option
 def build_command(config_path: str, run_dir: str | None, from_stage: str | None, break_lock: bool) -> None:
     """Build a dataset from a config: every stage in order, skipping what is done."""
-    config = load_config(config_path)
+    config = load_config(config_path, needs_corpus=True)
     run_dir = run_dir or FileSystems.join("runs", config_path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
         ran = build(config, run_dir, from_stage)

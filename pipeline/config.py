@@ -443,13 +443,15 @@ class ConfigError(ImagenotError, ValueError):
     """A config file is unreadable or invalid; the message names the file and each bad key."""
 
 
-def load_config(path: str | os.PathLike | None, corpus_paths: list[str] | None = None) -> Config:
+def load_config(
+    path: str | os.PathLike | None, corpus_paths: list[str] | None = None, needs_corpus: bool = False
+) -> Config:
     """The validated config from a YAML file (any FileSystems path), or the defaults when `path`
     is None; `corpus_paths` replaces corpus.paths (`imagenot tag --input`).
 
-    Checked here, before any work: the document is a mapping with no key twice, every key is
-    known (a near miss is suggested), a config file or `corpus_paths` gives a corpus, and a
-    class-list file named by selection.reference exists."""
+    Checked here, before any work: the document is a non-empty mapping with no key twice, every
+    key is known (a near miss is suggested), a class-list file named by selection.reference
+    exists, and, for a command that reads the corpus (`needs_corpus`), a corpus is given."""
     source = "(defaults)" if path is None else os.fspath(path)
     raw = {} if path is None else _read_mapping(source)
     if corpus_paths:
@@ -465,7 +467,7 @@ def load_config(path: str | os.PathLike | None, corpus_paths: list[str] | None =
             for e in err.errors()
         )
         raise ConfigError(f"{source}: invalid config:\n{problems}") from err
-    if (path is not None or corpus_paths) and not config.corpus.paths and config.corpus.synth is None:
+    if needs_corpus and not config.corpus.paths and config.corpus.synth is None:
         raise ConfigError(f"{source}: corpus: no corpus given; set corpus.paths (parquet paths or globs) or corpus.synth")
     _check_reference(source, config.selection.reference)
     return config

@@ -103,8 +103,9 @@ def test_an_empty_config_is_refused_when_it_loads(tmp_path, text):
 def test_a_config_without_a_corpus_is_refused_unless_the_command_gives_one(tmp_path):
     path = _config(tmp_path, "ranking:\n  classes: 3\n")
     with pytest.raises(ConfigError, match=r"corpus: no corpus given; set corpus.paths .* or corpus.synth"):
-        load_config(path)
-    assert load_config(path, ["shards/*.parquet"]).corpus.paths == ["shards/*.parquet"]
+        load_config(path, needs_corpus=True)
+    assert load_config(path, ["shards/*.parquet"], needs_corpus=True).corpus.paths == ["shards/*.parquet"]
+    assert load_config(path).ranking.classes == 3  # a stage command on a run reads no corpus
 
 
 def test_a_missing_reference_class_list_is_refused_when_the_config_loads(tmp_path):

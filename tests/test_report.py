@@ -196,7 +196,7 @@ def test_a_config_the_run_was_not_built_with_is_refused(run):
 
 
 def test_the_command_needs_a_finished_run(tmp_path):
-    (tmp_path / "config.yaml").write_text("corpus:\n  paths: [c.parquet]\nranking:\n  classes: 3\n")
+    (tmp_path / "config.yaml").write_text("ranking:\n  classes: 3\n")
     result = invoke(report_command, ["--run", str(tmp_path)])
     assert result.exit_code != 0
     assert "no finished sample/ stage" in result.output

@@ -159,7 +159,7 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
 @break_lock_option
 def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None, break_lock: bool) -> None:
     """Find every WordNet noun synset each caption mentions."""
-    config = load_config(config_path, list(inputs) or None)
+    config = load_config(config_path, list(inputs) or None, needs_corpus=True)
     with run_lock(out, config.runner.lock_stale_after_s, break_lock):
         figures = run_and_record(STAGE, run_tag, config, out)
     click.echo(
