@@ -20,7 +20,6 @@ from typing import IO
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-
 PARTIAL_SUFFIX = ".partial"  # a staging file: `.<final name>.<random>.partial`
 
 

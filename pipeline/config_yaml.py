@@ -28,9 +28,8 @@ class _StrictLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             if isinstance(key, typing.Hashable) and key in seen:
-                raise DuplicateKeyError(
-                    None, None, f"key {key!r} appears twice (lines {seen[key]} and {line}); keep one", key_node.start_mark
-                )
+                problem = f"key {key!r} appears twice (lines {seen[key]} and {line}); keep one"
+                raise DuplicateKeyError(None, None, problem, key_node.start_mark)
             if isinstance(key, typing.Hashable):
                 seen[key] = line
         return super().construct_mapping(node, deep)

@@ -36,7 +36,8 @@ LOCK_FILE = "imagenot.lock"
 break_lock_option = click.option(
     "--break-lock",
     is_flag=True,
-    help="remove a stale lock (its process is gone, or it is older than runner.lock_stale_after_s) left by a killed writer",
+    help="remove a stale lock left by a killed writer (its process is gone, or it is older than "
+    "runner.lock_stale_after_s)",
 )
 
 
@@ -168,7 +169,9 @@ def run_lock(run_dir: str, stale_after_s: float, break_lock: bool = False, creat
         who = holder.describe() if holder else "an unreadable lock"
         where = f"{run_dir}/{LOCK_FILE}"
         if not stale:
-            raise RunLockedError(f"{run_dir}: another writer holds this run directory: {who}; wait for it to finish ({where})")
+            raise RunLockedError(
+                f"{run_dir}: another writer holds this run directory: {who}; wait for it to finish ({where})"
+            )
         if not break_lock:
             raise RunLockedError(
                 f"{run_dir}: a stale lock is left from {who}, which is gone or older than runner.lock_stale_after_s; "

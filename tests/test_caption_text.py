@@ -2,10 +2,10 @@
 
 import pyarrow as pa
 import pytest
+from reference_matcher import ReferenceMatcher
 
 from imagenot.pipeline.tag import LemmaMatcher
 from imagenot.pipeline.tag.markup import strip_markup, strip_markup_batch
-from reference_matcher import ReferenceMatcher
 from imagenot.wordnet.lemmas import normalize, surface_forms
 
 

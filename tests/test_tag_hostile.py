@@ -4,9 +4,9 @@ and every row read is tagged, unmatched or dropped under a named reason."""
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_runner import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from cli_runner import invoke
 
 from imagenot.pipeline.config import Columns, Config
 from imagenot.pipeline.corpus.reader import DROP_REASONS, read_shard

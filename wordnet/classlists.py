@@ -1,7 +1,8 @@
 """Class lists: text files of wnids, and the ImageNet reference sets shipped with the package.
 
-Format: UTF-8 (a BOM is skipped) or UTF-16 with a BOM; one wnid per line (`n` + 8-digit WordNet 3.0 offset); anything after the first
-whitespace is ignored, `#` starts a comment, blank lines are skipped.
+Format: UTF-8 (a BOM is skipped) or UTF-16 with a BOM; one wnid per line (`n` + 8-digit
+WordNet 3.0 offset); anything after the first whitespace is ignored, `#` starts a comment,
+blank lines are skipped.
 """
 
 from __future__ import annotations

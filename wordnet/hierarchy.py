@@ -136,7 +136,8 @@ def set_figures(index: NounIndex, wnids: list[str], other: list[str]) -> dict:
     (a build that ended with no classes) has count 0 and no other figure; against an empty
     other set, the distances are None."""
     if not wnids:
-        return {**dict.fromkeys(_SET_FIGURES), "count": 0, **{key: {} for key in _SET_FIGURES if key.endswith("_histogram")}}
+        histograms = {key: {} for key in _SET_FIGURES if key.endswith("_histogram")}
+        return {**dict.fromkeys(_SET_FIGURES), "count": 0, **histograms}
     own, other_set = set(wnids), set(other)
     graph = hypernym_subgraph(index, own)
     community_modularity, community_count = modularity(graph)

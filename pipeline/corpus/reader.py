@@ -252,17 +252,17 @@ def _out_of_range(values: pa.Array, low: float, high: float) -> np.ndarray:
 def _checked_batch(
     raw: pa.RecordBatch, present: dict[str, str], stem: str, first: int
 ) -> ShardBatch:
-    columns = {name: raw.column(column) for name, column in present.items()}
+    columns = {field: raw.column(column) for field, column in present.items()}
     problems: dict[str, np.ndarray] = {}
     other_text = np.zeros(raw.num_rows, bool)
-    for name, values in columns.items():
-        if COLUMN_TYPES[name].canonical == pa.string() and _is_string(values.type):
+    for field, values in columns.items():
+        if COLUMN_TYPES[field].canonical == pa.string() and _is_string(values.type):
             bad = _undecodable(values)
-            if name in REQUIRED:
-                problems[f"{name}_not_utf8"] = bad
+            if field in REQUIRED:
+                problems[f"{field}_not_utf8"] = bad
             else:
                 other_text |= bad
-            columns[name] = _decodable(values, bad)
+            columns[field] = _decodable(values, bad)
     caption, url = columns["caption"], columns["url"]
     problems |= {
         "caption_missing": pc.is_null(caption),
@@ -274,9 +274,9 @@ def _checked_batch(
         "url_not_http": pc.invert(pc.match_substring_regex(url, _HTTP_URL)),
         "text_not_utf8": other_text,
     }
-    for name, (reason, low, high) in VALUE_RANGES.items():
-        if name in columns and not pa.types.is_null(columns[name].type):
-            hit = _out_of_range(columns[name], low, high)
+    for field, (reason, low, high) in VALUE_RANGES.items():
+        if field in columns and not pa.types.is_null(columns[field].type):
+            hit = _out_of_range(columns[field], low, high)
             problems[reason] = problems[reason] | hit if reason in problems else hit
     keep = np.ones(raw.num_rows, dtype=bool)
     dropped = {}
@@ -294,8 +294,8 @@ def _checked_batch(
     row_id = pc.binary_join_element_wise(f"{stem}:", positions, "")
     mask = pa.array(keep)
     arrays = {"row_id": row_id}
-    for name, values in columns.items():
-        arrays[name] = _canonical(values.filter(mask), COLUMN_TYPES[name].canonical)
+    for field, values in columns.items():
+        arrays[field] = _canonical(values.filter(mask), COLUMN_TYPES[field].canonical)
     return ShardBatch(pa.RecordBatch.from_pydict(arrays), raw.num_rows, dropped)
 
 
