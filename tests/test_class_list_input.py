@@ -1,4 +1,4 @@
-"""Class lists as people save them, and as an attacker writes them: a parse or a clear error."""
+"""Class lists and blocklists as people save them, and as an attacker writes them: a parse or a clear error."""
 
 import codecs
 
@@ -68,3 +68,28 @@ def test_fuzz_any_bytes_parse_or_give_a_class_list_error(index, data):
         assert str(err).startswith("fuzz.txt")
     else:
         assert len(wnids) == len(set(wnids)) and all(w in index for w in wnids)
+
+
+_BLOCKLIST_LINES = st.one_of(
+    st.sampled_from(["url http://a.example/x.jpg", "domain Example.COM.", "sha256 " + "ab" * 32, "md5 " + "0" * 32,
+                     "# note", "", "URL HTTP://A/", "domain", "sha256 xyz", "url a b", "\ufeffdomain a"]),
+    st.text(max_size=40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(st.binary(max_size=200), st.lists(_BLOCKLIST_LINES, max_size=8).map(lambda ls: "\n".join(ls).encode("utf-8"))),
+    st.lists(st.one_of(st.none(), st.text(max_size=40), st.sampled_from(["http://a.example/x.jpg", "http://[::1", "http://x:99999/"]))),
+)
+def test_fuzz_any_blocklist_bytes_parse_or_give_a_blocklist_error(data, urls):
+    from imagenot.pipeline.download.blocklists import Blocklist, BlocklistError
+
+    blocklist = Blocklist()
+    try:
+        blocklist.add("fuzz.txt", data)
+    except BlocklistError as err:
+        assert str(err).startswith("fuzz.txt")
+        return
+    for url in urls:  # a parsed list judges any row URL without raising
+        assert blocklist.row_reason(url) in (None, "blocklist_url", "blocklist_domain")
