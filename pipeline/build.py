@@ -20,6 +20,7 @@ from imagenot.pipeline.config import RUN_CONFIG, Config, load_config
 from imagenot.pipeline.corpus import stage as corpus_stage
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.export import stage as export_stage
 from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.report import stage as report_stage
@@ -60,6 +61,13 @@ STAGES = (
         drops.revision,
     ),
     Stage(report_stage.STAGE, report_stage.upstream, report_stage.settings, report_stage.run_report),
+    Stage(
+        export_stage.STAGE,
+        export_stage.UPSTREAM,
+        export_stage.settings,
+        export_stage.run_export,
+        lambda c: c.download.enabled,
+    ),
 )
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
 

@@ -18,6 +18,7 @@ from imagenot.pipeline.build import build_command
 from imagenot.pipeline.corpus.synth import synth_command
 from imagenot.pipeline.download.blocklist_apply import blocklist_command
 from imagenot.pipeline.download.stage import download_command
+from imagenot.pipeline.export.stage import export_command
 from imagenot.pipeline.plan import plan_command
 from imagenot.pipeline.rank.stage import rank_command
 from imagenot.pipeline.report.stage import report_command
@@ -76,7 +77,7 @@ def audit() -> None:
 
 
 main.add_command(prepare_models_command)
-for command in (build_command, stats, synth_command, tag_command, select_command, score_command, rank_command, sample_command, download_command, report_command, why):
+for command in (build_command, stats, synth_command, tag_command, select_command, score_command, rank_command, sample_command, download_command, report_command, export_command, why):
     main.add_command(command)
 main.add_command(compare_rankings_command)
 main.add_command(plan_command)

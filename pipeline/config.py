@@ -363,6 +363,22 @@ class ImageAudit(Section):
         return self.clip_weights is None and not self.clip_model.startswith("local-dir:")
 
 
+class Export(Section):
+    """The export stage's `RUN/dataset/`: the final images as webdataset tars with parquet metadata."""
+
+    formats: list[Literal["webdataset", "imagefolder"]] = Field(
+        ["webdataset"],
+        description="webdataset: train-/test-NNNNN.tar (always written); imagefolder: also train/<wnid>/<key>.<ext>",
+    )
+    samples_per_shard: int = Field(5_000, ge=1, le=1_000_000, description="samples per train-/test-NNNNN.tar")
+
+    @model_validator(mode="after")
+    def _webdataset_always(self) -> Export:
+        if "webdataset" not in self.formats:
+            raise ValueError("export.formats must include 'webdataset': the Hugging Face loader reads the tars")
+        return self
+
+
 class Runner(Section):
     kind: Literal["local", "dataflow", "portable"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
@@ -397,6 +413,7 @@ class Config(Section):
     sampling: Sampling = Sampling()
     download: Download = Download()
     image_audit: ImageAudit = ImageAudit()
+    export: Export = Export()
     runner: Runner = Runner()
     datasheet: Datasheet = Datasheet()
 

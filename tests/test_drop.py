@@ -212,3 +212,14 @@ def test_rows_to_drop_keeps_the_first_of_each_linked_group():
     assert rows_to_drop(pairs, images, ["within_class"]).to_pylist() == [
         {"row_id": "d", "reason": "duplicate_within_class", "duplicate_of": "c"}
     ]
+
+
+def test_the_export_after_the_drop_holds_exactly_the_remaining_images(dropped_duplicates):
+    from test_export import _samples
+
+    from imagenot.pipeline.export.samples import sample_key
+
+    run_dir = dropped_duplicates["run_dir"]
+    keys = set(_samples(run_dir / "dataset", "train")) | set(_samples(run_dir / "dataset", "test"))
+    assert keys == {sample_key(r) for r in _dataset_rows(run_dir)}
+    assert not keys & {sample_key(r) for r in read_drops(str(run_dir / "download")).column("row_id").to_pylist()}

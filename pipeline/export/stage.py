@@ -1,0 +1,184 @@
+"""The export stage: the final dataset in `RUN/dataset/`, the one folder a user trains on.
+
+Reads the download stage's final images (`download/dataset/*.parquet`: which tar of which fetch
+round holds each, under which key) and copies exactly those samples, so an image an audit dropped
+never reaches the export, into new webdataset shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys
+unique (the row id), samples in key order, `export.samples_per_shard` each. Beside them:
+`train.parquet`/`test.parquet` (the same rows' metadata), `classes.txt` (ImageNet's
+LOC_synset_mapping.txt format) and a README.md that `datasets.load_dataset` reads (see
+`pipeline.export.usage`); with `export.formats` holding `imagefolder`, also `SPLIT/WNID/KEY.EXT`.
+
+Shards are written by Beam workers, each reading only the source tars its samples lie in; each
+also writes its metadata rows to `export/shards/`, which the driver joins into the parquet files.
+The stage's bookkeeping stays in `RUN/export/`; `RUN/dataset/` is cleared and written afresh
+whenever the stage runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.atomic import atomic_output, write_bytes, write_text
+from imagenot.pipeline.config import Config, Export
+from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
+from imagenot.pipeline.export.tars import read_samples, write_tar
+from imagenot.pipeline.export.usage import hf_readme
+from imagenot.pipeline.runner import make_pipeline
+from imagenot.pipeline.shards import read_json, read_table, stage_shards
+from imagenot.pipeline.stage_command import stage_command
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.wordnet.index import load_index
+
+STAGE = "export"
+UPSTREAM = "download"
+DATASET_FOLDER = "dataset"  # RUN/dataset/
+SHARDS_DIR = "shards"  # RUN/export/shards/: each shard's metadata rows
+SPLITS = ("train", "test")
+_SOURCE_COLUMNS = ("row_id", "class_index", "wnid", "split", "url", "caption", "gloss_similarity", "tar", "key",
+                   "width", "height", "original_width", "original_height")  # fmt: skip
+
+
+class ExportError(ImagenotError, RuntimeError):
+    """A sample the download stage lists is missing from its tar."""
+
+
+def settings(config: Config) -> dict:
+    return {**config.export.model_dump(mode="json"), "image_format": config.download.encode_format}
+
+
+def dataset_dir(run_dir: str) -> str:
+    return FileSystems.join(run_dir, DATASET_FOLDER)
+
+
+def _rows(run_dir: str, names: list[str]) -> list[dict]:
+    """The download stage's final images as export metadata rows (without sha256 and shard yet)."""
+    tables = [read_table(path, list(_SOURCE_COLUMNS)) for path in stage_shards(FileSystems.join(run_dir, UPSTREAM), "dataset")]
+    rows = []
+    for row in pa.concat_tables(tables).to_pylist():
+        source_key = row.pop("key")
+        rows.append({**row, "key": sample_key(row["row_id"]), "class_name": names[row["class_index"]],
+                     "source": (row.pop("tar"), source_key)})  # fmt: skip
+    return rows
+
+
+def _shard_specs(rows: list[dict], per_shard: int) -> list[tuple[str, list[dict]]]:
+    """(shard name, its rows in key order), per split."""
+    specs = []
+    for split in SPLITS:
+        chosen = sorted((r for r in rows if r["split"] == split), key=lambda r: r["key"])
+        for n, start in enumerate(range(0, len(chosen), per_shard)):
+            specs.append((f"{split}-{n:05d}", chosen[start : start + per_shard]))
+    return specs
+
+
+class _WriteShard(beam.DoFn):
+    """Copies one output shard's samples out of the download stage's tars."""
+
+    def __init__(self, run_dir: str, extension: str, export: Export):
+        self._run_dir, self._extension, self._export = run_dir, extension, export
+
+    def process(self, spec: tuple[str, list[dict]]):
+        name, rows = spec
+        by_tar = defaultdict(set)
+        for row in rows:
+            by_tar[row["source"][0]].add(row["source"][1])
+        found = {}
+        for tar, keys in sorted(by_tar.items()):
+            for key, members in read_samples(FileSystems.join(self._run_dir, tar), keys, {self._extension, "json"}).items():
+                found[(tar, key)] = members
+        missing = [r["row_id"] for r in rows if self._extension not in found.get(r["source"], {})]
+        if missing:
+            raise ExportError(f"{self._run_dir}/{UPSTREAM}: no image in its tar for row(s) {missing[:5]}; rerun `imagenot download`")
+        out = dataset_dir(self._run_dir)
+        samples, metadata = [], []
+        for row in rows:
+            members = found[row["source"]]
+            meta = {**{k: v for k, v in row.items() if k != "source"}, "shard": f"{name}.tar",
+                    "sha256": _source_json(members).get("sha256")}  # fmt: skip
+            samples.append((row["key"], sample_members(meta, members[self._extension], self._extension)))
+            metadata.append(meta)
+            if "imagefolder" in self._export.formats:
+                path = FileSystems.join(out, row["split"], row["wnid"], f"{row['key']}.{self._extension}")
+                write_bytes(path, members[self._extension])
+        write_tar(FileSystems.join(out, f"{name}.tar"), samples)
+        with atomic_output(FileSystems.join(self._run_dir, STAGE, SHARDS_DIR, f"{name}.parquet")) as f:
+            pq.write_table(pa.Table.from_pylist(metadata).select(list(METADATA_COLUMNS)), f)
+        yield name
+
+
+def _source_json(members: dict[str, bytes]) -> dict:
+    """img2dataset's .json of a sample (it holds the sha256 of the bytes as downloaded)."""
+    return json.loads(members["json"]) if "json" in members else {}
+
+
+def _tar_bytes(folder: str) -> int:
+    return sum(m.size_in_bytes for m in FileSystems.match([FileSystems.join(folder, "*.tar")])[0].metadata_list)
+
+
+def export_dataset(run_dir: str, config: Config) -> dict:
+    """Write `RUN/dataset/`; the stage's figures."""
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
+    out = dataset_dir(run_dir)
+    for folder in (out, FileSystems.join(stage_dir, SHARDS_DIR)):
+        if FileSystems.exists(folder):
+            FileSystems.delete([folder])
+    classes = read_json(FileSystems.join(run_dir, "rank", "classes.json"))
+    wnids = [c["wnid"] for c in sorted(classes, key=lambda c: c["index"])]
+    names = class_names(wnids, load_index())
+    extension = config.download.encode_format
+    specs = _shard_specs(_rows(run_dir, names), config.export.samples_per_shard)
+    if specs:
+        with make_pipeline(config.runner) as pipeline:
+            _ = (
+                pipeline
+                | "Shards" >> beam.Create(specs)
+                | "Spread" >> beam.Reshuffle()
+                | "Write" >> beam.ParDo(_WriteShard(run_dir, extension, config.export))
+            )
+    counts: dict[str, Counter] = {split: Counter() for split in SPLITS}
+    splits = []
+    for split in SPLITS:
+        parts = stage_shards(stage_dir, SHARDS_DIR)
+        tables = [read_table(p) for p in parts if FileSystems.split(p)[1].startswith(f"{split}-")]
+        if not tables:
+            continue
+        splits.append(split)
+        table = pa.concat_tables(tables)
+        counts[split].update(table.column("class_index").to_pylist())
+        with atomic_output(FileSystems.join(out, f"{split}.parquet")) as f:
+            pq.write_table(table, f)
+    write_text(FileSystems.join(out, "classes.txt"), synset_mapping(wnids, names))
+    title = f"imagenot dataset: {len(wnids):,} classes from {run_dir.rstrip('/').rsplit('/', 1)[-1]}"
+    write_text(FileSystems.join(out, "README.md"), hf_readme(names, splits, extension, title))
+    figures = {
+        "classes": len(wnids),
+        "images": sum(sum(c.values()) for c in counts.values()),
+        **{split: sum(counts[split].values()) for split in SPLITS},
+        "shards": {split: sum(name.startswith(f"{split}-") for name, _ in specs) for split in SPLITS},
+        "tar_bytes": _tar_bytes(out),
+        "formats": list(config.export.formats),
+        "path": out,
+    }
+    finish_stage(stage_dir, figures)
+    return figures
+
+
+def run_export(config: Config, run_dir: str) -> dict:
+    if not config.download.enabled:
+        raise ImagenotError("download.enabled is false: the export copies the downloaded images; there are none")
+    return export_dataset(run_dir, config)
+
+
+export_command = stage_command(
+    STAGE,
+    UPSTREAM,
+    run_export,
+    "Write RUN/dataset/: the final images as train/test webdataset tars, parquet metadata, classes.txt, README.md.",
+)

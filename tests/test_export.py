@@ -1,0 +1,177 @@
+"""The export stage, loaded the way users load it: Hugging Face `datasets`, webdataset, and a
+PyTorch DataLoader over the webdataset (no torchvision). Real photos are fetched by img2dataset
+from a loopback server; an image dropped from the dataset is replaced from its class's reserve and
+never reaches the export.
+
+    class 0: dataset a0 astronaut, a1 coffee, a2 rocket; reserve a3 camera
+    class 1: dataset b0 chelsea, b1 coins;                reserve b2 moon
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: nothing to ask the hub
+
+import io
+import json
+import shutil
+import tarfile
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from cli_runner import invoke
+from image_server import LoopbackImageServer, write_sample_stage
+
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.download.drops import add_drops
+from imagenot.pipeline.export import stage as export_stage
+from imagenot.pipeline.export.samples import sample_key
+from imagenot.wordnet.index import load_index
+
+CLASS_PHOTOS = (
+    (["astronaut?id=a0", "coffee?id=a1", "rocket?id=a2"], ["camera?id=a3"]),
+    (["chelsea?id=b0", "coins?id=b1"], ["moon?id=b2"]),
+)
+CONFIG = {
+    "sampling": {"images_per_class": 3, "test_per_class": 1},
+    "download": {"enabled": True, "timeout_s": 5, "shard_rows": 3, "image_size": 32, "resize_mode": "center_crop"},
+    "export": {"samples_per_shard": 2},
+}
+
+
+def _tar_members(path) -> list[tarfile.TarInfo]:
+    with tarfile.open(path) as tar:
+        return tar.getmembers()
+
+
+def _samples(folder, split: str) -> dict[str, dict[str, bytes]]:
+    samples: dict[str, dict[str, bytes]] = {}
+    for path in sorted(folder.glob(f"{split}-*.tar")):
+        with tarfile.open(path) as tar:
+            for member in tar.getmembers():
+                key, extension = member.name.split(".", 1)
+                assert extension not in samples.get(key, {}), f"{member.name} twice"
+                samples.setdefault(key, {})[extension] = tar.extractfile(member).read()
+    return samples
+
+
+def _dataset_rows(run_dir) -> list[dict]:
+    return pq.read_table(run_dir / "download" / "dataset").to_pylist()
+
+
+@pytest.fixture(scope="module")
+def downloaded(tmp_path_factory):
+    """A downloaded run (copied per test) and its server, up for backfills."""
+    run_dir = tmp_path_factory.mktemp("export") / "run"
+    index = load_index()
+    wnids = sorted(index.by_name(name).wnid for name in ("dog.n.01", "cat.n.01"))
+    (run_dir / "rank").mkdir(parents=True)
+    (run_dir / "rank" / "classes.json").write_text(json.dumps([{"index": i, "wnid": w} for i, w in enumerate(wnids)]))
+    config = Config.model_validate(CONFIG)
+    with LoopbackImageServer() as server:
+        urls = {name: server.url(f"/photo/{name.replace('?', '.jpg?')}") for pair in CLASS_PHOTOS for part in pair for name in part}
+        ids = write_sample_stage(run_dir, {w: ([urls[n] for n in d], [urls[n] for n in r]) for w, (d, r) in zip(wnids, CLASS_PHOTOS)})
+        download_stage.run_download(config, str(run_dir))
+        yield run_dir, config, {name.split("=")[1]: ids[u] for name, u in urls.items()}, wnids
+
+
+@pytest.fixture(scope="module")
+def exported(downloaded):
+    run_dir, config, row_of, wnids = downloaded
+    figures = export_stage.run_export(config, str(run_dir))
+    return run_dir, figures, row_of, wnids
+
+
+def test_the_export_holds_each_dataset_row_once_with_its_label_caption_and_metadata(exported):
+    run_dir, figures, _, wnids = exported
+    folder = run_dir / "dataset"
+    rows = {sample_key(r["row_id"]): r for r in _dataset_rows(run_dir)}
+    assert (figures["images"], figures["train"], figures["test"]) == (5, 3, 2)
+    assert figures["shards"] == {"train": 2, "test": 1}
+    seen = {}
+    for split in ("train", "test"):
+        samples = _samples(folder, split)
+        assert all(sorted(s) == ["cls", "jpg", "json", "txt"] for s in samples.values())
+        metadata = pq.read_table(folder / f"{split}.parquet").to_pylist()
+        assert [m["key"] for m in metadata] == sorted(samples)
+        for m in metadata:
+            sample, row = samples[m["key"]], rows[m["key"]]
+            assert int(sample["cls"]) == row["class_index"] == m["class_index"] and m["split"] == row["split"] == split
+            assert sample["txt"].decode() == row["caption"] and json.loads(sample["json"]) == {k: v for k, v in m.items() if k != "shard"}
+            assert len(m["sha256"]) == 64 and m["wnid"] == wnids[m["class_index"]]
+        seen.update(samples)
+    assert sorted(seen) == sorted(rows)
+    lines = (folder / "classes.txt").read_text().splitlines()
+    assert lines == [f"{wnids[0]} dog, domestic dog, Canis familiaris", f"{wnids[1]} cat, true cat"]
+
+
+def test_tars_are_reproducible_byte_for_byte(exported, tmp_path):
+    run_dir, _, _, _ = exported
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    shutil.rmtree(copy / "export")
+    export_stage.run_export(Config.model_validate(CONFIG), str(copy))
+    for path in sorted((run_dir / "dataset").iterdir()):
+        assert (copy / "dataset" / path.name).read_bytes() == path.read_bytes(), path.name
+    for member in _tar_members(run_dir / "dataset" / "train-00000.tar"):
+        assert (member.mtime, member.uid, member.gid, member.uname, member.gname) == (0, 0, 0, "", "")
+
+
+def test_hugging_face_datasets_loads_splits_class_names_and_images(exported, tmp_path):
+    from datasets import ClassLabel, load_dataset
+
+    run_dir, figures, _, _ = exported
+    loaded = load_dataset(str(run_dir / "dataset"), cache_dir=str(tmp_path / "hf"))
+    assert sorted(loaded) == ["test", "train"]
+    assert (loaded["train"].num_rows, loaded["test"].num_rows) == (figures["train"], figures["test"])
+    label = loaded["train"].features["cls"]
+    assert isinstance(label, ClassLabel) and label.names == ["dog, domestic dog, Canis familiaris", "cat, true cat"]
+    example = loaded["train"][0]
+    assert example["jpg"].size == (32, 32) and example["json"]["class_name"] == label.names[example["cls"]]
+
+
+def test_webdataset_and_a_torch_dataloader_read_the_tars(exported):
+    import webdataset as wds
+
+    run_dir, figures, _, _ = exported
+    shards = sorted(str(p) for p in (run_dir / "dataset").glob("train-*.tar"))
+    pairs = list(wds.WebDataset(shards, shardshuffle=False).decode("pil").to_tuple("jpg", "cls"))
+    labels = {sample_key(r["row_id"]): r["class_index"] for r in _dataset_rows(run_dir) if r["split"] == "train"}
+    assert sorted(label for _, label in pairs) == sorted(labels.values())
+    assert all(image.size == (32, 32) for image, _ in pairs)
+
+    def to_tensor(image):
+        return torch.frombuffer(bytearray(image.convert("RGB").tobytes()), dtype=torch.uint8).view(32, 32, 3).permute(2, 0, 1)
+
+    data = wds.WebDataset(shards, shardshuffle=False).decode("pil").to_tuple("jpg", "cls").map_tuple(to_tensor, int)
+    batches = list(torch.utils.data.DataLoader(data, batch_size=2))
+    assert sum(len(labels) for _, labels in batches) == figures["train"] and batches[0][0].shape == (2, 3, 32, 32)
+
+
+def test_a_dropped_image_leaves_the_export_and_its_reserve_replacement_arrives(downloaded, tmp_path):
+    source, config, row_of, _ = downloaded
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    add_drops(str(run_dir / "download"), pa.table({"row_id": [row_of["a1"]], "reason": ["duplicate_within_class"], "duplicate_of": [row_of["a0"]]}))
+    download_stage.run_download(config, str(run_dir))
+    figures = export_stage.run_export(config, str(run_dir))
+    keys = set(_samples(run_dir / "dataset", "train")) | set(_samples(run_dir / "dataset", "test"))
+    assert sample_key(row_of["a1"]) not in keys and sample_key(row_of["a3"]) in keys
+    assert keys == {sample_key(r["row_id"]) for r in _dataset_rows(run_dir)} and figures["images"] == 5
+
+
+def test_imagefolder_format_and_the_export_command(downloaded, tmp_path):
+    source, config, _, wnids = downloaded
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    (run_dir / "config.yaml").write_text(json.dumps({**CONFIG, "export": {"formats": ["webdataset", "imagefolder"]}}))
+    result = invoke(export_stage.export_command, ["--run", str(run_dir)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    files = sorted(p.relative_to(run_dir / "dataset") for p in (run_dir / "dataset").glob("*/*/*.jpg"))
+    rows = _dataset_rows(run_dir)
+    assert [str(f) for f in files] == sorted(f"{r['split']}/{r['wnid']}/{sample_key(r['row_id'])}.jpg" for r in rows)
+    assert io.BytesIO((run_dir / "dataset" / files[0]).read_bytes()).read(2) == b"\xff\xd8"  # a JPEG
