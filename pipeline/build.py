@@ -11,12 +11,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import click
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import write_text
-from imagenot.pipeline.config import RUN_CONFIG, Config, load_config
+from imagenot.pipeline.config import RUN_CONFIG, Config
 from imagenot.pipeline.corpus import stage as corpus_stage
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
@@ -24,10 +23,10 @@ from imagenot.pipeline.export import stage as export_stage
 from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.report import stage as report_stage
-from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.sample import stage as sample_stage
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.select import stage as select_stage
+from imagenot.pipeline import stage_order
 from imagenot.pipeline.stage_dir import Revision, is_current, stage_fingerprint
 from imagenot.pipeline.summary import read_summary, record_stage, run_and_record
 from imagenot.pipeline.tag import stage as tag_stage
@@ -70,6 +69,7 @@ STAGES = (
     ),
 )
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
+assert STAGE_NAMES == stage_order.STAGE_NAMES, "pipeline/stage_order.py lists the stages for the command line"
 
 
 def for_run(config: Config, run_dir: str) -> Config:
@@ -116,18 +116,3 @@ def totals(summary: dict) -> dict:
         "captions_embedded_per_image": round(embedded / images, 3) if images else None,
         "seconds": round(sum(figures.get("seconds", 0) for name, figures in summary.items() if name != "totals"), 1),
     }
-
-
-@click.command("build")
-@click.option("--config", "config_path", required=True, help="YAML run configuration")
-@click.option("--out", "run_dir", help="run directory (default: runs/<config file name>)")
-@click.option("--from", "from_stage", type=click.Choice(STAGE_NAMES), help="rerun this stage and all after it")
-@break_lock_option
-def build_command(config_path: str, run_dir: str | None, from_stage: str | None, break_lock: bool) -> None:
-    """Build a dataset from a config: every stage in order, skipping what is done."""
-    config = load_config(config_path, needs_corpus=True)
-    run_dir = run_dir or FileSystems.join("runs", config_path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
-    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
-        ran = build(config, run_dir, from_stage)
-    no_classes = read_summary(run_dir).get(report_stage.STAGE, {}).get("no_classes")
-    click.echo(f"{run_dir}: ran {', '.join(ran) or 'nothing (all stages up to date)'}" + (f"; {no_classes}" if no_classes else ""))

@@ -1,43 +1,79 @@
 """The `imagenot` command line: one sub-command per stage or report, each defined beside the
-function it runs."""
+function it runs.
+
+A command's module is imported only when that command runs or shows its help: the stages pull in
+Beam, torch and open_clip, which take seconds to load, and `imagenot --help`,
+`imagenot build --help` or `imagenot --version` need none of them.
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 import traceback
 
 import click
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.audit.agreement import agreement_command
-from imagenot.pipeline.audit.duplicates import duplicates_command
-from imagenot.pipeline.audit.embeddings import embed_command
-from imagenot.pipeline.audit.label_noise import label_noise_command
-from imagenot.pipeline.audit.rankings import compare_rankings_command
-from imagenot.pipeline.build import build_command
-from imagenot.pipeline.corpus.synth import synth_command
-from imagenot.pipeline.download.blocklist_apply import blocklist_command
-from imagenot.pipeline.download.stage import download_command
-from imagenot.pipeline.export.stage import export_command
-from imagenot.pipeline.plan import plan_command
-from imagenot.pipeline.rank.stage import rank_command
-from imagenot.pipeline.report.stage import report_command
-from imagenot.pipeline.sample.stage import sample_command
-from imagenot.pipeline.score.prepare import prepare_models_command
-from imagenot.pipeline.score.stage import score_command
-from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.stats import stats
-from imagenot.pipeline.tag.stage import tag_command
-from imagenot.pipeline.why import why
-from imagenot.wordnet.index import load_index
 
-
+# name -> (module, attribute, the line `--help` lists it with)
+COMMANDS = {
+    "build": ("imagenot.pipeline.build_command", "build_command", "Build a dataset from a config: every stage in order."),
+    "why": ("imagenot.pipeline.why", "why", "Say why a synset (or each sense of a word) is or is not a class."),
+    "stats": ("imagenot.pipeline.stats", "stats", "A class set's place in WordNet beside a reference's."),
+    "synth": ("imagenot.pipeline.corpus.synth", "synth_command", "Write a synthetic LAION-schema corpus."),
+    "tag": ("imagenot.pipeline.tag.stage", "tag_command", "Stage 1: tag captions with the noun synsets they name."),
+    "select": ("imagenot.pipeline.select.stage", "select_command", "Stage 2: filter synsets and captions."),
+    "score": ("imagenot.pipeline.score.stage", "score_command", "Stage 3: score candidates' captions against glosses."),
+    "rank": ("imagenot.pipeline.rank.stage", "rank_command", "Stage 4: rank synsets, write the class list."),
+    "sample": ("imagenot.pipeline.sample.stage", "sample_command", "Stage 5: pick images per class, split train/test."),
+    "download": ("imagenot.pipeline.download.stage", "download_command", "Stage 6: fetch the images, backfill failures."),
+    "report": ("imagenot.pipeline.report.stage", "report_command", "Stage 7: write the dataset card and HTML report."),
+    "export": ("imagenot.pipeline.export.stage", "export_command", "Stage 8: write RUN/dataset/, ready to train on."),
+    "compare-rankings": ("imagenot.pipeline.audit.rankings", "compare_rankings_command", "Compare model rankings on two datasets."),
+    "prepare-models": ("imagenot.pipeline.score.prepare", "prepare_models_command", "Build the scoring model artifacts once, offline."),
+    "plan": ("imagenot.pipeline.plan", "plan_command", "Project a build's work, jobs and cost; refuse what will fail."),
+    "blocklist": ("imagenot.pipeline.download.blocklist_apply", "blocklist_command", "Blocklists: apply a new list to a finished dataset."),
+}
+AUDITS = {
+    "embed": ("imagenot.pipeline.audit.embeddings", "embed_command", "CLIP-embed every downloaded image and caption."),
+    "duplicates": ("imagenot.pipeline.audit.duplicates", "duplicates_command", "Exact and near duplicates (--drop: take them out)."),
+    "agreement": ("imagenot.pipeline.audit.agreement", "agreement_command", "Image-class and image-caption agreement."),
+    "label-noise": ("imagenot.pipeline.audit.label_noise", "label_noise_command", "Label errors by confident learning."),
+}
+# Set before any model library loads: their download and loading bars show only with -v.
+QUIET_MODEL_LOADING = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
 # Modules of the optional extras (pyproject.toml), by the extra that installs them.
 OPTIONAL_MODULES = {"skimage": "demo", "faiss": "audit", "cleanlab": "audit"}
 
 
-class Commands(click.Group):
-    """The command group, and the one place where an imagenot error becomes one line and exit
+class LazyGroup(click.Group):
+    """A group whose sub-commands are imported from `lazy` when first used."""
+
+    def __init__(self, *args, lazy: dict[str, tuple[str, str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in self.lazy:
+            module, attribute, _ = self.lazy[name]
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the table, without importing any command."""
+        rows = [(name, self.lazy[name][2] if name in self.lazy else self.commands[name].get_short_help_str())
+                for name in self.list_commands(ctx)]  # fmt: skip
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+class Commands(LazyGroup):
+    """The top-level group, and the one place where an imagenot error becomes one line and exit
     status 1 (with its traceback under -v)."""
 
     def invoke(self, ctx: click.Context):
@@ -54,38 +90,32 @@ class Commands(click.Group):
             raise click.ClickException(f"{err.name} is not installed; it comes with imagenot[{extra}]: pip install 'imagenot[{extra}]'") from err
 
 
-@click.group(cls=Commands)
-@click.option("-v", "--verbose", is_flag=True, help="log progress at INFO level (and tracebacks of errors)")
+@click.group(cls=Commands, lazy=COMMANDS)
+@click.version_option(package_name="imagenot", message="imagenot %(version)s")
+@click.option("-v", "--verbose", is_flag=True, help="log progress at INFO level, show model loading (and tracebacks of errors)")
 def main(verbose: bool) -> None:
     """Build and describe ImageNot-style contrast datasets."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s", force=True)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)  # its INFO lines drown ours
     # Local worker processes forward a harmless "No semi_persistent_directory" warning each.
     logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
+    if not verbose:
+        for name, value in QUIET_MODEL_LOADING.items():
+            os.environ.setdefault(name, value)
 
 
 @main.command("wordnet-prepare")
 def wordnet_prepare() -> None:
     """Prepare WordNet 3.0 for NLTK and cache the noun index (done once; setup runs it)."""
+    from imagenot.wordnet.index import load_index
+
     index = load_index()
     click.echo(f"WordNet {index.version}: {len(index)} noun synsets indexed")
 
 
-@main.group("audit")
+@main.group("audit", cls=LazyGroup, lazy=AUDITS)
 def audit() -> None:
     """Audits of a built dataset: label noise, duplicates, image-caption agreement."""
-
-
-main.add_command(prepare_models_command)
-for command in (build_command, stats, synth_command, tag_command, select_command, score_command, rank_command, sample_command, download_command, report_command, export_command, why):
-    main.add_command(command)
-main.add_command(compare_rankings_command)
-main.add_command(plan_command)
-main.add_command(blocklist_command)
-audit.add_command(label_noise_command)
-audit.add_command(embed_command, "embed")
-audit.add_command(duplicates_command, "duplicates")
-audit.add_command(agreement_command, "agreement")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ from imagenot.pipeline.cli import main
 
 
 def _path(group: click.Group, command: click.Command) -> list[str] | None:
-    for name, sub in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        sub = group.get_command(ctx, name)
         if sub is command:
             return [name]
         if isinstance(sub, click.Group) and (inner := _path(sub, command)) is not None:

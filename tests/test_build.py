@@ -12,7 +12,8 @@ import yaml
 from cli_runner import invoke
 from small_build import SMALL_BUILD
 
-from imagenot.pipeline.build import build, build_command
+from imagenot.pipeline.build import build
+from imagenot.pipeline.build_command import build_command
 from imagenot.pipeline.config import load_config
 
 OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "sample/dataset", "sample/reserve")

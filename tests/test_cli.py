@@ -1,6 +1,12 @@
-"""The command line's one error path: an imagenot error is one line and exit status 1; -v adds
-its traceback."""
+"""The command line: an imagenot error is one line and exit status 1 (-v adds its traceback);
+`--help` and `--version` answer without loading Beam, torch or open_clip."""
 
+import importlib.metadata
+import subprocess
+import sys
+import time
+
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -25,3 +31,43 @@ def test_verbose_adds_the_traceback(tmp_path):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1
     assert "Traceback" in result.output and "none-*.parquet" in result.output
+
+
+def _seconds(code: str) -> float:
+    """The best of three wall times of `python -c code` (the best is the least disturbed by other load)."""
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+HELP = "import sys; from imagenot.pipeline.cli import main; main({args!r}, standalone_mode=False); print(*sorted(sys.modules))"
+
+
+@pytest.mark.parametrize("args", [["--help"], ["build", "--help"], ["audit", "--help"], ["--version"]])
+def test_help_and_version_load_no_heavy_library(args):
+    loaded = subprocess.run([sys.executable, "-c", HELP.format(args=args)], check=True, capture_output=True, text=True)
+    modules = set(loaded.stdout.split())
+    assert not modules & {"torch", "apache_beam", "open_clip", "transformers", "pyarrow", "matplotlib"}
+
+
+def test_help_starts_about_as_fast_as_python_itself():
+    bare = _seconds("pass")
+    ratio = max(_seconds(HELP.format(args=args)) for args in (["--help"], ["build", "--help"])) / bare
+    assert ratio < 15, f"imagenot --help takes {ratio:.1f}x as long as python -c pass"  # torch alone makes it >100x
+
+
+def test_version():
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"imagenot {importlib.metadata.version('imagenot')}"
+
+
+def test_every_command_in_the_table_loads_and_has_its_name():
+    from imagenot.pipeline.cli import AUDITS, COMMANDS
+
+    for table, prefix in ((COMMANDS, []), (AUDITS, ["audit"])):
+        for name in table:
+            result = CliRunner().invoke(main, [*prefix, name, "--help"])
+            assert result.exit_code == 0 and f"Usage: main {' '.join([*prefix, name])}" in result.output, result.output

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from cli_runner import invoke
 
-from imagenot.pipeline.build import build_command
+from imagenot.pipeline.build_command import build_command
 from imagenot.pipeline.run_lock import LOCK_FILE, RunLockedError, run_lock
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command

@@ -1,0 +1,30 @@
+"""`imagenot build`: the command, apart from the stages so that its `--help` loads none of them."""
+
+from __future__ import annotations
+
+import click
+
+from imagenot.pipeline.run_lock import break_lock_option, run_lock
+from imagenot.pipeline.stage_order import STAGE_NAMES
+
+
+@click.command("build")
+@click.option("--config", "config_path", required=True, help="YAML run configuration")
+@click.option("--out", "run_dir", help="run directory (default: runs/<config file name>)")
+@click.option("--from", "from_stage", type=click.Choice(STAGE_NAMES), help="rerun this stage and all after it")
+@break_lock_option
+def build_command(config_path: str, run_dir: str | None, from_stage: str | None, break_lock: bool) -> None:
+    """Build a dataset from a config: every stage in order, skipping what is done; ends with what
+    came out and where."""
+    from imagenot.pipeline.build import build
+    from imagenot.pipeline.build_summary import closing_summary, class_shortfall
+    from imagenot.pipeline.config import load_config
+
+    config = load_config(config_path, needs_corpus=True)
+    run_dir = run_dir or "runs/" + config_path.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
+        ran = build(config, run_dir, from_stage)
+    click.echo(closing_summary(config, run_dir, ran))
+    warning = class_shortfall(config, run_dir)
+    if warning:
+        click.echo(f"Warning: {warning}", err=True)
