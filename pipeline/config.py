@@ -379,6 +379,13 @@ class Export(Section):
         return self
 
 
+class Report(Section):
+    """The HTML report's picture of the dataset."""
+
+    thumbnails_per_class: int = Field(6, ge=0, le=100, description="images shown per class (its best by sampling order)")
+    thumbnail_pixels: int = Field(112, ge=16, le=512, description="a thumbnail's longer side")
+
+
 class Runner(Section):
     kind: Literal["local", "dataflow", "portable"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
@@ -414,6 +421,7 @@ class Config(Section):
     download: Download = Download()
     image_audit: ImageAudit = ImageAudit()
     export: Export = Export()
+    report: Report = Report()
     runner: Runner = Runner()
     datasheet: Datasheet = Datasheet()
 

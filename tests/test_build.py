@@ -104,3 +104,12 @@ def test_build_command_names_a_bad_config(tmp_path):
     result = invoke(build_command, ["--config", str(path), "--out", str(tmp_path / "run")])
     assert result.exit_code != 0
     assert "ranking.classes: Input should be greater than or equal to 1" in result.output
+
+
+def test_the_build_command_ends_with_what_came_out_and_where(config_file, uninterrupted):
+    run_dir, _ = uninterrupted
+    result = invoke(build_command, ["--config", str(config_file), "--out", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"{run_dir}: 8 classes, ") and "ran:     nothing (all stages up to date)" in lines[1]
+    assert "Warning" not in result.output and f"report:  {run_dir}/report/report.html" in result.output

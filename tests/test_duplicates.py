@@ -3,6 +3,7 @@ then the audit on a synthetic run directory embedded by a random-weight open_cli
 
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -166,3 +167,12 @@ def test_the_report_shows_thumbnails_of_the_pairs(audited):
     page = (run_dir / "audit/duplicates/pairs.html").read_text()
     assert page.count("data:image/jpeg;base64,") >= 4  # two pairs of real images at least
     assert "part-00000:5" in page and "(reference)" in page
+
+
+def test_the_pairs_are_labelled_with_class_and_caption(audited):
+    run_dir, _ = audited
+    page = (run_dir / "audit/duplicates/pairs.html").read_text()
+    classes = json.loads((run_dir / "rank/classes.json").read_text())
+    assert f"class {classes[0]['index']} {classes[0]['name']} · " in page
+    caption = pq.read_table(run_dir / "download/dataset").column("caption")[0].as_py()
+    assert html.escape(caption) in page

@@ -19,7 +19,6 @@ linked by pairs the first in dataset order (its class's best candidate) stays.
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import logging
@@ -34,7 +33,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from PIL import Image
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -44,7 +42,8 @@ from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
-from imagenot.pipeline.shards import read_table
+from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
+from imagenot.pipeline.shards import read_json, read_table
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
@@ -212,21 +211,21 @@ def duplicate_counts(pairs: pa.Table, images: pa.Table) -> dict:
 
 
 def thumbnail_html(pairs: pa.Table, run_dir: str, limit: int) -> str:
-    """An HTML table of the `limit` closest pairs, each image as a small inline JPEG."""
+    """An HTML table of the `limit` closest pairs, each image a small inline JPEG labelled with
+    its class and caption."""
     shown = pairs.sort_by([("cosine", "descending"), ("row_id_a", "ascending"), ("row_id_b", "ascending")]).slice(0, limit)
-    dataset = embeddings.dataset_table(run_dir)
-    where = dict(zip(dataset.column("row_id").to_pylist(), zip(dataset.column("tar").to_pylist(), dataset.column("key").to_pylist())))
-    needed = {where[r] for r in shown.column("row_id_a").to_pylist() + shown.column("row_id_b").to_pylist() if r in where}
-    images = {}
-    for tar in sorted({tar for tar, _ in needed}):
-        keys = {key for t, key in needed if t == tar}
-        for key, data in embeddings.tar_members(FileSystems.join(run_dir, tar), keys):
-            images[(tar, key)] = _thumbnail(data)
+    rows_of = {r["row_id"]: r for r in embeddings.dataset_table(run_dir).to_pylist()}
+    classes_path = FileSystems.join(run_dir, "rank", "classes.json")
+    names = {c["index"]: c["name"] for c in read_json(classes_path)} if FileSystems.exists(classes_path) else {}
+    needed = {r for r in shown.column("row_id_a").to_pylist() + shown.column("row_id_b").to_pylist() if r in rows_of}
+    pictures = read_thumbnails(run_dir, [(rows_of[r]["tar"], rows_of[r]["key"]) for r in sorted(needed)], THUMBNAIL_PIXELS)
 
     def cell(row_id: str) -> str:
-        image = images.get(where.get(row_id))
-        picture = f'<img src="data:image/jpeg;base64,{image}">' if image else "(reference)"
-        return f"<td>{picture}<br>{html.escape(row_id)}</td>"
+        row = rows_of.get(row_id)
+        if row is None:
+            return f"<td>(reference)<br>{html.escape(row_id)}</td>"
+        label = f"class {row['class_index']} {names.get(row['class_index'], '')}".rstrip() + f" · {row['split']} · {row_id}"
+        return f"<td>{labelled_thumbnail(pictures.get((row['tar'], row['key'])), label, row['caption'])}</td>"
 
     rows = [
         f"<tr>{cell(r['row_id_a'])}{cell(r['row_id_b'])}<td>{r['cosine']:.4f}</td><td>{r['kind']}</td><td>{r['exact']}</td></tr>"
@@ -234,15 +233,6 @@ def thumbnail_html(pairs: pa.Table, run_dir: str, limit: int) -> str:
     ]
     header = "<tr><th>image a</th><th>image b</th><th>cosine</th><th>kind</th><th>exact</th></tr>"
     return f'<table class="duplicates">\n{header}\n' + "\n".join(rows) + "\n</table>\n"
-
-
-def _thumbnail(data: bytes) -> str:
-    with Image.open(io.BytesIO(data)) as image:
-        small = image.convert("RGB")
-        small.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
-    buffer = io.BytesIO()
-    small.save(buffer, "JPEG", quality=80)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def find_duplicates(run_dir: str, settings: ImageAudit) -> dict:

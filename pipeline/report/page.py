@@ -39,9 +39,15 @@ img { max-width: 100%; display: block; margin: 8px 0; }
 figcaption { font-size: 13px; color: #555; margin-bottom: 14px; }
 code, pre { background: #f6f6f6; } pre { padding: 8px; overflow-x: auto; }
 td.caption { max-width: 320px; } td.gloss { max-width: 300px; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.grid { display: flex; flex-wrap: wrap; gap: 10px; }
+figure.thumb { width: 124px; margin: 0; font-size: 11px; line-height: 1.3; color: #444; overflow-wrap: anywhere; }
+figure.thumb img { margin: 0 0 3px; }
+div.class h4 { margin: 18px 0 6px; } div.class.short h4, .shortmark { color: #b3261e; }
 """
 SECTIONS = (
     ("overview", "Overview"),
+    ("gallery", "Images by class"),
     ("funnel", "Funnel"),
     ("similarity", "Similarity"),
     ("structure", "WordNet structure"),
@@ -89,7 +95,7 @@ def table(header: tuple[str, ...], rows: list[tuple], numeric: set[int] = frozen
         )
         css = f' class="{row_class[i]}"' if row_class and row_class[i] else ""
         body.append(f"<tr{css}>{cells}</tr>")
-    return f"<table>\n<tr>{head}</tr>\n" + "\n".join(body) + "\n</table>"
+    return f'<div class="scroll"><table>\n<tr>{head}</tr>\n' + "\n".join(body) + "\n</table></div>"
 
 
 def section(key: str, body: str) -> str:
@@ -206,7 +212,7 @@ def _audits(facts: RunFacts) -> str:
         if audit.plot:
             parts.append(image(audit.plot, name))
         if audit.html:
-            parts.append(audit.html)  # written by the audit, its text escaped there
+            parts.append(f'<div class="scroll">{audit.html}</div>')  # written by the audit, its text escaped there
     missing, stale = not_run_audits(facts)
     if missing:
         parts.append(f"<p>Not run: {'; '.join(f'<code>{esc(m)}</code>' for m in missing)}.</p>")
@@ -244,10 +250,11 @@ the class list and glosses come from {esc(WORDNET_LICENCE)}; the text encoder is
 <code>{esc(manifest['encoder']['model_id'])}</code> (see its model card).</p>""")
 
 
-def render_page(facts: RunFacts, plots: Plots) -> str:
+def render_page(facts: RunFacts, plots: Plots, gallery: str) -> str:
+    """The page; `gallery` is the per-class thumbnails' HTML (`pipeline.report.gallery`)."""
     nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title in SECTIONS)
     body = "\n".join((
-        _overview(facts), _funnel(facts, plots), _similarity(facts, plots), _structure(facts, plots),
+        _overview(facts), section("gallery", gallery), _funnel(facts, plots), _similarity(facts, plots), _structure(facts, plots),
         _images(facts, plots), _download(facts, plots), _audits(facts), _classes(facts), _rebuild(facts),
     ))
     title = f"ImageNot-style dataset: {len(facts.classes):,} classes"
@@ -255,6 +262,7 @@ def render_page(facts: RunFacts, plots: Plots) -> str:
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(title)}</title>
 <style>{STYLE}</style>
 </head>

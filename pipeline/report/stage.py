@@ -20,6 +20,7 @@ from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
+from imagenot.pipeline.report.gallery import class_gallery
 from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.page import render_page
 from imagenot.pipeline.report.plots import draw_all
@@ -82,7 +83,8 @@ def run_report(config: Config, run_dir: str) -> dict:
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, before))
     facts = gather(described_config(config), run_dir, load_index())
     write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
-    write_text(FileSystems.join(stage_dir, PAGE_FILE), render_page(facts, draw_all(facts)))
+    gallery = class_gallery(config, run_dir, facts.classes)
+    write_text(FileSystems.join(stage_dir, PAGE_FILE), render_page(facts, draw_all(facts), gallery))
     figures = {"classes": len(facts.classes), "images": facts.images, "audits": sorted(facts.audits)}
     if not facts.classes:
         figures["no_classes"] = describe(facts)
