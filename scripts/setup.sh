@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Everything a fresh machine needs: Debian's WordNet, the .venv with the project, WordNet
+# Everything a fresh machine needs: Debian's WordNet (and chromium for the tests), the .venv with the project, WordNet
 # prepared for NLTK. Safe to rerun: each step skips what is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES=(wordnet-base wordnet-sense-index)
+# chromium: the test suite opens the HTML report in it (tests/browser.py).
+DEBIAN_PACKAGES=(wordnet-base wordnet-sense-index chromium)
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")

@@ -133,3 +133,24 @@ def test_why_tells_what_the_download_did_for_a_class(reports):
     assert result.exit_code == 0, result.output
     assert f"download: {fate['images']} of {fate['target']} images; candidates not kept, by reason:" in result.output
     assert sum(sum(f["not_kept"].values()) for f in fates.values()) >= sum(_figures(run_dir, "download")["failures"].values())
+
+
+def test_the_report_shows_each_class_with_thumbnails_and_marks_short_ones(reports):
+    run_dir, _, _, (card, html) = reports
+    gallery = html[html.index('<section id="gallery">') : html.index('<section id="funnel">')]
+    download = _figures(run_dir, "download")
+    assert gallery.count('<div class="class') == download["classes"]
+    short = sum(n < SMALL_BUILD["sampling"]["images_per_class"] for n in download["images_per_class"].values())
+    assert gallery.count('<div class="class short">') == short > 0
+    assert gallery.count("data:image/jpeg;base64,") == sum(min(n, 6) for n in download["images_per_class"].values())
+
+
+def test_chromium_renders_every_image_and_requests_nothing(reports, tmp_path):
+    from browser import open_page
+
+    run_dir, _, _, _ = reports
+    page = run_dir / "report" / "report.html"
+    seen = open_page(page, tmp_path)
+    assert seen["images"] == page.read_text().count("<img ") > 0
+    assert seen["broken"] == [] and seen["requests"] == []
+    assert not seen["wider_than_window"]  # wide tables scroll inside the page

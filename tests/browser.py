@@ -1,0 +1,49 @@
+"""A report opened in Debian's headless chromium: what a reader's browser makes of the page.
+
+A copy of the page gets a script that, once the page has loaded, writes what it saw into the DOM
+(images and whether each decoded, every resource the page requested, whether the page is wider
+than the window); chromium's `--dump-dom` hands that back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", "--disable-gpu"]  # fmt: skip
+PROBE = """<script>window.addEventListener("load", () => {
+  const images = [...document.images];
+  const seen = {images: images.length, broken: images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.alt),
+                requests: performance.getEntriesByType("resource").map(e => e.name),
+                wider_than_window: document.documentElement.scrollWidth > window.innerWidth};
+  const out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen);
+  document.body.appendChild(out);
+});</script>"""
+
+
+def chromium() -> str:
+    """The chromium binary (scripts/setup.sh installs Debian's); skips the test where there is none."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip("no chromium on PATH (scripts/setup.sh installs Debian's chromium package)")
+    return found
+
+
+def open_page(page: Path, folder: Path, width: int = 420) -> dict:
+    """What chromium saw loading `page` in a window `width` pixels wide (a phone's)."""
+    probe = folder / "probe.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    result = subprocess.run(
+        [chromium(), *FLAGS, f"--user-data-dir={folder / 'profile'}", f"--window-size={width},900",
+         "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    seen = re.search(r'<pre id="probe">(.*?)</pre>', result.stdout)
+    assert seen, f"the page did not finish loading in chromium: {result.stderr[-2000:]}"
+    return json.loads(seen.group(1).replace("&quot;", '"').replace("&amp;", "&"))
