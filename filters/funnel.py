@@ -21,7 +21,8 @@ from imagenot.filters.select import SYNSET_STEPS, SynsetSelection
 from imagenot.wordnet.index import NounIndex
 
 FOUND = "found"
-KEPT = "kept"  # the step column of a class in synset_fates.tsv
+KEPT = "kept"  # the step column of a synset that passed every filter: a candidate for the rank step
+CANDIDATE = "candidate"  # its reason column: whether it becomes a class is decided at rank
 STEPS = (FOUND, unsafe_rows.STEP, *SYNSET_STEPS, single_synset.STEP)
 
 
@@ -48,9 +49,10 @@ class Funnel:
     removals: dict[str, Removal]  # wnid -> why it is not a class, sorted by wnid
 
     def fates(self) -> dict[str, dict[str, str]]:
-        """wnid -> its row of `synset_fates.tsv` (FATE_COLUMNS), for every found synset."""
+        """wnid -> its row of `synset_fates.tsv` (FATE_COLUMNS), for every found synset; the
+        synsets left after step 6 are candidates (`classes` here), the rank step picks the classes."""
         kept = (
-            (wnid, name, KEPT, "class", "", f"{n} single-synset captions")
+            (wnid, name, KEPT, CANDIDATE, "", f"{n} single-synset captions")
             for wnid, (name, n) in self.classes.items()
         )
         dropped = (
@@ -69,7 +71,7 @@ def describe_fate(wnid: str, fate: Mapping[str, str] | None) -> str:
     if fate is None:
         return f"{wnid}: not found, no tagged caption mentions it"
     if fate["step"] == KEPT:
-        return f"{wnid} {fate['name']}: kept as a class ({fate['detail']})"
+        return f"{wnid} {fate['name']}: passed every filter, a candidate for step 'rank' ({fate['detail']})"
     return (
         f"{wnid} {fate['name']}: dropped at step '{fate['step']}' ({fate['reason']}): "
         f"{fate['detail']}"

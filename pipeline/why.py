@@ -1,56 +1,156 @@
-"""`imagenot why SYNSET --run DIR`: why a synset is or is not a class of a finished run."""
+"""`imagenot why WORD|SYNSET --run DIR`: why a synset is or is not a class of a finished run.
+
+A bare word ("crane", "hot dog") lists each of its noun senses with its fate. A fate names the
+step that decided it with the counts behind it (captions against what a class needs, a score
+against the threshold, a place in the ranking); a class gets its index, images and split (and,
+after a download, its candidates not kept by reason); every synset gets its relation to the
+reference set.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import click
+import yaml
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import KEPT, describe_fate
+from imagenot.pipeline.class_lists import reference_wnids
+from imagenot.pipeline.config import RUN_CONFIG, Config
 from imagenot.pipeline.download.class_fates import download_fate
 from imagenot.pipeline.select.funnel_files import read_synset_fates
-from imagenot.pipeline.shards import read_tsv
-from imagenot.wordnet.index import WNID_PATTERN, load_index
+from imagenot.pipeline.shards import read_bytes, read_json, read_table, read_tsv, stage_shards
+from imagenot.wordnet.hierarchy import ancestors_in, descendants_in
+from imagenot.wordnet.index import WNID_PATTERN, NounIndex, load_index
+
+RELATIVES_SHOWN = 3  # reference synsets named per relation
+
+
+def senses(word: str, index: NounIndex) -> list[str]:
+    """The noun synsets of a wnid, a synset name (gavel.n.01) or a bare word (any case, spaces or
+    underscores), in WordNet's sense order."""
+    if WNID_PATTERN.match(word):
+        if word not in index:
+            raise click.BadParameter(f"{word} is not a WordNet 3.0 noun synset", param_hint="WORD")
+        return [word]
+    try:
+        return [index.by_name(word).wnid]
+    except KeyError:
+        pass
+    wanted = word.strip().lower().replace(" ", "_")
+    found = {w for lemma, wnids in index.lemma_synsets.items() if lemma.lower() == wanted for w in wnids}
+    if not found:
+        raise click.BadParameter(
+            f"{word!r} is neither a wnid, a noun synset name such as gavel.n.01, nor a WordNet noun", param_hint="WORD"
+        )
+    return sorted(found, key=lambda w: (index[w].name.rsplit(".", 2)[0] != wanted, int(index[w].name.rsplit(".", 1)[1]), w))
+
+
+class Run:
+    """What a finished run says about its synsets; each file read once, those not there yet skipped."""
+
+    def __init__(self, run_dir: str, index: NounIndex):
+        self.index = index
+        fates = FileSystems.join(run_dir, "select", "synset_fates.tsv")
+        if not FileSystems.exists(fates):
+            raise ImagenotError(f"{fates} does not exist: has the run reached the select stage?")
+        self.fates = read_synset_fates(fates)
+        self.config = Config.model_validate(yaml.safe_load(read_bytes(FileSystems.join(run_dir, RUN_CONFIG))) or {}) \
+            if FileSystems.exists(FileSystems.join(run_dir, RUN_CONFIG)) else None  # fmt: skip
+        tally = FileSystems.join(run_dir, "select", "select_tally.json")
+        self.captions = read_json(tally).get("kept", {}) if FileSystems.exists(tally) else {}
+        ranking = FileSystems.join(run_dir, "rank", "ranking.tsv")
+        self.ranking = {row["wnid"]: row for row in read_tsv(ranking)} if FileSystems.exists(ranking) else None
+        classes = FileSystems.join(run_dir, "rank", "classes.json")
+        self.classes = {c["wnid"]: c for c in read_json(classes)} if FileSystems.exists(classes) else {}
+        self.splits = self._splits(run_dir)
+        self.reference = reference_wnids(self.config.selection.reference, index) if self.config else None
+
+    @staticmethod
+    def _splits(run_dir: str) -> Counter | None:
+        """(class index, split) -> images, from the final dataset (download's, else sample's)."""
+        for stage in ("download", "sample"):
+            if FileSystems.exists(FileSystems.join(run_dir, stage, "DONE")):
+                tables = [read_table(p, ["class_index", "split"]) for p in stage_shards(FileSystems.join(run_dir, stage), "dataset")]
+                return Counter((t["class_index"], t["split"]) for table in tables for t in table.to_pylist())
+        return None
+
+    def fate(self, wnid: str) -> str:
+        fate = self.fates.get(wnid)
+        if fate is None or fate["step"] != KEPT or self.ranking is None:
+            return describe_fate(wnid, fate)
+        name = fate["name"]
+        row = self.ranking.get(wnid)
+        if row is None:
+            return f"{wnid} {name}: passed the filters but had no scored caption at step 'rank'"
+        if row["fate"] == "class":
+            return f"{wnid} {name}: {self._class(wnid, row)}"
+        return f"{wnid} {name}: passed the filters, dropped at step 'rank' ({row['fate']}): {self._rank_drop(wnid, row)}"
+
+    def _class(self, wnid: str, row: dict) -> str:
+        c = self.classes[wnid]
+        text = f"a class, index {c['index']} of {len(self.classes):,} (gloss similarity score {row['score']}, rank {c['rank'] + 1} of the classes)"
+        if self.splits is not None:
+            train, test = self.splits[(c["index"], "train")], self.splits[(c["index"], "test")]
+            target = f" of {self.config.sampling.images_per_class:,}" if self.config else ""
+            text += f"; {train + test:,}{target} images ({train:,} train, {test:,} test)"
+        return text
+
+    def _rank_drop(self, wnid: str, row: dict) -> str:
+        captions = self.captions.get(wnid, 0)
+        if self.config is None:
+            return f"score {row['score']}, {captions:,} captions"
+        c = self.config
+        if row["fate"] == "too_few_captions":
+            return f"{captions:,} captions of the {c.min_class_captions:,} a class needs (ranking.min_captions)"
+        if row["fate"] == "below_threshold":
+            return f"score {row['score']} below the threshold {c.threshold} for {c.scoring.model} (ranking.thresholds)"
+        if row["fate"] == "beyond_top_k":
+            passing = [w for w, r in self.ranking.items() if r["fate"] in ("class", "beyond_top_k")]
+            return (f"score {row['score']}, place {passing.index(wnid) + 1:,} of {len(passing):,} synsets that passed; "
+                    f"only the best {c.ranking.classes:,} become classes (ranking.classes)")  # fmt: skip
+        return f"score {row['score']}"
+
+    def _sharing_lemmas(self, wnid: str, reference: set[str]) -> list[str]:
+        """Reference synsets with a lemma of `wnid`, compared case-insensitively as step 2 does."""
+        lemmas = {lemma.lower() for lemma in self.index[wnid].lemmas}
+        return sorted(w for w in reference if w != wnid and lemmas & {lemma.lower() for lemma in self.index[w].lemmas})
+
+    def relation(self, wnid: str) -> str:
+        """How the synset stands to the run's reference set."""
+        if self.reference is None:
+            return "reference set unknown (no config.yaml in the run)"
+        name, reference = self.config.selection.reference, set(self.reference)
+        if wnid in reference:
+            return f"is in the reference set {name}"
+        parts = []
+        for label, found in (
+            ("descends from", ancestors_in(self.index, [wnid], reference).get(wnid, [])),
+            ("is an ancestor of", descendants_in(self.index, [wnid], reference).get(wnid, [])),
+            ("shares a lemma with", self._sharing_lemmas(wnid, reference)),
+        ):
+            if found:
+                shown = ", ".join(f"{w} {self.index[w].name}" for w in found[:RELATIVES_SHOWN])
+                more = f" and {len(found) - RELATIVES_SHOWN:,} more" if len(found) > RELATIVES_SHOWN else ""
+                parts.append(f"{label} {name}'s {shown}{more}")
+        return "; ".join(parts) if parts else f"no ancestor, descendant or shared lemma in {name}"
 
 
 @click.command("why")
-@click.argument("synset")
+@click.argument("word")
 @click.option("--run", "run_dir", required=True, help="the run directory (its select/ folder holds synset_fates.tsv)")
-def why(synset: str, run_dir: str) -> None:
-    """Say why SYNSET (a wnid like n03430313 or a name like gavel.n.01) is or is not a class."""
+def why(word: str, run_dir: str) -> None:
+    """Say why WORD (a wnid like n03430313, a synset like gavel.n.01, or a word like crane, each
+    of whose noun senses is answered) is or is not a class."""
     index = load_index()
-    if WNID_PATTERN.match(synset):
-        if synset not in index:
-            raise click.BadParameter(
-                f"{synset} is not a WordNet 3.0 noun synset", param_hint="SYNSET"
-            )
-        wnid = synset
-    else:
-        try:
-            wnid = index.by_name(synset).wnid
-        except KeyError:
-            raise click.BadParameter(
-                f"{synset!r} is neither a wnid nor a noun synset name such as gavel.n.01",
-                param_hint="SYNSET",
-            ) from None
-    path = FileSystems.join(run_dir, "select", "synset_fates.tsv")
-    if not FileSystems.exists(path):
-        raise ImagenotError(f"{path} does not exist: has the run reached the select stage?")
-    fate = read_synset_fates(path).get(wnid)
-    ranked = FileSystems.join(run_dir, "rank", "ranking.tsv")
-    if fate is not None and fate["step"] == KEPT and FileSystems.exists(ranked):
-        click.echo(_rank_fate(wnid, fate["name"], ranked))
-        if (line := download_fate(run_dir, wnid)) is not None:  # its images: failures, blocklists, drops
-            click.echo(line)
-    else:
-        click.echo(describe_fate(wnid, fate))
-
-
-def _rank_fate(wnid: str, name: str, ranking_tsv: str) -> str:
-    """A filtered-in synset's fate at the rank stage (steps 7-8)."""
-    row = next((r for r in read_tsv(ranking_tsv) if r["wnid"] == wnid), None)
-    if row is None:
-        return f"{wnid} {name}: passed the filters but had no scored caption at the rank stage"
-    if row["fate"] == "class":
-        return f"{wnid} {name}: a class (gloss similarity score {row['score']})"
-    return f"{wnid} {name}: passed the filters, dropped at step 'rank' ({row['fate']}; score {row['score']})"
+    wnids = senses(word, index)
+    run = Run(run_dir, index)
+    if len(wnids) > 1:
+        click.echo(f"{word!r} has {len(wnids)} noun senses:")
+    for wnid in wnids:
+        prefix = f"- {index[wnid].gloss}\n  " if len(wnids) > 1 else ""
+        click.echo(f"{prefix}{run.fate(wnid)}\n  reference: {run.relation(wnid)}")
+        if wnid in run.classes and (images := download_fate(run_dir, wnid)) is not None:  # failures, blocklists, drops
+            click.echo(f"  {images}")

@@ -113,3 +113,27 @@ def test_the_build_command_ends_with_what_came_out_and_where(config_file, uninte
     lines = result.output.splitlines()
     assert lines[0].startswith(f"{run_dir}: 8 classes, ") and "ran:     nothing (all stages up to date)" in lines[1]
     assert "Warning" not in result.output and f"report:  {run_dir}/report/report.html" in result.output
+
+
+def test_why_gives_index_counts_and_reference_relation(uninterrupted, index):
+    import csv
+    import json
+
+    from imagenot.pipeline.why import why
+
+    run_dir, _ = uninterrupted
+    c = json.loads((run_dir / "rank" / "classes.json").read_text())[1]
+    answer = invoke(why, [c["name"], "--run", str(run_dir)]).output
+    assert f"{c['wnid']} {c['name']}: a class, index 1 of 8 (gloss similarity score" in answer
+    assert " of 5 images (" in answer and "\n  reference: " in answer
+    with open(run_dir / "rank" / "ranking.tsv", newline="") as f:
+        ranking = list(csv.DictReader(f, delimiter="\t"))
+    below = next(r for r in ranking if r["fate"] == "below_threshold")
+    answer = invoke(why, [below["wnid"], "--run", str(run_dir)]).output
+    assert f"score {below['score']} below the threshold 0.3 for packaged:all-MiniLM-L6-v2 (ranking.thresholds)" in answer
+    beyond = next(r for r in ranking if r["fate"] == "beyond_top_k")
+    answer = invoke(why, [beyond["wnid"], "--run", str(run_dir)]).output
+    assert "only the best 8 become classes (ranking.classes)" in answer
+    answer = invoke(why, ["Crane", "--run", str(run_dir)]).output  # a bare word, any case: every noun sense
+    assert answer.startswith("'Crane' has 5 noun senses:") and answer.count("\n  reference: ") == 5
+    assert "is in the reference set imagenet1k" in answer and "shares a lemma with imagenet1k's" in answer

@@ -190,7 +190,7 @@ def test_explain_answers_why_a_synset_is_not_a_class(index, run):
     )
     assert "ancestor of candidate n01322604 puppy.n.01" in why["dog.n.01"]
     assert "'single_synset' (no_single_synset_caption)" in why["seagrass.n.01"]
-    assert why["gavel.n.01"] == "n03430313 gavel.n.01: kept as a class (2 single-synset captions)"
+    assert why["gavel.n.01"] == "n03430313 gavel.n.01: passed every filter, a candidate for step 'rank' (2 single-synset captions)"
     assert funnel.explain("n03481172") == "n03481172: not found, no tagged caption mentions it"
 
 
@@ -224,10 +224,10 @@ def test_why_command_reads_the_run_folder(index, run, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.startswith("n02121620 cat.n.01: dropped at step 'min_captions'")
     result = invoke(why, ["n03430313", "--run", str(tmp_path)])
-    assert result.output == "n03430313 gavel.n.01: kept as a class (2 single-synset captions)\n"
+    assert result.output.splitlines()[0] == "n03430313 gavel.n.01: passed every filter, a candidate for step 'rank' (2 single-synset captions)"
     result = invoke(why, ["hammer.n.02", "--run", str(tmp_path)])
-    assert result.output == "n03481172: not found, no tagged caption mentions it\n"
+    assert result.output.splitlines()[0] == "n03481172: not found, no tagged caption mentions it"
     result = invoke(why, ["hammer.n.99", "--run", str(tmp_path)])
-    assert result.exit_code == 2 and "neither a wnid nor a noun synset name" in result.output
+    assert result.exit_code == 2 and "is neither a wnid, a noun synset name" in result.output
     result = invoke(why, ["cat.n.01", "--run", str(tmp_path / "missing")])
     assert result.exit_code == 1 and "synset_fates.tsv does not exist" in result.output

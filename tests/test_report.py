@@ -200,3 +200,16 @@ def test_the_command_needs_a_finished_run(tmp_path):
     result = invoke(report_command, ["--run", str(tmp_path)])
     assert result.exit_code != 0
     assert "no finished sample/ stage" in result.output
+
+
+def test_the_funnel_drops_synsets_and_captions_in_separate_columns_each_reason_defined(plain):
+    from imagenot.pipeline.report.glossary import CAPTION_REASONS, SYNSET_REASONS, defined
+
+    card, html = plain
+    rows = {row[0]: row for row in _table_rows(card, "step")}
+    reasons = {column: {item.split("=")[0] for row in rows.values() for item in row[column].split(", ") if item} for column in (4, 5)}
+    assert "too_few_captions" in reasons[4] and "several_candidates" in reasons[5]
+    assert reasons[4] <= SYNSET_REASONS.keys() and reasons[5] <= CAPTION_REASONS.keys()
+    glossary = {row[0] for row in _table_rows(card, "reason")}
+    assert reasons[4] | reasons[5] == glossary and all(defined(r) for r in glossary)
+    assert "<h3>Drop reasons</h3>" in html and "(not defined" not in card

@@ -67,7 +67,7 @@ def test_why_answers_from_the_run(tagged_run, selected, index):
     some_class = next(iter(selected.classes))
     result = invoke(why, [some_class, "--run", str(tagged_run)])
     assert result.exit_code == 0, result.output
-    assert "kept as a class" in result.output
+    assert "a candidate for step 'rank'" in result.output
     dropped = next(r for r in selected.removals.values() if r.step == "min_captions")
     result = invoke(why, [index[dropped.wnid].name, "--run", str(tagged_run)])
     assert "dropped at step 'min_captions'" in result.output

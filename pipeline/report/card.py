@@ -9,7 +9,8 @@ import yaml
 from imagenot.pipeline.report import datasheet
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
-from imagenot.pipeline.report.funnel import funnel_rows
+from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
+from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.no_classes import describe
 
 LISTED = 10  # classes named per list in the card; the report and the run's files hold them all
@@ -105,7 +106,9 @@ def _what(facts: RunFacts) -> list[str]:
 
 
 def _built(facts: RunFacts) -> list[str]:
-    rows = [(r.step, r.what, r.synsets if r.synsets is not None else "", r.captions, r.dropped) for r in funnel_rows(facts)]
+    funnel = funnel_rows(facts)
+    rows = [(r.step, r.what, r.synsets if r.synsets is not None else "", r.captions, reasons_text(r.synsets_dropped),
+             reasons_text(r.captions_dropped)) for r in funnel]  # fmt: skip
     choices = open_choices(facts.config, facts.manifest["encoder"]["model_id"])
     return [
         "## How it was built",
@@ -113,7 +116,10 @@ def _built(facts: RunFacts) -> list[str]:
         "Every step of the ImageNot method (paper, section 3), in order, with what it kept in this run. "
         "Captions are the corpus rows still in play; after `sample` they are the dataset's images.",
         "",
-        *table(("step", "what it does", "synsets left", "captions left", "dropped (reason=count)"), rows, "llrrl"),
+        *table(("step", "what it does", "synsets left", "captions left", "synsets dropped", "captions dropped"), rows, "llrrll"),
+        "What each drop reason means:",
+        "",
+        *table(("reason", "meaning"), glossary_rows(reason for r in funnel for reason in r.reasons())),
         f"Scoring path: {_scoring_path(facts.rank.get('first_phase', {'mode': 'off'}))}.",
         "",
         "### Choices the paper leaves open",

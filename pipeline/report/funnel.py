@@ -14,17 +14,21 @@ class FunnelRow(NamedTuple):
     what: str
     synsets: int | None  # synsets left (None: not a synset step)
     captions: int  # captions (rows, images) left
-    dropped: str  # reason=count, synsets then captions
+    synsets_dropped: dict[str, int]  # reason -> synsets
+    captions_dropped: dict[str, int]  # reason -> captions (rows, images)
+
+    def reasons(self) -> list[str]:
+        return [*self.synsets_dropped, *self.captions_dropped]
 
 
-def _reasons(counts: dict[str, int]) -> str:
+def reasons_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{reason}={n:,}" for reason, n in counts.items())
 
 
-def _beyond_first_phase(rank: dict) -> str:
+def _beyond_first_phase(rank: dict) -> dict[str, int]:
     """Class captions the first phase kept from the encoder (none when it is off)."""
     n = rank.get("rows_beyond_first_phase", 0)
-    return f"beyond_first_phase={n:,} captions" if n else ""
+    return {"beyond_first_phase": n} if n else {}
 
 
 def _step_texts(facts: RunFacts) -> dict[str, str]:
@@ -48,14 +52,15 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
     tag, texts = facts.tag, _step_texts(facts)
     readable = tag["rows_read"] - sum(tag["dropped"].values())
     rows = [
-        FunnelRow("corpus", "rows read from the corpus", None, tag["rows_read"], ""),
-        FunnelRow("readable", "rows with a text caption and an http(s) url", None, readable, _reasons(tag["dropped"])),
+        FunnelRow("corpus", "rows read from the corpus", None, tag["rows_read"], {}, {}),
+        FunnelRow("readable", "rows with a text caption and an http(s) url", None, readable, {}, tag["dropped"]),
     ]
     for step in facts.funnel:
-        dropped = ", ".join(filter(None, (_reasons(step["synsets_dropped"]), _reasons(step["captions_dropped"]))))
+        captions = step["captions_dropped"]
         if step["step"] == "found":
-            dropped = f"no_noun_lemma={readable - step['captions_left']:,}"
-        rows.append(FunnelRow(step["step"], texts.get(step["step"], step["step"]), step["synsets_left"], step["captions_left"], dropped))
+            captions = {"no_noun_lemma": readable - step["captions_left"]}
+        rows.append(FunnelRow(step["step"], texts.get(step["step"], step["step"]), step["synsets_left"],
+                              step["captions_left"], step["synsets_dropped"], captions))  # fmt: skip
     r = facts.config.ranking
     rows.append(
         FunnelRow(
@@ -64,7 +69,8 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
             f">= {facts.config.threshold}, best {r.classes:,} kept",
             facts.rank["classes"],
             facts.rank["rows_scored"],
-            ", ".join(filter(None, (_reasons(facts.rank["synsets_dropped"]), _beyond_first_phase(facts.rank)))),
+            facts.rank["synsets_dropped"],
+            _beyond_first_phase(facts.rank),
         )
     )
     sample, n = facts.sample, facts.config.sampling.images_per_class
@@ -77,7 +83,8 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
             f"step 8: up to {n:,} images per class ({facts.config.sampling.strategy} strategy), the next ones in reserve",
             sample["classes"] - empty,
             sample["images"],
-            _reasons({k: sample[k] for k in reasons if sample[k]}),
+            {},
+            {k: sample[k] for k in reasons if sample[k]},
         )
     )
     if facts.download is not None:
@@ -87,7 +94,8 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
                 "images fetched, failures replaced from the reserve",
                 sum(1 for c in facts.classes if c["images"]),
                 facts.download["images"],
-                _reasons(facts.download["failures"]),
+                {},
+                {k: n for k, n in facts.download["failures"].items() if n},
             )
         )
     return rows

@@ -19,7 +19,8 @@ from imagenot.pipeline.report.card import (
 )
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
-from imagenot.pipeline.report.funnel import funnel_rows
+from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
+from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.plots import Plots
 
@@ -134,10 +135,15 @@ It is a contrast dataset, for testing whether models rank the same way here as o
 
 
 def _funnel(facts: RunFacts, plots: Plots) -> str:
-    rows = [(r.step, r.what, "" if r.synsets is None else r.synsets, r.captions, r.dropped) for r in funnel_rows(facts)]
+    funnel = funnel_rows(facts)
+    rows = [(r.step, r.what, "" if r.synsets is None else r.synsets, r.captions, reasons_text(r.synsets_dropped),
+             reasons_text(r.captions_dropped)) for r in funnel]  # fmt: skip
+    glossary = glossary_rows(reason for r in funnel for reason in r.reasons())
     choices = open_choices(facts.config, facts.manifest["encoder"]["model_id"])
     return section("funnel", f"""{figure(plots.funnel, "funnel", "Synsets and captions left after each step (log scales).")}
-{table(("step", "what it does", "synsets left", "captions left", "dropped (reason=count)"), rows, {2, 3})}
+{table(("step", "what it does", "synsets left", "captions left", "synsets dropped", "captions dropped"), rows, {2, 3})}
+<h3>Drop reasons</h3>
+{table(("reason", "meaning"), glossary)}
 <h3>Choices the paper leaves open</h3>
 {table(("setting", "value", "meaning"), [tuple(choice) for choice in choices])}""")
 

@@ -1,0 +1,72 @@
+"""What every drop reason in the funnel means: one sentence per reason, for the card and report.
+
+Synset reasons say why a synset stopped being a candidate; caption reasons why a row (a caption,
+an image) left; `below_threshold` is both (rank and sample). `tests/test_report.py` checks that
+every reason a build reports is defined here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+SYNSET_REASONS = {
+    "reference_synset": "the synset is in the reference class set (step 2)",
+    "shares_lemma": "the synset shares a lemma (case-insensitively) with a reference synset (step 2)",
+    "descendant_of_reference": "strict reading: the synset descends from a reference synset (step 2)",
+    "ancestor_of_reference": "strict reading: the synset is an ancestor of a reference synset (step 2)",
+    "not_in_reference": "within reading: the synset is not in the reference class set (step 2)",
+    "too_few_captions": "fewer usable captions than `selection.min_captions` (step 3), or at rank fewer than "
+    "a class needs (`ranking.min_captions`, by default `sampling.images_per_class`)",
+    "has_candidate_descendant": "another candidate descends from the synset, so it is not a leaf (step 4)",
+    "nsfw_text": "alt-profanity-check flags the synset's lemmas and gloss (step 5)",
+    "no_single_synset_caption": "no caption names the synset as its only candidate (step 6)",
+    "no_captions": "no caption of the synset was scored at the rank step",
+    "below_threshold": "rank: the mean gloss similarity of the synset's top captions is below "
+    "`ranking.thresholds`; sample: the caption's similarity is below `sampling.threshold`",
+    "beyond_top_k": "the synset passed every filter but ranked after the best `ranking.classes`",
+}
+CAPTION_REASONS = {
+    "below_threshold": SYNSET_REASONS["below_threshold"],
+    "caption_missing": "the corpus row has no caption",
+    "caption_empty": "the caption is empty or only whitespace",
+    "caption_not_text": "the caption has no letter or digit",
+    "url_missing": "the corpus row has no URL",
+    "url_not_http": "the URL is not http(s) (at download: img2dataset was not given it, or a redirect left http)",
+    "no_noun_lemma": "no WordNet noun lemma occurs in the caption (step 1)",
+    "nsfw_tag_missing": "the row has no LAION NSFW tag and `selection.keep_unrated` is false",
+    "nsfw_tag": "the row's LAION NSFW tag is not in `selection.allowed_nsfw_tags`",
+    "punsafe_missing": "the row has no punsafe score and `selection.keep_unrated` is false",
+    "punsafe_high": "the row's punsafe score is above `selection.max_punsafe`",
+    "no_candidate_left": "the step removed the last candidate synset the caption names",
+    "several_candidates": "the caption names two or more candidate synsets (step 6)",
+    "duplicate_url": "another caption of the class has the same URL; its best one stays",
+    "duplicate_caption": "another caption of the class has the same text; its best one stays",
+    "url_in_other_class": "the URL is also listed by another class, where its gloss similarity is higher (ties: "
+    "the lower class index)",
+    "beyond_first_phase": "a class caption the first phase (a static model) kept from the encoder (see the scoring path)",
+    "not_listed": "the class filled its images and reserve before reaching the caption in its sampling order",
+    "reserve": "kept in the class's reserve, to replace images that fail to download or audits drop",
+    "redirect_loop": "the URL redirects in a loop or too often",
+    "too_large": "the response is larger than `download.max_response_bytes`",
+    "too_many_pixels": "the image has more pixels than `download.max_image_pixels`",
+    "truncated": "the response ended before the image did",
+    "not_an_image": "the response is not an image that decodes",
+    "timeout": "the server stalled for longer than `download.timeout_s`",
+    "http_404": "the server answered 404 Not Found",
+    "http_4xx": "the server answered another 4xx error",
+    "http_5xx": "the server answered a 5xx error",
+    "disallowed": "the site opts out of crawling (X-Robots-Tag)",
+    "other": "any other download failure (img2dataset's message is in its round's parquet)",
+}
+
+
+def defined(reason: str) -> bool:
+    return reason in SYNSET_REASONS or reason in CAPTION_REASONS
+
+
+def glossary_rows(reasons: Iterable[str]) -> list[tuple[str, str]]:
+    """(reason, meaning) for each reason given, in the glossary's order; an unknown reason says so."""
+    wanted = set(reasons)
+    known = {**SYNSET_REASONS, **CAPTION_REASONS}  # below_threshold: one entry
+    rows = [(reason, meaning) for reason, meaning in known.items() if reason in wanted]
+    return rows + [(reason, "(not defined in pipeline/report/glossary.py)") for reason in sorted(wanted - known.keys())]
