@@ -47,8 +47,8 @@ from imagenot.pipeline.why import why
 # What a dataset is: compared byte for byte between the local and the bucket run (the tars by
 # their members: img2dataset stamps each member with the time it was written).
 DATASET_FILES = (
-    "sample/dataset/*.parquet", "sample/reserve/*.parquet", "sample/manifest.json", "rank/classes.tsv",
-    "download/dataset/*.parquet", "download/classes.tsv", "download/rounds/*/*.tar",
+    "sample/dataset/*.parquet", "sample/reserve/*.parquet", "sample/manifest.json", "rank/class_list.tsv",
+    "download/dataset/*.parquet", "download/class_downloads.tsv", "download/rounds/*/*.tar",
 )  # fmt: skip
 
 
@@ -148,7 +148,7 @@ def test_stage_why_report_and_stats_on_the_bucket_run(gcs_bucket, bucket_run):
     funnel = read_bytes(f"{run_dir}/select/funnel.tsv")
     _ok(select_command, "--run", run_dir)
     assert read_bytes(f"{run_dir}/select/funnel.tsv") == funnel
-    classes = read_tsv(f"{run_dir}/rank/classes.tsv")
+    classes = read_tsv(f"{run_dir}/rank/class_list.tsv")
     assert "a class" in _ok(why, classes[0]["wnid"], "--run", run_dir)
     assert f"{run_dir}/report/report.html" in _ok(report_command, "--run", run_dir)
     assert "## How to rebuild" in read_bytes(f"{run_dir}/report/card.md").decode()

@@ -40,7 +40,7 @@ def _files(run_dir: Path) -> dict[str, bytes]:
     for folder in OUTPUTS:
         for path in sorted((run_dir / folder).iterdir()):
             found[f"{folder}/{path.name}"] = path.read_bytes()
-    for name in ("rank/classes.tsv", "rank/ranking.tsv", "select/funnel.tsv", "select/synset_fates.tsv", "sample/classes.tsv"):
+    for name in ("rank/class_list.tsv", "rank/ranking.tsv", "select/funnel.tsv", "select/synset_fates.tsv", "sample/class_sampling.tsv"):
         found[name] = (run_dir / name).read_bytes()
     return found
 
@@ -93,7 +93,7 @@ def test_a_changed_late_setting_reruns_only_the_stages_after_it(config_file, uni
     config = load_config(config_file)
     changed = config.model_copy(update={"ranking": config.ranking.model_copy(update={"classes": 4})})
     assert build(changed, str(copy)) == ["rank", "sample", "report"]
-    assert len((copy / "rank" / "classes.tsv").read_text().splitlines()) == 1 + 4
+    assert len((copy / "rank" / "class_list.tsv").read_text().splitlines()) == 1 + 4
     assert build(config, str(copy), from_stage="score") == ["score", "rank", "sample", "report"]
     assert _files(copy) == _files(run_dir)
 

@@ -88,7 +88,7 @@ def _dataset(run_dir):
 
 
 def _classes_tsv(run_dir) -> list[dict]:
-    with open(run_dir / "download" / "classes.tsv") as f:
+    with open(run_dir / "download" / "class_downloads.tsv") as f:
         return list(csv.DictReader(f, delimiter="\t"))
 
 

@@ -152,7 +152,7 @@ def test_the_card_counts_the_classes_and_splits_of_the_dataset(run, plain):
     split_rows = {row[0]: row[1] for row in _table_rows(card, "split")}
     assert split_rows == {"train": f"{splits['train']:,}", "test": f"{splits['test']:,}"}
     assert classes <= 8 and html.count('<tr class="short">') == sum(
-        1 for line in (run / "sample" / "classes.tsv").read_text().splitlines()[1:] if int(line.split("\t")[-1]) > 0
+        1 for line in (run / "sample" / "class_sampling.tsv").read_text().splitlines()[1:] if int(line.split("\t")[-1]) > 0
     )
     # the select stage's own reading holds for the classes it chose
     assert "- **paper**: satisfied" in card

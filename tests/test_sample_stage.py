@@ -67,7 +67,7 @@ def _copy_resharded(run_dir, dest):
 def _outputs(run_dir):
     folder = run_dir / "sample"
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.glob("*/*.parquet"))} | {
-        "classes.tsv": (folder / "classes.tsv").read_bytes()
+        "class_sampling.tsv": (folder / "class_sampling.tsv").read_bytes()
     }
 
 
@@ -85,7 +85,7 @@ def test_outputs_hold_n_images_per_class_and_the_reserve(sampled_run):
     )
     keys = list(zip(images.column("class_index").to_pylist(), images.column("order").to_pylist()))
     assert keys == sorted(keys)
-    lines = [line.split("\t") for line in (run_dir / "sample" / "classes.tsv").read_text().splitlines()]
+    lines = [line.split("\t") for line in (run_dir / "sample" / "class_sampling.tsv").read_text().splitlines()]
     header, rows = lines[0], [dict(zip(lines[0], r)) for r in lines[1:]]
     assert len(rows) == 6 and header[-3:] == ["images", "reserve", "shortfall"]
     for row in rows:

@@ -74,7 +74,7 @@ def test_classes_are_the_best_k_above_the_threshold(ranked_run):
     ranking_lines = (run_dir / "rank" / "ranking.tsv").read_text().splitlines()
     fates = [line.split("\t")[3] for line in ranking_lines[1:]]
     assert fates.count("class") == 12
-    assert (run_dir / "rank" / "classes.tsv").read_text().splitlines()[0].split("\t") == [
+    assert (run_dir / "rank" / "class_list.tsv").read_text().splitlines()[0].split("\t") == [
         "index", "wnid", "name", "lemmas", "gloss", "captions", "score", "rank"
     ]
 
@@ -95,7 +95,7 @@ def test_a_rerun_embeds_nothing_and_gives_the_same_files(ranked_run, tmp_path):
     again = run_score(_config(cache, workers=2), str(copy))
     _, tally = run_rank(_config(cache, workers=2), str(copy))
     assert again["captions_embedded"] == 0 and tally["captions_embedded"] == 0
-    for name in ("rank/classes.tsv", "rank/ranking.tsv"):
+    for name in ("rank/class_list.tsv", "rank/ranking.tsv"):
         assert (copy / name).read_bytes() == (run_dir / name).read_bytes()
     for path in sorted((run_dir / "score" / "first_pass").iterdir()):
         assert pq.read_table(copy / "score" / "first_pass" / path.name).equals(pq.read_table(path))
@@ -165,7 +165,7 @@ def test_why_answers_from_the_rank_stage_too(ranked_run, index):
 
     run_dir, _, _, ranking, _ = ranked_run
     some_class = ranking.classes[0]
-    assert "a class (gloss similarity score" in invoke(why, [some_class, "--run", str(run_dir)]).output
+    assert "a class, index " in invoke(why, [some_class, "--run", str(run_dir)]).output
     dropped = next(w for w, reason in ranking.dropped.items() if reason == "beyond_top_k")
     output = invoke(why, [dropped, "--run", str(run_dir)]).output
     assert "dropped at step 'rank' (beyond_top_k" in output

@@ -1,5 +1,7 @@
 """The select stage over a tagged synthetic corpus, on the real Beam runner."""
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
@@ -71,3 +73,10 @@ def test_why_answers_from_the_run(tagged_run, selected, index):
     dropped = next(r for r in selected.removals.values() if r.step == "min_captions")
     result = invoke(why, [index[dropped.wnid].name, "--run", str(tagged_run)])
     assert "dropped at step 'min_captions'" in result.output
+
+
+def test_the_summary_lists_the_funnel_in_step_order(selected, tagged_run):
+    from imagenot.filters.funnel import STEPS
+
+    figures = json.loads((tagged_run / "select" / "figures.json").read_text())
+    assert [step["step"] for step in figures["funnel"]] == list(STEPS)

@@ -14,7 +14,7 @@ bounds the per-host limits across workers (see README). Each round's img2dataset
 only the rows never tried (and the shards of a killed round that did not finish).
 
 Outputs in `download/`: `dataset/part-NNNNN.parquet`, one row per final image (where its sample
-is: `tar`, relative to the run dir, and `key`); `classes.tsv` (per class: target, images,
+is: `tar`, relative to the run dir, and `key`); `class_downloads.tsv` (per class: target, images,
 failed, dropped, reserve_used, shortfall); figures for the summary (per-class images, failures by
 reason, URL success rate, rounds, tar bytes, the busiest hosts). Each image's row has the sha256 of
 its original bytes, so a hash list can be applied later without fetching again.
@@ -56,6 +56,7 @@ PART_ROWS = 100_000  # rows per dataset/part-NNNNN.parquet
 SAMPLE_COLUMNS = ("row_id", "url", "caption", "class_index", "wnid", "gloss_similarity", "split", "order")
 IMAGE_SIZE_COLUMNS = ("width", "height", "original_width", "original_height")
 BUSIEST_HOSTS = 10  # hosts listed in the figures
+CLASS_FILE = "class_downloads.tsv"
 CLASS_COLUMNS = ("class_index", "wnid", "target", "images", "failed", "dropped", "reserve_used", "shortfall")
 
 
@@ -297,7 +298,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         offsets += len(c.row_ids)
     _write_dataset(stage_dir, pa.concat_tables(parts))
     write_class_fates(stage_dir, fates)
-    write_tsv(FileSystems.join(stage_dir, "classes.tsv"), CLASS_COLUMNS, class_table)
+    write_tsv(FileSystems.join(stage_dir, CLASS_FILE), CLASS_COLUMNS, class_table)
     images = sum(row["images"] for row in class_table)
     arrived = images + sum(dropped_by.values())  # a dropped image was fetched fine
     tried = arrived + sum(row["failed"] for row in class_table)

@@ -17,7 +17,7 @@ whenever the stage runs.
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import apache_beam as beam
 import pyarrow as pa
@@ -118,6 +118,13 @@ def _source_json(members: dict[str, bytes]) -> dict:
     return json.loads(members["json"]) if "json" in members else {}
 
 
+def _clear(folder: str) -> None:
+    """Delete every file under `folder`, one by one: on gs:// a folder is only a name prefix."""
+    files = [m.path for m in FileSystems.match([FileSystems.join(folder, "**")])[0].metadata_list]
+    if files:
+        FileSystems.delete(files)
+
+
 def _tar_bytes(folder: str) -> int:
     return sum(m.size_in_bytes for m in FileSystems.match([FileSystems.join(folder, "*.tar")])[0].metadata_list)
 
@@ -127,8 +134,7 @@ def export_dataset(run_dir: str, config: Config) -> dict:
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
     out = dataset_dir(run_dir)
     for folder in (out, FileSystems.join(stage_dir, SHARDS_DIR)):
-        if FileSystems.exists(folder):
-            FileSystems.delete([folder])
+        _clear(folder)
     classes = read_json(FileSystems.join(run_dir, "rank", "classes.json"))
     wnids = [c["wnid"] for c in sorted(classes, key=lambda c: c["index"])]
     names = class_names(wnids, load_index())
@@ -142,25 +148,22 @@ def export_dataset(run_dir: str, config: Config) -> dict:
                 | "Spread" >> beam.Reshuffle()
                 | "Write" >> beam.ParDo(_WriteShard(run_dir, extension, config.export))
             )
-    counts: dict[str, Counter] = {split: Counter() for split in SPLITS}
-    splits = []
+    images, parts = {split: 0 for split in SPLITS}, stage_shards(stage_dir, SHARDS_DIR)
     for split in SPLITS:
-        parts = stage_shards(stage_dir, SHARDS_DIR)
         tables = [read_table(p) for p in parts if FileSystems.split(p)[1].startswith(f"{split}-")]
-        if not tables:
-            continue
-        splits.append(split)
-        table = pa.concat_tables(tables)
-        counts[split].update(table.column("class_index").to_pylist())
-        with atomic_output(FileSystems.join(out, f"{split}.parquet")) as f:
-            pq.write_table(table, f)
+        if tables:
+            table = pa.concat_tables(tables)
+            images[split] = table.num_rows
+            with atomic_output(FileSystems.join(out, f"{split}.parquet")) as f:
+                pq.write_table(table, f)
     write_text(FileSystems.join(out, "classes.txt"), synset_mapping(wnids, names))
     title = f"imagenot dataset: {len(wnids):,} classes from {run_dir.rstrip('/').rsplit('/', 1)[-1]}"
+    splits = [split for split in SPLITS if images[split]]
     write_text(FileSystems.join(out, "README.md"), hf_readme(names, splits, extension, title))
     figures = {
         "classes": len(wnids),
-        "images": sum(sum(c.values()) for c in counts.values()),
-        **{split: sum(counts[split].values()) for split in SPLITS},
+        "images": sum(images.values()),
+        **images,
         "shards": {split: sum(name.startswith(f"{split}-") for name, _ in specs) for split in SPLITS},
         "tar_bytes": _tar_bytes(out),
         "formats": list(config.export.formats),

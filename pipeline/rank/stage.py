@@ -9,7 +9,7 @@ encoder scores every caption of the classes. Captions left out are counted
 A synset's score is the mean of its top-n first-pass caption similarities; synsets under the
 encoder's threshold are dropped and the best K become the classes (ties by wnid). Class indices
 follow wnid order, as ImageNet's do; `rank` is the position by score. Outputs in `rank/`:
-`classes.tsv` and `classes.json` (index, wnid, name, lemmas, gloss, captions, score, rank),
+`class_list.tsv` and `classes.json` (index, wnid, name, lemmas, gloss, captions, score, rank),
 `ranking.tsv` (every scored candidate with its score and fate), and `scored/<stem>.parquet`: the
 selected captions of the classes with `gloss_similarity` and `class_index`, for sampling.
 """
@@ -41,6 +41,7 @@ STAGE = "rank"
 SCORED_DIR = "scored"
 TALLY_FILE = "rank_tally.json"
 CUTOFFS_FILE = "first_phase_cutoffs.json"
+CLASS_LIST_FILE = "class_list.tsv"  # the class list (sample/ and download/ have their own per-class tables)
 CLASS_COLUMNS = ("index", "wnid", "name", "lemmas", "gloss", "captions", "score", "rank")
 
 
@@ -138,7 +139,7 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
         min_captions=config.min_class_captions,
     )
     rows = class_rows(ranking, kept, index)
-    write_tsv(FileSystems.join(stage_dir, "classes.tsv"), CLASS_COLUMNS, rows)
+    write_tsv(FileSystems.join(stage_dir, CLASS_LIST_FILE), CLASS_COLUMNS, rows)
     write_json(FileSystems.join(stage_dir, "classes.json"), rows)
     write_tsv(FileSystems.join(stage_dir, "ranking.tsv"), ("wnid", "name", "score", "fate"), ranking_rows(ranking, index))
 

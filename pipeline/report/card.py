@@ -10,6 +10,7 @@ from imagenot.pipeline.report import datasheet
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
+from imagenot.pipeline.export.usage import usage_markdown
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.no_classes import describe
 
@@ -93,7 +94,7 @@ def _what(facts: RunFacts) -> list[str]:
         "",
         f"Each row of `{facts.dataset_stage}/dataset/*.parquet` is one image: `url`, `caption`, `class_index` "
         "(0 to K-1, in wnid order as ImageNet's), `wnid`, `gloss_similarity` (the caption's similarity to its "
-        "class), `split` and `order` (its place in the class's sampling order). The classes are in `rank/classes.tsv`.",
+        "class), `split` and `order` (its place in the class's sampling order). The classes are in `rank/class_list.tsv`.",
         "",
     ]
     if facts.download is None:
@@ -145,7 +146,7 @@ def _classes(facts: RunFacts) -> list[str]:
     lines = [
         "## Classes",
         "",
-        f"{k:,} classes, indexed 0 to {k - 1} in wnid order; `rank/classes.tsv` lists each with its lemmas, gloss, "
+        f"{k:,} classes, indexed 0 to {k - 1} in wnid order; `rank/class_list.tsv` lists each with its lemmas, gloss, "
         "caption count and score. A class's score is the mean of its top-n first-pass caption similarities "
         f"({min(scores):.3f} to {max(scores):.3f}, median {statistics.median(scores):.3f}).",
         "",
@@ -367,6 +368,14 @@ def _config(facts: RunFacts) -> list[str]:
     return ["## Full configuration", "", "```yaml", text.rstrip("\n"), "```", ""]
 
 
+def _using(facts: RunFacts) -> list[str]:
+    """Where the export is and how to load it (`pipeline.export.usage`, shared with its README)."""
+    if facts.download is None:
+        return ["## Using the dataset", "", "The export stage (`RUN/dataset/`) runs only with `download.enabled`: "
+                "without downloaded images, the dataset is the URL lists in `sample/dataset/`.", ""]  # fmt: skip
+    return [*usage_markdown("RUN/dataset", facts.config.download.encode_format).splitlines(), ""]
+
+
 def render_card(facts: RunFacts) -> str:
-    sections = (_what, _built, _classes, _splits, _download, _limitations, _audits, _licences, datasheet.datasheet, _rebuild, _config)
+    sections = (_what, _built, _classes, _splits, _download, _using, _limitations, _audits, _licences, datasheet.datasheet, _rebuild, _config)
     return "\n".join(line for section in sections for line in section(facts))

@@ -10,7 +10,7 @@ and writes, in (class index, order) order:
 - `dataset/part-NNNNN.parquet`: the images, `shard_rows` rows per shard, ready for img2dataset
   (url_col="url", caption_col="caption");
 - `reserve/part-NNNNN.parquet`: the reserve, same columns, `split` null;
-- `classes.tsv`, `sample_tally.json` (per class and totals) and `manifest.json`.
+- `class_sampling.tsv` (per class: candidates by fate, images, reserve, shortfall), `sample_tally.json` (per class and totals) and `manifest.json`.
 A class with fewer than N images is reported with its shortfall, never padded.
 
 Memory: a class's rows are concatenated in one worker, and the local runner's GroupByKey holds
@@ -53,6 +53,7 @@ TALLY_FILE, MANIFEST_FILE = "sample_tally.json", "manifest.json"
 SOURCE_COLUMNS = ("width", "height", "similarity", "license", "sample_id")  # kept where present
 # candidates = below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images + reserve + not_listed
 COUNT_KEYS = ("candidates", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed")
+CLASS_FILE = "class_sampling.tsv"
 CLASS_COLUMNS = ("class_index", "wnid", "name", *COUNT_KEYS, "images", "reserve", "shortfall")
 
 
@@ -140,7 +141,7 @@ def tally(rows: list[dict]) -> dict:
 def write_dataset(
     stage_dir: str, classes: list[dict], counts: dict, lists: dict[int, str], schema: pa.Schema, sampling: Sampling
 ) -> tuple[list[dict], dict[str, str]]:
-    """Write the dataset and reserve shards and `classes.tsv` from the classes' ordered lists
+    """Write the dataset and reserve shards and `class_sampling.tsv` from the classes' ordered lists
     (`lists`: class index -> file); returns the classes' rows and the files written (name -> path)."""
     lost = urls_in_other_classes({i: read_table(path, ["url", SCORE_COLUMN]) for i, path in lists.items()})
     writers = {role: ShardWriter(FileSystems.join(stage_dir, role), schema, sampling.shard_rows) for role in (DATASET_DIR, RESERVE_DIR)}
@@ -158,8 +159,8 @@ def write_dataset(
             images, reserve = image_rows.num_rows, reserve_rows.num_rows
         rows.append({**row, "images": images, "reserve": reserve, "shortfall": sampling.images_per_class - images})
     outputs = {f"{role}/{name(path)}": path for role, writer in writers.items() for path in writer.close()}
-    outputs["classes.tsv"] = FileSystems.join(stage_dir, "classes.tsv")
-    write_tsv(outputs["classes.tsv"], CLASS_COLUMNS, rows)
+    outputs[CLASS_FILE] = FileSystems.join(stage_dir, CLASS_FILE)
+    write_tsv(outputs[CLASS_FILE], CLASS_COLUMNS, rows)
     return rows, outputs
 
 

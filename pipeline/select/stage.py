@@ -138,7 +138,8 @@ def run_select(config: Config, run_dir: str) -> Funnel:
     drops = {tuple(key.split(":", 1)): n for key, n in total.get("dropped", {}).items()}
     funnel = build_funnel(selection, tagged_tally["rows_tagged"], drops, total.get("kept", {}), load_index())
     write_funnel(funnel, stage_dir)
-    steps = {step.step: {"synsets_left": step.synsets_left, "captions_left": step.captions_left} for step in funnel.steps}
+    # a list, not a mapping: summary.json sorts keys, and the funnel reads in step order
+    steps = [{"step": step.step, "synsets_left": step.synsets_left, "captions_left": step.captions_left} for step in funnel.steps]
     finish_stage(stage_dir, {"funnel": steps, "candidates": len(funnel.classes)})
     return funnel
 
