@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Everything a fresh machine needs: Debian's WordNet (and chromium for the tests), the .venv with the project, WordNet
-# prepared for NLTK. Safe to rerun: each step skips what is already done.
+# Everything a fresh machine needs: Debian's WordNet (and chromium, for the tests), the .venv with
+# the project, WordNet prepared for NLTK. Safe to rerun: each step skips what is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
