@@ -24,6 +24,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import atomic_output, write_json
 from imagenot.pipeline.paths import stem
+from imagenot.pipeline.shard_progress import progress_path, reporting, rows_read
 
 TALLIES_DIR = "tallies"
 
@@ -68,7 +69,9 @@ def stage_shards(stage_dir: str, data_folder: str) -> list[str]:
 def read_batches(path: str, columns: list[str] | None = None, batch_rows: int = 65_536) -> Iterator[pa.RecordBatch]:
     """The record batches of a parquet file the pipeline wrote (local or gs://)."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        yield from pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns)
+        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns):
+            rows_read(batch.num_rows)
+            yield batch
 
 
 def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
@@ -97,7 +100,8 @@ def resumable_shard(files: ShardFiles, work: Callable[[], dict], reusable: Calla
     done = read_json(files.tally) if FileSystems.exists(files.tally) else None
     if done is not None and reusable(done):
         return done
-    tally = work()
+    with reporting(progress_path(files.tally)):
+        tally = work()
     write_json(files.tally, tally)
     return tally
 

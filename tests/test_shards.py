@@ -20,9 +20,45 @@ def test_sum_of_partial_sums_is_the_sum():
 
 
 def test_progress_counts_only_the_shards_this_run_processes(tmp_path):
-    from imagenot.pipeline.progress import _Tallies
+    from imagenot.pipeline.progress import _Done
 
     (tmp_path / "tallies").mkdir()
     for name, rows in (("a", 3), ("b", 4), ("stale", 100)):  # "stale": a shard the dataset no longer has
         (tmp_path / "tallies" / f"{name}.json").write_text(f'{{"rows": {rows}}}')
-    assert _Tallies(str(tmp_path), ["in/a.parquet", "b", "c"], "rows").refresh() == (2, 7)
+    assert _Done(str(tmp_path), ["in/a.parquet", "b", "c"], "rows").refresh() == (2, 7)
+
+
+def test_time_left_moves_with_the_rows_read_inside_running_shards(tmp_path):
+    """Parquet shards: a finished one counts its footer's rows, a running one what its worker last
+    reported through `shard_progress` while it read batches."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from imagenot.pipeline import shard_progress
+    from imagenot.pipeline.progress import _Done, time_left
+    from imagenot.pipeline.shards import read_batches, resumable_shard, shard_files
+
+    shards = []
+    for name, rows in (("a", 30), ("b", 50)):
+        shards.append(str(tmp_path / f"{name}.parquet"))
+        pq.write_table(pa.table({"x": list(range(rows))}), shards[-1])
+    stage = tmp_path / "stage"
+    done = _Done(str(stage), shards, "rows_read")
+    assert done.total_rows() == 80 and done.refresh() == (0, 0)
+    resumable_shard(shard_files(str(stage), "out", shards[0]), lambda: {"rows_read": 30})  # a finished shard
+
+    def read_some():  # a shard part read: its worker reported after each batch
+        for n, _ in enumerate(read_batches(shards[1], batch_rows=20)):
+            if n == 1:
+                assert done.refresh() == (1, 30 + 40)
+                raise RuntimeError("killed mid-shard")
+
+    shard_progress.INTERVAL = 0.0
+    try:
+        resumable_shard(shard_files(str(stage), "out", shards[1]), read_some)
+    except RuntimeError:
+        pass
+    finally:
+        shard_progress.INTERVAL = 2.0
+    assert done.refresh() == (1, 70)
+    assert time_left(80 - 70, 5.0) == "about 2 s left" and time_left(10, 0.0) == "time left unknown yet"

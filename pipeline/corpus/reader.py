@@ -41,6 +41,7 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Columns
 from imagenot.pipeline.paths import name
 from imagenot.pipeline.paths import stem as path_stem
+from imagenot.pipeline.shard_progress import rows_read as report_rows_read
 
 DROP_REASONS = (
     "caption_not_utf8",
@@ -208,6 +209,7 @@ def read_shard(path: str, columns: Columns, batch_rows: int) -> Iterator[ShardBa
                 raise CorpusError(
                     f"shard {path}: unreadable after row {position}: {type(err).__name__}: {err}"
                 ) from err
+            report_rows_read(raw.num_rows)  # for the driver's time left
             yield _checked_batch(raw, present, stem, position)
             position += raw.num_rows
 
