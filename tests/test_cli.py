@@ -71,3 +71,15 @@ def test_every_command_in_the_table_loads_and_has_its_name():
         for name in table:
             result = CliRunner().invoke(main, [*prefix, name, "--help"])
             assert result.exit_code == 0 and f"Usage: main {' '.join([*prefix, name])}" in result.output, result.output
+
+
+def test_a_missing_caption_column_is_one_line_naming_the_setting_that_fixes_it(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"URL": ["http://127.0.0.1/x.jpg"], "caption_text": ["a dog"]}), tmp_path / "part-0.parquet")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"corpus": {"paths": [str(tmp_path / "*.parquet")]}}))
+    result = CliRunner().invoke(main, ["build", "--config", str(config), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
+    assert "part-0.parquet" in result.output and "set `corpus.columns.caption`" in result.output

@@ -171,7 +171,8 @@ def _present_columns(path: str, schema: pa.Schema, columns: Columns) -> dict[str
             if name in REQUIRED:
                 raise CorpusError(
                     f"shard {path}: column {column!r} ({name}) is missing; expected type "
-                    f"{kind.expected}; the shard has {schema.names}"
+                    f"{kind.expected}; the shard has {schema.names}: set `corpus.columns.{name}` to the column "
+                    "that holds it"
                 )
             continue
         found = schema.field(index).type
