@@ -2,6 +2,7 @@
 `--help` and `--version` answer without loading Beam, torch or open_clip."""
 
 import importlib.metadata
+import os
 import subprocess
 import sys
 import time
@@ -83,3 +84,12 @@ def test_a_missing_caption_column_is_one_line_naming_the_setting_that_fixes_it(t
     result = CliRunner().invoke(main, ["build", "--config", str(config), "--out", str(tmp_path / "run")])
     assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
     assert "part-0.parquet" in result.output and "set `corpus.columns.caption`" in result.output
+
+
+@pytest.mark.parametrize(("args", "hidden"), [(["wordnet-prepare"], True), (["-v", "wordnet-prepare"], False)])
+def test_model_loading_bars_show_only_with_verbose(args, hidden):
+    code = (f"import os; from imagenot.pipeline.cli import main; main({args!r}, standalone_mode=False); "
+            "print(os.environ.get('TQDM_DISABLE'), os.environ.get('HF_HUB_DISABLE_PROGRESS_BARS'))")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS")}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert result.stdout.splitlines()[-1] == ("1 1" if hidden else "None None")
