@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
+from imagenot.pipeline import stage_order
 from imagenot.pipeline.atomic import write_text
 from imagenot.pipeline.config import RUN_CONFIG, Config
 from imagenot.pipeline.corpus import stage as corpus_stage
@@ -26,7 +27,6 @@ from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.sample import stage as sample_stage
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.select import stage as select_stage
-from imagenot.pipeline import stage_order
 from imagenot.pipeline.stage_dir import Revision, is_current, stage_fingerprint
 from imagenot.pipeline.summary import read_summary, record_stage, run_and_record
 from imagenot.pipeline.tag import stage as tag_stage

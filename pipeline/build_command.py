@@ -17,7 +17,7 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
     """Build a dataset from a config: every stage in order, skipping what is done; ends with what
     came out and where."""
     from imagenot.pipeline.build import build
-    from imagenot.pipeline.build_summary import closing_summary, class_shortfall
+    from imagenot.pipeline.build_summary import class_shortfall, closing_summary
     from imagenot.pipeline.config import load_config
 
     config = load_config(config_path, needs_corpus=True)

@@ -23,9 +23,12 @@ def closing_summary(config: Config, run_dir: str, ran: list[str]) -> str:
     export = summary.get("export", {})
     split = f" ({export['train']:,} train, {export['test']:,} test)" if export else ""
     short = images.get("classes_short", 0)
-    lines = [
+    counts = (
         f"{run_dir}: {summary.get('rank', {}).get('classes', 0):,} classes, {images.get('images', 0):,} images{split}; "
-        f"{short:,} class{'es' if short != 1 else ''} short of {config.sampling.images_per_class:,} images",
+        f"{short:,} class{'es' if short != 1 else ''} short of {config.sampling.images_per_class:,} images"
+    )
+    lines = [
+        counts,
         f"  ran:     {', '.join(ran) or 'nothing (all stages up to date)'}",
         f"  card:    {FileSystems.join(run_dir, 'report', 'card.md')}",
         f"  report:  {FileSystems.join(run_dir, 'report', 'report.html')}",

@@ -42,7 +42,7 @@ def open_page(page: Path, folder: Path, width: int = 420) -> dict:
     result = subprocess.run(
         [chromium(), *FLAGS, f"--user-data-dir={folder / 'profile'}", f"--window-size={width},900",
          "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, check=False,  # a failed load is reported below
     )  # fmt: skip
     seen = re.search(r'<pre id="probe">(.*?)</pre>', result.stdout)
     assert seen, f"the page did not finish loading in chromium: {result.stderr[-2000:]}"

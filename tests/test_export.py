@@ -165,7 +165,7 @@ def test_a_dropped_image_leaves_the_export_and_its_reserve_replacement_arrives(d
 
 
 def test_imagefolder_format_and_the_export_command(downloaded, tmp_path):
-    source, config, _, wnids = downloaded
+    source = downloaded[0]
     run_dir = tmp_path / "run"
     shutil.copytree(source, run_dir)
     (run_dir / "config.yaml").write_text(json.dumps({**CONFIG, "export": {"formats": ["webdataset", "imagefolder"]}}))

@@ -136,7 +136,7 @@ def test_why_tells_what_the_download_did_for_a_class(reports):
 
 
 def test_the_report_shows_each_class_with_thumbnails_and_marks_short_ones(reports):
-    run_dir, _, _, (card, html) = reports
+    run_dir, _, _, (_, html) = reports
     gallery = html[html.index('<section id="gallery">') : html.index('<section id="funnel">')]
     download = _figures(run_dir, "download")
     assert gallery.count('<div class="class') == download["classes"]

@@ -30,12 +30,14 @@ def split_member(name: str) -> tuple[str, str]:
 def read_samples(path: str, keys: set[str], extensions: set[str]) -> dict[str, dict[str, bytes]]:
     """key -> {extension: bytes} for the samples of `keys` in the tar at `path`, streamed once."""
     found: dict[str, dict[str, bytes]] = {}
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
-            for member in tar:
-                key, extension = split_member(member.name)
-                if member.isfile() and key in keys and extension in extensions:
-                    found.setdefault(key, {})[extension] = tar.extractfile(member).read()
+    with (
+        FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream,
+        tarfile.open(fileobj=stream, mode="r|") as tar,
+    ):
+        for member in tar:
+            key, extension = split_member(member.name)
+            if member.isfile() and key in keys and extension in extensions:
+                found.setdefault(key, {})[extension] = tar.extractfile(member).read()
     return found
 
 
@@ -49,9 +51,8 @@ def _member(name: str, size: int) -> tarfile.TarInfo:
 
 def write_tar(path: str, samples: Iterable[tuple[str, Mapping[str, bytes]]]) -> None:
     """Write (key, {extension: bytes}) samples as a webdataset tar at `path`, atomically."""
-    with atomic_output(path) as stream:
-        with tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-            for key, members in samples:
-                for extension in sorted(members):
-                    data = members[extension]
-                    tar.addfile(_member(f"{key}.{extension}", len(data)), io.BytesIO(data))
+    with atomic_output(path) as stream, tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+        for key, members in samples:
+            for extension in sorted(members):
+                data = members[extension]
+                tar.addfile(_member(f"{key}.{extension}", len(data)), io.BytesIO(data))

@@ -14,22 +14,22 @@ _JSON_TYPES = {
 }  # fmt: skip
 
 FILES = (
-    ("train-NNNNN.tar, test-NNNNN.tar", "webdataset shards; sample KEY has KEY.{ext} (the image), KEY.cls (the "
-     "class index), KEY.txt (the caption) and KEY.json (every column of the parquet files but `shard`)"),
-    ("train.parquet, test.parquet", "one row per image, the same keys: `key` (the sample key: the row id with %, . "
+    ("train-NNNNN.tar, test-NNNNN.tar", ("webdataset shards; sample KEY has KEY.{ext} (the image), KEY.cls (the "
+     "class index), KEY.txt (the caption) and KEY.json (every column of the parquet files but `shard`)")),
+    ("train.parquet, test.parquet", ("one row per image, the same keys: `key` (the sample key: the row id with %, . "
      "and / percent-encoded), `row_id` (the corpus row), `class_index`, `wnid`, `class_name`, `split`, `url`, "
      "`caption`, `gloss_similarity` (caption to class gloss, the score that chose it), `sha256` (of the bytes "
-     "as downloaded, before resizing), `width`/`height` (stored) and `original_width`/`original_height`, `shard`"),
+     "as downloaded, before resizing), `width`/`height` (stored) and `original_width`/`original_height`, `shard`")),
     ("classes.txt", "ImageNet's LOC_synset_mapping.txt format: `nXXXXXXXX lemma, lemma` per line; line i is class i"),
     ("README.md", "this file; its YAML header makes `datasets.load_dataset` see the splits and class names"),
     ("train/WNID/KEY.{ext}", "with `export.formats: [webdataset, imagefolder]` only: an ImageFolder tree"),
 )
 
 
-def usage_markdown(folder: str, extension: str, heading: str = "##") -> str:
+def usage_markdown(folder: str, extension: str) -> str:
     """The "Using the dataset" section for an export in `folder`."""
     files = "\n".join(f"- `{name.replace('{ext}', extension)}`: {what.replace('{ext}', extension)}" for name, what in FILES)
-    return f"""{heading} Using the dataset
+    return f"""## Using the dataset
 
 The dataset is in `{folder}/`, written by the `export` stage (rerun by every `--drop`, so it never
 holds a dropped image):
@@ -73,10 +73,9 @@ def hf_readme(class_names: list[str], splits: list[str], extension: str, title: 
     header = {
         "pretty_name": title,
         "task_categories": ["image-classification"],
-        "configs": [{
-            "config_name": "default",
-            "data_files": [{"split": split, "path": f"{split}-*.tar"} for split in splits],
-        }],  # fmt: skip
+        "configs": [
+            {"config_name": "default", "data_files": [{"split": split, "path": f"{split}-*.tar"} for split in splits]}
+        ],
         "dataset_info": {
             "features": [
                 {"name": "__key__", "dtype": "string"},

@@ -6,11 +6,11 @@ import statistics
 
 import yaml
 
+from imagenot.pipeline.export.usage import usage_markdown
 from imagenot.pipeline.report import datasheet
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
-from imagenot.pipeline.export.usage import usage_markdown
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.no_classes import describe
 
@@ -371,8 +371,9 @@ def _config(facts: RunFacts) -> list[str]:
 def _using(facts: RunFacts) -> list[str]:
     """Where the export is and how to load it (`pipeline.export.usage`, shared with its README)."""
     if facts.download is None:
-        return ["## Using the dataset", "", "The export stage (`RUN/dataset/`) runs only with `download.enabled`: "
-                "without downloaded images, the dataset is the URL lists in `sample/dataset/`.", ""]  # fmt: skip
+        note = ("The export stage (`RUN/dataset/`) runs only with `download.enabled`: without downloaded images, "
+                "the dataset is the URL lists in `sample/dataset/`.")
+        return ["## Using the dataset", "", note, ""]
     return [*usage_markdown("RUN/dataset", facts.config.download.encode_format).splitlines(), ""]
 
 

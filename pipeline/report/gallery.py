@@ -37,9 +37,12 @@ def class_gallery(config: Config, run_dir: str, classes: list[dict]) -> str:
     shown = _shown(run_dir, settings.thumbnails_per_class)
     pictures = read_thumbnails(run_dir, [(r["tar"], r["key"]) for rows in shown.values() for r in rows], settings.thumbnail_pixels)
     target = config.sampling.images_per_class
-    parts = [f"<p>Each class's first {settings.thumbnails_per_class:,} images by sampling order (its best by "
-             "gloss similarity under the <code>top</code> strategy), the caption beneath and in full on hover; "
-             "classes short of their target are marked.</p>"]  # fmt: skip
+    intro = (
+        f"<p>Each class's first {settings.thumbnails_per_class:,} images by sampling order (its best by gloss "
+        "similarity under the <code>top</code> strategy), the caption beneath and in full on hover; classes short "
+        "of their target are marked.</p>"
+    )
+    parts = [intro]
     for c in classes:
         short = c["shortfall"] > 0
         mark = f' <span class="shortmark">short: {c["images"]:,} of {target:,} images</span>' if short else f" ({c['images']:,} images)"
