@@ -26,7 +26,7 @@ from imagenot.pipeline.config import Config, ImageAudit
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.export import stage as export_stage
-from imagenot.pipeline.stage_dir import FIGURES_FILE, made_from, stage_figures
+from imagenot.pipeline.stage_dir import FIGURES_FILE, stage_figures
 from imagenot.pipeline.summary import run_and_record
 
 log = logging.getLogger(__name__)
@@ -56,8 +56,7 @@ def drop_and_backfill(config: Config, run_dir: str, stage: str, audit: Callable[
         run_and_record(embeddings.STAGE, embeddings.run_embed, config, run_dir)
         audit(config, run_dir)
         pending = choose(run_dir, config.image_audit)
-    if not made_from(run_dir, export_stage.STAGE, download_stage.STAGE):  # RUN/dataset/ never holds a dropped image
-        run_and_record(export_stage.STAGE, export_stage.run_export, config, run_dir)
+    export_stage.refresh_export(config, run_dir)
     if pending.num_rows:
         log.warning("%s: %d images still flagged after %d drop passes; run --drop again", stage, pending.num_rows, passes)
     summary = {"passes": passes, "dropped": dict(sorted(dropped.items())), "still_flagged": pending.num_rows}

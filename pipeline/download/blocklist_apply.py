@@ -10,7 +10,7 @@ run); then the download stage runs again and each class walks on to its next res
 A replacement can match a hash in turn, so passes repeat until none does or
 `image_audit.drop_passes` ran. Each application is recorded in
 `download/blocklists_applied.json` (the list's name, size, sha256, entries, and what it removed),
-which the dataset card shows.
+which the dataset card shows. Last, the export (`RUN/dataset/`) is written again without them.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.blocklists import APPLIED_FILE, Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.tars import remove_samples
+from imagenot.pipeline.export import stage as export_stage
 from imagenot.pipeline.shards import read_table, stage_shards
 from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done, stage_figures
 from imagenot.pipeline.summary import run_and_record
@@ -95,6 +96,7 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
     write_json(FileSystems.join(download_dir, APPLIED_FILE), applied)
     figures = {**stage_figures(run_dir, download_stage.STAGE), "blocklists_applied": applied}
     write_json(FileSystems.join(download_dir, FIGURES_FILE), figures)
+    export_stage.refresh_export(config, run_dir)
     return record
 
 

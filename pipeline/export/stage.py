@@ -30,10 +30,12 @@ from imagenot.pipeline.config import Config, Export
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
 from imagenot.pipeline.export.tars import read_samples, write_tar
 from imagenot.pipeline.export.usage import hf_readme
+from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.shards import read_json, read_table, stage_shards
 from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.stage_dir import finish_stage, made_from, open_stage, stage_fingerprint
+from imagenot.pipeline.summary import run_and_record
 from imagenot.wordnet.index import load_index
 
 STAGE = "export"
@@ -118,13 +120,6 @@ def _source_json(members: dict[str, bytes]) -> dict:
     return json.loads(members["json"]) if "json" in members else {}
 
 
-def _clear(folder: str) -> None:
-    """Delete every file under `folder`, one by one: on gs:// a folder is only a name prefix."""
-    files = [m.path for m in FileSystems.match([FileSystems.join(folder, "**")])[0].metadata_list]
-    if files:
-        FileSystems.delete(files)
-
-
 def _tar_bytes(folder: str) -> int:
     return sum(m.size_in_bytes for m in FileSystems.match([FileSystems.join(folder, "*.tar")])[0].metadata_list)
 
@@ -134,7 +129,7 @@ def export_dataset(run_dir: str, config: Config) -> dict:
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
     out = dataset_dir(run_dir)
     for folder in (out, FileSystems.join(stage_dir, SHARDS_DIR)):
-        _clear(folder)
+        delete_folder(folder)
     classes = read_json(FileSystems.join(run_dir, "rank", "classes.json"))
     wnids = [c["wnid"] for c in sorted(classes, key=lambda c: c["index"])]
     names = class_names(wnids, load_index())
@@ -177,6 +172,13 @@ def run_export(config: Config, run_dir: str) -> dict:
     if not config.download.enabled:
         raise ImagenotError("download.enabled is false: the export copies the downloaded images; there are none")
     return export_dataset(run_dir, config)
+
+
+def refresh_export(config: Config, run_dir: str) -> None:
+    """Write `RUN/dataset/` again unless it was made from the download stage as it is now: every
+    drop (audits, blocklists) calls this, so the export never holds a dropped image."""
+    if not made_from(run_dir, STAGE, UPSTREAM):
+        run_and_record(STAGE, run_export, config, run_dir)
 
 
 export_command = stage_command(
