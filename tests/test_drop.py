@@ -32,6 +32,7 @@ from imagenot.pipeline.audit.embeddings import embedding_table
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.drops import read_drops
+from imagenot.pipeline.export import stage as export_stage
 from imagenot.pipeline.report.facts import is_current_audit
 from imagenot.wordnet.index import load_index
 
@@ -87,6 +88,7 @@ def served(tmp_path_factory):
         row_of = {name.split("=")[1]: ids[u] for name, u in url.items()}
         download_stage.run_download(config, str(run_dir))
         embeddings.run_embed(config, str(run_dir))
+        export_stage.run_export(config, str(run_dir))  # each --drop below writes it again
         yield run_dir, config, server, row_of
 
 

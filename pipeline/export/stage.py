@@ -176,8 +176,9 @@ def run_export(config: Config, run_dir: str) -> dict:
 
 def refresh_export(config: Config, run_dir: str) -> None:
     """Write `RUN/dataset/` again unless it was made from the download stage as it is now: every
-    drop (audits, blocklists) calls this, so the export never holds a dropped image."""
-    if not made_from(run_dir, STAGE, UPSTREAM):
+    drop (audits, blocklists) calls this, so the export never holds a dropped image. A run whose
+    export never ran (built stage by stage) is left to `imagenot export`."""
+    if FileSystems.exists(FileSystems.join(run_dir, STAGE)) and not made_from(run_dir, STAGE, UPSTREAM):
         run_and_record(STAGE, run_export, config, run_dir)
 
 
