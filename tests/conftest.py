@@ -32,7 +32,8 @@ def _wait_until_serving(url: str, process: subprocess.Popen, log: Path, seconds:
         if process.poll() is not None:
             raise RuntimeError(f"the GCS emulator exited ({process.returncode}):\n{log.read_text()}")
         try:
-            with urllib.request.urlopen(url, timeout=2):
+            # A fresh opener: a download earlier in this process installs its guarded one globally.
+            with urllib.request.build_opener().open(url, timeout=2):
                 return
         except OSError:
             time.sleep(0.2)

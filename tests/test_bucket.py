@@ -133,7 +133,7 @@ def bucket_run(gcs_bucket, config_path, local_run):
 
 def test_a_bucket_build_resumes_after_a_kill_to_the_bytes_of_a_local_build(local_run, bucket_run):
     run_dir, ran = bucket_run
-    assert ran == ["score", "rank", "sample", "download", "report"]
+    assert ran == ["score", "rank", "sample", "download", "report", "export"]
     local, remote = _files(local_run), _files(run_dir)
     assert {name.split("/")[0] for name in local} == {"sample", "rank", "download"}
     assert any(name.endswith(".tar") for name in local)
