@@ -7,7 +7,7 @@ the corpus's), and such a run still finishes with a card that says so."""
 from __future__ import annotations
 
 from imagenot.pipeline.report.facts import RunFacts
-from imagenot.pipeline.report.funnel import FunnelRow, funnel_rows
+from imagenot.pipeline.report.funnel import FunnelRow, funnel_rows, reasons_text
 
 
 def last_cut(rows: list[FunnelRow]) -> FunnelRow | None:
@@ -20,7 +20,8 @@ def last_cut(rows: list[FunnelRow]) -> FunnelRow | None:
 
 def statement(row: FunnelRow) -> str:
     """One sentence: no classes, and the step (with its reasons) that cut the last synsets."""
-    reasons = f" ({row.dropped})" if row.dropped else ""
+    dropped = ", ".join(filter(None, (reasons_text(row.synsets_dropped), reasons_text(row.captions_dropped))))
+    reasons = f" ({dropped})" if dropped else ""
     return f"no classes: step '{row.step}' cut the last synsets{reasons}; it keeps {row.what}"
 
 
