@@ -94,7 +94,8 @@ def config_path(gcs_bucket, tmp_path_factory):
         **SMALL_BUILD,
         "corpus": {"paths": [f"{root}/corpus/part-*.parquet"]},
         "scoring": {**SMALL_BUILD["scoring"], "cache_dir": f"{root}/embeddings"},
-        "download": {"enabled": True, "demo_server_port": port, "image_size": 64, "shard_rows": 20, "timeout_s": 5},
+        "download": {"enabled": True, "demo_server_port": port, "image_size": 64, "shard_rows": 20, "timeout_s": 5,
+                     "allowed_networks": ["127.0.0.1/32"]},
         "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(local / "tiny-vit.json"), "batch_size": 16,
                         "near_duplicate_threshold": 0.9999},
     }  # fmt: skip

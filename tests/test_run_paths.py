@@ -14,6 +14,12 @@ ALLOWED = {
     # transformers and open_clip load from the worker's own disk (the worker image): not run paths.
     "pipeline/score/encoders.py",
     "pipeline/audit/clip_model.py",
+    # Models prepared once into the local cache (IMAGENOT_CACHE, inside the worker image).
+    "pipeline/score/onnx_runtime.py",
+    "pipeline/score/static_model.py",
+    # The run lock's local branch: an O_EXCL file is what makes it exclusive on a local disk (a
+    # bucket run takes a create-only object instead, in the same module).
+    "pipeline/run_lock.py",
 }
 MODULES = {"pathlib", "glob", "shutil", "tempfile"}
 OS_CALLS = {"makedirs", "mkdir", "listdir", "scandir", "remove", "unlink", "replace", "rename", "walk", "stat", "path"}

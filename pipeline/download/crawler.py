@@ -22,6 +22,7 @@ Each refusal raises an error whose message `reasons.failure_reason` maps to a co
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.client
 import io
@@ -30,6 +31,7 @@ import time
 import urllib.error
 import urllib.request
 import urllib.response
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from imagenot.pipeline.config import Download
@@ -190,12 +192,17 @@ class Crawler:
         with self.opener.open(request, timeout=self.settings.timeout_s) as response:
             return response.read()
 
-    def install(self) -> None:
-        """Make `urllib.request.urlopen`, which img2dataset calls, go through this crawler.
-
-        urllib has one opener per process; it stays for the process's lifetime (a download
-        worker's), and the next round's `Crawler` replaces it."""
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """`urllib.request.urlopen`, which img2dataset calls, goes through this crawler inside
+        the block. urllib has one opener per process: the one before is put back after, so
+        nothing else in the process (a test, a user's notebook) fetches through the crawler."""
+        previous = urllib.request._opener  # urllib offers no getter for the installed opener
         urllib.request.install_opener(self.opener)
+        try:
+            yield
+        finally:
+            urllib.request.install_opener(previous)
 
 
 _crawlers: dict[tuple[str, str], Crawler] = {}

@@ -130,7 +130,6 @@ class _FetchShard(beam.DoFn):
     def setup(self):
         s = self._settings
         self._crawler = process_crawler(self._round_dir, s, self._robots_dir, self._blocklist)
-        self._crawler.install()
         resizer = GuardedResizer(
             s.max_image_pixels,
             self._blocklist.hashes(),
@@ -161,7 +160,8 @@ class _FetchShard(beam.DoFn):
 
     def process(self, shard: int):
         started, before = time.time(), self._crawler.politeness.stats()
-        self._downloader((shard, input_path(self._round_dir, shard)))
+        with self._crawler.installed():
+            self._downloader((shard, input_path(self._round_dir, shard)))
         hosts = shard_hosts(before, self._crawler.politeness.stats(), started)
         robots = self._crawler.robots.fetched() if self._crawler.robots else {}
         write_json(hosts_path(self._round_dir, shard), {"hosts": hosts, "robots": robots})

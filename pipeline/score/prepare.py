@@ -3,6 +3,8 @@ WordNet: the first phase's static model distilled from the encoder, and the enco
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from imagenot.pipeline.config import load_config
@@ -13,11 +15,9 @@ from imagenot.pipeline.score.static_model import PROVENANCE_FILE, describe, prep
 
 
 @click.command("prepare-models")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="config whose scoring model to prepare (default: the defaults)")
+@click.option("--config", "config_path", help="config (local or gs://) whose scoring model to prepare [default: the defaults]")
 def prepare_models_command(config_path: str | None) -> None:
     """Distil the static first-phase model and export the encoder to ONNX (cached; set-up runs it)."""
-    import json
-
     scoring = load_config(config_path).scoring
     if scoring.first_phase_model is None:
         folder = prepare_static_model(scoring.model)
