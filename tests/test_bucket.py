@@ -49,6 +49,7 @@ from imagenot.pipeline.why import why
 DATASET_FILES = (
     "sample/dataset/*.parquet", "sample/reserve/*.parquet", "sample/manifest.json", "rank/class_list.tsv",
     "download/dataset/*.parquet", "download/class_downloads.tsv", "download/rounds/*/*.tar",
+    "dataset/*.tar", "dataset/*.parquet", "dataset/classes.txt", "dataset/README.md",
 )  # fmt: skip
 
 
@@ -136,7 +137,7 @@ def test_a_bucket_build_resumes_after_a_kill_to_the_bytes_of_a_local_build(local
     run_dir, ran = bucket_run
     assert ran == ["score", "rank", "sample", "download", "report", "export"]
     local, remote = _files(local_run), _files(run_dir)
-    assert {name.split("/")[0] for name in local} == {"sample", "rank", "download"}
+    assert {name.split("/")[0] for name in local} == {"sample", "rank", "download", "dataset"}  # the export too
     assert any(name.endswith(".tar") for name in local)
     assert sorted(remote) == sorted(local)
     assert [name for name in local if remote[name] != local[name]] == []
@@ -268,7 +269,7 @@ def test_a_build_on_the_portable_runner_gives_the_local_builds_dataset(gcs_bucke
     config = config.model_copy(update={"runner": runner, "download": config.download.model_copy(update={"enabled": False})})
     run_dir = f"{gcs_bucket}/portable/run"
     assert build(config, run_dir) == ["tag", "select", "score", "rank", "sample", "report"]
-    local, remote = ({k: v for k, v in _files(run).items() if not k.startswith("download/")} for run in (local_run, run_dir))
+    local, remote = ({k: v for k, v in _files(run).items() if not k.startswith(("download/", "dataset/"))} for run in (local_run, run_dir))
     manifests = [json.loads(files.pop("sample/manifest.json")) for files in (local, remote)]
     assert [name for name in local if remote.get(name) != local[name]] == [] and sorted(remote) == sorted(local)
     for manifest in manifests:  # the manifest holds the config, whose runner and download differ

@@ -15,6 +15,7 @@ ALLOWED = {
     "pipeline/score/encoders.py",
     "pipeline/audit/clip_model.py",
     # Models prepared once into the local cache (IMAGENOT_CACHE, inside the worker image).
+    "pipeline/score/model_cache.py",
     "pipeline/score/onnx_runtime.py",
     "pipeline/score/static_model.py",
     # The run lock's local branch: an O_EXCL file is what makes it exclusive on a local disk (a

@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 from imagenot.pipeline.score.encoders import _TokenBatchingEncoder
+from imagenot.pipeline.score.model_cache import is_prepared, publish, staging_folder
 from imagenot.wordnet.nltk_data import cache_dir
 
 OPSET = 17
 MIN_TOKEN_ROWS = 64
-MODEL_FILE, PROVENANCE_FILE = "model.onnx", "PROVENANCE.json"
+MODEL_FILE = "model.onnx"
 
 
 def export_dir(model_id: str) -> Path:
@@ -41,7 +39,7 @@ def export_onnx(encoder: _TokenBatchingEncoder) -> Path:
     import torch
 
     target = export_dir(encoder.model_id)
-    if (target / PROVENANCE_FILE).exists():
+    if is_prepared(target):
         return target / MODEL_FILE
     names = list(encoder.tokenizer(["an example"]).keys())
 
@@ -54,8 +52,7 @@ def export_onnx(encoder: _TokenBatchingEncoder) -> Path:
             return encoder._forward(dict(zip(names, tensors)))
 
     example = tuple(torch.ones((2, 8), dtype=torch.long) for _ in names)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+    staging = staging_folder(target)
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")  # the tracer's notes on Python control flow it froze
         torch.onnx.export(
@@ -74,11 +71,7 @@ def export_onnx(encoder: _TokenBatchingEncoder) -> Path:
         "opset": OPSET,
         "sha256": hashlib.sha256((staging / MODEL_FILE).read_bytes()).hexdigest(),
     }
-    (staging / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=1, sort_keys=True), encoding="utf-8")
-    try:
-        staging.rename(target)
-    except OSError:  # another process exported it first
-        shutil.rmtree(staging, ignore_errors=True)
+    publish(staging, target, provenance)
     return target / MODEL_FILE
 
 

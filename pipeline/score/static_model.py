@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +23,10 @@ import numpy as np
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.score.encoders import resolve_model
+from imagenot.pipeline.score.model_cache import PROVENANCE_FILE, is_prepared, publish, staging_folder
 from imagenot.wordnet.nltk_data import cache_dir
 
 PCA_DIMS = 256
-PROVENANCE_FILE = "PROVENANCE.json"
 WEIGHTS_FILE = "model.safetensors"
 
 
@@ -42,7 +40,7 @@ def static_model_dir(source_model: str) -> Path:
 def prepare_static_model(source_model: str) -> Path:
     """Distil `source_model` once (offline) and cache it; returns its folder."""
     target = static_model_dir(source_model)
-    if (target / PROVENANCE_FILE).exists():
+    if is_prepared(target):
         return target
     from model2vec.distill import distill
 
@@ -51,8 +49,7 @@ def prepare_static_model(source_model: str) -> Path:
         model = distill(model_name=path, pca_dims=PCA_DIMS)
     except (OSError, ValueError) as err:
         raise ImagenotError(f"scoring.first_phase: cannot distil a static model from {source_model!r}: {err}") from err
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".distil-", dir=target.parent))
+    staging = staging_folder(target)
     model.save_pretrained(staging)
     provenance = {
         "method": "model2vec distillation",
@@ -61,11 +58,7 @@ def prepare_static_model(source_model: str) -> Path:
         "pca_dims": PCA_DIMS,
         "weights_sha256": hashlib.sha256((staging / WEIGHTS_FILE).read_bytes()).hexdigest(),
     }
-    (staging / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=1, sort_keys=True), encoding="utf-8")
-    try:
-        staging.rename(target)
-    except OSError:  # another process distilled it first: theirs is as good
-        shutil.rmtree(staging, ignore_errors=True)
+    publish(staging, target, provenance)
     return target
 
 
