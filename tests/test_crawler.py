@@ -8,7 +8,6 @@ fetch deadline."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import tarfile
 from pathlib import Path

@@ -39,7 +39,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Columns
-from imagenot.pipeline.paths import name
+from imagenot.pipeline.paths import name as path_name
 from imagenot.pipeline.paths import stem as path_stem
 from imagenot.pipeline.shard_progress import rows_read as report_rows_read
 
@@ -143,7 +143,7 @@ def shard_identities(shards: list[str]) -> list[list]:
     found = {}
     for result in FileSystems.match(list(shards)):
         for meta in result.metadata_list:
-            found[meta.path] = [name(meta.path), meta.size_in_bytes, meta.last_updated_in_seconds]
+            found[meta.path] = [path_name(meta.path), meta.size_in_bytes, meta.last_updated_in_seconds]
     return [found[shard] for shard in shards]
 
 
