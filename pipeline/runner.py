@@ -23,10 +23,10 @@ from imagenot.pipeline.config import Runner
 
 
 def pipeline_options(runner: Runner) -> PipelineOptions:
-    """The Beam options for `runner`; flags=[] keeps Beam from parsing the program's own argv."""
+    """The Beam options for `runner`."""
     if runner.kind == "local":
         mode = "in_memory" if runner.workers == 1 else "multi_processing"
-        return PipelineOptions(flags=[], direct_num_workers=runner.workers, direct_running_mode=mode)
+        return _options({"direct_num_workers": runner.workers, "direct_running_mode": mode})
     if runner.kind == "portable":
         portable = runner.portable
         options = {
@@ -35,7 +35,7 @@ def pipeline_options(runner: Runner) -> PipelineOptions:
             "environment_type": portable.environment_type,
             "environment_config": portable.environment_config,
         }
-        return PipelineOptions(flags=[], **{key: value for key, value in options.items() if value is not None})
+        return _options(options)
     dataflow = runner.dataflow
     options = {
         "runner": "DataflowRunner",
@@ -50,6 +50,12 @@ def pipeline_options(runner: Runner) -> PipelineOptions:
         "experiments": ["use_runner_v2"],
         "service_account_email": dataflow.service_account,
     }
+    return _options(options)
+
+
+def _options(options: dict) -> PipelineOptions:
+    """Beam options from the set values (None: Beam's default); flags=[] keeps Beam from parsing
+    the program's own argv."""
     return PipelineOptions(flags=[], **{key: value for key, value in options.items() if value is not None})
 
 

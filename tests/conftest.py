@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from imagenot.pipeline import storage_auth
+from imagenot.pipeline.config import Config
+from imagenot.pipeline.tag import LemmaMatcher
+from imagenot.pipeline.tag.stage import build_matcher
 from imagenot.wordnet.index import load_index
+from imagenot.wordnet.lemmas import surface_forms
 
 BUCKET = "imagenot-test"
 
@@ -18,6 +22,24 @@ BUCKET = "imagenot-test"
 def index():
     """The real WordNet 3.0 noun index (prepared by scripts/setup.sh, cached after)."""
     return load_index()
+
+
+@pytest.fixture(scope="session")
+def forms(index):
+    """Every noun lemma's surface forms -> wnids: the table the tagger matches."""
+    return surface_forms(index)
+
+
+@pytest.fixture(scope="session")
+def matcher(forms):
+    """A matcher over every surface form (no ignored forms): the matching rules alone."""
+    return LemmaMatcher(forms)
+
+
+@pytest.fixture(scope="session")
+def stage_matcher(index):
+    """The tag stage's matcher under the default config (its ignored function words)."""
+    return build_matcher(index, Config().tagging.ignore_forms)
 
 
 def _free_loopback_port() -> int:

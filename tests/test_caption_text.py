@@ -4,19 +4,8 @@ import pyarrow as pa
 import pytest
 from reference_matcher import ReferenceMatcher
 
-from imagenot.pipeline.tag import LemmaMatcher
 from imagenot.pipeline.tag.markup import strip_markup, strip_markup_batch
-from imagenot.wordnet.lemmas import normalize, surface_forms
-
-
-@pytest.fixture(scope="module")
-def forms(index):
-    return surface_forms(index)
-
-
-@pytest.fixture(scope="module")
-def matcher(forms):
-    return LemmaMatcher(forms)
+from imagenot.wordnet.lemmas import normalize
 
 
 def matched(matcher, captions):

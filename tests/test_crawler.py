@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import tarfile
 from pathlib import Path
-
-import shutil
 
 import pyarrow.parquet as pq
 import pytest

@@ -17,9 +17,9 @@ from image_server import LoopbackImageServer, photo_jpeg
 
 from imagenot.pipeline.config import Download
 from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused, refusal
+from imagenot.pipeline.download.blocklist_apply import apply_command
 from imagenot.pipeline.download.blocklists import Blocklist, BlocklistError, hash_problem
 from imagenot.pipeline.download.crawler import Crawler
-from imagenot.pipeline.download.blocklist_apply import apply_command
 from imagenot.pipeline.download.politeness import HostGivenUp, HostLimits, Politeness, retry_after_seconds
 from imagenot.pipeline.download.robots import fetch_outcome, rules_of
 from imagenot.pipeline.download.tars import _SortedTarWriter, remove_samples

@@ -1,12 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from imagenot.wordnet.lemmas import is_common_noun, normalize, normalize_text, regular_plurals, surface_forms
-
-
-@pytest.fixture(scope="module")
-def forms(index):
-    return surface_forms(index)
+from imagenot.wordnet.lemmas import is_common_noun, normalize, normalize_text, regular_plurals
 
 
 @pytest.mark.parametrize(

@@ -4,22 +4,12 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from imagenot.pipeline.tag import LemmaMatcher, count_synsets
-from imagenot.pipeline.tag.matcher import leftmost_longest
 from reference_matcher import ReferenceMatcher
+
+from imagenot.pipeline.tag import count_synsets
+from imagenot.pipeline.tag.matcher import leftmost_longest
 from imagenot.pipeline.tag.tokens import tokenize
-from imagenot.wordnet.lemmas import normalize_text, surface_forms
-
-
-@pytest.fixture(scope="module")
-def forms(index):
-    return surface_forms(index)
-
-
-@pytest.fixture(scope="module")
-def matcher(forms):
-    return LemmaMatcher(forms)
+from imagenot.wordnet.lemmas import normalize_text
 
 
 @pytest.fixture(scope="module")

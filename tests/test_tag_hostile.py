@@ -3,20 +3,14 @@ and every row read is tagged, unmatched or dropped under a named reason."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from cli_runner import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from imagenot.pipeline.config import Columns, Config
+from imagenot.pipeline.config import Columns
 from imagenot.pipeline.corpus.reader import DROP_REASONS, read_shard
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.tag.stage import build_matcher, tag_batch, tag_command
-
-
-@pytest.fixture(scope="module")
-def matcher(index):
-    return build_matcher(index, Config().tagging.ignore_forms)
+from imagenot.pipeline.tag.stage import tag_batch, tag_command
 
 
 def _as_utf8_or_not(text: str) -> bytes:
@@ -62,13 +56,13 @@ def shards(draw):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(table=shards(), batch_rows=st.integers(1, 40))
-def test_no_row_content_makes_the_reader_or_tagger_raise(tmp_path_factory, matcher, table, batch_rows):
+def test_no_row_content_makes_the_reader_or_tagger_raise(tmp_path_factory, stage_matcher, table, batch_rows):
     path = tmp_path_factory.mktemp("fuzz") / "shard.parquet"
     pq.write_table(table, path)
     rows_read = tagged = unmatched = dropped = 0
     for piece in read_shard(str(path), Columns(), batch_rows):
         assert set(piece.dropped) <= set(DROP_REASONS)
-        out = tag_batch(piece.batch, matcher)
+        out = tag_batch(piece.batch, stage_matcher)
         rows_read += piece.rows_read
         tagged += out.num_rows
         unmatched += piece.batch.num_rows - out.num_rows

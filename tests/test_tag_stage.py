@@ -9,7 +9,7 @@ from imagenot.pipeline.config import Config, Corpus, Runner
 from imagenot.pipeline.corpus.reader import CorpusError, read_shard
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.summary import read_summary
-from imagenot.pipeline.tag.stage import TALLY_FILE, build_matcher, run_tag, tag_batch, tag_command
+from imagenot.pipeline.tag.stage import TALLY_FILE, run_tag, tag_batch, tag_command
 
 
 @pytest.fixture(scope="module")
@@ -17,11 +17,6 @@ def corpus(tmp_path_factory):
     out = tmp_path_factory.mktemp("corpus")
     synth_corpus(out, 6_000, 7, "http://127.0.0.1:9/img", 2_500)
     return out
-
-
-@pytest.fixture(scope="module")
-def matcher(index):
-    return build_matcher(index, Config().tagging.ignore_forms)
 
 
 def _config(corpus, workers=1):
@@ -34,11 +29,11 @@ def tagged_run(corpus, tmp_path_factory):
     return run_dir / "tag", run_tag(_config(corpus), str(run_dir))
 
 
-def test_beam_stage_gives_the_plain_functions_tags(corpus, matcher, tagged_run):
+def test_beam_stage_gives_the_plain_functions_tags(corpus, stage_matcher, tagged_run):
     out, _ = tagged_run
     for shard in sorted(corpus.glob("part-*.parquet")):
         expected = pa.Table.from_batches(
-            [tag_batch(piece.batch, matcher) for piece in read_shard(str(shard), Config().corpus.columns, 1_000)]
+            [tag_batch(piece.batch, stage_matcher) for piece in read_shard(str(shard), Config().corpus.columns, 1_000)]
         )
         written = pq.read_table(out / "tagged" / shard.name)
         assert written.column_names[:3] == ["row_id", "wnids", "matched"]
