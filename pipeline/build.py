@@ -21,6 +21,7 @@ from imagenot.pipeline.corpus import stage as corpus_stage
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.export import stage as export_stage
+from imagenot.pipeline.layout import DOWNLOAD, RANK, SAMPLE, SCORE
 from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.report import stage as report_stage
@@ -108,8 +109,8 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
 def totals(summary: dict) -> dict:
     """Run-wide figures of the stages in `summary`: the encoder's work (`captions_embedded`)
     against the images it bought."""
-    embedded = sum(summary.get(stage, {}).get("captions_embedded", 0) for stage in ("score", "rank"))
-    images = summary.get("download", summary.get("sample", {})).get("images", 0)
+    embedded = sum(summary.get(stage, {}).get("captions_embedded", 0) for stage in (SCORE, RANK))
+    images = summary.get(DOWNLOAD, summary.get(SAMPLE, {})).get("images", 0)
     return {
         "captions_embedded": embedded,
         "images": images,

@@ -20,8 +20,21 @@ from imagenot.filters.funnel import KEPT, describe_fate
 from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import RUN_CONFIG, Config
 from imagenot.pipeline.download.class_fates import download_fate
+from imagenot.pipeline.layout import (
+    DATASET_STAGES,
+    RANK,
+    RANKING_FILE,
+    SELECT,
+    SELECT_TALLY_FILE,
+    SYNSET_FATES_FILE,
+    classes_path,
+    dataset_shards,
+    read_classes,
+    stage_path,
+)
 from imagenot.pipeline.select.funnel_files import read_synset_fates
-from imagenot.pipeline.shards import read_bytes, read_json, read_table, read_tsv, stage_shards
+from imagenot.pipeline.shards import read_bytes, read_json, read_table, read_tsv
+from imagenot.pipeline.stage_dir import is_done
 from imagenot.wordnet.hierarchy import ancestors_in, descendants_in
 from imagenot.wordnet.index import WNID_PATTERN, NounIndex, load_index
 
@@ -53,27 +66,27 @@ class Run:
 
     def __init__(self, run_dir: str, index: NounIndex):
         self.index = index
-        fates = FileSystems.join(run_dir, "select", "synset_fates.tsv")
+        fates = stage_path(run_dir, SELECT, SYNSET_FATES_FILE)
         if not FileSystems.exists(fates):
             raise ImagenotError(f"{fates} does not exist: has the run reached the select stage?")
         self.fates = read_synset_fates(fates)
         self.config = Config.model_validate(yaml.safe_load(read_bytes(FileSystems.join(run_dir, RUN_CONFIG))) or {}) \
             if FileSystems.exists(FileSystems.join(run_dir, RUN_CONFIG)) else None  # fmt: skip
-        tally = FileSystems.join(run_dir, "select", "select_tally.json")
+        tally = stage_path(run_dir, SELECT, SELECT_TALLY_FILE)
         self.captions = read_json(tally).get("kept", {}) if FileSystems.exists(tally) else {}
-        ranking = FileSystems.join(run_dir, "rank", "ranking.tsv")
+        ranking = stage_path(run_dir, RANK, RANKING_FILE)
         self.ranking = {row["wnid"]: row for row in read_tsv(ranking)} if FileSystems.exists(ranking) else None
-        classes = FileSystems.join(run_dir, "rank", "classes.json")
-        self.classes = {c["wnid"]: c for c in read_json(classes)} if FileSystems.exists(classes) else {}
+        has_classes = FileSystems.exists(classes_path(run_dir))
+        self.classes = {c["wnid"]: c for c in read_classes(run_dir)} if has_classes else {}
         self.splits = self._splits(run_dir)
         self.reference = reference_wnids(self.config.selection.reference, index) if self.config else None
 
     @staticmethod
     def _splits(run_dir: str) -> Counter | None:
         """(class index, split) -> images, from the final dataset (download's, else sample's)."""
-        for stage in ("download", "sample"):
-            if FileSystems.exists(FileSystems.join(run_dir, stage, "DONE")):
-                tables = [read_table(p, ["class_index", "split"]) for p in stage_shards(FileSystems.join(run_dir, stage), "dataset")]
+        for stage in DATASET_STAGES:
+            if is_done(run_dir, stage):
+                tables = [read_table(p, ["class_index", "split"]) for p in dataset_shards(run_dir, stage)]
                 return Counter((t["class_index"], t["split"]) for table in tables for t in table.to_pylist())
         return None
 

@@ -6,17 +6,10 @@ import numpy as np
 import pytest
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.keyed_hash import sample_key, sample_keys
+from imagenot.pipeline.rank.ranking import BELOW_THRESHOLD, BEYOND_TOP_K, NO_CAPTIONS, rank_synsets, top_n_mean
 from imagenot.pipeline.score.cache import CachedEncoder, EmbeddingCache
 from imagenot.pipeline.score.encoders import SentenceTransformerEncoder
-from imagenot.pipeline.score.ranking import (
-    BELOW_THRESHOLD,
-    BEYOND_TOP_K,
-    NO_CAPTIONS,
-    rank_synsets,
-    sample_key,
-    sample_keys,
-    top_n_mean,
-)
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.queries import LAIONET_TEMPLATE, TemplateError, query_text
 

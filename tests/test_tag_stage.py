@@ -8,8 +8,9 @@ from cli_runner import invoke
 from imagenot.pipeline.config import Config, Corpus, Runner
 from imagenot.pipeline.corpus.reader import CorpusError, read_shard
 from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.layout import TAG_TALLY_FILE
 from imagenot.pipeline.summary import read_summary
-from imagenot.pipeline.tag.stage import TALLY_FILE, run_tag, tag_batch, tag_command
+from imagenot.pipeline.tag.stage import run_tag, tag_batch, tag_command
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_two_workers_write_the_same_bytes(corpus, tagged_run, tmp_path):
     run_tag(_config(corpus, workers=2), str(tmp_path))
     for path in sorted((out / "tagged").iterdir()):
         assert (tmp_path / "tag" / "tagged" / path.name).read_bytes() == path.read_bytes()
-    assert (tmp_path / "tag" / TALLY_FILE).read_bytes() == (out / TALLY_FILE).read_bytes()
+    assert (tmp_path / "tag" / TAG_TALLY_FILE).read_bytes() == (out / TAG_TALLY_FILE).read_bytes()
 
 
 def test_rerun_tags_only_unfinished_shards(corpus, tagged_run, tmp_path):

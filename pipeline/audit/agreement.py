@@ -34,11 +34,12 @@ from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
 from imagenot.pipeline.audit.duplicates import load_reference
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
+from imagenot.pipeline.layout import AUDIT_AGREEMENT, AUDIT_EMBEDDINGS, CLASS_QUERIES_FILE, stage_path
 from imagenot.pipeline.shards import read_batches, read_table
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
-STAGE = "audit/agreement"
+STAGE = AUDIT_AGREEMENT
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
@@ -153,7 +154,7 @@ def measure_agreement(run_dir: str, settings: ImageAudit) -> dict:
     keys = {"min_image_class_similarity", "min_image_caption_similarity", "reference_embeddings"}
     stage_dir = open_stage(run_dir, STAGE, settings.model_dump(include=keys), upstream)
     images = embeddings.embedding_table(run_dir)
-    queries_path = FileSystems.join(run_dir, embeddings.STAGE, embeddings.QUERIES_FILE)
+    queries_path = stage_path(run_dir, AUDIT_EMBEDDINGS, CLASS_QUERIES_FILE)
     queries = pa.Table.from_batches(list(read_batches(queries_path)))
     rows = agreement_rows(images, queries, settings)
     classes = class_similarities(column_vectors(images.column("image_embedding")), images.column("class_index").to_numpy())

@@ -26,6 +26,7 @@ from imagenot.pipeline.config import Config, ImageAudit
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.export import stage as export_stage
+from imagenot.pipeline.layout import DOWNLOAD, stage_path
 from imagenot.pipeline.stage_dir import FIGURES_FILE, stage_figures
 from imagenot.pipeline.summary import run_and_record
 
@@ -44,7 +45,7 @@ def drop_and_backfill(config: Config, run_dir: str, stage: str, audit: Callable[
     """Audit, drop what it flags and backfill, until nothing new is flagged or the passes run out."""
     if not config.download.enabled:
         raise ImagenotError("--drop replaces images by downloading from the reserve: it needs download.enabled")
-    download_dir = FileSystems.join(run_dir, download_stage.STAGE)
+    download_dir = stage_path(run_dir, DOWNLOAD)
     dropped: Counter[str] = Counter()
     passes = 0
     audit(config, run_dir)

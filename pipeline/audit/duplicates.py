@@ -42,14 +42,15 @@ from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
+from imagenot.pipeline.layout import AUDIT_DUPLICATES, classes_path, read_classes
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
-from imagenot.pipeline.shards import read_json, read_table
+from imagenot.pipeline.shards import read_table
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 log = logging.getLogger(__name__)
 
-STAGE = "audit/duplicates"
+STAGE = AUDIT_DUPLICATES
 KINDS = ("within_class", "cross_class", "train_test", "reference")
 THUMBNAIL_PIXELS = 128
 
@@ -215,8 +216,8 @@ def thumbnail_html(pairs: pa.Table, run_dir: str, limit: int) -> str:
     its class and caption."""
     shown = pairs.sort_by([("cosine", "descending"), ("row_id_a", "ascending"), ("row_id_b", "ascending")]).slice(0, limit)
     rows_of = {r["row_id"]: r for r in embeddings.dataset_table(run_dir).to_pylist()}
-    classes_path = FileSystems.join(run_dir, "rank", "classes.json")
-    names = {c["index"]: c["name"] for c in read_json(classes_path)} if FileSystems.exists(classes_path) else {}
+    has_classes = FileSystems.exists(classes_path(run_dir))
+    names = {c["index"]: c["name"] for c in read_classes(run_dir)} if has_classes else {}
     needed = {r for r in shown.column("row_id_a").to_pylist() + shown.column("row_id_b").to_pylist() if r in rows_of}
     pictures = read_thumbnails(run_dir, [(rows_of[r]["tar"], rows_of[r]["key"]) for r in sorted(needed)], THUMBNAIL_PIXELS)
 

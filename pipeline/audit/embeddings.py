@@ -38,13 +38,20 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output
 from imagenot.pipeline.audit.clip_model import ClipModel
 from imagenot.pipeline.config import Config, ImageAudit, Runner
+from imagenot.pipeline.layout import (
+    AUDIT_EMBEDDINGS,
+    CLASS_QUERIES_FILE,
+    DATASET_DIR,
+    DOWNLOAD,
+    dataset_shards,
+    read_classes,
+)
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.shards import (
     ShardWorker,
     process_shards,
     read_batches,
-    read_json,
     read_table,
     resumable_shard,
     sha256_file,
@@ -56,12 +63,8 @@ from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerpr
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.queries import query_text, validate_template
 
-DOWNLOAD_STAGE = "download"
-DATASET_DIR = "dataset"
-CLASSES_FILE = "rank/classes.json"
-STAGE = "audit/embeddings"
+STAGE = AUDIT_EMBEDDINGS
 SHARDS_DIR = "shards"
-QUERIES_FILE = "class_queries.parquet"
 TALLY_FILE = "embeddings_tally.json"
 TAR_DIGEST_KEY = "tar_sha256"  # shard metadata: the sha256 of the tar it embeds
 RANDOM_WEIGHTS_WARNING = "RANDOM CLIP WEIGHTS (image_audit.clip_weights is null): every similarity and duplicate here is meaningless"
@@ -81,9 +84,9 @@ def column_vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def dataset_table(run_dir: str) -> pa.Table:
     """The download stage's rows: one per downloaded image."""
-    shards = stage_shards(FileSystems.join(run_dir, DOWNLOAD_STAGE), DATASET_DIR)
+    shards = dataset_shards(run_dir, DOWNLOAD)
     if not shards:
-        raise FileNotFoundError(f"{run_dir}: no {DOWNLOAD_STAGE}/{DATASET_DIR}/*.parquet; run the download stage first")
+        raise FileNotFoundError(f"{run_dir}: no {DOWNLOAD}/{DATASET_DIR}/*.parquet; run the download stage first")
     tables = []
     for shard in shards:
         batches = list(read_batches(shard, DATASET_COLUMNS))
@@ -198,7 +201,7 @@ def class_queries(run_dir: str, template: str, model: ClipModel) -> pa.Table:
     """Each class's query text and its CLIP text embedding, in class-index order."""
     validate_template(template)
     index = load_index()
-    classes = sorted(read_json(FileSystems.join(run_dir, CLASSES_FILE)), key=lambda c: c["index"])
+    classes = sorted(read_classes(run_dir), key=lambda c: c["index"])
     texts = [query_text(index[c["wnid"]], template) for c in classes]
     return pa.table(
         {
@@ -212,10 +215,10 @@ def class_queries(run_dir: str, template: str, model: ClipModel) -> pa.Table:
 
 def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
     """The embeddings stage over `run_dir`; returns the summed tally."""
-    upstream = stage_fingerprint(run_dir, DOWNLOAD_STAGE)
+    upstream = stage_fingerprint(run_dir, DOWNLOAD)
     stage_dir = open_stage(run_dir, STAGE, settings.model_dump(include=_EMBEDDING_SETTINGS), upstream)
     queries = class_queries(run_dir, settings.class_query_template, new_model(settings, runner))
-    with atomic_output(FileSystems.join(stage_dir, QUERIES_FILE)) as stream:
+    with atomic_output(FileSystems.join(stage_dir, CLASS_QUERIES_FILE)) as stream:
         pq.write_table(queries, stream)
     dataset = dataset_table(run_dir)
     tars = rows_by_tar(dataset)
@@ -267,4 +270,4 @@ def run_embed(config: Config, run_dir: str) -> dict:
     return embed_images(run_dir, config.image_audit, config.runner)
 
 
-embed_command = stage_command(STAGE, DOWNLOAD_STAGE, run_embed, "Embed every downloaded image and caption with CLIP.")
+embed_command = stage_command(STAGE, DOWNLOAD, run_embed, "Embed every downloaded image and caption with CLIP.")

@@ -40,10 +40,16 @@ from cleanlab.rank import get_label_quality_scores
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_json, write_text
-from imagenot.pipeline.shards import read_json, read_table, stage_shards
+from imagenot.pipeline.layout import (
+    AUDIT_LABEL_NOISE,
+    DATASET_DIR,
+    DATASET_STAGES,
+    dataset_shards,
+    read_classes,
+    stage_path,
+)
+from imagenot.pipeline.shards import read_table
 
-OUT_DIR = ("audit", "label_noise")
-DATASET_STAGES = ("download", "sample")  # the first one present holds the dataset
 SUM_TOLERANCE = 1e-3  # probabilities saved as float32 or rounded still sum to 1 within this
 EXAMPLE_IDS = 5  # unmatched row ids quoted in the summary
 PROB_COLUMN = re.compile(r"p_(\d+)")
@@ -256,13 +262,14 @@ def _read_parquet(paths: list[str]) -> pa.Table:
 
 def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
     """The run's dataset rows (row_id, class_index, split) and the folder they came from."""
-    for stage in DATASET_STAGES:
-        paths = stage_shards(FileSystems.join(run_dir, stage), "dataset")
+    for stage in DATASET_STAGES:  # the first one that holds a dataset
+        paths = dataset_shards(run_dir, stage)
         if paths:
             table = _read_parquet(paths)
             columns = [c for c in ("row_id", "class_index", "split") if c in table.column_names]
-            return table.select(columns), FileSystems.join(run_dir, stage, "dataset")
-    raise LabelNoiseInputError(f"{run_dir}: no dataset parquet in {' or '.join(s + '/dataset/' for s in DATASET_STAGES)}")
+            return table.select(columns), stage_path(run_dir, stage, DATASET_DIR)
+    folders = " or ".join(f"{stage}/{DATASET_DIR}/" for stage in DATASET_STAGES)
+    raise LabelNoiseInputError(f"{run_dir}: no dataset parquet in {folders}")
 
 
 @click.command("label-noise")
@@ -271,11 +278,11 @@ def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
 def label_noise_command(run_dir: str, probs_path: str) -> None:
     """Estimate label errors with confident learning from out-of-sample class probabilities."""
     try:
-        classes = read_json(FileSystems.join(run_dir, "rank", "classes.json"))
+        classes = read_classes(run_dir)
         dataset, source = read_run_dataset(run_dir)
         result = label_noise(dataset, _read_parquet([probs_path]), len(classes), source, probs_path)
     except OSError as err:
         raise LabelNoiseInputError(str(err)) from err
-    figures = write_label_noise(result, FileSystems.join(run_dir, *OUT_DIR), classes)
+    figures = write_label_noise(result, stage_path(run_dir, AUDIT_LABEL_NOISE), classes)
     click.echo(figures["statement"])
     click.echo(json.dumps({k: v for k, v in figures.items() if k != "per_class"}, indent=2))

@@ -6,10 +6,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.layout import CORPUS
 from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.stage_dir import finish_stage, is_current, open_stage
 
-STAGE = "corpus"
+STAGE = CORPUS
 
 
 def settings(config: Config) -> dict:

@@ -31,6 +31,7 @@ from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.blocklists import APPLIED_FILE, Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.tars import remove_samples
 from imagenot.pipeline.export import stage as export_stage
+from imagenot.pipeline.layout import DATASET_DIR, DOWNLOAD, stage_path
 from imagenot.pipeline.shards import read_table, stage_shards
 from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done, stage_figures
 from imagenot.pipeline.summary import run_and_record
@@ -39,14 +40,14 @@ log = logging.getLogger(__name__)
 
 def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> tuple[pa.Table, dict[str, set[str]]]:
     """Rows to drop (row_id, reason, duplicate_of) and, per tar, the keys of matching images."""
-    download_dir = FileSystems.join(run_dir, download_stage.STAGE)
+    download_dir = stage_path(run_dir, DOWNLOAD)
     reasons: dict[str, str] = {}
     for row_id, url in zip(candidates.column("row_id").to_pylist(), candidates.column("url").to_pylist()):
         reason = blocklist.row_reason(url)
         if reason:
             reasons[row_id] = reason
     tars: dict[str, set[str]] = defaultdict(set)
-    for path in stage_shards(download_dir, download_stage.DATASET_DIR):
+    for path in stage_shards(download_dir, DATASET_DIR):
         for row in read_table(path, ["row_id", "url", "tar", "key", "sha256"]).to_pylist():
             if row["sha256"] in blocklist.entries["sha256"]:
                 reasons[row["row_id"]] = "blocklist_sha256"
@@ -71,7 +72,7 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
     if not is_done(run_dir, download_stage.STAGE):
         raise ImagenotError(f"{run_dir}: no finished download/ stage; run `imagenot download` first")
     blocklist = load_blocklists([list_path])
-    download_dir = FileSystems.join(run_dir, download_stage.STAGE)
+    download_dir = stage_path(run_dir, DOWNLOAD)
     candidates, _ = download_stage.load_candidates(run_dir)
     removed: Counter[str] = Counter()
     samples_removed = passes = 0

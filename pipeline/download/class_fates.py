@@ -10,6 +10,7 @@ from __future__ import annotations
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.layout import DOWNLOAD, stage_path
 from imagenot.pipeline.shards import read_json
 
 FATES_FILE = "class_fates.json"
@@ -22,7 +23,7 @@ def write_class_fates(stage_dir: str, fates: dict[str, dict]) -> None:
 
 def download_fate(run_dir: str, wnid: str) -> str | None:
     """One line on the class's images, or None when the download stage has not run."""
-    path = FileSystems.join(run_dir, "download", FATES_FILE)
+    path = stage_path(run_dir, DOWNLOAD, FATES_FILE)
     if not FileSystems.exists(path):
         return None
     fate = read_json(path).get(wnid)

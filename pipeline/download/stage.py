@@ -35,12 +35,13 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_tsv
 from imagenot.pipeline.config import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import drops, fetch
-from imagenot.pipeline.download.class_fates import write_class_fates
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
+from imagenot.pipeline.download.class_fates import write_class_fates
 from imagenot.pipeline.download.hosts import busiest_hosts, host_of
 from imagenot.pipeline.download.loopback import LoopbackImageServer
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
+from imagenot.pipeline.layout import DATASET_DIR, DOWNLOAD, RESERVE_DIR, SAMPLE, SCORE_COLUMN, stage_path
 from imagenot.pipeline.sample.splits import assign_splits
 from imagenot.pipeline.shards import read_table, stage_shards
 from imagenot.pipeline.stage_command import stage_command
@@ -48,12 +49,11 @@ from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerpr
 
 log = logging.getLogger(__name__)
 
-STAGE = "download"
-UPSTREAM = "sample"
+STAGE = DOWNLOAD
+UPSTREAM = SAMPLE
 ROUNDS_DIR = "rounds"
-DATASET_DIR = "dataset"
 PART_ROWS = 100_000  # rows per dataset/part-NNNNN.parquet
-SAMPLE_COLUMNS = ("row_id", "url", "caption", "class_index", "wnid", "gloss_similarity", "split", "order")
+SAMPLE_COLUMNS = ("row_id", "url", "caption", "class_index", "wnid", SCORE_COLUMN, "split", "order")
 IMAGE_SIZE_COLUMNS = ("width", "height", "original_width", "original_height")
 BUSIEST_HOSTS = 10  # hosts listed in the figures
 CLASS_FILE = "class_downloads.tsv"
@@ -90,9 +90,9 @@ def _read_sample(path: str, reserve: bool) -> pa.Table:
 
 def load_candidates(run_dir: str) -> tuple[pa.Table, list[ClassCandidates]]:
     """The sample stage's rows, by class, dataset rows then reserve rows, each in `order`."""
-    sample_dir = FileSystems.join(run_dir, UPSTREAM)
-    tables = [_read_sample(p, False) for p in stage_shards(sample_dir, "dataset")]
-    tables += [_read_sample(p, True) for p in stage_shards(sample_dir, "reserve")]
+    sample_dir = stage_path(run_dir, UPSTREAM)
+    tables = [_read_sample(p, False) for p in stage_shards(sample_dir, DATASET_DIR)]
+    tables += [_read_sample(p, True) for p in stage_shards(sample_dir, RESERVE_DIR)]
     if not tables:
         raise SampleError(f"{sample_dir}: no dataset/*.parquet")
     table = pa.concat_tables(tables, promote_options="permissive")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 
+from imagenot.pipeline.layout import SCORE_COLUMN
 from imagenot.wordnet.index import NounIndex
 
 # The columns of train.parquet / test.parquet, in order; all but `shard` are also in each sample's .json.
 METADATA_COLUMNS = (
-    "key", "row_id", "class_index", "wnid", "class_name", "split", "url", "caption", "gloss_similarity",
+    "key", "row_id", "class_index", "wnid", "class_name", "split", "url", "caption", SCORE_COLUMN,
     "sha256", "width", "height", "original_width", "original_height", "shard",
 )  # fmt: skip
 

@@ -30,20 +30,28 @@ from imagenot.pipeline.config import Config, Export
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
 from imagenot.pipeline.export.tars import read_samples, write_tar
 from imagenot.pipeline.export.usage import hf_readme
+from imagenot.pipeline.layout import (
+    DOWNLOAD,
+    EXPORT,
+    SCORE_COLUMN,
+    dataset_shards,
+    export_dir,
+    read_classes,
+    stage_path,
+)
 from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.shards import read_json, read_table, stage_shards
+from imagenot.pipeline.shards import read_table, stage_shards
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, made_from, open_stage, stage_fingerprint
 from imagenot.pipeline.summary import run_and_record
 from imagenot.wordnet.index import load_index
 
-STAGE = "export"
-UPSTREAM = "download"
-DATASET_FOLDER = "dataset"  # RUN/dataset/
+STAGE = EXPORT
+UPSTREAM = DOWNLOAD
 SHARDS_DIR = "shards"  # RUN/export/shards/: each shard's metadata rows
 SPLITS = ("train", "test")
-_SOURCE_COLUMNS = ("row_id", "class_index", "wnid", "split", "url", "caption", "gloss_similarity", "tar", "key",
+_SOURCE_COLUMNS = ("row_id", "class_index", "wnid", "split", "url", "caption", SCORE_COLUMN, "tar", "key",
                    "width", "height", "original_width", "original_height")  # fmt: skip
 
 
@@ -55,13 +63,9 @@ def settings(config: Config) -> dict:
     return {**config.export.model_dump(mode="json"), "image_format": config.download.encode_format}
 
 
-def dataset_dir(run_dir: str) -> str:
-    return FileSystems.join(run_dir, DATASET_FOLDER)
-
-
 def _rows(run_dir: str, names: list[str]) -> list[dict]:
     """The download stage's final images as export metadata rows (without sha256 and shard yet)."""
-    tables = [read_table(path, list(_SOURCE_COLUMNS)) for path in stage_shards(FileSystems.join(run_dir, UPSTREAM), "dataset")]
+    tables = [read_table(path, list(_SOURCE_COLUMNS)) for path in dataset_shards(run_dir, UPSTREAM)]
     rows = []
     for row in pa.concat_tables(tables).to_pylist():
         source_key = row.pop("key")
@@ -98,7 +102,7 @@ class _WriteShard(beam.DoFn):
         missing = [r["row_id"] for r in rows if self._extension not in found.get(r["source"], {})]
         if missing:
             raise ExportError(f"{self._run_dir}/{UPSTREAM}: no image in its tar for row(s) {missing[:5]}; rerun `imagenot download`")
-        out = dataset_dir(self._run_dir)
+        out = export_dir(self._run_dir)
         samples, metadata = [], []
         for row in rows:
             members = found[row["source"]]
@@ -127,10 +131,10 @@ def _tar_bytes(folder: str) -> int:
 def export_dataset(run_dir: str, config: Config) -> dict:
     """Write `RUN/dataset/`; the stage's figures."""
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
-    out = dataset_dir(run_dir)
+    out = export_dir(run_dir)
     for folder in (out, FileSystems.join(stage_dir, SHARDS_DIR)):
         delete_folder(folder)
-    classes = read_json(FileSystems.join(run_dir, "rank", "classes.json"))
+    classes = read_classes(run_dir)
     wnids = [c["wnid"] for c in sorted(classes, key=lambda c: c["index"])]
     names = class_names(wnids, load_index())
     extension = config.download.encode_format
@@ -178,7 +182,7 @@ def refresh_export(config: Config, run_dir: str) -> None:
     """Write `RUN/dataset/` again unless it was made from the download stage as it is now: every
     drop (audits, blocklists) calls this, so the export never holds a dropped image. A run whose
     export never ran (built stage by stage) is left to `imagenot export`."""
-    if FileSystems.exists(FileSystems.join(run_dir, STAGE)) and not made_from(run_dir, STAGE, UPSTREAM):
+    if FileSystems.exists(stage_path(run_dir, STAGE)) and not made_from(run_dir, STAGE, UPSTREAM):
         run_and_record(STAGE, run_export, config, run_dir)
 
 

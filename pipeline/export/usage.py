@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import yaml
 
+from imagenot.pipeline.layout import SCORE_COLUMN
+
 # Column types of each sample's .json, as Hugging Face `datasets` names them.
 _JSON_TYPES = {
     "key": "string", "row_id": "string", "class_index": "int64", "wnid": "string", "class_name": "string",
-    "split": "string", "url": "string", "caption": "string", "gloss_similarity": "float64", "sha256": "string",
+    "split": "string", "url": "string", "caption": "string", SCORE_COLUMN: "float64", "sha256": "string",
     "width": "int64", "height": "int64", "original_width": "int64", "original_height": "int64",
 }  # fmt: skip
 

@@ -25,23 +25,32 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import write_json, write_tsv
 from imagenot.pipeline.config import Config
+from imagenot.pipeline.layout import (
+    CLASS_LIST_FILE,
+    CLASSES_FILE,
+    RANK,
+    RANKING_FILE,
+    SCORE,
+    SCORED_DIR,
+    SELECT,
+    SELECT_TALLY_FILE,
+    SELECTED_DIR,
+    stage_path,
+)
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.rank.first_phase import Cutoff, StaticScorer, admitted, cutoffs_transform
+from imagenot.pipeline.rank.ranking import Ranking, rank_synsets
 from imagenot.pipeline.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.score import stage as score_stage
-from imagenot.pipeline.score.ranking import Ranking, rank_synsets
 from imagenot.pipeline.score.static_model import describe, load_static_encoder
-from imagenot.pipeline.select import stage as select_stage
 from imagenot.pipeline.shards import process_shards, read_json, stage_shards
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.wordnet.index import NounIndex, load_index
 
-STAGE = "rank"
-SCORED_DIR = "scored"
+STAGE = RANK
 TALLY_FILE = "rank_tally.json"
 CUTOFFS_FILE = "first_phase_cutoffs.json"
-CLASS_LIST_FILE = "class_list.tsv"  # the class list (sample/ and download/ have their own per-class tables)
 CLASS_COLUMNS = ("index", "wnid", "name", "lemmas", "gloss", "captions", "score", "rank")
 
 
@@ -127,9 +136,9 @@ def first_phase_cutoffs(config: Config, shards: list[str], classes: list[str], s
 
 def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     """Rank the scored candidates, write the class list, score the classes' captions."""
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, score_stage.STAGE))
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, SCORE))
     index = load_index()
-    kept = read_json(FileSystems.join(run_dir, select_stage.STAGE, select_stage.TALLY_FILE)).get("kept", {})
+    kept = read_json(stage_path(run_dir, SELECT, SELECT_TALLY_FILE)).get("kept", {})
     ranking = rank_synsets(
         score_stage.first_pass_similarities(run_dir),
         config.ranking.top_n,
@@ -140,10 +149,10 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     )
     rows = class_rows(ranking, kept, index)
     write_tsv(FileSystems.join(stage_dir, CLASS_LIST_FILE), CLASS_COLUMNS, rows)
-    write_json(FileSystems.join(stage_dir, "classes.json"), rows)
-    write_tsv(FileSystems.join(stage_dir, "ranking.tsv"), ("wnid", "name", "score", "fate"), ranking_rows(ranking, index))
+    write_json(FileSystems.join(stage_dir, CLASSES_FILE), rows)
+    write_tsv(FileSystems.join(stage_dir, RANKING_FILE), ("wnid", "name", "score", "fate"), ranking_rows(ranking, index))
 
-    shards = stage_shards(FileSystems.join(run_dir, select_stage.STAGE), select_stage.SELECTED_DIR)
+    shards = stage_shards(stage_path(run_dir, SELECT), SELECTED_DIR)
     classes = sorted(ranking.classes)
     started = time.monotonic()
     cutoffs, first_phase = None, {"mode": "off"}
@@ -163,5 +172,5 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
 
 
 rank_command = stage_command(
-    STAGE, score_stage.STAGE, run_rank, "Rank synsets by gloss similarity, write the class list, score the classes' captions."
+    STAGE, SCORE, run_rank, "Rank synsets by gloss similarity, write the class list, score the classes' captions."
 )

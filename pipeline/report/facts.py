@@ -18,6 +18,26 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.filters.overlap import overlap_removals
 from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import Config
+from imagenot.pipeline.layout import (
+    AUDIT_AGREEMENT,
+    AUDIT_DUPLICATES,
+    AUDIT_EMBEDDINGS,
+    AUDIT_LABEL_NOISE,
+    AUDIT_RANKINGS,
+    DOWNLOAD,
+    FUNNEL_FILE,
+    MANIFEST_FILE,
+    RANK,
+    RANKING_FILE,
+    SAMPLE,
+    SCORED_DIR,
+    SELECT,
+    TAG,
+    dataset_shards,
+    dataset_stage,
+    read_classes,
+    stage_path,
+)
 from imagenot.pipeline.report.similarity import ClassSimilarities, caption_similarities
 from imagenot.pipeline.shards import read_bytes, read_json, read_tsv, stage_shards
 from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done, made_from
@@ -29,16 +49,16 @@ STRUCTURE_REFERENCE = "imagenet1k"  # the class structure is always shown beside
 DATASET_COLUMNS = ("class_index", "split", "order", "caption")
 # Audit outputs, each shown when present: (folder under the run, file with its figures).
 AUDIT_FIGURES = {
-    "label_noise": ("audit/label_noise", "summary.json"),
-    "duplicates": ("audit/duplicates", FIGURES_FILE),
-    "agreement": ("audit/agreement", FIGURES_FILE),
-    "rankings": ("audit/rankings", "rankings.json"),
+    "label_noise": (AUDIT_LABEL_NOISE, "summary.json"),
+    "duplicates": (AUDIT_DUPLICATES, FIGURES_FILE),
+    "agreement": (AUDIT_AGREEMENT, FIGURES_FILE),
+    "rankings": (AUDIT_RANKINGS, "rankings.json"),
 }
 AUDIT_PLOTS = {"agreement": "similarity.png", "rankings": "rankings.png"}
 AUDIT_HTML = {"duplicates": "pairs.html"}
 # The stages an image audit stage is made from, nearest first: it describes the dataset only
 # while each was made from the next as it is now (audits can drop images after they ran).
-IMAGE_AUDIT_CHAIN = ("audit/embeddings", "download")
+IMAGE_AUDIT_CHAIN = (AUDIT_EMBEDDINGS, DOWNLOAD)
 
 
 @dataclass(frozen=True)
@@ -72,10 +92,6 @@ class RunFacts:
     @property
     def images(self) -> int:
         return sum(self.splits.values())
-
-
-def _path(run_dir: str, *parts: str) -> str:
-    return FileSystems.join(run_dir, *parts)
 
 
 def _read_dataset(shards: list[str]) -> pa.Table:
@@ -135,7 +151,7 @@ def _audits(run_dir: str) -> tuple[dict[str, Audit], list[str]]:
     """The audits to show, and the image audits that are out of date."""
     found, stale = {}, []
     for name, (folder, figures_file) in AUDIT_FIGURES.items():
-        path = _path(run_dir, folder, figures_file)
+        path = stage_path(run_dir, folder, figures_file)
         if figures_file == FIGURES_FILE:  # a stage: it counts once done, and only while current
             if not is_done(run_dir, folder):
                 continue
@@ -143,18 +159,18 @@ def _audits(run_dir: str) -> tuple[dict[str, Audit], list[str]]:
                 stale.append(name)
                 continue
         if FileSystems.exists(path):
-            plot = _optional(_path(run_dir, folder, AUDIT_PLOTS[name])) if name in AUDIT_PLOTS else None
-            html = _optional(_path(run_dir, folder, AUDIT_HTML[name])) if name in AUDIT_HTML else None
+            plot = _optional(stage_path(run_dir, folder, AUDIT_PLOTS[name])) if name in AUDIT_PLOTS else None
+            html = _optional(stage_path(run_dir, folder, AUDIT_HTML[name])) if name in AUDIT_HTML else None
             found[name] = Audit(read_json(path), plot, html.decode("utf-8") if html else None)
     return found, stale
 
 
 def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
     """The facts of a run whose stages up to sample (and download, when enabled) finished."""
-    dataset_stage = "download" if config.download.enabled else "sample"
-    classes = read_json(_path(run_dir, "rank", "classes.json"))
+    final_stage = dataset_stage(config.download.enabled)
+    classes = read_classes(run_dir)
     wnids = [c["wnid"] for c in classes]
-    dataset = _read_dataset(stage_shards(_path(run_dir, dataset_stage), "dataset"))
+    dataset = _read_dataset(dataset_shards(run_dir, final_stage))
     licenses = None
     if "license" in dataset.column_names:
         values = Counter("(missing)" if v is None else v for v in dataset.column("license").to_pylist())
@@ -165,18 +181,18 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
     return RunFacts(
         config=config,
         synthetic=config.corpus.synth is not None,
-        tag=read_json(_path(run_dir, "tag", FIGURES_FILE)),
-        funnel=read_json(_path(run_dir, "select", "funnel.json"))["steps"],
-        rank=read_json(_path(run_dir, "rank", FIGURES_FILE)),
-        candidates=read_tsv(_path(run_dir, "rank", "ranking.tsv")),
+        tag=read_json(stage_path(run_dir, TAG, FIGURES_FILE)),
+        funnel=read_json(stage_path(run_dir, SELECT, FUNNEL_FILE))["steps"],
+        rank=read_json(stage_path(run_dir, RANK, FIGURES_FILE)),
+        candidates=read_tsv(stage_path(run_dir, RANK, RANKING_FILE)),
         classes=per_class_rows(classes, dataset, config.sampling.images_per_class),
-        sample=read_json(_path(run_dir, "sample", FIGURES_FILE)),
-        dataset_stage=dataset_stage,
+        sample=read_json(stage_path(run_dir, SAMPLE, FIGURES_FILE)),
+        dataset_stage=final_stage,
         splits=dict(sorted(Counter(dataset.column("split").to_pylist()).items())),
         licenses=licenses,
-        manifest=read_json(_path(run_dir, "sample", "manifest.json")),
-        download=read_json(_path(run_dir, "download", FIGURES_FILE)) if config.download.enabled else None,
-        similarities=caption_similarities(stage_shards(_path(run_dir, "rank"), "scored"), wnids),
+        manifest=read_json(stage_path(run_dir, SAMPLE, MANIFEST_FILE)),
+        download=read_json(stage_path(run_dir, DOWNLOAD, FIGURES_FILE)) if config.download.enabled else None,
+        similarities=caption_similarities(stage_shards(stage_path(run_dir, RANK), SCORED_DIR), wnids),
         structure=build_report(index, wnids, structure_reference, "this dataset", STRUCTURE_REFERENCE),
         readings=class_set_readings(index, wnids, reference),
         audits=audits,

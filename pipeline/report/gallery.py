@@ -6,18 +6,18 @@ from __future__ import annotations
 import html
 
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config import Config
+from imagenot.pipeline.layout import DOWNLOAD, dataset_shards
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
-from imagenot.pipeline.shards import read_table, stage_shards
+from imagenot.pipeline.shards import read_table
 
 COLUMNS = ["class_index", "order", "split", "caption", "tar", "key"]
 
 
 def _shown(run_dir: str, per_class: int) -> dict[int, list[dict]]:
     """class index -> its first `per_class` images by sampling order."""
-    tables = [read_table(p, COLUMNS) for p in stage_shards(FileSystems.join(run_dir, "download"), "dataset")]
+    tables = [read_table(p, COLUMNS) for p in dataset_shards(run_dir, DOWNLOAD)]
     rows = pa.concat_tables(tables).sort_by([("class_index", "ascending"), ("order", "ascending")]).to_pylist()
     shown: dict[int, list[dict]] = {}
     for row in rows:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.score.ranking import SCORE_COLUMN
+from imagenot.pipeline.layout import SCORE_COLUMN
 from imagenot.pipeline.shards import read_batches
 
 BIN_WIDTH = 0.005

@@ -17,6 +17,7 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import write_text
 from imagenot.pipeline.config import RUN_CONFIG, Config, load_config
 from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.layout import CARD_FILE, PAGE_FILE, REPORT, dataset_stage, stage_path
 from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
@@ -39,13 +40,12 @@ from imagenot.pipeline.stage_dir import (
 from imagenot.pipeline.summary import run_and_record
 from imagenot.wordnet.index import load_index
 
-STAGE = "report"
-CARD_FILE, PAGE_FILE = "card.md", "report.html"
+STAGE = REPORT
 CHECKED_STAGES = (select_stage, score_stage, rank_stage, sample_stage)  # settings the card states
 
 
 def upstream(config: Config) -> str:
-    return download_stage.STAGE if config.download.enabled else sample_stage.STAGE
+    return dataset_stage(config.download.enabled)
 
 
 def described_config(config: Config) -> Config:
@@ -64,7 +64,7 @@ def check_config(config: Config, run_dir: str) -> None:
     """Raise unless each stage the card describes ran with this config's settings."""
     stages = [*CHECKED_STAGES, *([download_stage] if config.download.enabled else [])]
     for stage in stages:
-        recorded = read_json(FileSystems.join(run_dir, stage.STAGE, FINGERPRINT_FILE))["settings"]
+        recorded = read_json(stage_path(run_dir, stage.STAGE, FINGERPRINT_FILE))["settings"]
         expected = json.loads(json.dumps(stage.settings(config)))
         if recorded != expected:
             differing = sorted(k for k in recorded.keys() | expected.keys() if recorded.get(k) != expected.get(k))
@@ -105,4 +105,4 @@ def report_command(run_dir: str, config_path: str | None, break_lock: bool) -> N
     config = load_config(config_path)
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         figures = run_and_record(STAGE, run_report, config, run_dir)
-    click.echo(f"{STAGE}: {json.dumps(figures)} -> {FileSystems.join(run_dir, STAGE, PAGE_FILE)}")
+    click.echo(f"{STAGE}: {json.dumps(figures)} -> {stage_path(run_dir, STAGE, PAGE_FILE)}")

@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from imagenot.pipeline.config import Sampling
+from imagenot.pipeline.keyed_hash import sample_keys
+from imagenot.pipeline.layout import SCORE_COLUMN
 from imagenot.pipeline.sample.strategies import order_matched, order_threshold, order_top, similarity_bins
-from imagenot.pipeline.score.ranking import SCORE_COLUMN, sample_keys
 
 ORDER_COLUMN = "order"
 

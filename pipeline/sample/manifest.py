@@ -9,12 +9,13 @@ from apache_beam.io.filesystems import FileSystems
 from packaging.requirements import Requirement
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.layout import RANK, SAMPLE, SCORE, SELECT, TAG, stage_path
 from imagenot.pipeline.score.encoders import resolve_model
 from imagenot.pipeline.shards import read_json, sha256_file
 from imagenot.pipeline.stage_dir import FINGERPRINT_FILE
 
 PROJECT = "imagenot"
-STAGES = ("tag", "select", "score", "rank", "sample")
+STAGES = (TAG, SELECT, SCORE, RANK, SAMPLE)
 
 
 def file_entry(path: str, name: str | None = None) -> dict:
@@ -47,20 +48,20 @@ def package_versions() -> dict[str, str | None]:
 
 
 def stage_settings(run_dir: str, stage: str) -> dict:
-    return read_json(FileSystems.join(run_dir, stage, FINGERPRINT_FILE))
+    return read_json(stage_path(run_dir, stage, FINGERPRINT_FILE))
 
 
 def build_manifest(run_dir: str, config: dict, sampling: dict, corpus: list[dict], outputs: dict[str, str]) -> dict:
     """The manifest of a run whose stages up to sample are fingerprinted; `corpus` holds the
     checked corpus shard entries, `outputs` the files written (name in the stage folder -> path)."""
     fingerprints = {stage: stage_settings(run_dir, stage) for stage in STAGES}
-    scoring = fingerprints["score"]["settings"]
+    scoring = fingerprints[SCORE]["settings"]
     return {
         "config": config,
         "sampling": sampling,
         "seed": sampling["seed"],
         "packages": package_versions(),
-        "wordnet": fingerprints["tag"]["settings"]["wordnet"],
+        "wordnet": fingerprints[TAG]["settings"]["wordnet"],
         "encoder": {"kind": scoring["encoder"], "model": scoring["model"], "model_id": resolve_model(scoring["model"])[1]},
         "corpus_shards": corpus,
         "fingerprints": {stage: fingerprint["digest"] for stage, fingerprint in fingerprints.items()},

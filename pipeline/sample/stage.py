@@ -32,24 +32,34 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_json, write_tsv
 from imagenot.pipeline.config import Config, Sampling
+from imagenot.pipeline.layout import (
+    CORPUS_SHARDS_FILE,
+    DATASET_DIR,
+    MANIFEST_FILE,
+    RANK,
+    RESERVE_DIR,
+    SAMPLE,
+    SCORE_COLUMN,
+    SCORED_DIR,
+    TAG,
+    read_classes,
+    stage_path,
+)
 from imagenot.pipeline.paths import delete_folder, name
-from imagenot.pipeline.rank import stage as rank_stage
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.sample.classes import ORDER_COLUMN, sample_class
 from imagenot.pipeline.sample.manifest import build_manifest, checked_corpus_entry
 from imagenot.pipeline.sample.splits import assign_splits
 from imagenot.pipeline.sample.strategies import reference_edges
 from imagenot.pipeline.sample.writer import ShardWriter
-from imagenot.pipeline.score.ranking import SCORE_COLUMN
 from imagenot.pipeline.shards import read_batches, read_json, read_schema, read_table, stage_shards
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
-from imagenot.pipeline.tag import stage as tag_stage
 
-STAGE = "sample"
-DATASET_DIR, RESERVE_DIR, ORDERED_DIR = "dataset", "reserve", "ordered"
+STAGE = SAMPLE
+ORDERED_DIR = "ordered"
 COUNTS_FILE, CHECKSUMS_FILE = "class_counts.json", "corpus_checksums.json"
-TALLY_FILE, MANIFEST_FILE = "sample_tally.json", "manifest.json"
+TALLY_FILE = "sample_tally.json"
 SOURCE_COLUMNS = ("width", "height", "similarity", "license", "sample_id")  # kept where present
 # candidates = below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images + reserve + not_listed
 COUNT_KEYS = ("candidates", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed")
@@ -174,13 +184,13 @@ def run_sample(config: Config, run_dir: str) -> dict:
     """Sample every class of `<run_dir>/rank/`; returns the tally."""
     sampling: Sampling = config.sampling
     edges = reference_edges(sampling)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, rank_stage.STAGE))
-    rank_dir = FileSystems.join(run_dir, rank_stage.STAGE)
-    classes = read_json(FileSystems.join(rank_dir, "classes.json"))
-    shards = stage_shards(rank_dir, rank_stage.SCORED_DIR)
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, RANK))
+    rank_dir = stage_path(run_dir, RANK)
+    classes = read_classes(run_dir)
+    shards = stage_shards(rank_dir, SCORED_DIR)
     if not shards:
-        raise ImagenotError(f"{rank_dir}: no scored shards in {rank_stage.SCORED_DIR}/; rerun `imagenot rank`")
-    corpus = read_json(FileSystems.join(run_dir, tag_stage.STAGE, tag_stage.SHARDS_FILE))
+        raise ImagenotError(f"{rank_dir}: no scored shards in {SCORED_DIR}/; rerun `imagenot rank`")
+    corpus = read_json(stage_path(run_dir, TAG, CORPUS_SHARDS_FILE))
     scored_schema = read_schema(shards[0])
     schema = output_schema(scored_schema)
     read = [name for name in schema.names if name in scored_schema.names]
@@ -228,7 +238,7 @@ def summarize(result: dict) -> dict:
 
 sample_command = stage_command(
     STAGE,
-    rank_stage.STAGE,
+    RANK,
     run_sample,
     "Pick each class's images and reserve from its scored captions, split train/test, write the dataset.",
 )

@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Sampling
-from imagenot.pipeline.score.ranking import SCORE_COLUMN
+from imagenot.pipeline.layout import SCORE_COLUMN
 
 REFERENCE_BINS = 10  # deciles of another run's scores
 

@@ -1,1 +1,1 @@
-"""Scoring captions against synset glosses with a text encoder, and ranking synsets by it."""
+"""Scoring captions against synset glosses with a text encoder."""

@@ -28,13 +28,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import write_json
 from imagenot.pipeline.config import Config, Runner, Scoring
+from imagenot.pipeline.keyed_hash import sample_keys
+from imagenot.pipeline.layout import FIRST_PASS_DIR, SCORE, SCORE_COLUMN, SELECT, SELECTED_DIR, stage_path
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.encoders import load_encoder
-from imagenot.pipeline.score.ranking import SCORE_COLUMN, sample_keys
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
-from imagenot.pipeline.select import stage as select_stage
 from imagenot.pipeline.shards import (
     ShardWorker,
     process_shards,
@@ -51,8 +51,7 @@ from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerpr
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.nltk_data import cache_dir
 
-STAGE = "score"
-FIRST_PASS_DIR = "first_pass"
+STAGE = SCORE
 CUTOFFS_FILE = "first_pass_cutoffs.json"
 TALLY_FILE = "score_tally.json"
 FIRST_PHASE_SETTINGS = ("first_phase", "first_phase_model", "exact_per_class")
@@ -173,9 +172,9 @@ def settings(config: Config) -> dict:
 
 def run_score(config: Config, run_dir: str) -> dict:
     """Both passes over `<run_dir>/select/`; returns the summed tally."""
-    select_dir = FileSystems.join(run_dir, select_stage.STAGE)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, select_stage.STAGE))
-    shards = stage_shards(select_dir, select_stage.SELECTED_DIR)
+    select_dir = stage_path(run_dir, SELECT)
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, SELECT))
+    shards = stage_shards(select_dir, SELECTED_DIR)
     scoring = config.scoring
 
     cutoffs_path = FileSystems.join(stage_dir, CUTOFFS_FILE)
@@ -200,7 +199,7 @@ def run_score(config: Config, run_dir: str) -> dict:
 
 def first_pass_similarities(run_dir: str) -> dict[str, np.ndarray]:
     """wnid -> the gloss similarities of its first-pass captions."""
-    stage_dir = FileSystems.join(run_dir, STAGE)
+    stage_dir = stage_path(run_dir, STAGE)
     by_synset: dict[str, list[np.ndarray]] = {}
     for shard in stage_shards(stage_dir, FIRST_PASS_DIR):
         for batch in read_batches(shard, ["wnid", SCORE_COLUMN]):
@@ -212,5 +211,5 @@ def first_pass_similarities(run_dir: str) -> dict[str, np.ndarray]:
 
 
 score_command = stage_command(
-    STAGE, select_stage.STAGE, run_score, "Score each candidate synset's first-pass captions against its gloss."
+    STAGE, SELECT, run_score, "Score each candidate synset's first-pass captions against its gloss."
 )

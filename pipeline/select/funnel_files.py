@@ -10,9 +10,10 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import FATE_COLUMNS, Funnel
 from imagenot.pipeline import atomic
+from imagenot.pipeline.layout import FUNNEL_FILE, SYNSET_FATES_FILE
 from imagenot.pipeline.shards import read_tsv
 
-FUNNEL_FILES = ("funnel.tsv", "funnel.json", "synset_fates.tsv")
+FUNNEL_FILES = ("funnel.tsv", FUNNEL_FILE, SYNSET_FATES_FILE)
 
 
 def write_funnel(funnel: Funnel, out_dir: str) -> list[str]:

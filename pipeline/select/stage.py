@@ -24,6 +24,15 @@ from imagenot.filters.single_synset import CandidateLookup, class_caption_counts
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
 from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import Config, Selection
+from imagenot.pipeline.layout import (
+    SELECT,
+    SELECT_TALLY_FILE,
+    SELECTED_DIR,
+    TAG,
+    TAG_TALLY_FILE,
+    TAGGED_DIR,
+    stage_path,
+)
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.select.funnel_files import write_funnel
@@ -40,15 +49,12 @@ from imagenot.pipeline.shards import (
 )
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
-from imagenot.pipeline.tag import stage as tag_stage
 from imagenot.wordnet.index import load_index
 
 log = logging.getLogger(__name__)
 
-STAGE = "select"
-SELECTED_DIR = "selected"
+STAGE = SELECT
 USABLE_FILE = "usable_counts.json"
-TALLY_FILE = "select_tally.json"
 
 
 def _unsafe_filter(batch, selection: Selection):
@@ -118,10 +124,10 @@ def settings(config: Config) -> dict:
 
 def run_select(config: Config, run_dir: str) -> Funnel:
     """Both passes over `<run_dir>/tag/`; writes `<run_dir>/select/` and returns the funnel."""
-    tag_dir = FileSystems.join(run_dir, tag_stage.STAGE)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, tag_stage.STAGE))
-    tagged_tally = read_json(FileSystems.join(tag_dir, tag_stage.TALLY_FILE))
-    shards = stage_shards(tag_dir, tag_stage.TAGGED_DIR)
+    tag_dir = stage_path(run_dir, TAG)
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, TAG))
+    tagged_tally = read_json(FileSystems.join(tag_dir, TAG_TALLY_FILE))
+    shards = stage_shards(tag_dir, TAGGED_DIR)
     selection_config = config.selection
 
     usable_path = FileSystems.join(stage_dir, USABLE_FILE)
@@ -130,7 +136,7 @@ def run_select(config: Config, run_dir: str) -> Funnel:
     selection = choose_synsets(tagged_tally["synset_captions"], read_json(usable_path).get("usable", {}), selection_config)
     log.info("select: %d synsets found, %d candidates", len(selection.found), len(selection.candidates))
 
-    total_path = FileSystems.join(stage_dir, TALLY_FILE)
+    total_path = FileSystems.join(stage_dir, SELECT_TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_in"), make_pipeline(config.runner) as pipeline:
         select_fn = ShardWorker(functools.partial(select_shard, selection_config, CandidateLookup(selection), stage_dir))
         process_shards(pipeline, shards, select_fn, total_path)
@@ -145,5 +151,5 @@ def run_select(config: Config, run_dir: str) -> Funnel:
 
 
 select_command = stage_command(
-    STAGE, tag_stage.STAGE, run_select, "Filter synsets (ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions."
+    STAGE, TAG, run_select, "Filter synsets (ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions."
 )

@@ -23,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.pipeline.atomic import write_json, write_text
 from imagenot.pipeline.config import Columns, Config, load_config
 from imagenot.pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
+from imagenot.pipeline.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
 from imagenot.pipeline.paths import name, stem
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.run_lock import break_lock_option, run_lock
@@ -37,11 +38,8 @@ from imagenot.wordnet.nltk_data import WORDNET_VERSION
 
 log = logging.getLogger(__name__)
 
-STAGE = "tag"
-TAGGED_DIR = "tagged"
-TALLY_FILE = "tag_tally.json"
+STAGE = TAG
 COUNTS_FILE = "synset_counts.tsv"
-SHARDS_FILE = "shards.json"  # [path, size, mtime] of each corpus shard read, for the manifest
 
 
 def build_matcher(index: NounIndex, ignore_forms: list[str]) -> LemmaMatcher:
@@ -132,9 +130,9 @@ def run_tag(config: Config, run_dir: str) -> dict:
     for shard in shards:  # every schema is checked before any work starts
         validate_shard(shard, config.corpus.columns)
     stage_dir = open_stage(run_dir, STAGE, settings(config))
-    write_json(FileSystems.join(stage_dir, SHARDS_FILE), [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))])
+    write_json(FileSystems.join(stage_dir, CORPUS_SHARDS_FILE), [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))])
     log.info("tag: %d shards", len(shards))
-    total_path = FileSystems.join(stage_dir, TALLY_FILE)
+    total_path = FileSystems.join(stage_dir, TAG_TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_read"), make_pipeline(config.runner) as pipeline:
         worker = ShardWorker(functools.partial(_tag_one, config, stage_dir), functools.partial(_tag_worker, config))
         process_shards(pipeline, shards, worker, total_path)
@@ -152,7 +150,7 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command("tag")
+@click.command(STAGE)
 @click.option("--input", "inputs", multiple=True, help="parquet paths, globs or URLs (repeatable); default: the config's corpus.paths")
 @click.option("--out", required=True, help="run directory: writes its tag/ folder and summary.json")
 @click.option("--config", "config_path", help="YAML run configuration")

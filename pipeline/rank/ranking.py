@@ -6,15 +6,14 @@ step, with its own minimum). Synsets under the threshold are dropped, the best K
 classes, and ties are broken by wnid so the same scores always give the same classes.
 
 Cost bound: classes are ranked on at most M captions per synset, chosen by a seeded hash of
-`row_id` (so the choice does not depend on row order, sharding or runner). Only the captions of
-the chosen classes are then scored in full, for picking their images.
+`row_id` (`pipeline/keyed_hash.py`). Only the captions of the chosen classes are then scored in
+full, for picking their images.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,24 +71,3 @@ def rank_synsets(
         dropped[wnid] = BEYOND_TOP_K
     return Ranking(tuple(passing[:k]), scores, dict(sorted(dropped.items())))
 
-
-SCORE_COLUMN = "gloss_similarity"  # a caption's similarity to its synset's gloss (`similarity` is LAION's CLIP score)
-
-
-def sample_keys(row_ids: Iterable[str], seed: int) -> np.ndarray:
-    """A uniform 64-bit key per row id, fixed by (seed, row_id) alone, as uint64: the 8-byte
-    BLAKE2b digest of the UTF-8 row id keyed by the seed, read big-endian."""
-    keyed = hashlib.blake2b(digest_size=8, key=seed.to_bytes(8, "big", signed=True))
-
-    def digest(row_id: str) -> bytes:
-        row = keyed.copy()  # the key block is already hashed: copying it is cheaper than keying anew
-        row.update(row_id.encode("utf-8"))
-        return row.digest()
-
-    # The digests joined are the keys' big-endian bytes: one numpy read instead of an int per row.
-    return np.frombuffer(b"".join(map(digest, row_ids)), dtype=">u8").astype(np.uint64)
-
-
-def sample_key(row_id: str, seed: int) -> int:
-    """`sample_keys` of one row id."""
-    return int(sample_keys([row_id], seed)[0])
