@@ -58,9 +58,15 @@ MANIFEST_FILE = "manifest.json"  # sample/
 # report/
 CARD_FILE = "card.md"
 PAGE_FILE = "report.html"
-# audit/embeddings/
-CLASS_QUERIES_FILE = "class_queries.parquet"  # each class's query, embedded
+# audit/: the outputs the report shows
+CLASS_QUERIES_FILE = "class_queries.parquet"  # audit/embeddings/: each class's query, embedded
+DUPLICATE_PAIRS_HTML_FILE = "pairs.html"  # audit/duplicates/
+AGREEMENT_PLOT_FILE = "similarity.png"  # audit/agreement/
+LABEL_NOISE_FILE = "summary.json"  # audit/label_noise/
+MODEL_RANKINGS_FILE = "rankings.json"  # audit/rankings/, when `compare-rankings --out` puts it there
+MODEL_RANKINGS_PLOT_FILE = "rankings.png"
 # RUN/
+SUMMARY_FILE = "summary.json"  # each stage's figures (pipeline/summary.py)
 EXPORT_DIR = "dataset"  # the export's folder, beside the stage folders
 
 SCORE_COLUMN = "gloss_similarity"  # a caption's similarity to its synset's gloss (`similarity` is LAION's CLIP score)

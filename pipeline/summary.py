@@ -9,10 +9,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import write_json
 from imagenot.pipeline.config import Config
+from imagenot.pipeline.layout import SUMMARY_FILE
 from imagenot.pipeline.shards import read_json
 from imagenot.pipeline.stage_dir import stage_figures
-
-SUMMARY_FILE = "summary.json"
 
 
 def read_summary(run_dir: str) -> dict:

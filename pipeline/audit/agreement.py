@@ -34,7 +34,13 @@ from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
 from imagenot.pipeline.audit.duplicates import load_reference
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import AUDIT_AGREEMENT, AUDIT_EMBEDDINGS, CLASS_QUERIES_FILE, stage_path
+from imagenot.pipeline.layout import (
+    AGREEMENT_PLOT_FILE,
+    AUDIT_AGREEMENT,
+    AUDIT_EMBEDDINGS,
+    CLASS_QUERIES_FILE,
+    stage_path,
+)
 from imagenot.pipeline.shards import read_batches, read_table
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
@@ -176,7 +182,7 @@ def measure_agreement(run_dir: str, settings: ImageAudit) -> dict:
             _write_parquet(FileSystems.join(stage_dir, "reference_classes.parquet"), reference_classes)
             summary["reference_intra_class_similarity"] = quantiles(_column(reference_classes, "intra_class_similarity"))
             summary["reference_inter_class_similarity"] = quantiles(_column(reference_classes, "inter_class_similarity"))
-    write_bytes(FileSystems.join(stage_dir, "similarity.png"), similarity_figure(classes, reference_classes))
+    write_bytes(FileSystems.join(stage_dir, AGREEMENT_PLOT_FILE), similarity_figure(classes, reference_classes))
     if settings.random_weights:
         summary["warning"] = embeddings.RANDOM_WEIGHTS_WARNING
     finish_stage(stage_dir, summary)

@@ -42,7 +42,7 @@ from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import AUDIT_DUPLICATES, classes_path, read_classes
+from imagenot.pipeline.layout import AUDIT_DUPLICATES, DUPLICATE_PAIRS_HTML_FILE, classes_path, read_classes
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
 from imagenot.pipeline.shards import read_table
 from imagenot.pipeline.stage_command import stage_command
@@ -246,7 +246,7 @@ def find_duplicates(run_dir: str, settings: ImageAudit) -> dict:
     pairs = duplicate_pairs(images, settings, reference)
     with atomic_output(FileSystems.join(stage_dir, "pairs.parquet")) as stream:
         pq.write_table(pairs, stream, compression="zstd")
-    write_text(FileSystems.join(stage_dir, "pairs.html"), thumbnail_html(pairs, run_dir, settings.thumbnails))
+    write_text(FileSystems.join(stage_dir, DUPLICATE_PAIRS_HTML_FILE), thumbnail_html(pairs, run_dir, settings.thumbnails))
     counts = duplicate_counts(pairs, images)
     if settings.random_weights:
         counts["warning"] = embeddings.RANDOM_WEIGHTS_WARNING

@@ -44,6 +44,7 @@ from imagenot.pipeline.layout import (
     AUDIT_LABEL_NOISE,
     DATASET_DIR,
     DATASET_STAGES,
+    LABEL_NOISE_FILE,
     dataset_shards,
     read_classes,
     stage_path,
@@ -252,7 +253,7 @@ def write_label_noise(result: LabelNoise, out_dir: str, classes: list[dict] | No
     write_text(FileSystems.join(out_dir, "joint.tsv"), _tsv(["", *(f"true_{j}" for j in range(k))], joint_rows))
     with atomic_output(FileSystems.join(out_dir, "flagged.parquet")) as f:
         pq.write_table(flagged_table(result), f)
-    write_json(FileSystems.join(out_dir, "summary.json"), figures)
+    write_json(FileSystems.join(out_dir, LABEL_NOISE_FILE), figures)
     return figures
 
 

@@ -30,6 +30,7 @@ from scipy import stats
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import write_bytes, write_json, write_text
+from imagenot.pipeline.layout import MODEL_RANKINGS_FILE, MODEL_RANKINGS_PLOT_FILE
 from imagenot.pipeline.shards import read_bytes
 
 COLUMNS = ("model", "accuracy_a", "n_a", "accuracy_b", "n_b")
@@ -304,7 +305,7 @@ def plot_progress(result: dict, name_a: str, name_b: str) -> bytes:
 
 def write_report(result: dict, out_dir: str, name_a: str, name_b: str) -> list[str]:
     """rankings.json, rankings.md, rankings.png and progress.png in `out_dir`, each atomically."""
-    paths = [FileSystems.join(out_dir, name) for name in ("rankings.json", "rankings.md", "rankings.png", "progress.png")]
+    paths = [FileSystems.join(out_dir, name) for name in (MODEL_RANKINGS_FILE, "rankings.md", MODEL_RANKINGS_PLOT_FILE, "progress.png")]
     write_json(paths[0], {**result, "dataset_a": name_a, "dataset_b": name_b})
     write_text(paths[1], render_markdown(result, name_a, name_b))
     write_bytes(paths[2], plot_accuracies(result, name_a, name_b))

@@ -19,14 +19,19 @@ from imagenot.filters.overlap import overlap_removals
 from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.layout import (
+    AGREEMENT_PLOT_FILE,
     AUDIT_AGREEMENT,
     AUDIT_DUPLICATES,
     AUDIT_EMBEDDINGS,
     AUDIT_LABEL_NOISE,
     AUDIT_RANKINGS,
     DOWNLOAD,
+    DUPLICATE_PAIRS_HTML_FILE,
     FUNNEL_FILE,
+    LABEL_NOISE_FILE,
     MANIFEST_FILE,
+    MODEL_RANKINGS_FILE,
+    MODEL_RANKINGS_PLOT_FILE,
     RANK,
     RANKING_FILE,
     SAMPLE,
@@ -49,13 +54,13 @@ STRUCTURE_REFERENCE = "imagenet1k"  # the class structure is always shown beside
 DATASET_COLUMNS = ("class_index", "split", "order", "caption")
 # Audit outputs, each shown when present: (folder under the run, file with its figures).
 AUDIT_FIGURES = {
-    "label_noise": (AUDIT_LABEL_NOISE, "summary.json"),
+    "label_noise": (AUDIT_LABEL_NOISE, LABEL_NOISE_FILE),
     "duplicates": (AUDIT_DUPLICATES, FIGURES_FILE),
     "agreement": (AUDIT_AGREEMENT, FIGURES_FILE),
-    "rankings": (AUDIT_RANKINGS, "rankings.json"),
+    "rankings": (AUDIT_RANKINGS, MODEL_RANKINGS_FILE),
 }
-AUDIT_PLOTS = {"agreement": "similarity.png", "rankings": "rankings.png"}
-AUDIT_HTML = {"duplicates": "pairs.html"}
+AUDIT_PLOTS = {"agreement": AGREEMENT_PLOT_FILE, "rankings": MODEL_RANKINGS_PLOT_FILE}
+AUDIT_HTML = {"duplicates": DUPLICATE_PAIRS_HTML_FILE}
 # The stages an image audit stage is made from, nearest first: it describes the dataset only
 # while each was made from the next as it is now (audits can drop images after they ran).
 IMAGE_AUDIT_CHAIN = (AUDIT_EMBEDDINGS, DOWNLOAD)
