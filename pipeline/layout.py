@@ -58,8 +58,8 @@ MANIFEST_FILE = "manifest.json"  # sample/
 # report/
 CARD_FILE = "card.md"
 PAGE_FILE = "report.html"
-# audit/: the outputs the report shows
-CLASS_QUERIES_FILE = "class_queries.parquet"  # audit/embeddings/: each class's query, embedded
+# audit/: the outputs another audit or the report reads
+CLASS_QUERIES_FILE = "class_queries.parquet"  # audit/embeddings/: each class's query, embedded (agreement reads it)
 DUPLICATE_PAIRS_HTML_FILE = "pairs.html"  # audit/duplicates/
 AGREEMENT_PLOT_FILE = "similarity.png"  # audit/agreement/
 LABEL_NOISE_FILE = "summary.json"  # audit/label_noise/
