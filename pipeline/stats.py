@@ -7,8 +7,8 @@ import io
 import json
 
 import click
-from apache_beam.io.filesystems import FileSystems
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 

@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass
 
 import click
-from apache_beam.io.filesystems import FileSystems
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy import stats

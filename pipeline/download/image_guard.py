@@ -27,7 +27,6 @@ from PIL import Image, UnidentifiedImageError
 
 from imagenot.pipeline.download.blocklists import hash_problem
 
-
 JPEG_SCAN, JPEG_END = b"\xff\xda", b"\xff\xd9"
 
 
