@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,11 +43,11 @@ LAION_2B_EN_ROWS = 2_322_161_808  # LAION-2B-en, English subset of LAION-5B
 MODEL = "packaged:all-MiniLM-L6-v2"
 
 
-def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int) -> dict:
+def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, first_phase: str = "off") -> dict:
     return {
         "corpus": {"paths": [str(corpus_dir / "part-*.parquet")]},
         "selection": {"min_captions": max(1, rows // 1000)},
-        "scoring": {"first_pass_captions": 50, "cache_dir": str(cache_dir)},
+        "scoring": {"first_pass_captions": 50, "cache_dir": str(cache_dir), "first_phase": first_phase},
         "ranking": {"classes": 100, "top_n": 10},
         "sampling": {"images_per_class": 20, "test_per_class": 2},
         "runner": {"workers": workers},
@@ -96,22 +97,40 @@ def measure_stage(stage: str, config_path: Path, run_dir: Path) -> dict:
     }
 
 
-def bench_size(rows: int, workers: int, root: Path) -> dict:
+def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...] = ()) -> dict:
+    """Every stage with `scoring.first_phase: off`; then, for each of `first_phases`, rank and
+    sample again on a copy of the run's tag, select and score (and of the embedding cache as
+    score left it), so each mode's rank meets the same cache."""
     from imagenot.pipeline.corpus.synth import synth_corpus
 
-    corpus_dir, run_dir = root / f"corpus-{rows}", root / f"run-{rows}"
+    corpus_dir, run_dir, cache_dir = root / f"corpus-{rows}", root / f"run-{rows}", root / f"embeddings-{rows}"
     run_dir.mkdir(parents=True)
     started = time.perf_counter()
     synth_corpus(corpus_dir, rows=rows, seed=0, shard_rows=SHARD_ROWS)
     print(f"{rows} rows: corpus written in {time.perf_counter() - started:.1f} s (not timed below)", flush=True)
     config_path = run_dir / "bench_config.yaml"
-    config_path.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, root / f"embeddings-{rows}", workers)))
+    config_path.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, cache_dir, workers)))
     stages = {}
     for stage in STAGES:
-        stages[stage] = measure_stage(stage, config_path, run_dir)
-        m = stages[stage]
-        print(f"  {stage:7s} {m['seconds']:8.1f} s  {m['cpu_seconds']:8.1f} cpu s  {m['peak_rss_mb']:7.0f} MB  {load_text()}", flush=True)
-    return {"rows": rows, "stages": stages}
+        if stage == "rank":  # the cache as score left it, for the other modes' rank
+            for mode in first_phases:
+                shutil.copytree(cache_dir, root / f"embeddings-{rows}-{mode}")
+        stages[stage] = _measure_printed(stage, config_path, run_dir, "off")
+    modes = {}
+    for mode in first_phases:
+        mode_dir, mode_cache = root / f"run-{rows}-{mode}", root / f"embeddings-{rows}-{mode}"
+        for stage in STAGES[: STAGES.index("rank")]:
+            shutil.copytree(run_dir / stage, mode_dir / stage)
+        mode_config = mode_dir / "bench_config.yaml"
+        mode_config.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, mode_cache, workers, mode)))
+        modes[mode] = {stage: _measure_printed(stage, mode_config, mode_dir, mode) for stage in ("rank", "sample")}
+    return {"rows": rows, "stages": stages, "first_phase": modes}
+
+
+def _measure_printed(stage: str, config_path: Path, run_dir: Path, mode: str) -> dict:
+    m = measure_stage(stage, config_path, run_dir)
+    print(f"  {stage:7s} {mode:6s} {m['seconds']:8.1f} s  {m['cpu_seconds']:8.1f} cpu s  {m['peak_rss_mb']:7.0f} MB  {load_text()}", flush=True)
+    return m
 
 
 def load_text() -> str:

@@ -32,20 +32,60 @@ FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
 
 @dataclass(frozen=True)
 class Rates:
-    """Assumptions: per-process rates measured in benchmarks/README.md, and prices."""
+    """Assumptions, each a flag and printed. CPU rates of one stage process and the corpus's
+    shares were measured by benchmarks/bench_plan.py on the project machine (2 shared cores; see
+    benchmarks/README.md, "`imagenot plan` beside these measurements"); what only a build can know
+    (candidates) and prices are stated guesses."""
 
-    tag_us_per_row: float = 11.1  # Build scale: fitted CPU seconds per million rows, tag
-    tag_fixed_s: float = 6.2  # Build scale: fitted fixed CPU seconds per process, tag
-    select_us_per_row: float = 5.8  # Build scale: the same for select
+    # CPU seconds of one stage process: a fixed part (process, WordNet, model and Beam start)
+    # plus a part per corpus row (tag, select; score hashes every selected row).
+    tag_fixed_s: float = 6.2
+    tag_us_per_row: float = 11.1
     select_fixed_s: float = 3.4
-    encoder_captions_per_s: float = 1000.0  # as bench_build's projection: MiniLM per dedicated CPU process
+    select_us_per_row: float = 5.8
+    score_fixed_s: float = 8.0
+    score_us_per_row: float = 10.0
+    rank_fixed_s: float = 8.0
+    sample_fixed_s: float = 1.0
+    encoder_captions_per_s: float = 106.0  # embedded captions per CPU second in score and rank, measured here
+    static_captions_per_s: float = 20_000.0  # class captions per CPU second of the first phase's static pass
     gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
+    # The work: shares of the corpus and of the configured caps.
     candidates: int = 10_000  # candidate synsets after select (known only after select)
-    class_share: float = 4.6e-4  # one class's selected captions per corpus row (Build scale, 1M rows)
+    first_pass_fill: float = 0.40  # score's captions / (candidates x first_pass_captions): small candidates fill less
+    class_share: float = 4.6e-4  # one class's captions per corpus row
+    duplicate_share: float = 0.25  # captions that repeat one already embedded in the same stage
+    # The fleet and its prices.
     vcpus_per_worker: int = 4  # n1-standard-4
     processes_per_worker: int = 2  # stage processes per worker, each as fast as one here
     price_vcpu_hour: float = 0.04  # USD, assumed: check the region's list price
     price_gpu_hour: float = 0.35  # USD, assumed (T4)
+
+
+def caption_work(config: Config, rows: int, rates: Rates) -> dict:
+    """Captions per stage: what score and rank score, what their encoder embeds (each distinct
+    text once, and not again in rank if score's first pass embedded it), and what the static first
+    phase reads.
+
+    Score's first pass takes `first_pass_captions` rows of each candidate, a keyed-hash sample;
+    a class has `class_share x rows` captions, of which that sample already covers
+    first_pass_captions / class captions. With `scoring.first_phase: static` the encoder scores at
+    most `exact_per_class` captions of each class (`Config.exact_per_class`, 2 x (N + reserve) by
+    default), whatever the corpus size; a static model reads them all first.
+    """
+    scoring, classes = config.scoring, config.ranking.classes
+    distinct = 1 - rates.duplicate_share
+    first_pass = min(rates.candidates * scoring.first_pass_captions * rates.first_pass_fill, rows)
+    per_class = rates.class_share * rows
+    exact_per_class = per_class if scoring.first_phase == "off" else min(per_class, config.exact_per_class)
+    sampled_by_score = min(1.0, scoring.first_pass_captions / per_class) if per_class else 1.0
+    return {
+        "score_captions": round(first_pass),
+        "score_embedded": round(first_pass * distinct),
+        "class_captions": round(classes * per_class),
+        "rank_captions": round(classes * exact_per_class),
+        "rank_embedded": round(classes * exact_per_class * distinct * (1 - sampled_by_score)),
+    }
 
 
 def corpus_footers(config: Config) -> tuple[int, int]:
@@ -83,39 +123,44 @@ def check_writable(run_dir: str) -> None:
 def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int) -> dict:
     """Per stage: the work, the Beam jobs it submits and its vCPU- and GPU-hours."""
     sampling, download = config.sampling, config.download
-    per_class = sampling.images_per_class + sampling.reserve
-    first_pass = min(rates.candidates * config.scoring.first_pass_captions, rows)
-    class_captions = round(config.ranking.classes * rates.class_share * rows)
+    work = caption_work(config, rows, rates)
     gpu = config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator is not None
     processes = workers * rates.processes_per_worker
+    static = config.scoring.first_phase != "off"
 
-    def process_hours(seconds: float) -> dict:
-        """A stage process's CPU seconds here -> billed vCPU-hours (a process holds vcpus/processes)."""
-        vcpu = seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker
-        return {"process_seconds": round(seconds, 1), "vcpu_hours": vcpu, "gpu_hours": 0.0}
+    def hours(cpu_seconds: float, embedded: int = 0) -> dict:
+        """One process's CPU seconds here (and the encoder's captions, on a GPU if configured)
+        -> billed vCPU- and GPU-hours (a process holds vcpus / processes of a worker)."""
+        if not gpu:
+            cpu_seconds += embedded / rates.encoder_captions_per_s
+        vcpu = cpu_seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker
+        gpu_hours = embedded / rates.gpu_captions_per_s / 3600 if gpu else 0.0
+        return {"process_seconds": round(cpu_seconds, 1), "vcpu_hours": vcpu, "gpu_hours": gpu_hours}
 
-    def encoder_hours(captions: int) -> dict:
-        if gpu:
-            return {"process_seconds": None, "vcpu_hours": 0.0, "gpu_hours": captions / rates.gpu_captions_per_s / 3600}
-        return process_hours(captions / rates.encoder_captions_per_s)
+    def per_row(fixed_s: float, us_per_row: float) -> float:
+        return us_per_row * rows / 1e6 + fixed_s * min(processes, shards)
 
-    def row_hours(us_per_row: float, fixed_s: float) -> dict:
-        return process_hours(us_per_row * rows / 1e6 + fixed_s * min(processes, shards))
-
+    rank_work = {"classes": config.ranking.classes, "captions_scored": work["rank_captions"], "captions_to_embed": work["rank_embedded"]}
+    rank_cpu = rates.rank_fixed_s * min(processes, shards)
+    if static:
+        rank_work = {"first_phase_captions": work["class_captions"], **rank_work}
+        rank_cpu += work["class_captions"] / rates.static_captions_per_s
     stages = {
-        "tag": {"work": {"rows": rows, "shards": shards}, "jobs": 1, **row_hours(rates.tag_us_per_row, rates.tag_fixed_s)},
-        "select": {"work": {"rows": rows}, "jobs": 2, **row_hours(rates.select_us_per_row, rates.select_fixed_s)},
-        "score": {"work": {"candidate_synsets": rates.candidates, "captions_to_embed": first_pass}, "jobs": 2, **encoder_hours(first_pass)},
-        "rank": {"work": {"classes": config.ranking.classes, "captions_to_embed": class_captions}, "jobs": 1, **encoder_hours(class_captions)},
-        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, **process_hours(0.0)},
+        "tag": {"work": {"rows": rows, "shards": shards}, "jobs": 1, **hours(per_row(rates.tag_fixed_s, rates.tag_us_per_row))},
+        "select": {"work": {"rows": rows}, "jobs": 2, **hours(per_row(rates.select_fixed_s, rates.select_us_per_row))},
+        "score": {"work": {"candidate_synsets": rates.candidates, "captions_scored": work["score_captions"], "captions_to_embed": work["score_embedded"]},
+                  "jobs": 2, **hours(per_row(rates.score_fixed_s, rates.score_us_per_row), work["score_embedded"])},
+        "rank": {"work": rank_work, "jobs": 1, **hours(rank_cpu, work["rank_embedded"])},
+        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, **hours(rates.sample_fixed_s)},
     }  # fmt: skip
     if download.enabled:
-        fetch = config.ranking.classes * per_class
+        fetch = config.ranking.classes * (sampling.images_per_class + sampling.reserve)
         stages["download"] = {"work": {"images_to_fetch_at_most": fetch}, "jobs": download.max_rounds, "process_seconds": None, "vcpu_hours": None, "gpu_hours": 0.0}
     vcpu = sum(s["vcpu_hours"] or 0.0 for s in stages.values())
     gpu_hours = sum(s["gpu_hours"] for s in stages.values())
     return {
         "corpus": {"rows": rows, "shards": shards},
+        "first_phase": config.scoring.first_phase,
         "stages": {name: {**s, "vcpu_hours": _round(s["vcpu_hours"]), "gpu_hours": _round(s["gpu_hours"])} for name, s in stages.items()},
         "jobs": sum(s["jobs"] for s in stages.values()),
         "vcpu_hours": _round(vcpu),
@@ -132,7 +177,8 @@ def _round(value: float | None) -> float | None:
 
 
 def render(plan: dict) -> str:
-    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers)"]
+    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers); "
+             f"scoring.first_phase: {plan['first_phase']}"]  # fmt: skip
     for name, stage in plan["stages"].items():
         work = ", ".join(f"{k} {v:,}" for k, v in stage["work"].items())
         hours = "not costed" if stage["vcpu_hours"] is None else f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"

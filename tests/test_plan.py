@@ -34,7 +34,7 @@ def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp
     stages = plan["stages"]
     assert list(stages) == ["tag", "select", "score", "rank", "sample", "download"]
     assert stages["tag"]["work"] == {"rows": 700, "shards": 3}
-    assert stages["score"]["work"]["captions_to_embed"] == 2 * 200  # candidates x first-pass captions
+    assert stages["score"]["work"]["captions_scored"] == 2 * 200 * 0.4  # candidates x first-pass captions x fill
     assert stages["download"] == {"work": {"images_to_fetch_at_most": 10 * 1300}, "jobs": 3, "process_seconds": None, "vcpu_hours": None, "gpu_hours": 0.0}
     assert plan["jobs"] == 1 + 2 + 2 + 1 + 1 + 3
     assert plan["cost_usd"] == pytest.approx(plan["vcpu_hours"], abs=0.01)  # at USD 1 per vCPU-hour, no GPU
@@ -49,9 +49,47 @@ def test_a_gpu_moves_the_encoder_work_to_gpu_hours(tmp_path):
     from imagenot.pipeline.config import load_config
     from imagenot.pipeline.plan import Rates, make_plan
 
-    plan = make_plan(load_config(config), 1_000_000, 10, Rates(), workers=10)
-    assert plan["stages"]["rank"]["gpu_hours"] > 0 and plan["stages"]["rank"]["vcpu_hours"] == 0
-    assert plan["stages"]["tag"]["vcpu_hours"] > 0 and plan["gpu_hours"] > 0
+    on_gpu = make_plan(load_config(config), 1_000_000, 10, Rates(), workers=10)["stages"]["rank"]
+    on_cpu = make_plan(load_config(_config(tmp_path, corpus={"synth": {"rows": 1_000_000}})), 1_000_000, 10, Rates(), workers=10)["stages"]["rank"]
+    assert on_gpu["gpu_hours"] > 0 and on_cpu["gpu_hours"] == 0
+    assert on_gpu["vcpu_hours"] < on_cpu["vcpu_hours"] / 10  # the process's own start stays on its CPU
+
+
+def _rank_and_score(tmp_path, rows: int, first_phase: str, rates) -> dict:
+    from imagenot.pipeline.config import load_config
+    from imagenot.pipeline.plan import make_plan
+
+    config = _config(tmp_path, scoring={"first_phase": first_phase}, ranking={"classes": 10},
+                     sampling={"images_per_class": 100, "reserve_factor": 0.5})  # fmt: skip
+    return make_plan(load_config(config), rows, 10, rates, workers=1)["stages"]
+
+
+def test_the_encoder_embeds_each_distinct_caption_once_and_not_again_in_rank(tmp_path):
+    from imagenot.pipeline.plan import Rates
+
+    rates = Rates(candidates=100, first_pass_fill=0.5, class_share=1e-3, duplicate_share=0.25)
+    stages = _rank_and_score(tmp_path, 1_000_000, "off", rates)
+    assert stages["score"]["work"]["captions_scored"] == 100 * 200 * 0.5
+    assert stages["score"]["work"]["captions_to_embed"] == 100 * 200 * 0.5 * 0.75
+    # 1,000 captions a class, 200 of them (a random sample) already embedded by score
+    assert stages["rank"]["work"]["captions_scored"] == 10 * 1000
+    assert stages["rank"]["work"]["captions_to_embed"] == 10 * 1000 * 0.75 * (1 - 200 / 1000)
+
+
+def test_the_static_first_phase_bounds_the_encoder_whatever_the_corpus_size(tmp_path):
+    from imagenot.pipeline.plan import Rates
+
+    rates = Rates(class_share=1e-3)
+    small, large = (_rank_and_score(tmp_path, rows, "static", rates)["rank"] for rows in (1_000_000, 10_000_000))
+    exact = _rank_and_score(tmp_path, 10_000_000, "off", rates)["rank"]
+    m = 2 * (100 + 50)  # Config.exact_per_class: 2 x (N + reserve)
+    assert small["work"]["captions_scored"] == large["work"]["captions_scored"] == 10 * m
+    assert large["work"]["first_phase_captions"] == exact["work"]["captions_scored"] == 10 * 10_000
+    assert large["work"]["captions_to_embed"] < exact["work"]["captions_to_embed"] / 30
+    # the static pass reads every class caption: its cost grows, at the static model's rate
+    growth = large["process_seconds"] - small["process_seconds"]
+    assert growth == pytest.approx((10 * 10_000 - 10 * 1_000) / rates.static_captions_per_s
+                                           + (large["work"]["captions_to_embed"] - small["work"]["captions_to_embed"]) / rates.encoder_captions_per_s, abs=0.2)  # fmt: skip
 
 
 def test_a_shard_without_a_mapped_column_is_refused(corpus, tmp_path):

@@ -1,0 +1,123 @@
+"""`imagenot plan` against the build it plans: plan / measured / ratio for each figure, per size.
+
+For each corpus size, bench_build's measured build (`bench_size`: the same synthetic corpora,
+settings and one-process-per-stage measurement as "Build scale" in benchmarks/README.md), with
+rank and sample run again with `scoring.first_phase: static` on a copy of the run; then
+`make_plan` on the same config. What only a build can know is taken from the run: the
+candidates select kept and the classes rank chose. The plan is for one process (1 worker, 1
+process per worker, 1 vCPU), so a stage's `process_seconds` is its CPU seconds here.
+
+Printed: one JSON line per size and first-phase mode, each figure as [plan, measured,
+plan/measured], and the largest miss. `--save FILE` keeps the measured runs (JSON), and
+`--measured FILE` compares the plan with saved runs instead of building again (seconds, not
+half an hour); `--rate NAME=VALUE` overrides a `Rates` field.
+
+    python benchmarks/bench_plan.py --rows 100000 300000 1000000 [--save runs.json]
+    python benchmarks/bench_plan.py --measured runs.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from dataclasses import fields, replace
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_build import SHARD_ROWS, bench_config, bench_size, load_text  # noqa: E402
+
+from imagenot.pipeline.config import Config  # noqa: E402
+from imagenot.pipeline.plan import Rates, make_plan  # noqa: E402
+
+MODES = ("off", "static")
+ONE_PROCESS = {"vcpus_per_worker": 1, "processes_per_worker": 1}  # process_seconds = CPU seconds here
+
+
+def distinct_captions(folder: Path) -> int:
+    """Distinct caption texts among a stage's written rows (the encoder embeds each text once)."""
+    return len(set(pq.read_table(folder, columns=["caption"]).column("caption").to_pylist()))
+
+
+def measure(rows: int, workers: int, root: Path) -> dict:
+    """bench_build's measured build of one size, both modes, with the distinct captions that
+    score and rank scored."""
+    result = bench_size(rows, workers, root, first_phases=MODES[1:])
+    run = root / f"run-{rows}"
+    result["distinct_captions"] = {
+        "score": distinct_captions(run / "score" / "first_pass"),
+        "rank": {"off": distinct_captions(run / "rank" / "scored"),
+                 **{m: distinct_captions(root / f"run-{rows}-{m}" / "rank" / "scored") for m in MODES[1:]}},
+    }  # fmt: skip
+    return result
+
+
+def compare(result: dict, mode: str, rates: Rates) -> dict:
+    """[plan, measured, plan / measured] for each figure that both give, for one size and mode."""
+    rows = result["rows"]
+    measured = {**result["stages"], **result["first_phase"].get(mode, {})}
+    figures = {stage: m["figures"] for stage, m in measured.items()}
+    settings = bench_config(rows, Path("corpus"), Path("cache"), 1, mode)
+    settings["ranking"]["classes"] = figures["rank"]["classes"]  # known only after rank
+    config = Config.model_validate(settings)
+    rates = replace(rates, candidates=figures["select"]["candidates"], **ONE_PROCESS)  # known only after select
+    plan = make_plan(config, rows, math.ceil(rows / SHARD_ROWS), rates, workers=1)["stages"]
+    pairs = {
+        "tag_rows": (plan["tag"]["work"]["rows"], figures["tag"]["rows_read"]),
+        "score_captions": (plan["score"]["work"]["captions_scored"], figures["score"]["rows_scored"]),
+        "score_embedded": (plan["score"]["work"]["captions_to_embed"], figures["score"]["captions_embedded"]),
+        "rank_captions": (plan["rank"]["work"]["captions_scored"], figures["rank"]["rows_scored"]),
+        "rank_embedded": (plan["rank"]["work"]["captions_to_embed"], figures["rank"]["captions_embedded"]),
+    }
+    if mode != "off":
+        class_captions = figures["rank"]["rows_scored"] + figures["rank"]["rows_beyond_first_phase"]
+        pairs["first_phase_captions"] = (plan["rank"]["work"]["first_phase_captions"], class_captions)
+    for stage in ("tag", "select", "score", "rank", "sample"):
+        pairs[f"{stage}_cpu_s"] = (plan[stage]["process_seconds"], measured[stage]["cpu_seconds"])
+    ratios = {name: [p, m, round(p / m, 3) if m else None] for name, (p, m) in pairs.items()}
+    worst = max(ratios, key=lambda name: abs(math.log(ratios[name][2] or 1e-9)))
+    return {"rows": rows, "first_phase": mode, "figures": ratios, "worst": [worst, ratios[worst][2]]}
+
+
+def parse_rates(overrides: list[str]) -> Rates:
+    types = {f.name: f.type for f in fields(Rates)}
+    values = {}
+    for item in overrides:
+        name, _, value = item.partition("=")
+        if name not in types:
+            raise SystemExit(f"--rate {item}: no Rates field {name!r} (one of {', '.join(types)})")
+        values[name] = (int if types[name] == "int" else float)(value)
+    return Rates(**values)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    parser.add_argument("--workers", type=int, default=1, help="local Beam worker processes per stage")
+    parser.add_argument("--save", help="write the measured runs here (JSON)")
+    parser.add_argument("--measured", help="compare with these saved runs instead of building")
+    parser.add_argument("--rate", action="append", default=[], metavar="NAME=VALUE", help="override a Rates field")
+    parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
+    args = parser.parse_args()
+    if args.measured:
+        results = json.loads(Path(args.measured).read_text(encoding="utf-8"))
+    else:
+        print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
+        with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+            results = [measure(rows, args.workers, Path(tmp)) for rows in sorted(args.rows)]
+        print(f"end: {load_text()}", flush=True)
+        if args.save:
+            Path(args.save).write_text(json.dumps(results), encoding="utf-8")
+    rates = parse_rates(args.rate)
+    for result in results:
+        for mode in MODES:
+            print(json.dumps(compare(result, mode, rates)))
+
+
+if __name__ == "__main__":
+    main()
