@@ -11,15 +11,20 @@ Settings scale with the corpus so that each size yields about the same candidate
 `selection.min_captions` = 100 per 100,000 rows; the rest is fixed (first-pass captions,
 classes, top-n, images per class; see `bench_config`). Score's cost is candidates x first-pass
 captions (bounded, whatever the corpus size) plus a hash of every selected row; rank's is the
-selected captions of the K classes, which grow with the corpus.
+selected captions of the K classes, which grow with the corpus (with `scoring.first_phase: static`
+at most K x `exact_per_class` of them reach the encoder).
+
+`--first-phase static` also runs rank and sample with `scoring.first_phase: static` on a copy
+of the run's tag, select and score (and of the embedding cache as score left it).
 
 Printed: a table per stage and size (stage wall seconds, stage CPU seconds, peak RSS, corpus
-rows/s), wall and CPU ratios against the smallest size with a linear fit (fixed + per-row), and
-a projection to LAION-2B-en. CPU seconds (`time.process_time` of the stage process, all its
-threads) move far less than wall seconds when other jobs share the machine. The last line is
-one JSON object.
+rows/s), wall and CPU ratios against the smallest size with a linear fit (fixed + per-row),
+rank and sample per first-phase mode, the rates `imagenot plan` uses as this run measured them
+(`measured_rates`), and `imagenot plan`'s projection to LAION-2B-en with those rates. CPU
+seconds (`time.process_time` of the stage process, all its threads) move far less than wall
+seconds when other jobs share the machine. The last line is one JSON object.
 
-    python benchmarks/bench_build.py --rows 100000 300000 1000000 [--workers 1]
+    python benchmarks/bench_build.py --rows 100000 300000 1000000 [--workers 1] [--first-phase static]
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,14 +46,16 @@ import yaml
 STAGES = ("tag", "select", "score", "rank", "sample")
 SHARD_ROWS = 100_000
 LAION_2B_EN_ROWS = 2_322_161_808  # LAION-2B-en, English subset of LAION-5B
+LAION_SHARD_ROWS = 1_000_000  # assumed: about 2,300 parquet shards
 MODEL = "packaged:all-MiniLM-L6-v2"
+FIRST_PASS_CAPTIONS = 50
 
 
 def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, first_phase: str = "off") -> dict:
     return {
         "corpus": {"paths": [str(corpus_dir / "part-*.parquet")]},
         "selection": {"min_captions": max(1, rows // 1000)},
-        "scoring": {"first_pass_captions": 50, "cache_dir": str(cache_dir), "first_phase": first_phase},
+        "scoring": {"first_pass_captions": FIRST_PASS_CAPTIONS, "cache_dir": str(cache_dir), "first_phase": first_phase},
         "ranking": {"classes": 100, "top_n": 10},
         "sampling": {"images_per_class": 20, "test_per_class": 2},
         "runner": {"workers": workers},
@@ -187,41 +195,81 @@ def stage_work(results: list[dict]) -> list[str]:
     return lines
 
 
-def projection(result: dict, fits: dict, plan: argparse.Namespace) -> dict:
-    """LAION-2B-en from one size's measured figures (see the README for the assumptions).
+def first_phase_table(results: list[dict], modes: tuple[str, ...]) -> str:
+    lines = ["| rows | first_phase | rank cpu s | rank captions scored (embedded) | rank peak MB | sample peak MB |", "|---" * 6 + "|"]
+    for r in results:
+        for mode in modes:
+            stages = r["first_phase"].get(mode) or r["stages"]
+            rank, sample = stages["rank"], stages["sample"]
+            lines.append(
+                f"| {r['rows']:,} | {mode} | {rank['cpu_seconds']:.1f} | {rank['figures']['rows_scored']:,} "
+                f"({rank['figures']['captions_embedded']:,}) | {rank['peak_rss_mb']:.0f} | {sample['peak_rss_mb']:.0f} |"
+            )
+    return "\n".join(lines)
 
-    tag+select: CPU seconds per corpus row of one stage process here (the fitted slope when
-    there are fits, else the largest size's wall seconds over its rows), spread over
-    workers x processes per worker. score+rank: captions to embed, candidates x M first-pass
-    captions plus the K classes' captions (their share of corpus rows per class as measured
-    here), at `encoder_rate` captions/s per process, same spread. Cost: worker-hours x vCPUs x
-    the assumed price per vCPU-hour.
-    """
-    rows, stages = result["rows"], result["stages"]
-    fleet = plan.project_workers * plan.project_processes
-    if fits:
-        per_row_s = (fits["tag"]["s_per_million_rows"] + fits["select"]["s_per_million_rows"]) / 1e6
-    else:
-        per_row_s = (stages["tag"]["seconds"] + stages["select"]["seconds"]) / rows
-    tag_select_h = per_row_s * LAION_2B_EN_ROWS / fleet / 3600
-    rank = stages["rank"]["figures"]
-    class_share = rank["rows_scored"] / rank["classes"] / rows  # one class's captions per corpus row
-    captions = plan.project_candidates * plan.project_first_pass + plan.project_classes * class_share * LAION_2B_EN_ROWS
-    score_rank_h = captions / plan.encoder_rate / fleet / 3600
-    vcpu_hours = (tag_select_h + score_rank_h) * plan.project_workers * plan.project_vcpus
+
+def measured_rates(results: list[dict]):
+    """`imagenot plan`'s Rates as this run measured them (first_phase off; CPU seconds of one
+    stage process; least squares over the sizes, so at least two).
+
+    tag, select: fixed + per row. rank: fixed + embedded captions / R, which gives R, the
+    encoder's embedded captions per CPU second; score: fixed + per row (its hash of every
+    selected row) + embedded / R. The static pass: the class captions it read over its own
+    seconds (wall time, so a lower bound on its CPU rate). Shares: score's captions over
+    candidates x first-pass captions (fill), the captions score did not embed in a fresh cache
+    (duplicates), one class's captions per corpus row."""
+    from imagenot.pipeline.plan import Rates
+
+    def fit(x: list[float], y: list[float]) -> tuple[float, float]:
+        slope, fixed = np.polyfit(x, y, 1)
+        return float(fixed), float(slope)
+
+    def cpu(stage: str) -> list[float]:
+        return [r["stages"][stage]["cpu_seconds"] for r in results]
+
+    def figure(stage: str, key: str) -> list[float]:
+        return [r["stages"][stage]["figures"][key] for r in results]
+
+    rows = [r["rows"] for r in results]
+    (tag_fixed, tag_slope), (select_fixed, select_slope) = fit(rows, cpu("tag")), fit(rows, cpu("select"))
+    rank_fixed, seconds_per_caption = fit(figure("rank", "captions_embedded"), cpu("rank"))
+    score_cpu = [c - e * seconds_per_caption for c, e in zip(cpu("score"), figure("score", "captions_embedded"))]
+    score_fixed, score_slope = fit(rows, score_cpu)
+    static = [r["first_phase"]["static"]["rank"]["figures"] for r in results if "static" in r["first_phase"]]
+    candidates_x_first_pass = sum(figure("select", "candidates")) * FIRST_PASS_CAPTIONS
+    return Rates(
+        tag_fixed_s=round(tag_fixed, 1), tag_us_per_row=round(tag_slope * 1e6, 1),
+        select_fixed_s=round(select_fixed, 1), select_us_per_row=round(select_slope * 1e6, 1),
+        score_fixed_s=round(score_fixed, 1), score_us_per_row=round(score_slope * 1e6, 1),
+        rank_fixed_s=round(rank_fixed, 1),
+        sample_fixed_s=round(float(np.mean(cpu("sample"))), 1),
+        encoder_captions_per_s=round(1 / seconds_per_caption, 1),
+        static_captions_per_s=round(sum(f["rows_scored"] + f["rows_beyond_first_phase"] for f in static) / sum(f["first_phase"]["seconds"] for f in static))
+        if static else Rates.static_captions_per_s,
+        first_pass_fill=round(sum(figure("score", "rows_scored")) / candidates_x_first_pass, 3),
+        class_share=float(f"{np.mean([f / c / n for f, c, n in zip(figure('rank', 'rows_scored'), figure('rank', 'classes'), rows)]):.2g}"),
+        duplicate_share=round(1 - sum(figure("score", "captions_embedded")) / sum(figure("score", "rows_scored")), 3),
+    )  # fmt: skip
+
+
+def projection(results: list[dict], args: argparse.Namespace) -> dict[str, dict]:
+    """LAION-2B-en as `imagenot plan` projects it (first_phase off and static) with the rates this
+    run measured, on the fleet and prices of the flags (README: "LAION-2B-en projection")."""
+    from imagenot.pipeline.config import Config
+    from imagenot.pipeline.plan import make_plan
+
+    rates = measured_rates(results)
+    rates = replace(rates, candidates=args.project_candidates, vcpus_per_worker=args.project_vcpus,
+                    processes_per_worker=args.project_processes, price_vcpu_hour=args.price,
+                    encoder_captions_per_s=args.encoder_rate or rates.encoder_captions_per_s)  # fmt: skip
+    shards = -(-LAION_2B_EN_ROWS // LAION_SHARD_ROWS)
     return {
-        "from_rows": rows,
-        "tag_select_seconds_per_million_rows": round(per_row_s * 1e6, 2),
-        "workers": plan.project_workers,
-        "processes_per_worker": plan.project_processes,
-        "tag_select_hours": round(tag_select_h, 2),
-        "captions_to_embed": round(captions),
-        "encoder_captions_per_s_per_process": plan.encoder_rate,
-        "score_rank_hours": round(score_rank_h, 2),
-        "vcpu_hours": round(vcpu_hours, 1),
-        "price_per_vcpu_hour_assumed": plan.price,
-        "cost": round(vcpu_hours * plan.price, 2),
-    }
+        mode: make_plan(Config.model_validate({
+            "scoring": {"first_pass_captions": args.project_first_pass, "first_phase": mode},
+            "ranking": {"classes": args.project_classes}, "sampling": {"images_per_class": args.project_images},
+        }), LAION_2B_EN_ROWS, shards, rates, args.project_workers)
+        for mode in ("off", "static")
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -234,8 +282,11 @@ def main() -> None:
     parser.add_argument("--project-candidates", type=int, default=10_000, help="candidate synsets after select (C)")
     parser.add_argument("--project-first-pass", type=int, default=200, help="first-pass captions per candidate (M)")
     parser.add_argument("--project-classes", type=int, default=1000, help="classes (K)")
-    parser.add_argument("--encoder-rate", type=float, default=1000.0, help="captions/s per process (bench_encoder.py)")
+    parser.add_argument("--project-images", type=int, default=1000, help="images per class (N)")
+    parser.add_argument("--encoder-rate", type=float, help="captions/s per process [default: as this run measured it]")
     parser.add_argument("--price", type=float, default=0.04, help="assumed price per vCPU-hour (USD)")
+    parser.add_argument("--first-phase", nargs="*", default=[], choices=["static"],
+                        help="also run rank and sample with this scoring.first_phase (off is always run)")  # fmt: skip
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
     parser.add_argument("--child", nargs=4, metavar=("STAGE", "CONFIG", "RUN", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -245,7 +296,7 @@ def main() -> None:
 
     print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-        results = [bench_size(rows, args.workers, Path(tmp)) for rows in sorted(args.rows)]
+        results = [bench_size(rows, args.workers, Path(tmp), tuple(args.first_phase)) for rows in sorted(args.rows)]
     print(f"end: {load_text()}\n")
     print(table(results))
     all_ratios = {key: ratios(results, key) for key in ("seconds", "cpu_seconds")}
@@ -256,14 +307,18 @@ def main() -> None:
             print(f"  {stage:7s} " + "  ".join(f"{k}: {v}x" for k, v in by_size.items()))
         for stage, fit in all_fits.get(key, {}).items():
             print(f"  {stage:7s} linear fit: fixed {fit['fixed_s']} s + {fit['s_per_million_rows']} s per million rows, worst miss {fit['worst_miss']:.0%}")
-    fits = all_fits.get("cpu_seconds", {})  # a dedicated worker: a stage process gets its CPU
     print("\nscore and rank work (bounded by candidates x first-pass captions, and the K classes' captions):")
     print("\n".join("  " + line for line in stage_work(results)))
-    project = projection(results[-1], fits, args)
-    print(f"\nLAION-2B-en ({LAION_2B_EN_ROWS:,} rows) projection from {project['from_rows']:,} rows:")
-    print(f"  {json.dumps(project)}")
-    print(json.dumps({"sizes": results, "ratios": all_ratios, "fits": all_fits, "projection": project, "workers": args.workers}))
+    if args.first_phase:
+        print("\nrank and sample by scoring.first_phase (the same tag, select and score; flat in rows when bounded):")
+        print(first_phase_table(results, ("off", *args.first_phase)))
+    print(f"\nrates measured by this run (imagenot plan's Rates): {measured_rates(results)}")
+    project = projection(results, args)
+    from imagenot.pipeline.plan import render
 
+    for mode, plan in project.items():
+        print(f"\nLAION-2B-en ({LAION_2B_EN_ROWS:,} rows), scoring.first_phase {mode}, as imagenot plan prints it:\n{render(plan)}")
+    print(json.dumps({"sizes": results, "ratios": all_ratios, "fits": all_fits, "projection": project, "workers": args.workers}))
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,7 @@ process per worker, 1 vCPU), so a stage's `process_seconds` is its CPU seconds h
 
 Printed: one JSON line per size and first-phase mode, each figure as [plan, measured,
 plan/measured], and the largest miss. `--save FILE` keeps the measured runs (JSON), and
-`--measured FILE` compares the plan with saved runs instead of building again (seconds, not
+`--measured FILE...` compares the plan with saved runs instead of building again (seconds, not
 half an hour); `--rate NAME=VALUE` overrides a `Rates` field.
 
     python benchmarks/bench_plan.py --rows 100000 300000 1000000 [--save runs.json]
@@ -24,13 +24,13 @@ import math
 import os
 import sys
 import tempfile
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_build import SHARD_ROWS, bench_config, bench_size, load_text  # noqa: E402
+from bench_build import SHARD_ROWS, bench_config, bench_size, load_text, measured_rates  # noqa: E402
 
 from imagenot.pipeline.config import Config  # noqa: E402
 from imagenot.pipeline.plan import Rates, make_plan  # noqa: E402
@@ -100,12 +100,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--workers", type=int, default=1, help="local Beam worker processes per stage")
     parser.add_argument("--save", help="write the measured runs here (JSON)")
-    parser.add_argument("--measured", help="compare with these saved runs instead of building")
+    parser.add_argument("--measured", nargs="+", help="compare with these saved runs (--save files) instead of building")
     parser.add_argument("--rate", action="append", default=[], metavar="NAME=VALUE", help="override a Rates field")
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
     args = parser.parse_args()
     if args.measured:
-        results = json.loads(Path(args.measured).read_text(encoding="utf-8"))
+        results = sorted((r for path in args.measured for r in json.loads(Path(path).read_text(encoding="utf-8"))), key=lambda r: r["rows"])
     else:
         print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
         with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
@@ -113,6 +113,8 @@ def main() -> None:
         print(f"end: {load_text()}", flush=True)
         if args.save:
             Path(args.save).write_text(json.dumps(results), encoding="utf-8")
+    if len(results) > 1:
+        print(f"rates measured by these runs: {json.dumps(asdict(measured_rates(results)))}")
     rates = parse_rates(args.rate)
     for result in results:
         for mode in MODES:
