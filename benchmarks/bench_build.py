@@ -41,6 +41,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import yaml
 
 STAGES = ("tag", "select", "score", "rank", "sample")
@@ -132,7 +133,15 @@ def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...
         mode_config = mode_dir / "bench_config.yaml"
         mode_config.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, mode_cache, workers, mode)))
         modes[mode] = {stage: _measure_printed(stage, mode_config, mode_dir, mode) for stage in ("rank", "sample")}
-    return {"rows": rows, "stages": stages, "first_phase": modes}
+    ranked = {"off": run_dir, **{mode: root / f"run-{rows}-{mode}" for mode in first_phases}}
+    distinct = {"score": distinct_captions(run_dir / "score" / "first_pass"),
+                "rank": {mode: distinct_captions(folder / "rank" / "scored") for mode, folder in ranked.items()}}  # fmt: skip
+    return {"rows": rows, "stages": stages, "first_phase": modes, "distinct_captions": distinct}
+
+
+def distinct_captions(folder: Path) -> int:
+    """Distinct caption texts among a stage's written rows (the encoder embeds each text once)."""
+    return len(set(pq.read_table(folder, columns=["caption"]).column("caption").to_pylist()))
 
 
 def _measure_printed(stage: str, config_path: Path, run_dir: Path, mode: str) -> dict:
@@ -217,7 +226,8 @@ def measured_rates(results: list[dict]):
     selected row) + embedded / R. The static pass: the class captions it read over its own
     seconds (wall time, so a lower bound on its CPU rate). Shares: score's captions over
     candidates x first-pass captions (fill), the captions score did not embed in a fresh cache
-    (duplicates), one class's captions per corpus row."""
+    (first-pass duplicates), the repeats among the classes' captions in rank (class duplicates),
+    one class's captions per corpus row."""
     from imagenot.pipeline.plan import Rates
 
     def fit(x: list[float], y: list[float]) -> tuple[float, float]:
@@ -248,7 +258,8 @@ def measured_rates(results: list[dict]):
         if static else Rates.static_captions_per_s,
         first_pass_fill=round(sum(figure("score", "rows_scored")) / candidates_x_first_pass, 3),
         class_share=float(f"{np.mean([f / c / n for f, c, n in zip(figure('rank', 'rows_scored'), figure('rank', 'classes'), rows)]):.2g}"),
-        duplicate_share=round(1 - sum(figure("score", "captions_embedded")) / sum(figure("score", "rows_scored")), 3),
+        first_pass_duplicate_share=round(1 - sum(figure("score", "captions_embedded")) / sum(figure("score", "rows_scored")), 3),
+        class_duplicate_share=round(1 - sum(r["distinct_captions"]["rank"]["off"] for r in results) / sum(figure("rank", "rows_scored")), 3),
     )  # fmt: skip
 
 

@@ -27,8 +27,6 @@ import tempfile
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_build import SHARD_ROWS, bench_config, bench_size, load_text, measured_rates  # noqa: E402
 
@@ -37,24 +35,6 @@ from imagenot.pipeline.plan import Rates, make_plan  # noqa: E402
 
 MODES = ("off", "static")
 ONE_PROCESS = {"vcpus_per_worker": 1, "processes_per_worker": 1}  # process_seconds = CPU seconds here
-
-
-def distinct_captions(folder: Path) -> int:
-    """Distinct caption texts among a stage's written rows (the encoder embeds each text once)."""
-    return len(set(pq.read_table(folder, columns=["caption"]).column("caption").to_pylist()))
-
-
-def measure(rows: int, workers: int, root: Path) -> dict:
-    """bench_build's measured build of one size, both modes, with the distinct captions that
-    score and rank scored."""
-    result = bench_size(rows, workers, root, first_phases=MODES[1:])
-    run = root / f"run-{rows}"
-    result["distinct_captions"] = {
-        "score": distinct_captions(run / "score" / "first_pass"),
-        "rank": {"off": distinct_captions(run / "rank" / "scored"),
-                 **{m: distinct_captions(root / f"run-{rows}-{m}" / "rank" / "scored") for m in MODES[1:]}},
-    }  # fmt: skip
-    return result
 
 
 def compare(result: dict, mode: str, rates: Rates) -> dict:
@@ -109,7 +89,7 @@ def main() -> None:
     else:
         print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
         with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-            results = [measure(rows, args.workers, Path(tmp)) for rows in sorted(args.rows)]
+            results = [bench_size(rows, args.workers, Path(tmp), MODES[1:]) for rows in sorted(args.rows)]
         print(f"end: {load_text()}", flush=True)
         if args.save:
             Path(args.save).write_text(json.dumps(results), encoding="utf-8")

@@ -53,8 +53,9 @@ class Rates:
     # The work: shares of the corpus and of the configured caps.
     candidates: int = 10_000  # candidate synsets after select (known only after select)
     first_pass_fill: float = 0.40  # score's captions / (candidates x first_pass_captions): small candidates fill less
-    class_share: float = 4.6e-4  # one class's captions per corpus row
-    duplicate_share: float = 0.25  # captions that repeat one already embedded in the same stage
+    class_share: float = 4.6e-4  # one class's captions per corpus row (the mean over the classes)
+    first_pass_duplicate_share: float = 0.15  # score's captions that repeat another (embedded once)
+    class_duplicate_share: float = 0.33  # the same among a class's captions in rank
     # The fleet and its prices.
     vcpus_per_worker: int = 4  # n1-standard-4
     processes_per_worker: int = 2  # stage processes per worker, each as fast as one here
@@ -67,24 +68,25 @@ def caption_work(config: Config, rows: int, rates: Rates) -> dict:
     text once, and not again in rank if score's first pass embedded it), and what the static first
     phase reads.
 
-    Score's first pass takes `first_pass_captions` rows of each candidate, a keyed-hash sample;
-    a class has `class_share x rows` captions, of which that sample already covers
-    first_pass_captions / class captions. With `scoring.first_phase: static` the encoder scores at
-    most `exact_per_class` captions of each class (`Config.exact_per_class`, 2 x (N + reserve) by
-    default), whatever the corpus size; a static model reads them all first.
+    Score's first pass scores up to `first_pass_captions` (f) rows of each candidate, a keyed-hash
+    sample, and embeds the distinct ones. A class has c captions, spread (assumed) exponentially
+    around the mean `class_share x rows`, so over the classes the captions beyond their first pass
+    are a share exp(-f / mean) of all, and E[min(M, c)] = mean x (1 - exp(-M / mean)). With
+    `scoring.first_phase: static` the encoder scores at most M = `exact_per_class` captions of a
+    class (`Config.exact_per_class`, 2 x (N + reserve) by default), whatever the corpus size; a
+    static model reads them all first.
     """
     scoring, classes = config.scoring, config.ranking.classes
-    distinct = 1 - rates.duplicate_share
     first_pass = min(rates.candidates * scoring.first_pass_captions * rates.first_pass_fill, rows)
-    per_class = rates.class_share * rows
-    exact_per_class = per_class if scoring.first_phase == "off" else min(per_class, config.exact_per_class)
-    sampled_by_score = min(1.0, scoring.first_pass_captions / per_class) if per_class else 1.0
+    mean = max(rates.class_share * rows, 1e-9)
+    per_class = mean if scoring.first_phase == "off" else mean * (1 - math.exp(-config.exact_per_class / mean))
+    beyond_first_pass = math.exp(-scoring.first_pass_captions / mean)
     return {
         "score_captions": round(first_pass),
-        "score_embedded": round(first_pass * distinct),
-        "class_captions": round(classes * per_class),
-        "rank_captions": round(classes * exact_per_class),
-        "rank_embedded": round(classes * exact_per_class * distinct * (1 - sampled_by_score)),
+        "score_embedded": round(first_pass * (1 - rates.first_pass_duplicate_share)),
+        "class_captions": round(classes * mean),
+        "rank_captions": round(classes * per_class),
+        "rank_embedded": round(classes * per_class * beyond_first_pass * (1 - rates.class_duplicate_share)),
     }
 
 
