@@ -134,13 +134,13 @@ def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...
         mode_config.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, mode_cache, workers, mode)))
         modes[mode] = {stage: _measure_printed(stage, mode_config, mode_dir, mode) for stage in ("rank", "sample")}
     ranked = {"off": run_dir, **{mode: root / f"run-{rows}-{mode}" for mode in first_phases}}
-    distinct = {"score": distinct_captions(run_dir / "score" / "first_pass"),
-                "rank": {mode: distinct_captions(folder / "rank" / "scored") for mode, folder in ranked.items()}}  # fmt: skip
+    distinct = {"rank": {mode: distinct_captions(folder / "rank" / "scored") for mode, folder in ranked.items()}}
     return {"rows": rows, "stages": stages, "first_phase": modes, "distinct_captions": distinct}
 
 
 def distinct_captions(folder: Path) -> int:
-    """Distinct caption texts among a stage's written rows (the encoder embeds each text once)."""
+    """Distinct caption texts among rank's scored rows (the encoder embeds each text once; score
+    writes no captions, and its fresh cache embeds each distinct one: `captions_embedded`)."""
     return len(set(pq.read_table(folder, columns=["caption"]).column("caption").to_pylist()))
 
 
