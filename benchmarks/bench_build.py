@@ -221,10 +221,12 @@ def measured_rates(results: list[dict]):
     """`imagenot plan`'s Rates as this run measured them (first_phase off; CPU seconds of one
     stage process; least squares over the sizes, so at least two).
 
-    tag, select: fixed + per row. rank: fixed + embedded captions / R, which gives R, the
-    encoder's embedded captions per CPU second; score: fixed + per row (its hash of every
-    selected row) + embedded / R. The static pass: the class captions it read over its own
-    seconds (wall time, so a lower bound on its CPU rate). Shares: score's captions over
+    tag, select, sample: fixed + per row (sample reads one rank shard per corpus shard). rank:
+    fixed + embedded captions / R, which gives R, the encoder's embedded captions per CPU second;
+    score: fixed + per row (its hash of every selected row) + embedded / R. With first_phase
+    static: the class captions over the CPU seconds rank spent beyond its fixed part and its
+    encoder (the static pass), and the exact captions' repeats fitted to the plan's form
+    (embedded = exact x exp(-f / class mean) x (1 - repeats)). Shares: score's captions over
     candidates x first-pass captions (fill), the captions score did not embed in a fresh cache
     (first-pass duplicates), the repeats among the classes' captions in rank (class duplicates),
     one class's captions per corpus row."""
@@ -245,22 +247,30 @@ def measured_rates(results: list[dict]):
     rank_fixed, seconds_per_caption = fit(figure("rank", "captions_embedded"), cpu("rank"))
     score_cpu = [c - e * seconds_per_caption for c, e in zip(cpu("score"), figure("score", "captions_embedded"))]
     score_fixed, score_slope = fit(rows, score_cpu)
-    static = [r["first_phase"]["static"]["rank"]["figures"] for r in results if "static" in r["first_phase"]]
-    candidates_x_first_pass = sum(figure("select", "candidates")) * FIRST_PASS_CAPTIONS
-    return Rates(
+    static = [(r, r["first_phase"]["static"]) for r in results if "static" in r["first_phase"]]
+    sample_fixed, sample_slope = fit(rows + [r["rows"] for r, _ in static], cpu("sample") + [m["sample"]["cpu_seconds"] for _, m in static])
+    class_mean = {r["rows"]: r["stages"]["rank"]["figures"]["rows_scored"] / r["stages"]["rank"]["figures"]["classes"] for r in results}
+    rates = dict(
         tag_fixed_s=round(tag_fixed, 1), tag_us_per_row=round(tag_slope * 1e6, 1),
         select_fixed_s=round(select_fixed, 1), select_us_per_row=round(select_slope * 1e6, 1),
         score_fixed_s=round(score_fixed, 1), score_us_per_row=round(score_slope * 1e6, 1),
         rank_fixed_s=round(rank_fixed, 1),
-        sample_fixed_s=round(float(np.mean(cpu("sample"))), 1),
+        sample_fixed_s=round(sample_fixed, 2), sample_us_per_row=round(sample_slope * 1e6, 2),
         encoder_captions_per_s=round(1 / seconds_per_caption, 1),
-        static_captions_per_s=round(sum(f["rows_scored"] + f["rows_beyond_first_phase"] for f in static) / sum(f["first_phase"]["seconds"] for f in static))
-        if static else Rates.static_captions_per_s,
-        first_pass_fill=round(sum(figure("score", "rows_scored")) / candidates_x_first_pass, 3),
-        class_share=float(f"{np.mean([f / c / n for f, c, n in zip(figure('rank', 'rows_scored'), figure('rank', 'classes'), rows)]):.2g}"),
+        first_pass_fill=round(sum(figure("score", "rows_scored")) / (sum(figure("select", "candidates")) * FIRST_PASS_CAPTIONS), 3),
+        class_share=float(f"{np.mean([class_mean[n] / n for n in rows]):.2g}"),
         first_pass_duplicate_share=round(1 - sum(figure("score", "captions_embedded")) / sum(figure("score", "rows_scored")), 3),
         class_duplicate_share=round(1 - sum(r["distinct_captions"]["rank"]["off"] for r in results) / sum(figure("rank", "rows_scored")), 3),
     )  # fmt: skip
+    if static:  # the static pass: rank's CPU beyond its fixed part and its encoder; the exact captions' repeats
+        ranks = [(r["rows"], m["rank"]["cpu_seconds"], m["rank"]["figures"]) for r, m in static]
+        pass_cpu = sum(c - rank_fixed - f["captions_embedded"] * seconds_per_caption for _, c, f in ranks)
+        beyond_first_pass = sum(f["rows_scored"] * np.exp(-FIRST_PASS_CAPTIONS / class_mean[n]) for n, _, f in ranks)
+        rates.update(
+            static_captions_per_s=round(sum(f["rows_scored"] + f["rows_beyond_first_phase"] for _, _, f in ranks) / pass_cpu),
+            exact_repeat_share=round(float(1 - sum(f["captions_embedded"] for _, _, f in ranks) / beyond_first_pass), 3),
+        )
+    return Rates(**rates)
 
 
 def projection(results: list[dict], args: argparse.Namespace) -> dict[str, dict]:

@@ -38,24 +38,27 @@ class Rates:
     (candidates) and prices are stated guesses."""
 
     # CPU seconds of one stage process: a fixed part (process, WordNet, model and Beam start)
-    # plus a part per corpus row (tag, select; score hashes every selected row).
-    tag_fixed_s: float = 6.2
-    tag_us_per_row: float = 11.1
-    select_fixed_s: float = 3.4
-    select_us_per_row: float = 5.8
-    score_fixed_s: float = 8.0
-    score_us_per_row: float = 10.0
-    rank_fixed_s: float = 8.0
-    sample_fixed_s: float = 1.0
-    encoder_captions_per_s: float = 106.0  # embedded captions per CPU second in score and rank, measured here
-    static_captions_per_s: float = 20_000.0  # class captions per CPU second of the first phase's static pass
+    # plus a part per corpus row (tag, select; score hashes every selected row; sample reads one
+    # rank shard per corpus shard), and the encoders' rates (measured per CPU second of a stage).
+    tag_fixed_s: float = 6.3
+    tag_us_per_row: float = 10.5
+    select_fixed_s: float = 3.1
+    select_us_per_row: float = 6.4
+    score_fixed_s: float = 6.4
+    score_us_per_row: float = 1.3
+    rank_fixed_s: float = 5.0
+    sample_fixed_s: float = 0.79
+    sample_us_per_row: float = 0.69
+    encoder_captions_per_s: float = 271.0  # MiniLM, embedded captions per CPU second in rank (not a dedicated worker)
+    static_captions_per_s: float = 5_950.0  # the first phase's static pass, class captions per CPU second
     gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
     # The work: shares of the corpus and of the configured caps.
     candidates: int = 10_000  # candidate synsets after select (known only after select)
     first_pass_fill: float = 0.40  # score's captions / (candidates x first_pass_captions): small candidates fill less
-    class_share: float = 4.6e-4  # one class's captions per corpus row (the mean over the classes)
+    class_share: float = 5.0e-4  # one class's captions per corpus row (the mean over the classes)
     first_pass_duplicate_share: float = 0.15  # score's captions that repeat another (embedded once)
-    class_duplicate_share: float = 0.33  # the same among a class's captions in rank
+    class_duplicate_share: float = 0.29  # the same among a class's captions in rank
+    exact_repeat_share: float = 0.65  # static phase: its exact captions favour frequent ones, often embedded already
     # The fleet and its prices.
     vcpus_per_worker: int = 4  # n1-standard-4
     processes_per_worker: int = 2  # stage processes per worker, each as fast as one here
@@ -81,12 +84,13 @@ def caption_work(config: Config, rows: int, rates: Rates) -> dict:
     mean = max(rates.class_share * rows, 1e-9)
     per_class = mean if scoring.first_phase == "off" else mean * (1 - math.exp(-config.exact_per_class / mean))
     beyond_first_pass = math.exp(-scoring.first_pass_captions / mean)
+    repeats = rates.class_duplicate_share if scoring.first_phase == "off" else rates.exact_repeat_share
     return {
         "score_captions": round(first_pass),
         "score_embedded": round(first_pass * (1 - rates.first_pass_duplicate_share)),
         "class_captions": round(classes * mean),
         "rank_captions": round(classes * per_class),
-        "rank_embedded": round(classes * per_class * beyond_first_pass * (1 - rates.class_duplicate_share)),
+        "rank_embedded": round(classes * per_class * beyond_first_pass * (1 - repeats)),
     }
 
 
@@ -153,7 +157,7 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
         "score": {"work": {"candidate_synsets": rates.candidates, "captions_scored": work["score_captions"], "captions_to_embed": work["score_embedded"]},
                   "jobs": 2, **hours(per_row(rates.score_fixed_s, rates.score_us_per_row), work["score_embedded"])},
         "rank": {"work": rank_work, "jobs": 1, **hours(rank_cpu, work["rank_embedded"])},
-        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, **hours(rates.sample_fixed_s)},
+        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, **hours(per_row(rates.sample_fixed_s, rates.sample_us_per_row))},
     }  # fmt: skip
     if download.enabled:
         fetch = config.ranking.classes * (sampling.images_per_class + sampling.reserve)
