@@ -275,14 +275,17 @@ def measured_rates(results: list[dict]):
 
 def projection(results: list[dict], args: argparse.Namespace) -> dict[str, dict]:
     """LAION-2B-en as `imagenot plan` projects it (first_phase off and static) with the rates this
-    run measured, on the fleet and prices of the flags (README: "LAION-2B-en projection")."""
+    run measured and the largest size's class share, on the fleet, prices and first-pass fill of
+    the flags (README: "LAION-2B-en projection")."""
     from imagenot.pipeline.config import Config
     from imagenot.pipeline.plan import make_plan
 
-    rates = measured_rates(results)
-    rates = replace(rates, candidates=args.project_candidates, vcpus_per_worker=args.project_vcpus,
-                    processes_per_worker=args.project_processes, price_vcpu_hour=args.price,
-                    encoder_captions_per_s=args.encoder_rate or rates.encoder_captions_per_s)  # fmt: skip
+    rates, largest = measured_rates(results), results[-1]
+    rank = largest["stages"]["rank"]["figures"]
+    rates = replace(rates, candidates=args.project_candidates, first_pass_fill=args.project_fill,
+                    class_share=float(f"{rank['rows_scored'] / rank['classes'] / largest['rows']:.2g}"),
+                    vcpus_per_worker=args.project_vcpus, processes_per_worker=args.project_processes,
+                    price_vcpu_hour=args.price, encoder_captions_per_s=args.encoder_rate or rates.encoder_captions_per_s)  # fmt: skip
     shards = -(-LAION_2B_EN_ROWS // LAION_SHARD_ROWS)
     return {
         mode: make_plan(Config.model_validate({
@@ -301,7 +304,8 @@ def main() -> None:
     parser.add_argument("--project-vcpus", type=int, default=4, help="vCPUs per worker (n1-standard-4)")
     parser.add_argument("--project-processes", type=int, default=2, help="stage processes per worker as fast as one here")
     parser.add_argument("--project-candidates", type=int, default=10_000, help="candidate synsets after select (C)")
-    parser.add_argument("--project-first-pass", type=int, default=200, help="first-pass captions per candidate (M)")
+    parser.add_argument("--project-first-pass", type=int, default=200, help="first-pass captions per candidate (f)")
+    parser.add_argument("--project-fill", type=float, default=1.0, help="first-pass fill: candidates have >= min_captions 1,000")
     parser.add_argument("--project-classes", type=int, default=1000, help="classes (K)")
     parser.add_argument("--project-images", type=int, default=1000, help="images per class (N)")
     parser.add_argument("--encoder-rate", type=float, help="captions/s per process [default: as this run measured it]")
@@ -333,8 +337,9 @@ def main() -> None:
     if args.first_phase:
         print("\nrank and sample by scoring.first_phase (the same tag, select and score; flat in rows when bounded):")
         print(first_phase_table(results, ("off", *args.first_phase)))
-    print(f"\nrates measured by this run (imagenot plan's Rates): {measured_rates(results)}")
-    project = projection(results, args)
+    project = projection(results, args) if len(results) > 1 else {}  # rates are fitted over the sizes
+    if project:
+        print(f"\nrates measured by this run (imagenot plan's Rates): {measured_rates(results)}")
     from imagenot.pipeline.plan import render
 
     for mode, plan in project.items():

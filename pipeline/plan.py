@@ -6,8 +6,10 @@ without reading rows: an invalid config (for example a threshold table without t
 model: `load_config`), no shard matched, a shard missing a mapped column or unreadable, a run
 folder it cannot write and list.
 
-The figures are projections from rates measured by `benchmarks/` (see benchmarks/README.md:
-"Build scale", "Encoder"); every rate, share and price is a flag and is printed as an assumption.
+The figures are projections from rates and shares measured by `benchmarks/bench_plan.py` (see
+benchmarks/README.md: "`imagenot plan` beside these measurements", "LAION-2B-en projection");
+every rate, share and price is a flag and is printed as an assumption. The plan follows
+`scoring.first_phase`: with `static`, the encoder's work is bounded by K x `exact_per_class`.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class Rates:
     sample_fixed_s: float = 0.79
     sample_us_per_row: float = 0.69
     encoder_captions_per_s: float = 271.0  # MiniLM, embedded captions per CPU second in rank (not a dedicated worker)
-    static_captions_per_s: float = 5_950.0  # the first phase's static pass, class captions per CPU second
+    static_captions_per_s: float = 5_950.0  # static first phase: class captions per CPU second of rank beyond the rest
     gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
     # The work: shares of the corpus and of the configured caps.
     candidates: int = 10_000  # candidate synsets after select (known only after select)
@@ -58,7 +60,7 @@ class Rates:
     class_share: float = 5.0e-4  # one class's captions per corpus row (the mean over the classes)
     first_pass_duplicate_share: float = 0.15  # score's captions that repeat another (embedded once)
     class_duplicate_share: float = 0.29  # the same among a class's captions in rank
-    exact_repeat_share: float = 0.65  # static phase: its exact captions favour frequent ones, often embedded already
+    exact_repeat_share: float = 0.65  # the same among static's exact captions (fitted: it favours frequent ones)
     # The fleet and its prices.
     vcpus_per_worker: int = 4  # n1-standard-4
     processes_per_worker: int = 2  # stage processes per worker, each as fast as one here
