@@ -110,6 +110,7 @@ def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...
     """Every stage with `scoring.first_phase: off`; then, for each of `first_phases`, rank and
     sample again on a copy of the run's tag, select and score (and of the embedding cache as
     score left it), so each mode's rank meets the same cache."""
+    from imagenot.pipeline import layout
     from imagenot.pipeline.corpus.synth import synth_corpus
 
     corpus_dir, run_dir, cache_dir = root / f"corpus-{rows}", root / f"run-{rows}", root / f"embeddings-{rows}"
@@ -134,7 +135,7 @@ def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...
         mode_config.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, mode_cache, workers, mode)))
         modes[mode] = {stage: _measure_printed(stage, mode_config, mode_dir, mode) for stage in ("rank", "sample")}
     ranked = {"off": run_dir, **{mode: root / f"run-{rows}-{mode}" for mode in first_phases}}
-    distinct = {"rank": {mode: distinct_captions(folder / "rank" / "scored") for mode, folder in ranked.items()}}
+    distinct = {"rank": {mode: distinct_captions(folder / layout.RANK / layout.SCORED_DIR) for mode, folder in ranked.items()}}
     return {"rows": rows, "stages": stages, "first_phase": modes, "distinct_captions": distinct}
 
 
