@@ -7,6 +7,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from shared_runs import build_once
+from small_build import SmallRun, build_small_run, small_run_in, tag_corpus
 
 from imagenot.pipeline import storage_auth
 from imagenot.pipeline.config import Config
@@ -40,6 +42,28 @@ def matcher(forms):
 def stage_matcher(index):
     """The tag stage's matcher under the default config (its ignored function words)."""
     return build_matcher(index, Config().tagging.ignore_forms)
+
+
+@pytest.fixture(scope="session")
+def shared_tmp(tmp_path_factory, worker_id) -> Path:
+    """This session's tmp base, seen by every xdist worker (each worker's own base lies below it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent
+
+
+@pytest.fixture(scope="session")
+def small_run(shared_tmp) -> SmallRun:
+    """The small build (small_build.py, no downloads), built once per session. Read-only by
+    convention: copy it (shared_runs.copy_run) before running anything on it."""
+    return small_run_in(build_once(shared_tmp / "small-run", build_small_run))
+
+
+@pytest.fixture(scope="session")
+def tagged_corpus(shared_tmp) -> tuple[Path, Path]:
+    """(corpus folder, run folder with a finished tag stage) of small_build.TAGGED_CORPUS, built
+    once per session. Read-only by convention: copy the tag folder into a run of your own."""
+    folder = build_once(shared_tmp / "tagged-corpus", tag_corpus)
+    return folder / "corpus", folder / "run"
 
 
 def _free_loopback_port() -> int:

@@ -1,4 +1,16 @@
-"""A build small enough for tests (about a minute on 2 cores) that still yields 8 classes."""
+"""A build small enough for tests (about a minute on 2 cores) that still yields 8 classes, and the
+builders of the runs several modules share (conftest.py builds each once per session)."""
+
+import json
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+from imagenot.pipeline.build import build
+from imagenot.pipeline.config import Config, Corpus, load_config
+from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.tag.stage import run_tag
 
 SMALL_BUILD = {
     "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000}},
@@ -7,3 +19,33 @@ SMALL_BUILD = {
     "ranking": {"classes": 8, "top_n": 5, "min_captions": 1, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.3}},
     "sampling": {"images_per_class": 5, "test_per_class": 1, "reserve_factor": 0.4, "shard_rows": 20},
 }
+
+# A synthetic corpus large enough for the score, rank and sample stages' own tests.
+TAGGED_CORPUS = {"rows": 20_000, "seed": 5, "url_base": "http://127.0.0.1:9/img", "shard_rows": 10_000}
+
+
+class SmallRun(NamedTuple):
+    config: Path  # the config file it was built from
+    run: Path
+    ran: list[str]  # the stages the build ran
+
+
+def small_run_in(folder: Path) -> SmallRun:
+    return SmallRun(folder / "small.yaml", folder / "run", json.loads((folder / "ran.json").read_text()))
+
+
+def build_small_run(folder: Path) -> None:
+    """`imagenot build` of SMALL_BUILD into folder/run, from the config file folder/small.yaml
+    (its embedding cache in folder/embeddings); folder/ran.json: the stages it ran."""
+    config = {**SMALL_BUILD, "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")}}
+    (folder / "small.yaml").write_text(yaml.safe_dump(config))
+    ran = build(load_config(folder / "small.yaml"), str(folder / "run"))
+    (folder / "ran.json").write_text(json.dumps(ran))
+
+
+def tag_corpus(folder: Path) -> None:
+    """The TAGGED_CORPUS in folder/corpus and the tag stage over it (default tagging) in folder/run."""
+    c = TAGGED_CORPUS
+    (folder / "corpus").mkdir()
+    synth_corpus(folder / "corpus", c["rows"], c["seed"], c["url_base"], c["shard_rows"])
+    run_tag(Config(corpus=Corpus(paths=[str(folder / "corpus" / "part-*.parquet")])), str(folder / "run"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_runner import invoke
-from small_build import SMALL_BUILD
+from shared_runs import copy_run
 
 from imagenot.pipeline.build import build
 from imagenot.pipeline.build_command import build_command
@@ -20,19 +20,14 @@ OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "
 
 
 @pytest.fixture(scope="module")
-def config_file(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("config")
-    config = {**SMALL_BUILD, "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")}}
-    path = folder / "small.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+def config_file(small_run):
+    return small_run.config
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(config_file, tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("run")
-    ran = build(load_config(config_file), str(run_dir))
-    return run_dir, ran
+def uninterrupted(small_run):
+    """The session's small run (read only here) and the stages its build ran."""
+    return small_run.run, small_run.ran
 
 
 def _files(run_dir: Path) -> dict[str, bytes]:
@@ -59,8 +54,8 @@ def test_build_runs_every_stage_and_records_the_summary(config_file, uninterrupt
     assert load_config(run_dir / "config.yaml") == load_config(config_file)  # the resolved config
 
 
-def test_a_second_build_does_nothing(config_file, uninterrupted):
-    run_dir, _ = uninterrupted
+def test_a_second_build_does_nothing(config_file, uninterrupted, tmp_path):
+    run_dir = copy_run(uninterrupted[0], tmp_path / "run")
     before = _files(run_dir)
     assert build(load_config(config_file), str(run_dir)) == []
     assert _files(run_dir) == before
@@ -85,11 +80,8 @@ def test_a_killed_build_resumes_to_the_same_dataset(config_file, uninterrupted, 
 
 
 def test_a_changed_late_setting_reruns_only_the_stages_after_it(config_file, uninterrupted, tmp_path):
-    import shutil
-
     run_dir, _ = uninterrupted
-    copy = tmp_path / "run"
-    shutil.copytree(run_dir, copy)
+    copy = copy_run(run_dir, tmp_path / "run")
     config = load_config(config_file)
     changed = config.model_copy(update={"ranking": config.ranking.model_copy(update={"classes": 4})})
     assert build(changed, str(copy)) == ["rank", "sample", "report"]
@@ -106,8 +98,8 @@ def test_build_command_names_a_bad_config(tmp_path):
     assert "ranking.classes: Input should be greater than or equal to 1" in result.output
 
 
-def test_the_build_command_ends_with_what_came_out_and_where(config_file, uninterrupted):
-    run_dir, _ = uninterrupted
+def test_the_build_command_ends_with_what_came_out_and_where(config_file, uninterrupted, tmp_path):
+    run_dir = copy_run(uninterrupted[0], tmp_path / "run")
     result = invoke(build_command, ["--config", str(config_file), "--out", str(run_dir)])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()

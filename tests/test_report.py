@@ -2,7 +2,6 @@
 
 import csv
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,12 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
+from shared_runs import copy_run
 from small_build import SMALL_BUILD
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.audit.rankings import compare_rankings_command
-from imagenot.pipeline.build import build
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.report.page import SECTIONS
 from imagenot.pipeline.report.stage import report_command, run_report
@@ -32,11 +31,9 @@ def _report(run_dir: Path) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("report")
-    config = Config.model_validate({**SMALL_BUILD, "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")}})
-    build(config, str(folder / "run"))
-    return folder / "run"
+def run(small_run, tmp_path_factory):
+    """A copy of the session's small run: its report is made again here."""
+    return copy_run(small_run.run, tmp_path_factory.mktemp("report") / "run")
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +73,7 @@ def _add_audits(run_dir: Path) -> None:
 @pytest.fixture(scope="module")
 def audited(run, tmp_path_factory):
     """A copy of the run with audits and markup in its text, reported twice."""
-    copy = tmp_path_factory.mktemp("audited") / "run"
-    shutil.copytree(run, copy)
+    copy = copy_run(run, tmp_path_factory.mktemp("audited") / "run")
     _plant_evil_text(copy)
     _add_audits(copy)
     first = _report(copy)
