@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from shared_runs import build_once
-from small_build import SmallRun, build_small_run, small_run_in, tag_corpus
+from small_build import SmallRun, TaggedCorpus, build_small_run, small_run_in, tag_corpus, tagged_corpus_in
 
 from imagenot.pipeline import storage_auth
 from imagenot.pipeline.config import Config
@@ -59,11 +59,10 @@ def small_run(shared_tmp) -> SmallRun:
 
 
 @pytest.fixture(scope="session")
-def tagged_corpus(shared_tmp) -> tuple[Path, Path]:
-    """(corpus folder, run folder with a finished tag stage) of small_build.TAGGED_CORPUS, built
-    once per session. Read-only by convention: copy the tag folder into a run of your own."""
-    folder = build_once(shared_tmp / "tagged-corpus", tag_corpus)
-    return folder / "corpus", folder / "run"
+def tagged_corpus(shared_tmp) -> TaggedCorpus:
+    """small_build.TAGGED_CORPUS and a run of the tag stage over it, built once per session.
+    Read-only by convention: copy the tag folder into a run of your own."""
+    return tagged_corpus_in(build_once(shared_tmp / "tagged-corpus", tag_corpus))
 
 
 def _free_loopback_port() -> int:

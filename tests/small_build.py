@@ -43,6 +43,15 @@ def build_small_run(folder: Path) -> None:
     (folder / "ran.json").write_text(json.dumps(ran))
 
 
+class TaggedCorpus(NamedTuple):
+    corpus: Path
+    run: Path  # its tag/ folder only
+
+
+def tagged_corpus_in(folder: Path) -> TaggedCorpus:
+    return TaggedCorpus(folder / "corpus", folder / "run")
+
+
 def tag_corpus(folder: Path) -> None:
     """The TAGGED_CORPUS in folder/corpus and the tag stage over it (default tagging) in folder/run."""
     c = TAGGED_CORPUS

@@ -11,13 +11,11 @@ import pytest
 from cli_runner import invoke
 
 from imagenot.pipeline import stage_command as stage_command_module
-from imagenot.pipeline.config import Config, Corpus, Ranking, Runner, Sampling, Scoring, Selection
-from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.config import Config, Ranking, Runner, Sampling, Scoring, Selection
 from imagenot.pipeline.rank.stage import run_rank
 from imagenot.pipeline.sample.stage import run_sample, sample_command
 from imagenot.pipeline.score.stage import run_score
 from imagenot.pipeline.select.stage import run_select
-from imagenot.pipeline.tag.stage import run_tag
 
 N, TEST = 8, 2
 
@@ -33,16 +31,13 @@ def _config(cache=None, workers=1, **sampling):
 
 
 @pytest.fixture(scope="module")
-def ranked_run(tmp_path_factory):
-    corpus = tmp_path_factory.mktemp("corpus")
-    synth_corpus(corpus, 20_000, 5, "http://127.0.0.1:9/img", 10_000)
+def ranked_run(tagged_corpus, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
     cache = tmp_path_factory.mktemp("embeddings")
-    config = _config(cache).model_copy(update={"corpus": Corpus(paths=[str(corpus / "part-*.parquet")])})
-    run_tag(config, str(run_dir))
+    shutil.copytree(tagged_corpus.run / "tag", run_dir / "tag")
     for run in (run_select, run_score, run_rank):
         run(_config(cache), str(run_dir))
-    return run_dir, corpus
+    return run_dir, tagged_corpus.corpus
 
 
 @pytest.fixture(scope="module")

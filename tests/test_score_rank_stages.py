@@ -9,12 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.config import Config, Corpus, Ranking, Runner, Scoring, Selection
-from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.config import Config, Ranking, Runner, Scoring, Selection
 from imagenot.pipeline.rank.stage import run_rank
 from imagenot.pipeline.score.stage import run_score
 from imagenot.pipeline.select.stage import run_select
-from imagenot.pipeline.tag.stage import run_tag
 
 FIRST_PASS = 8
 
@@ -29,12 +27,9 @@ def _config(cache, workers=1, threshold=0.3, classes=12):
 
 
 @pytest.fixture(scope="module")
-def selected_run(tmp_path_factory):
-    corpus = tmp_path_factory.mktemp("corpus")
-    synth_corpus(corpus, 20_000, 5, "http://127.0.0.1:9/img", 10_000)
+def selected_run(tagged_corpus, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
-    config = _config(None).model_copy(update={"corpus": Corpus(paths=[str(corpus / "part-*.parquet")])})
-    run_tag(config, str(run_dir))
+    shutil.copytree(tagged_corpus.run / "tag", run_dir / "tag")
     run_select(_config(None), str(run_dir))
     return run_dir
 
