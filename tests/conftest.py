@@ -1,5 +1,4 @@
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -7,6 +6,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ports import free_loopback_port
 from shared_runs import build_once
 from small_build import SmallRun, TaggedCorpus, build_small_run, small_run_in, tag_corpus, tagged_corpus_in
 
@@ -65,12 +65,6 @@ def tagged_corpus(shared_tmp) -> TaggedCorpus:
     return tagged_corpus_in(build_once(shared_tmp / "tagged-corpus", tag_corpus))
 
 
-def _free_loopback_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_until_serving(url: str, process: subprocess.Popen, log: Path, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -93,7 +87,7 @@ def gcs_bucket(tmp_path_factory):
     no credentials are looked for. One bucket per session: give each test its own folder."""
     folder = tmp_path_factory.mktemp("gcs-emulator")
     log = folder / "emulator.log"
-    port = _free_loopback_port()
+    port = free_loopback_port()
     command = [
         str(Path(sys.executable).with_name("gcp-storage-emulator")), "start", "--host", "127.0.0.1",
         "--port", str(port), "--default-bucket", BUCKET, "--in-memory",

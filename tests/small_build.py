@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
+from ports import free_loopback_port
 
 from imagenot.pipeline.build import build
 from imagenot.pipeline.config import Config, Corpus, load_config
@@ -36,8 +37,14 @@ def small_run_in(folder: Path) -> SmallRun:
 
 def build_small_run(folder: Path) -> None:
     """`imagenot build` of SMALL_BUILD into folder/run, from the config file folder/small.yaml
-    (its embedding cache in folder/embeddings); folder/ran.json: the stages it ran."""
-    config = {**SMALL_BUILD, "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")}}
+    (its embedding cache in folder/embeddings); folder/ran.json: the stages it ran. Its image
+    URLs name a free loopback port, for a test that downloads them with the demo server there."""
+    url_base = f"http://127.0.0.1:{free_loopback_port()}/img"
+    config = {
+        **SMALL_BUILD,
+        "corpus": {"synth": {**SMALL_BUILD["corpus"]["synth"], "url_base": url_base}},
+        "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")},
+    }
     (folder / "small.yaml").write_text(yaml.safe_dump(config))
     ran = build(load_config(folder / "small.yaml"), str(folder / "run"))
     (folder / "ran.json").write_text(json.dumps(ran))

@@ -25,6 +25,7 @@ import pytest
 import yaml
 from apache_beam.io.filesystems import FileSystems
 from cli_runner import invoke
+from ports import free_loopback_port
 from small_build import SMALL_BUILD
 from test_image_embeddings import TINY_VIT
 
@@ -51,12 +52,6 @@ DATASET_FILES = (
     "download/dataset/*.parquet", "download/class_downloads.tsv", "download/rounds/*/*.tar",
     "dataset/*.tar", "dataset/*.parquet", "dataset/classes.txt", "dataset/README.md",
 )  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _members(tar: bytes) -> dict[str, bytes]:
@@ -87,7 +82,7 @@ def config_path(gcs_bucket, tmp_path_factory):
     its embedding cache and its CLIP model config live there too; images from a loopback server."""
     local = tmp_path_factory.mktemp("bucket-config")
     (local / "tiny-vit.json").write_text(json.dumps(TINY_VIT))  # open_clip reads model files locally
-    root, port = f"{gcs_bucket}/small", _free_port()
+    root, port = f"{gcs_bucket}/small", free_loopback_port()
     synth = SMALL_BUILD["corpus"]["synth"]
     _ok(synth_command, "--out", f"{root}/corpus", "--rows", str(synth["rows"]), "--seed", str(synth["seed"]),
         "--shard-rows", str(synth["shard_rows"]), "--url-base", f"http://127.0.0.1:{port}/img")  # fmt: skip
@@ -241,7 +236,7 @@ def portable_runner(gcs_bucket, tmp_path_factory):
     """Beam's Python job service and an external worker pool, each its own process in its own
     working directory (the pool starts its workers there); they reach the bucket like the driver."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # workers run `python`
-    job_port, pool_port = _free_port(), _free_port()
+    job_port, pool_port = free_loopback_port(), free_loopback_port()
     commands = {
         "job-service": ["apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)],
         "worker-pool": ["apache_beam.runners.worker.worker_pool_main", "--service_port", str(pool_port)],

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from cli_runner import invoke
+from shared_runs import copy_run
 from small_build import SMALL_BUILD
 from test_image_embeddings import TINY_VIT
 
@@ -25,12 +27,6 @@ from imagenot.pipeline.build import build
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.report.card import REPRODUCE_AUDITS
 from imagenot.pipeline.report.stage import report_command
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run(command, run_dir: Path, *args: str) -> None:
@@ -44,15 +40,15 @@ def _reported(run_dir: Path) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory):
-    """The reports of one run: audited, then after `duplicates --drop`, then with agreement rerun."""
+def reports(small_run, tmp_path_factory):
+    """The reports of one run: audited, then after `duplicates --drop`, then with agreement rerun.
+    The run is a copy of the session's small run, built on with downloads from the demo server."""
     folder = tmp_path_factory.mktemp("images")
     (folder / "tiny-vit.json").write_text(json.dumps(TINY_VIT))
-    port = _free_port()
+    built = yaml.safe_load(small_run.config.read_text())
+    port = urlsplit(built["corpus"]["synth"]["url_base"]).port  # where its image URLs point
     config = Config.model_validate({
-        **SMALL_BUILD,
-        "corpus": {"synth": {**SMALL_BUILD["corpus"]["synth"], "url_base": f"http://127.0.0.1:{port}/img"}},
-        "scoring": {**SMALL_BUILD["scoring"], "cache_dir": str(folder / "embeddings")},
+        **built,
         "download": {
             "enabled": True, "demo_server_port": port, "image_size": 64, "shard_rows": 20, "timeout_s": 5,
             "allowed_networks": ["127.0.0.1/32"],
@@ -60,8 +56,8 @@ def reports(tmp_path_factory):
         "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(folder / "tiny-vit.json"), "batch_size": 16,
                         "near_duplicate_threshold": 0.9999},
     })  # fmt: skip
-    run_dir = folder / "run"
-    build(config, str(run_dir))
+    run_dir = copy_run(small_run.run, folder / "run")
+    assert build(config, str(run_dir)) == ["download", "report", "export"]  # the sample is the small run's
     _run(embed_command, run_dir)
     _run(duplicates_command, run_dir)
     _run(agreement_command, run_dir)
