@@ -3,9 +3,11 @@
 For each size, a synthetic corpus (`pipeline.corpus.synth`, seed 0) is written outside every
 timing, then tag, select and score run once. The run is copied, with its embedding cache, and
 rank and sample run on each copy: once with `scoring.first_phase: off` (the encoder scores every
-caption of the K classes) and once with `static` (a static model ranks them, the encoder scores
-each class's best `exact_per_class`). Each stage runs in a fresh process (bench_build.py's
-`measure_stage`), so its peak RSS is its own.
+caption of the K classes) and once with the bounded path (`--bounded`): `static` (a static model
+ranks them, the encoder scores each class's best `exact_per_class`) or `priority` (strategy
+threshold: the encoder scores each class's captions in the sample's order until its list is
+settled). Each stage runs in a fresh process (bench_build.py's `measure_stage`), so its peak RSS
+is its own.
 
 Settings: `selection.min_captions` 100 per 100,000 rows (a similar number of candidates at each
 size), `sampling.images_per_class` 5 and a reserve of 2, so each class has many times more
@@ -14,10 +16,11 @@ captions than it needs; `exact_per_class` its default, 2 x (N + reserve) = 14.
 Printed per size: the encoder's captions in rank (cache misses; the score stage's first-pass
 captions are cached already), final images, the first phase's and the exact phase's seconds,
 peak RSS of rank and sample, `topn_overlap` (the share of the exact run's dataset rows that the
-two-phase run also chose, over all classes) and whether the class lists are identical. The
-last line is one JSON object.
+bounded run also chose, over all classes) and whether the class lists are identical. The last
+line is one JSON object.
 
     python benchmarks/bench_scoring.py --rows 300000 1000000
+    python benchmarks/bench_scoring.py --rows 300000 1000000 --bounded priority --strategy threshold --threshold 0.5
 """
 
 from __future__ import annotations
@@ -39,16 +42,16 @@ from bench_build import load_text, measure_stage  # noqa: E402
 SHARD_ROWS = 100_000
 COMMON_STAGES = ("tag", "select", "score")
 PHASE_STAGES = ("rank", "sample")
-MODES = ("off", "static")
+EXACT = "off"
 
 
-def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, mode: str, workers: int) -> dict:
+def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, mode: str, workers: int, sampling: dict) -> dict:
     return {
         "corpus": {"paths": [str(corpus_dir / "part-*.parquet")]},
         "selection": {"min_captions": max(1, rows // 1000)},
         "scoring": {"first_pass_captions": 50, "cache_dir": str(cache_dir), "first_phase": mode},
         "ranking": {"classes": 100, "top_n": 10},
-        "sampling": {"images_per_class": 5, "test_per_class": 1, "reserve_factor": 0.3},
+        "sampling": {"images_per_class": 5, "test_per_class": 1, "reserve_factor": 0.3, **sampling},
         "runner": {"workers": workers},
     }
 
@@ -62,29 +65,30 @@ def chosen_rows(run_dir: Path) -> dict[str, set[str]]:
     return chosen
 
 
-def bench_size(rows: int, workers: int, root: Path) -> dict:
+def bench_size(rows: int, workers: int, root: Path, bounded: str, sampling: dict) -> dict:
     from imagenot.pipeline.corpus.synth import synth_corpus
 
     corpus_dir = root / f"corpus-{rows}"
     started = time.perf_counter()
     synth_corpus(corpus_dir, rows=rows, seed=0, shard_rows=SHARD_ROWS)
     print(f"{rows:,} rows: corpus written in {time.perf_counter() - started:.1f} s (not timed)", flush=True)
-    runs = {mode: root / f"run-{rows}-{mode}" for mode in MODES}
-    caches = {mode: root / f"embeddings-{rows}-{mode}" for mode in MODES}
+    modes = (EXACT, bounded)
+    runs = {mode: root / f"run-{rows}-{mode}" for mode in modes}
+    caches = {mode: root / f"embeddings-{rows}-{mode}" for mode in modes}
     configs = {}
-    for mode in MODES:
+    for mode in modes:
         runs[mode].mkdir(parents=True)
         configs[mode] = runs[mode] / "bench_config.yaml"
-        configs[mode].write_text(yaml.safe_dump(bench_config(rows, corpus_dir, caches[mode], mode, workers)))
+        configs[mode].write_text(yaml.safe_dump(bench_config(rows, corpus_dir, caches[mode], mode, workers, sampling)))
     stages = {}
     for stage in COMMON_STAGES:
         stages[stage] = measure_stage(stage, configs["off"], runs["off"])
         print(f"  {stage:7s} {stages[stage]['seconds']:8.1f} s  {load_text()}", flush=True)
     for stage in COMMON_STAGES:
-        shutil.copytree(runs["off"] / stage, runs["static"] / stage)
-    shutil.copytree(caches["off"], caches["static"])
+        shutil.copytree(runs[EXACT] / stage, runs[bounded] / stage)
+    shutil.copytree(caches[EXACT], caches[bounded])
     by_mode = {}
-    for mode in MODES:
+    for mode in modes:
         by_mode[mode] = {stage: measure_stage(stage, configs[mode], runs[mode]) for stage in PHASE_STAGES}
         rank = by_mode[mode]["rank"]
         print(
@@ -92,11 +96,12 @@ def bench_size(rows: int, workers: int, root: Path) -> dict:
             f"embedded), sample {by_mode[mode]['sample']['seconds']:.1f} s ({by_mode[mode]['sample']['peak_rss_mb']:.0f} MB)  {load_text()}",
             flush=True,
         )
-    exact, bounded = chosen_rows(runs["off"]), chosen_rows(runs["static"])
-    shared = sum(len(rows_ & bounded.get(wnid, set())) for wnid, rows_ in exact.items())
-    same_classes = (runs["off"] / "rank" / "classes.tsv").read_bytes() == (runs["static"] / "rank" / "classes.tsv").read_bytes()
+    exact, chosen = chosen_rows(runs[EXACT]), chosen_rows(runs[bounded])
+    shared = sum(len(rows_ & chosen.get(wnid, set())) for wnid, rows_ in exact.items())
+    same_classes = (runs[EXACT] / "rank" / "class_list.tsv").read_bytes() == (runs[bounded] / "rank" / "class_list.tsv").read_bytes()
     return {
         "rows": rows,
+        "bounded": bounded,
         "common": stages,
         "modes": by_mode,
         "topn_overlap": round(shared / max(1, sum(len(r) for r in exact.values())), 4),
@@ -105,35 +110,46 @@ def bench_size(rows: int, workers: int, root: Path) -> dict:
 
 
 def summary(results: list[dict]) -> dict:
-    def per_mode(key):
-        return [[r["modes"][mode][key] for r in results] for mode in MODES]
+    bounded = results[0]["bounded"]
+    modes = (EXACT, bounded)
 
     def embedded(r, mode):
         return r["modes"][mode]["rank"]["figures"]["captions_embedded"]
 
+    def scored(r, mode):
+        return r["modes"][mode]["rank"]["figures"]["rows_scored"]
+
     def images(r, mode):
         return r["modes"][mode]["sample"]["figures"]["images"]
 
+    def per_mode(stage, key):
+        return {m: [r["modes"][m][stage][key] for r in results] for m in modes}
+
     return {
         "rows": [r["rows"] for r in results],
-        "exact_captions_embedded": [embedded(r, "off") for r in results],
-        "bounded_captions_embedded": [embedded(r, "static") for r in results],
-        "final_images": [images(r, "static") for r in results],
-        "exact_final_images": [images(r, "off") for r in results],
-        "exact_captions_embedded_per_image": [round(embedded(r, "off") / images(r, "off"), 3) for r in results],
-        "bounded_captions_embedded_per_image": [round(embedded(r, "static") / images(r, "static"), 3) for r in results],
+        "bounded_mode": bounded,
+        "exact_captions_embedded": [embedded(r, EXACT) for r in results],
+        "bounded_captions_embedded": [embedded(r, bounded) for r in results],
+        "exact_captions_scored": [scored(r, EXACT) for r in results],
+        "bounded_captions_scored": [scored(r, bounded) for r in results],
+        "final_images": [images(r, bounded) for r in results],
+        "exact_final_images": [images(r, EXACT) for r in results],
+        "exact_captions_embedded_per_image": [round(embedded(r, EXACT) / images(r, EXACT), 3) for r in results],
+        "bounded_captions_embedded_per_image": [round(embedded(r, bounded) / images(r, bounded), 3) for r in results],
+        "bounded_captions_scored_per_image": [round(scored(r, bounded) / images(r, bounded), 3) for r in results],
         "topn_overlap": round(
-            sum(r["topn_overlap"] * images(r, "off") for r in results) / sum(images(r, "off") for r in results), 4
+            sum(r["topn_overlap"] * images(r, EXACT) for r in results) / sum(images(r, EXACT) for r in results), 4
         ),
         "topn_overlap_per_size": [r["topn_overlap"] for r in results],
         "class_list_identical": all(r["class_list_identical"] for r in results),
-        "first_phase_seconds": [r["modes"]["static"]["rank"]["figures"]["first_phase"]["seconds"] for r in results],
-        "exact_phase_seconds": {m: [r["modes"][m]["rank"]["figures"]["exact_seconds"] for r in results] for m in MODES},
-        "rank_seconds": {m: [r["modes"][m]["rank"]["seconds"] for r in results] for m in MODES},
-        "rank_cpu_seconds": {m: [r["modes"][m]["rank"]["cpu_seconds"] for r in results] for m in MODES},
-        "rank_peak_rss_mb": {m: [r["modes"][m]["rank"]["peak_rss_mb"] for r in results] for m in MODES},
-        "sample_peak_rss_mb": {m: [r["modes"][m]["sample"]["peak_rss_mb"] for r in results] for m in MODES},
-        "sample_candidates": {m: [r["modes"][m]["sample"]["figures"]["candidates"] for r in results] for m in MODES},
+        "first_phase": [r["modes"][bounded]["rank"]["figures"]["first_phase"] for r in results],
+        "exact_phase_seconds": {m: [r["modes"][m]["rank"]["figures"]["exact_seconds"] for r in results] for m in modes},
+        "rank_seconds": per_mode("rank", "seconds"),
+        "rank_cpu_seconds": per_mode("rank", "cpu_seconds"),
+        "rank_peak_rss_mb": per_mode("rank", "peak_rss_mb"),
+        "sample_seconds": per_mode("sample", "seconds"),
+        "sample_peak_rss_mb": per_mode("sample", "peak_rss_mb"),
+        "sample_candidates": {m: [r["modes"][m]["sample"]["figures"]["candidates"] for r in results] for m in modes},
         "score_seconds": [r["common"]["score"]["seconds"] for r in results],
     }
 
@@ -143,10 +159,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[300_000, 1_000_000])
     parser.add_argument("--workers", type=int, default=1, help="local Beam worker processes per stage")
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
+    parser.add_argument("--bounded", choices=["static", "priority"], default="static", help="the scoring.first_phase compared with off")
+    parser.add_argument("--strategy", choices=["top", "threshold"], default="top", help="sampling.strategy")
+    parser.add_argument("--threshold", type=float, help="sampling.threshold (strategy threshold)")
     args = parser.parse_args()
+    sampling = {"strategy": args.strategy, **({"threshold": args.threshold} if args.threshold is not None else {})}
     print(f"start: {load_text()}", flush=True)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-        results = [bench_size(rows, args.workers, Path(tmp)) for rows in sorted(args.rows)]
+        results = [bench_size(rows, args.workers, Path(tmp), args.bounded, sampling) for rows in sorted(args.rows)]
     print(f"end: {load_text()}")
     print(json.dumps(summary(results)))
 

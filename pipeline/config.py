@@ -142,14 +142,18 @@ class Scoring(Section):
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the classes"
     )
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks the first-pass captions (by a keyed hash of row ids)")
-    first_phase: Literal["off", "static"] = Field(
+    first_phase: Literal["off", "static", "priority"] = Field(
         "off",
         description="rank: off, the encoder scores every caption of the classes; static, a static model distilled from "
-        "the encoder ranks them and the encoder scores each class's best exact_per_class",
+        "the encoder ranks them and the encoder scores each class's best exact_per_class; priority (strategies threshold "
+        "and matched), the encoder scores each class's captions in the sample's order until its list is settled",
     )
     first_phase_model: str | None = Field(None, description="a model2vec model folder; null: distilled from scoring.model")
     exact_per_class: int | None = Field(
         None, ge=1, le=100_000_000, description="captions per class the encoder scores after the first phase; null: 2 x (N + reserve)"
+    )
+    exact_cap: int | None = Field(
+        None, ge=1, le=100_000_000, description="priority: the most captions per class the encoder scores; null: no cap (exact lists)"
     )
 
 
@@ -431,6 +435,15 @@ class Config(Section):
             raise ValueError(
                 f"ranking.thresholds has no entry for scoring.model {self.scoring.model!r} "
                 f"(it has {sorted(self.ranking.thresholds)}); a threshold only means something for one encoder"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _priority_path_needs_a_prefix_strategy(self) -> Config:
+        if self.scoring.first_phase == "priority" and self.sampling.strategy == "top":
+            raise ValueError(
+                "scoring.first_phase 'priority' needs sampling.strategy 'threshold' or 'matched' (their lists are a prefix "
+                "of the sample's order); with 'top' use 'off' or 'static'"
             )
         return self
 

@@ -34,10 +34,11 @@ class ShardFiles(NamedTuple):
     tally: str  # <stage dir>/tallies/<stem>.json
 
 
-def shard_files(stage_dir: str, data_folder: str, shard: str) -> ShardFiles:
+def shard_files(stage_dir: str, data_folder: str, shard: str, part: str = "") -> ShardFiles:
+    """A shard's output and tally; `part` tells apart several outputs of one shard (rank's rounds)."""
     return ShardFiles(
-        FileSystems.join(stage_dir, data_folder, f"{stem(shard)}.parquet"),
-        FileSystems.join(stage_dir, TALLIES_DIR, tally_name(shard)),
+        FileSystems.join(stage_dir, data_folder, f"{stem(shard)}{part}.parquet"),
+        FileSystems.join(stage_dir, TALLIES_DIR, f"{stem(shard)}{part}.json"),
     )
 
 

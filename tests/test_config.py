@@ -155,3 +155,13 @@ def test_a_far_off_key_gets_no_suggestion(tmp_path):
 def test_a_config_that_is_not_a_mapping_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"a config is a mapping of sections .* not a list"):
         load_config(_config(tmp_path, "- corpus\n- tagging\n"))
+
+
+def test_the_priority_path_is_refused_for_the_top_strategy(tmp_path):
+    (tmp_path / "c.yaml").write_text("corpus: {paths: [x.parquet]}\nscoring: {first_phase: priority}\n")
+    with pytest.raises(ConfigError, match=r"first_phase 'priority' needs sampling.strategy 'threshold' or 'matched'"):
+        load_config(str(tmp_path / "c.yaml"))
+    (tmp_path / "c.yaml").write_text(
+        "corpus: {paths: [x.parquet]}\nscoring: {first_phase: priority}\nsampling: {strategy: threshold, threshold: 0.6}\n"
+    )
+    assert load_config(str(tmp_path / "c.yaml")).scoring.first_phase == "priority"

@@ -163,3 +163,51 @@ def test_command_records_the_stage_in_the_summary(ranked_run, tmp_path, monkeypa
     figures = json.loads((copy / "summary.json").read_text())["sample"]
     assert figures["classes"] == 6 and figures["images"] + figures["shortfall"] == 6 * N
     assert (copy / "sample" / "DONE").exists()
+
+
+PRIORITY_STRATEGIES = {
+    "threshold": {"strategy": "threshold", "threshold": 0.3},
+    "matched": {"strategy": "matched", "reference_quantiles": [-1.0, 0.25, 0.35, 0.45, 1.0]},
+}
+
+
+@pytest.mark.parametrize("strategy", PRIORITY_STRATEGIES)
+def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tmp_path, strategy):
+    run_dir, _ = ranked_run
+    exact, bounded = tmp_path / "exact", tmp_path / "priority"
+    for stage in ("tag", "select", "score", "rank"):
+        shutil.copytree(run_dir / stage, exact / stage)
+        if stage != "rank":
+            shutil.copytree(run_dir / stage, bounded / stage)
+    run_sample(_config(**PRIORITY_STRATEGIES[strategy]), str(exact))
+    config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES[strategy])
+    config = config.model_copy(update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 3})})
+    _, tally = run_rank(config, str(bounded))
+    run_sample(config, str(bounded))
+
+    def lists(run):
+        return {k: v for k, v in _outputs(run).items() if k != "class_sampling.tsv"}  # candidates differ: fewer scored
+
+    assert lists(bounded) == lists(exact)
+    figures = json.loads((bounded / "rank" / "figures.json").read_text())
+    exact_scored = json.loads((exact / "rank" / "figures.json").read_text())["rows_scored"]
+    assert len(figures["first_phase"]["rounds"]) > 1 and figures["first_phase"]["classes_capped"] == 0
+    assert tally["rows_scored"] + tally["rows_beyond_first_phase"] == exact_scored
+    # matched must see a caption in every reference bin before it stops: here that is every caption
+    assert tally["rows_scored"] < exact_scored if strategy == "threshold" else tally["rows_scored"] <= exact_scored
+
+
+def test_a_capped_priority_path_says_how_many_classes_it_stopped(ranked_run, tmp_path):
+    run_dir, _ = ranked_run
+    for stage in ("tag", "select", "score"):
+        shutil.copytree(run_dir / stage, tmp_path / stage)
+    config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES["threshold"])
+    config = config.model_copy(update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 2, "exact_cap": 4})})
+    run_rank(config, str(tmp_path))
+    first_phase = json.loads((tmp_path / "rank" / "figures.json").read_text())["first_phase"]
+    assert [r["prefix"] for r in first_phase["rounds"]] == [2, 4]
+    captions = {c["wnid"]: c["captions"] for c in json.loads((tmp_path / "rank" / "classes.json").read_text())}
+    # A list needs 12 rows: no class can settle within 4, so each with more captions stops at the cap.
+    assert first_phase["classes_capped"] == sum(n > 4 for n in captions.values()) > 0
+    scored = pq.read_table(tmp_path / "rank" / "scored", columns=["wnid"]).column("wnid").to_pylist()
+    assert {w: scored.count(w) for w in set(scored)} == {w: min(n, 4) for w, n in captions.items()}

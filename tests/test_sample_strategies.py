@@ -199,3 +199,32 @@ def test_a_failure_mid_shard_leaves_no_file_under_the_final_name(tmp_path, monke
         writer.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["part-00000.parquet"]
     assert pq.read_metadata(tmp_path / "part-00000.parquet").num_rows == 10
+
+
+@pytest.mark.parametrize("strategy", ["threshold", "matched"])
+def test_a_prefix_the_priority_path_calls_settled_lists_what_the_whole_class_lists(strategy):
+    from imagenot.pipeline.rank.priority import list_settled
+    from imagenot.pipeline.keyed_hash import sample_keys
+
+    sampling = _settings(images_per_class=3, reserve_factor=0.4, test_per_class=1, **STRATEGIES[strategy])  # lists 3 + 2
+    rng = np.random.default_rng(3)
+    settled = unsettled = naive_wrong = 0
+    for trial in range(60):
+        n = int(rng.integers(4, 40))
+        rows = _class(n, seed=trial, scores=rng.normal(0.45, 0.12, n))
+        # Duplicate urls and captions, so that settling them matters.
+        rows = rows.set_column(1, "url", pa.array([f"http://x/{i}.jpg" for i in rng.integers(0, n, n)]))
+        rows = rows.set_column(2, "caption", pa.array([f"caption {i}" for i in rng.integers(0, n, n)]))
+        whole = _ids(sample_class(rows, sampling, _edges(sampling))[0])
+        by_priority = np.argsort(sample_keys(_ids(rows), sampling.seed))
+        for k in range(1, n + 1):
+            prefix = rows.take(pa.array(by_priority[:k]))
+            listed = _ids(sample_class(prefix, sampling, _edges(sampling))[0])
+            if list_settled(prefix, sampling, _edges(sampling)):
+                settled += 1
+                assert listed == whole, (trial, k)
+            else:
+                unsettled += 1
+            naive_wrong += len(listed) == 5 and listed != whole  # "enough rows listed" is not enough for matched
+    assert settled and unsettled
+    assert naive_wrong == 0 if strategy == "threshold" else naive_wrong > 0

@@ -100,6 +100,16 @@ def admitted(batch: pa.RecordBatch, scorer: StaticScorer, cutoffs: dict[str, Cut
     return mask
 
 
+class StaticGate:
+    """Admits the rows among their class's best M by the static model."""
+
+    def __init__(self, scoring: Scoring, classes: list[str], cutoffs: dict[str, Cutoff]):
+        self._scorer, self._cutoffs = StaticScorer(scoring, classes), cutoffs
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Array:
+        return pa.array(admitted(batch, self._scorer, self._cutoffs))
+
+
 class BestPerShard(beam.DoFn):
     """(wnid, its best M of one shard) for every class with captions in the shard."""
 

@@ -2,20 +2,24 @@
 
 With `scoring.first_phase: static` a static model first ranks every caption of the classes and
 the encoder scores only each class's best `exact_per_class` (`first_phase.py`): the encoder's
-work and what sampling holds per class stay bounded whatever the corpus size. With `off` the
-encoder scores every caption of the classes. Captions left out are counted
-(`rows_beyond_first_phase`).
+work and what sampling holds per class stay bounded whatever the corpus size. With `priority`
+(strategies threshold and matched) the encoder scores each class's captions in the sample's
+order, round by round, until the class's list is settled (`priority.py`): the same images as
+`off`, at a cost that follows N + reserve. With `off` the encoder scores every caption of the
+classes. Captions left out are counted (`rows_beyond_first_phase`).
 
 A synset's score is the mean of its top-n first-pass caption similarities; synsets under the
 encoder's threshold are dropped and the best K become the classes (ties by wnid). Class indices
 follow wnid order, as ImageNet's do; `rank` is the position by score. Outputs in `rank/`:
 `class_list.tsv` and `classes.json` (index, wnid, name, lemmas, gloss, captions, score, rank),
-`ranking.tsv` (every scored candidate with its score and fate), and `scored/<stem>.parquet`: the
+`ranking.tsv` (every scored candidate with its score and fate), and `scored/<stem>.parquet`
+(`<stem>-r<round>.parquet` on the priority path): the
 selected captions of the classes with `gloss_similarity` and `class_index`, for sampling.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
 import apache_beam as beam
@@ -37,10 +41,13 @@ from imagenot.pipeline.layout import (
     SELECTED_DIR,
     stage_path,
 )
+from imagenot.pipeline.paths import stem
 from imagenot.pipeline.progress import watch_shards
-from imagenot.pipeline.rank.first_phase import Cutoff, StaticScorer, admitted, cutoffs_transform
+from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
+from imagenot.pipeline.rank.priority import priority_rounds
 from imagenot.pipeline.rank.ranking import Ranking, rank_synsets
 from imagenot.pipeline.runner import make_pipeline, scoring_hints
+from imagenot.pipeline.sample.strategies import reference_edges
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.score.static_model import describe, load_static_encoder
 from imagenot.pipeline.shards import process_shards, read_json, stage_shards
@@ -82,33 +89,45 @@ def ranking_rows(ranking: Ranking, index: NounIndex) -> list[dict]:
     ]
 
 
-class _ScoreClasses(beam.DoFn):
-    """Scores the selected captions of the chosen classes (with `cutoffs`, only each class's best
-    M by the first phase); one encoder per worker process."""
+class ClassRows:
+    """Admits every row of the classes."""
 
-    def __init__(self, config: Config, classes: list[str], stage_dir: str, cutoffs: dict[str, Cutoff] | None):
-        self._config, self._classes, self._stage_dir, self._cutoffs = config, classes, stage_dir, cutoffs
+    def __init__(self, classes: list[str]):
+        self._wnids = pa.array(classes, pa.string())
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Array:
+        return pc.is_in(batch.column("wnid"), value_set=self._wnids)
+
+
+class _ScoreClasses(beam.DoFn):
+    """Scores the selected captions of the chosen classes that the gate (built by `gate()` on the
+    worker: every row, the static first phase's best M, a priority round's) admits, into
+    `scored/<stem><part>.parquet`; one encoder per worker process."""
+
+    def __init__(self, config: Config, classes: list[str], stage_dir: str, gate, part: str = ""):
+        self._config, self._classes, self._stage_dir, self._gate, self._part = config, classes, stage_dir, gate, part
 
     def setup(self):
         self._scorer = score_stage.CaptionScorer(self._config.scoring, self._config.runner, self._classes)
-        self._class_wnids = pa.array(self._classes, pa.string())
-        if self._cutoffs is not None:
-            self._static = StaticScorer(self._config.scoring, self._classes)
-
-    def _admit(self, batch: pa.RecordBatch) -> pa.Array:
-        if self._cutoffs is None:
-            return pc.is_in(batch.column("wnid"), value_set=self._class_wnids)
-        return pa.array(admitted(batch, self._static, self._cutoffs))
+        self._admit = self._gate()
 
     def process(self, shard: str):
-        yield score_stage.score_shard(shard, self._stage_dir, SCORED_DIR, self._scorer, self._admit)
+        yield score_stage.score_shard(shard, self._stage_dir, SCORED_DIR, self._scorer, self._admit, part=self._part)
 
 
 def settings(config: Config) -> dict:
     scoring = config.scoring
     first_phase = {"first_phase": scoring.first_phase}
-    if scoring.first_phase != "off":
+    if scoring.first_phase == "static":
         first_phase.update(first_phase_model=scoring.first_phase_model, exact_per_class=config.exact_per_class)
+    if scoring.first_phase == "priority":  # the rows scored follow the sample's settings
+        edges = reference_edges(config.sampling)
+        first_phase.update(
+            exact_per_class=config.exact_per_class,
+            exact_cap=scoring.exact_cap,
+            sampling=config.sampling.model_dump(exclude={"test_per_class", "shard_rows"}),
+            reference_edges=None if edges is None else edges.tolist(),
+        )
     return {
         **config.ranking.model_dump(exclude={"thresholds", "min_captions"}),
         "threshold": config.threshold,
@@ -154,19 +173,30 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
 
     shards = stage_shards(stage_path(run_dir, SELECT), SELECTED_DIR)
     classes = sorted(ranking.classes)
-    started = time.monotonic()
-    cutoffs, first_phase = None, {"mode": "off"}
-    if config.scoring.first_phase != "off" and classes:
-        cutoffs, first_phase = first_phase_cutoffs(config, shards, classes, stage_dir)
-    first_phase["seconds"] = round(time.monotonic() - started, 3)
-    started = time.monotonic()
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with watch_shards(stage_dir, shards, STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, _ScoreClasses(config, classes, stage_dir, cutoffs), total_path, scoring_hints(config.runner))
-    tally = read_json(total_path)
+
+    def score_round(gate, part: str = "") -> dict:
+        named = [f"{stem(shard)}{part}" for shard in shards]
+        with watch_shards(stage_dir, named, STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
+            process_shards(pipeline, shards, _ScoreClasses(config, classes, stage_dir, gate, part), total_path, scoring_hints(config.runner))
+        return read_json(total_path)
+
+    started = time.monotonic()
+    if config.scoring.first_phase == "priority" and classes:
+        scored_files = functools.partial(stage_shards, stage_dir, SCORED_DIR)
+        tally, first_phase = priority_rounds(config, classes, stage_dir, shards, score_round, scored_files)
+        tally["exact_seconds"] = round(time.monotonic() - started, 3)
+    else:
+        gate, first_phase = functools.partial(ClassRows, classes), {"mode": "off"}
+        if config.scoring.first_phase == "static" and classes:
+            cutoffs, first_phase = first_phase_cutoffs(config, shards, classes, stage_dir)
+            gate = functools.partial(StaticGate, config.scoring, classes, cutoffs)
+        first_phase["seconds"] = round(time.monotonic() - started, 3)
+        started = time.monotonic()
+        tally = score_round(gate)
+        tally["exact_seconds"] = round(time.monotonic() - started, 3)
     # Every caption of the classes is scored by the encoder or left out by the first phase.
     tally["rows_beyond_first_phase"] = sum(kept.get(w, 0) for w in classes) - tally["rows_scored"]
-    tally["exact_seconds"] = round(time.monotonic() - started, 3)
     finish_stage(stage_dir, {"classes": len(classes), "synsets_dropped": ranking.reasons(), **tally, "first_phase": first_phase})
     return ranking, tally
 

@@ -322,6 +322,15 @@ def _licences(facts: RunFacts) -> list[str]:
 def _scoring_path(first_phase: dict) -> str:
     if first_phase["mode"] == "off":
         return "exact: the text encoder scored every caption of the classes (`scoring.first_phase: off`)"
+    if first_phase["mode"] == "priority":
+        capped = first_phase["classes_capped"]
+        return (
+            f"exact in priority order (`scoring.first_phase: priority`): the text encoder scored each class's captions in "
+            f"the sample's order, {first_phase['exact_per_class']:,} first and doubling, until no unscored caption could "
+            f"change the class's list ({len(first_phase['rounds'])} rounds); "
+            + (f"{capped} classes stopped at the cap of {first_phase['exact_cap']:,} captions and may differ from the exact path"
+               if capped else "every list is the one scoring every caption gives")
+        )
     return (
         f"two phases: a static model, {first_phase['model']}, ranked every caption of the classes and the text "
         f"encoder scored each class's best {first_phase['exact_per_class']:,}, from which the images were sampled"

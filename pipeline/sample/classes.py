@@ -37,6 +37,14 @@ def first_occurrences(values: np.ndarray) -> np.ndarray:
     return keep
 
 
+def settle_duplicates(rows: pa.Table, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Walking `rows` in `ranked` order: the mask of rows whose url is new, and, of those, the mask
+    of rows whose caption is new. The survivors are `ranked[new_url][new_caption]`."""
+    new_url = first_occurrences(rows.column("url").to_numpy(zero_copy_only=False)[ranked])
+    new_caption = first_occurrences(rows.column("caption").to_numpy(zero_copy_only=False)[ranked[new_url]])
+    return new_url, new_caption
+
+
 def sample_class(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = None) -> tuple[pa.Table, dict[str, int]]:
     """`rows` (one class's candidates, any order) as the class's ordered list, with an int32
     `order` column: positions 0..N-1 are the images, the rest the reserve. `edges`: the matched
@@ -48,10 +56,7 @@ def sample_class(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = 
     priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
 
     ranked = strategy_order(similarity, priority, sampling, edges)
-    urls = rows.column("url").to_numpy(zero_copy_only=False)[ranked]
-    new_url = first_occurrences(urls)
-    captions = rows.column("caption").to_numpy(zero_copy_only=False)[ranked[new_url]]
-    new_caption = first_occurrences(captions)
+    new_url, new_caption = settle_duplicates(rows, ranked)
     survivors = np.sort(ranked[new_url][new_caption])
 
     ordered = survivors[strategy_order(similarity[survivors], priority[survivors], sampling, edges)]

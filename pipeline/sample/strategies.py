@@ -47,12 +47,16 @@ def order_matched(similarity: np.ndarray, priority: np.ndarray, edges: np.ndarra
     of candidates, the rounds go on without it: its share is filled by the other bins equally,
     so a class still reaches N where it has N candidates (`bins_short` counts such bins).
     """
-    bins = similarity_bins(similarity, edges)
+    return np.lexsort((priority, bin_rounds(similarity_bins(similarity, edges), priority)))
+
+
+def bin_rounds(bins: np.ndarray, priority: np.ndarray) -> np.ndarray:
+    """Each row's position within its bin in priority order: the round robin's round it is taken in."""
     by_bin = np.lexsort((priority, bins))
     starts = np.searchsorted(bins[by_bin], bins[by_bin])  # first position of each row's bin
     round_of = np.empty(len(bins), np.int64)
     round_of[by_bin] = np.arange(len(bins)) - starts
-    return np.lexsort((priority, round_of))
+    return round_of
 
 
 def reference_edges(sampling: Sampling) -> np.ndarray | None:

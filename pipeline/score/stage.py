@@ -54,13 +54,15 @@ from imagenot.wordnet.nltk_data import cache_dir
 STAGE = SCORE
 CUTOFFS_FILE = "first_pass_cutoffs.json"
 TALLY_FILE = "score_tally.json"
-FIRST_PHASE_SETTINGS = ("first_phase", "first_phase_model", "exact_per_class")
+FIRST_PHASE_SETTINGS = ("first_phase", "first_phase_model", "exact_per_class", "exact_cap")
 
 
-def smallest_keys(shard: str, per_synset: int, seed: int) -> dict[str, list[int]]:
-    """Per synset of a selected shard, its `per_synset` smallest row keys, ascending."""
+def smallest_keys(shard: str, per_synset: int, seed: int, wnids: pa.Array | None = None) -> dict[str, list[int]]:
+    """Per synset of a selected shard (of `wnids` only, when given), its `per_synset` smallest row keys, ascending."""
     found: dict[str, list[int]] = {}
     for batch in read_batches(shard, ["row_id", "wnid"]):
+        if wnids is not None:
+            batch = batch.filter(pc.is_in(batch.column("wnid"), value_set=wnids))
         keys = _row_keys(batch, seed)
         wnids = batch.column("wnid").to_numpy(zero_copy_only=False)
         order = np.lexsort((keys, wnids))
@@ -114,13 +116,13 @@ def _encoder_options(scoring: Scoring) -> dict:
 
 
 def score_shard(
-    shard: str, out_dir: str, folder: str, scorer: CaptionScorer, admit, columns: list[str] | None = None
+    shard: str, out_dir: str, folder: str, scorer: CaptionScorer, admit, columns: list[str] | None = None, part: str = ""
 ) -> dict:
     """Score the rows of `shard` that `admit(batch) -> mask` lets through into `out_dir/folder`,
     keeping `columns` (None: all) and the score. The tally counts rows scored and the captions
-    the model embedded (cache misses).
+    the model embedded (cache misses). `part`: see `shard_files`.
     """
-    files = shard_files(out_dir, folder, shard)
+    files = shard_files(out_dir, folder, shard, part)
     return resumable_shard(files, lambda: _score_into(files.data, shard, scorer, admit, columns))
 
 
