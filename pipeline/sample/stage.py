@@ -17,7 +17,8 @@ Memory: a class's rows are concatenated in one worker, and the local runner's Gr
 every class's rows at once. With `scoring.first_phase: static` the rank stage scores at most
 `exact_per_class` rows per class, so that is at most K x exact_per_class rows whatever the
 corpus size (benchmarks/bench_scoring.py measures sample's peak RSS at two corpus sizes); with
-`off` it is every caption of the classes.
+`priority`, the rows each class's list needed (at most `exact_cap` when set); with `off` it is
+every caption of the classes.
 """
 
 from __future__ import annotations
