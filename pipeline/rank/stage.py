@@ -176,7 +176,7 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
 
     def score_round(gate, part: str = "") -> dict:
-        named = [f"{stem(shard)}{part}" for shard in shards]
+        named = [f"{stem(shard)}{part}" for shard in shards] if part else shards  # the round's tallies
         with watch_shards(stage_dir, named, STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
             process_shards(pipeline, shards, _ScoreClasses(config, classes, stage_dir, gate, part), total_path, scoring_hints(config.runner))
         return read_json(total_path)
