@@ -43,7 +43,7 @@ CAPTION_REASONS = {
     "duplicate_caption": "another caption of the class has the same text; its best one stays",
     "url_in_other_class": "the URL is also listed by another class, where its gloss similarity is higher (ties: "
     "the lower class index)",
-    "beyond_first_phase": "a class caption the first phase (a static model) kept from the encoder (see the scoring path)",
+    "beyond_first_phase": "a class caption the encoder did not score: the static first phase kept it out, or the priority path settled the class's list without it (see the scoring path)",
     "not_listed": "the class filled its images and reserve before reaching the caption in its sampling order",
     "reserve": "kept in the class's reserve, to replace images that fail to download or audits drop",
     "redirect_loop": "the URL redirects in a loop or too often",
