@@ -13,6 +13,7 @@ from cli_runner import invoke
 from imagenot.pipeline import stage_command as stage_command_module
 from imagenot.pipeline.config import Config, Ranking, Runner, Sampling, Scoring, Selection
 from imagenot.pipeline.rank.stage import run_rank
+from imagenot.pipeline.report.card import _scoring_path
 from imagenot.pipeline.sample.stage import run_sample, sample_command
 from imagenot.pipeline.score.stage import run_score
 from imagenot.pipeline.select.stage import run_select
@@ -180,7 +181,8 @@ def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tm
         if stage != "rank":
             shutil.copytree(run_dir / stage, bounded / stage)
     run_sample(_config(**PRIORITY_STRATEGIES[strategy]), str(exact))
-    config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES[strategy])
+    # Two workers for one of the two: the rounds' rows and the lists do not depend on them.
+    config = _config(tmp_path / "embeddings", workers=2 if strategy == "threshold" else 1, **PRIORITY_STRATEGIES[strategy])
     config = config.model_copy(update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 3})})
     _, tally = run_rank(config, str(bounded))
     run_sample(config, str(bounded))
@@ -192,6 +194,7 @@ def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tm
     figures = json.loads((bounded / "rank" / "figures.json").read_text())
     exact_scored = json.loads((exact / "rank" / "figures.json").read_text())["rows_scored"]
     assert len(figures["first_phase"]["rounds"]) > 1 and figures["first_phase"]["classes_capped"] == 0
+    assert "every list is the one scoring every caption gives" in _scoring_path(figures["first_phase"])
     assert tally["rows_scored"] + tally["rows_beyond_first_phase"] == exact_scored
     # matched must see a caption in every reference bin before it stops: here that is every caption
     assert tally["rows_scored"] < exact_scored if strategy == "threshold" else tally["rows_scored"] <= exact_scored
@@ -209,5 +212,6 @@ def test_a_capped_priority_path_says_how_many_classes_it_stopped(ranked_run, tmp
     captions = {c["wnid"]: c["captions"] for c in json.loads((tmp_path / "rank" / "classes.json").read_text())}
     # A list needs 12 rows: no class can settle within 4, so each with more captions stops at the cap.
     assert first_phase["classes_capped"] == sum(n > 4 for n in captions.values()) > 0
+    assert f"{first_phase['classes_capped']} classes stopped at the cap of 4 captions" in _scoring_path(first_phase)
     scored = pq.read_table(tmp_path / "rank" / "scored", columns=["wnid"]).column("wnid").to_pylist()
     assert {w: scored.count(w) for w in set(scored)} == {w: min(n, 4) for w, n in captions.items()}
