@@ -181,8 +181,7 @@ def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tm
         if stage != "rank":
             shutil.copytree(run_dir / stage, bounded / stage)
     run_sample(_config(**PRIORITY_STRATEGIES[strategy]), str(exact))
-    # Two workers for one of the two: the rounds' rows and the lists do not depend on them.
-    config = _config(tmp_path / "embeddings", workers=2 if strategy == "threshold" else 1, **PRIORITY_STRATEGIES[strategy])
+    config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES[strategy])
     config = config.model_copy(update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 3})})
     _, tally = run_rank(config, str(bounded))
     run_sample(config, str(bounded))
