@@ -203,8 +203,8 @@ def test_a_failure_mid_shard_leaves_no_file_under_the_final_name(tmp_path, monke
 
 @pytest.mark.parametrize("strategy", ["threshold", "matched"])
 def test_a_prefix_the_priority_path_calls_settled_lists_what_the_whole_class_lists(strategy):
-    from imagenot.pipeline.rank.priority import list_settled
     from imagenot.pipeline.keyed_hash import sample_keys
+    from imagenot.pipeline.rank.priority import list_settled
 
     sampling = _settings(images_per_class=3, reserve_factor=0.4, test_per_class=1, **STRATEGIES[strategy])  # lists 3 + 2
     rng = np.random.default_rng(3)
