@@ -9,7 +9,8 @@ folder it cannot write and list.
 The figures are projections from rates and shares measured by `benchmarks/bench_plan.py` (see
 benchmarks/README.md: "`imagenot plan` beside these measurements", "LAION-2B-en projection");
 every rate, share and price is a flag and is printed as an assumption. The plan follows
-`scoring.first_phase`: with `static`, the encoder's work is bounded by K x `exact_per_class`.
+`scoring.first_phase`: with `static` or `priority`, the encoder's work is bounded by a multiple of
+K x `exact_per_class`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Rates:
     sample_us_per_row: float = 0.69
     encoder_captions_per_s: float = 271.0  # MiniLM, embedded captions per CPU second in rank (not a dedicated worker)
     static_captions_per_s: float = 5_950.0  # static first phase: class captions per CPU second of rank beyond the rest
+    priority_pass_captions_per_s: float = 3_600.0  # priority path: class captions per CPU second of its passes (bench_scoring)
     gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
     # The work: shares of the corpus and of the configured caps.
     candidates: int = 10_000  # candidate synsets after select (known only after select)
@@ -61,6 +63,8 @@ class Rates:
     first_pass_duplicate_share: float = 0.15  # score's captions that repeat another (embedded once)
     class_duplicate_share: float = 0.29  # the same among a class's captions in rank
     exact_repeat_share: float = 0.65  # the same among static's exact captions (fitted: it favours frequent ones)
+    priority_rounds: float = 2.8  # priority path: captions scored per class / exact_per_class (bench_scoring: 2.6-2.9)
+    priority_miss_share: float = 0.16  # priority path: its scored captions not in the cache (bench_scoring: 0.14-0.19)
     # The fleet and its prices.
     vcpus_per_worker: int = 4  # n1-standard-4
     processes_per_worker: int = 2  # stage processes per worker, each as fast as one here
@@ -79,20 +83,26 @@ def caption_work(config: Config, rows: int, rates: Rates) -> dict:
     are a share exp(-f / mean) of all, and E[min(M, c)] = mean x (1 - exp(-M / mean)). With
     `scoring.first_phase: static` the encoder scores at most M = `exact_per_class` captions of a
     class (`Config.exact_per_class`, 2 x (N + reserve) by default), whatever the corpus size; a
-    static model reads them all first.
+    static model reads them all first. With `priority` it scores a class's captions in the sample's
+    priority order until its list is settled: about `priority_rounds` x M, and most of them are the
+    first pass's (the same keyed order when the seeds agree), so only `priority_miss_share` is embedded.
     """
     scoring, classes = config.scoring, config.ranking.classes
     first_pass = min(rates.candidates * scoring.first_pass_captions * rates.first_pass_fill, rows)
     mean = max(rates.class_share * rows, 1e-9)
-    per_class = mean if scoring.first_phase == "off" else mean * (1 - math.exp(-config.exact_per_class / mean))
-    beyond_first_pass = math.exp(-scoring.first_pass_captions / mean)
-    repeats = rates.class_duplicate_share if scoring.first_phase == "off" else rates.exact_repeat_share
+    bound = {"off": math.inf, "static": config.exact_per_class, "priority": rates.priority_rounds * config.exact_per_class}
+    per_class = mean * -math.expm1(-bound[scoring.first_phase] / mean)  # E[min(bound, c)]
+    if scoring.first_phase == "priority":
+        embedded_share = rates.priority_miss_share
+    else:
+        repeats = rates.class_duplicate_share if scoring.first_phase == "off" else rates.exact_repeat_share
+        embedded_share = math.exp(-scoring.first_pass_captions / mean) * (1 - repeats)
     return {
         "score_captions": round(first_pass),
         "score_embedded": round(first_pass * (1 - rates.first_pass_duplicate_share)),
         "class_captions": round(classes * mean),
         "rank_captions": round(classes * per_class),
-        "rank_embedded": round(classes * per_class * beyond_first_pass * (1 - repeats)),
+        "rank_embedded": round(classes * per_class * embedded_share),
     }
 
 
@@ -134,7 +144,6 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
     work = caption_work(config, rows, rates)
     gpu = config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator is not None
     processes = workers * rates.processes_per_worker
-    static = config.scoring.first_phase != "off"
 
     def hours(cpu_seconds: float, embedded: int = 0) -> dict:
         """One process's CPU seconds here (and the encoder's captions, on a GPU if configured)
@@ -150,9 +159,10 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
 
     rank_work = {"classes": config.ranking.classes, "captions_scored": work["rank_captions"], "captions_to_embed": work["rank_embedded"]}
     rank_cpu = rates.rank_fixed_s * min(processes, shards)
-    if static:
+    pass_rate = {"static": rates.static_captions_per_s, "priority": rates.priority_pass_captions_per_s}.get(config.scoring.first_phase)
+    if pass_rate:  # the first phase reads every class caption
         rank_work = {"first_phase_captions": work["class_captions"], **rank_work}
-        rank_cpu += work["class_captions"] / rates.static_captions_per_s
+        rank_cpu += work["class_captions"] / pass_rate
     stages = {
         "tag": {"work": {"rows": rows, "shards": shards}, "jobs": 1, **hours(per_row(rates.tag_fixed_s, rates.tag_us_per_row))},
         "select": {"work": {"rows": rows}, "jobs": 2, **hours(per_row(rates.select_fixed_s, rates.select_us_per_row))},

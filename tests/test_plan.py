@@ -56,12 +56,12 @@ def test_a_gpu_moves_the_encoder_work_to_gpu_hours(tmp_path):
     assert on_gpu["vcpu_hours"] < on_cpu["vcpu_hours"] / 10  # the process's own start stays on its CPU
 
 
-def _rank_and_score(tmp_path, rows: int, first_phase: str, rates) -> dict:
+def _rank_and_score(tmp_path, rows: int, first_phase: str, rates, **sampling) -> dict:
     from imagenot.pipeline.config import load_config
     from imagenot.pipeline.plan import make_plan
 
     config = _config(tmp_path, scoring={"first_phase": first_phase}, ranking={"classes": 10},
-                     sampling={"images_per_class": 100, "reserve_factor": 0.5})  # fmt: skip
+                     sampling={"images_per_class": 100, "reserve_factor": 0.5, **sampling})  # fmt: skip
     return make_plan(load_config(config), rows, 10, rates, workers=1)["stages"]
 
 
@@ -112,3 +112,21 @@ def test_a_bucket_it_cannot_write_is_refused(gcs_bucket, corpus, tmp_path):
     assert invoke(plan_command, ["--config", config, "--out", f"{gcs_bucket}/plan-run"]).exit_code == 0
     result = invoke(plan_command, ["--config", config, "--out", "gs://no-such-bucket/run"])
     assert result.exit_code == 1 and "gs://no-such-bucket/run: cannot write and list the run folder" in result.output
+
+
+def test_the_priority_path_scores_a_multiple_of_m_and_embeds_what_the_first_pass_did_not(tmp_path):
+    from imagenot.pipeline.plan import Rates
+
+    rates = Rates(class_share=1e-3, priority_rounds=3.0, priority_miss_share=0.2)
+    small, large = (
+        _rank_and_score(tmp_path, rows, "priority", rates, strategy="threshold", threshold=0.5)["rank"]
+        for rows in (10_000_000, 100_000_000)
+    )
+    bound = 3.0 * 2 * (100 + 50)  # priority_rounds x Config.exact_per_class
+    assert large["work"]["captions_scored"] == round(10 * 100_000 * -math.expm1(-bound / 100_000)) < 10 * bound
+    assert large["work"]["captions_to_embed"] == round(large["work"]["captions_scored"] * 0.2)
+    assert large["work"]["captions_scored"] == pytest.approx(small["work"]["captions_scored"], rel=0.05)
+    # its passes read every class caption, at their own rate
+    growth = large["process_seconds"] - small["process_seconds"]
+    assert growth == pytest.approx((10 * 100_000 - 10 * 10_000) / rates.priority_pass_captions_per_s
+                                   + (large["work"]["captions_to_embed"] - small["work"]["captions_to_embed"]) / rates.encoder_captions_per_s, abs=0.2)  # fmt: skip
