@@ -27,6 +27,7 @@ from imagenot.pipeline.paths import stem
 from imagenot.pipeline.shard_progress import progress_path, reporting, rows_read
 
 TALLIES_DIR = "tallies"
+BATCH_ROWS = 65_536  # rows per batch when a stage reads a file the pipeline wrote
 
 
 class ShardFiles(NamedTuple):
@@ -67,7 +68,7 @@ def stage_shards(stage_dir: str, data_folder: str) -> list[str]:
     return sorted(meta.path for meta in FileSystems.match([pattern])[0].metadata_list)
 
 
-def read_batches(path: str, columns: list[str] | None = None, batch_rows: int = 65_536) -> Iterator[pa.RecordBatch]:
+def read_batches(path: str, columns: list[str] | None = None, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """The record batches of a parquet file the pipeline wrote (local or gs://)."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns):

@@ -137,6 +137,18 @@ def test_first_pass_choice_does_not_depend_on_sharding(tmp_path):
     )
 
 
+def test_the_wnid_filter_holds_for_every_batch_of_a_shard(tmp_path):
+    from imagenot.pipeline.score.stage import smallest_keys
+    from imagenot.pipeline.shards import BATCH_ROWS
+
+    path = tmp_path / "0.parquet"
+    rows = BATCH_ROWS + 2  # two batches; n02 only in the second
+    wnids = ["n01"] * (rows - 2) + ["n02", "n03"]
+    pq.write_table(pa.table({"row_id": [f"0:{i}" for i in range(rows)], "wnid": wnids}), path)
+    found = smallest_keys(str(path), 5, seed=7, wnids=pa.array(["n01", "n02"]))
+    assert {w: len(keys) for w, keys in found.items()} == {"n01": 5, "n02": 1}
+
+
 def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path):
     import pyarrow as pa
 

@@ -64,9 +64,9 @@ def smallest_keys(shard: str, per_synset: int, seed: int, wnids: pa.Array | None
         if wnids is not None:
             batch = batch.filter(pc.is_in(batch.column("wnid"), value_set=wnids))
         keys = _row_keys(batch, seed)
-        wnids = batch.column("wnid").to_numpy(zero_copy_only=False)
-        order = np.lexsort((keys, wnids))
-        for wnid, group in _groups(wnids[order], keys[order]):
+        batch_wnids = batch.column("wnid").to_numpy(zero_copy_only=False)
+        order = np.lexsort((keys, batch_wnids))
+        for wnid, group in _groups(batch_wnids[order], keys[order]):
             found[wnid] = heapq.nsmallest(per_synset, [*found.get(wnid, []), *group.tolist()])
     return found
 
