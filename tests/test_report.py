@@ -209,3 +209,10 @@ def test_the_funnel_drops_synsets_and_captions_in_separate_columns_each_reason_d
     glossary = {row[0] for row in _table_rows(card, "reason")}
     assert reasons[4] | reasons[5] == glossary and all(defined(r) for r in glossary)
     assert "<h3>Drop reasons</h3>" in html and "(not defined" not in card
+
+
+def test_every_download_failure_reason_is_defined():
+    from imagenot.pipeline.download.reasons import REASONS
+    from imagenot.pipeline.report.glossary import defined
+
+    assert [reason for reason in REASONS if not defined(reason)] == []

@@ -56,6 +56,17 @@ CAPTION_REASONS = {
     "http_4xx": "the server answered another 4xx error",
     "http_5xx": "the server answered a 5xx error",
     "disallowed": "the site opts out of crawling (X-Robots-Tag)",
+    "address_refused": "the URL's host resolves to an address outside public networks and `download.allowed_networks`",
+    "host_given_up": "the host failed `download.host_max_failures` times in a row or asked to wait longer than "
+    "`download.max_backoff_s`, so the round gave it up",
+    "robots_txt": "the host's robots.txt disallows the URL for the crawler (`download.robots_txt`)",
+    "robots_unreachable": "the host's robots.txt answered 429 or 5xx or not at all, so everything on it counts as disallowed",
+    "throttled": "the server answered the last attempt with 429 (too many requests) or 503 (unavailable)",
+    "unreachable": "no connection: refused, reset, no such host, no route, or a TLS failure",
+    "blocklist_url": "a `download.blocklists` file names the URL",
+    "blocklist_domain": "a `download.blocklists` file names the URL's domain (or a redirect's)",
+    "blocklist_sha256": "a `download.blocklists` file names the image's sha256",
+    "blocklist_md5": "a `download.blocklists` file names the image's md5",
     "other": "any other download failure (img2dataset's message is in its round's parquet)",
 }
 
