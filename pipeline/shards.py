@@ -39,13 +39,13 @@ def shard_files(stage_dir: str, data_folder: str, shard: str, part: str = "") ->
     """A shard's output and tally; `part` tells apart several outputs of one shard (rank's rounds)."""
     return ShardFiles(
         FileSystems.join(stage_dir, data_folder, f"{stem(shard)}{part}.parquet"),
-        FileSystems.join(stage_dir, TALLIES_DIR, f"{stem(shard)}{part}.json"),
+        FileSystems.join(stage_dir, TALLIES_DIR, tally_name(shard, part)),
     )
 
 
-def tally_name(shard: str) -> str:
-    """The file name of a shard's tally, in the stage's tallies folder."""
-    return f"{stem(shard)}.json"
+def tally_name(shard: str, part: str = "") -> str:
+    """The file name of a shard's tally (of its `part`), in the stage's tallies folder."""
+    return f"{stem(shard)}{part}.json"
 
 
 def read_bytes(path: str) -> bytes:

@@ -186,10 +186,12 @@ def _present_columns(path: str, schema: pa.Schema, columns: Columns) -> dict[str
     return present
 
 
-def validate_shard(path: str, columns: Columns) -> None:
-    """Check the shard's schema against the column mapping, from the parquet footer only."""
+def validate_shard(path: str, columns: Columns) -> int:
+    """Check the shard's schema against the column mapping, from the parquet footer only; returns
+    the shard's row count, from the same footer."""
     with _open_parquet(path) as parquet:
         _present_columns(path, parquet.schema_arrow, columns)
+        return parquet.metadata.num_rows
 
 
 def read_shard(path: str, columns: Columns, batch_rows: int) -> Iterator[ShardBatch]:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.download.hosts import host_of
 from imagenot.pipeline.shards import read_bytes, read_json
 
 KINDS = ("url", "domain", "sha256", "md5")
@@ -38,13 +39,6 @@ def normal_url(url: str) -> str:
     except ValueError:
         return url
     return urlunsplit(parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower()))
-
-
-def _host(url: str) -> str:
-    try:
-        return (urlsplit(url.strip()).hostname or "").rstrip(".")
-    except ValueError:
-        return ""
 
 
 @dataclass
@@ -85,7 +79,7 @@ class Blocklist:
             return None
         if normal_url(url) in self.entries["url"]:
             return "blocklist_url"
-        host = _host(url).lower()
+        host = host_of(url).rstrip(".")
         labels = host.split(".")
         if any(".".join(labels[i:]) in self.entries["domain"] for i in range(len(labels))):
             return "blocklist_domain"

@@ -32,12 +32,12 @@ import urllib.error
 import urllib.request
 import urllib.response
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 from imagenot.pipeline.config import Download
 from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused
 from imagenot.pipeline.download.blocklists import Blocklist
 from imagenot.pipeline.download.deadline import FetchDeadline, Watchdog
+from imagenot.pipeline.download.hosts import host_of
 from imagenot.pipeline.download.http_guard import ResponseTooLarge
 from imagenot.pipeline.download.politeness import HostLimits, Politeness
 from imagenot.pipeline.download.robots import MAX_REDIRECTS, RobotsCache
@@ -113,7 +113,7 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
     def _open(self, request, connection_class, **connection_args):
         crawler, settings = self.crawler, self.crawler.settings
         url = request.full_url
-        host = (urlsplit(url).hostname or "").lower()
+        host = host_of(url)
         is_robots = getattr(request, "robots", False)
         blocked = crawler.blocklist.row_reason(url)
         if blocked:

@@ -39,7 +39,7 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
-from imagenot.pipeline.paths import delete_folder
+from imagenot.pipeline.paths import delete_folder, name
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.shards import read_table, stage_shards
 from imagenot.pipeline.stage_command import stage_command
@@ -156,7 +156,7 @@ def export_dataset(run_dir: str, config: Config) -> dict:
             with atomic_output(FileSystems.join(out, f"{split}.parquet")) as f:
                 pq.write_table(table, f)
     write_text(FileSystems.join(out, "classes.txt"), synset_mapping(wnids, names))
-    title = f"imagenot dataset: {len(wnids):,} classes from {run_dir.rstrip('/').rsplit('/', 1)[-1]}"
+    title = f"imagenot dataset: {len(wnids):,} classes from {name(run_dir)}"
     splits = [split for split in SPLITS if images[split]]
     write_text(FileSystems.join(out, "README.md"), hf_readme(names, splits, extension, title))
     figures = {
