@@ -41,11 +41,7 @@ log = logging.getLogger(__name__)
 def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> tuple[pa.Table, dict[str, set[str]]]:
     """Rows to drop (row_id, reason, duplicate_of) and, per tar, the keys of matching images."""
     download_dir = stage_path(run_dir, DOWNLOAD)
-    reasons: dict[str, str] = {}
-    for row_id, url in zip(candidates.column("row_id").to_pylist(), candidates.column("url").to_pylist()):
-        reason = blocklist.row_reason(url)
-        if reason:
-            reasons[row_id] = reason
+    reasons = download_stage.blocked_rows(candidates, blocklist)
     tars: dict[str, set[str]] = defaultdict(set)
     for path in stage_shards(download_dir, DATASET_DIR):
         for row in read_table(path, ["row_id", "url", "tar", "key", "sha256"]).to_pylist():
