@@ -12,13 +12,12 @@ from __future__ import annotations
 from collections import Counter
 
 import click
-import yaml
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import KEPT, describe_fate
 from imagenot.pipeline.class_lists import reference_wnids
-from imagenot.pipeline.config import RUN_CONFIG, Config
+from imagenot.pipeline.config import RUN_CONFIG, load_config
 from imagenot.pipeline.download.class_fates import download_fate
 from imagenot.pipeline.layout import (
     DATASET_STAGES,
@@ -33,7 +32,7 @@ from imagenot.pipeline.layout import (
     stage_path,
 )
 from imagenot.pipeline.select.funnel_files import read_synset_fates
-from imagenot.pipeline.shards import read_bytes, read_json, read_table, read_tsv
+from imagenot.pipeline.shards import read_json, read_table, read_tsv
 from imagenot.pipeline.stage_dir import is_done
 from imagenot.wordnet.hierarchy import ancestors_in, descendants_in
 from imagenot.wordnet.index import WNID_PATTERN, NounIndex, load_index
@@ -70,8 +69,8 @@ class Run:
         if not FileSystems.exists(fates):
             raise ImagenotError(f"{fates} does not exist: has the run reached the select stage?")
         self.fates = read_synset_fates(fates)
-        self.config = Config.model_validate(yaml.safe_load(read_bytes(FileSystems.join(run_dir, RUN_CONFIG))) or {}) \
-            if FileSystems.exists(FileSystems.join(run_dir, RUN_CONFIG)) else None  # fmt: skip
+        config = FileSystems.join(run_dir, RUN_CONFIG)
+        self.config = load_config(config) if FileSystems.exists(config) else None
         tally = stage_path(run_dir, SELECT, SELECT_TALLY_FILE)
         self.captions = read_json(tally).get("kept", {}) if FileSystems.exists(tally) else {}
         ranking = stage_path(run_dir, RANK, RANKING_FILE)
