@@ -7,13 +7,18 @@ import json
 from collections.abc import Callable
 
 import click
-from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import RUN_CONFIG, load_config
+from imagenot.pipeline.config import RUN_CONFIG, load_run_config
 from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.stage_dir import is_done
 from imagenot.pipeline.summary import run_and_record
+
+run_config_option = click.option(
+    "--config",
+    "config_path",
+    help=f"YAML run configuration (local or gs://) [default: RUN/{RUN_CONFIG}, written by imagenot build]",
+)
 
 
 def stage_command(
@@ -29,17 +34,10 @@ def stage_command(
 
     @click.command(stage, help=doc)
     @click.option("--run", "run_dir", required=True, help=f"run directory holding a finished {upstream}/ stage")
-    @click.option(
-        "--config",
-        "config_path",
-        help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
-    )
+    @run_config_option
     @break_lock_option
     def command(run_dir: str, config_path: str | None, break_lock: bool, **values: object) -> None:
-        run_config = FileSystems.join(run_dir, RUN_CONFIG)
-        if config_path is None and FileSystems.exists(run_config):
-            config_path = run_config  # the run's own settings, so finished stages stay current
-        config = load_config(config_path)
+        config = load_run_config(run_dir, config_path)
         with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
             if not is_done(run_dir, upstream):
                 raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")

@@ -185,6 +185,7 @@ def test_a_new_list_applied_to_the_finished_dataset_takes_rows_and_bytes_out(cra
     record = apply_blocklist(Config(download=crawled["settings"], sampling=SAMPLING), str(run_dir), str(listed))
     coffees = [r for r in images.values() if r["sha256"] == images[coffee_url]["sha256"]]  # class 2 has 4 more
     assert record["removed"] == {"blocklist_domain": 1, "blocklist_sha256": len(coffees)} and record["md5_not_checked"] == 1
+    assert record["passes"] == 1 and record["still_listed"] == 0
     after = {r["url"] for r in pq.read_table(run_dir / "download" / "dataset").to_pylist()}
     assert not after & {coins_url, *(r["url"] for r in coffees)}
     for removed in [images[coins_url], *coffees]:  # a key is unique within its round's tars

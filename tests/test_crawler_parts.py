@@ -232,6 +232,10 @@ def test_the_datasheet_names_each_blocklist_and_what_it_removed():
     assert f"| gs://lists/hashes.txt | 130 | {'ab' * 32} | during the build |" in text
     assert "| later.txt | 130 |" in text and "They removed: blocklist_sha256 3." in text
     assert "No blocklist was applied" in "\n".join(_blocklists({"failures": {}, "dropped_by_audits": {}}))
+    assert "still in the dataset" not in text
+    again = [{**source, "path": "later.txt", "still_listed": 4}, {**source, "path": "later.txt", "still_listed": 1}]
+    text = "\n".join(_blocklists({**download, "blocklists_applied": again}))
+    assert "**1 listed image still in the dataset**" in text  # the list's last application counts
 
 
 def test_the_card_opens_with_robots_txt_turned_off():

@@ -13,7 +13,9 @@ import pytest
 import yaml
 from cli_runner import invoke
 
+from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.build_command import build_command
+from imagenot.pipeline.download.blocklist_apply import apply_command
 from imagenot.pipeline.run_lock import LOCK_FILE, RunLockedError, run_lock
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command
@@ -46,6 +48,8 @@ def test_a_second_writer_is_refused_at_once_naming_the_holder(tmp_path, holder):
         (build_command, ["--config", _config(tmp_path), "--out", str(run_dir)]),
         (tag_command, ["--input", str(tmp_path / "x.parquet"), "--out", str(run_dir)]),
         (select_command, ["--run", str(run_dir)]),
+        (apply_command, ["--run", str(run_dir), "--list", str(tmp_path / "list.txt")]),
+        (label_noise_command, ["--run", str(run_dir), "--probs", str(tmp_path / "probs.parquet")]),
     ):
         result = invoke(command, args)
         assert result.exit_code == 1, result.output

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_bytes
 from imagenot.pipeline.audit import embeddings
-from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
+from imagenot.pipeline.audit.drop import drop_flagged, drop_option
 from imagenot.pipeline.audit.duplicates import load_reference
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
@@ -214,7 +214,7 @@ def run_agreement(config: Config, run_dir: str, drop: bool = False) -> None:
     elif settings.random_weights:
         raise ImagenotError("--drop with random CLIP weights would drop on meaningless similarities: set image_audit.clip_weights")
     else:
-        drop_and_backfill(config, run_dir, STAGE, run_agreement, choose_drops)
+        drop_flagged(config, run_dir, STAGE, run_agreement, choose_drops)
 
 
 agreement_command = stage_command(

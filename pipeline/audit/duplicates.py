@@ -39,7 +39,7 @@ from scipy.sparse.csgraph import connected_components
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_text
 from imagenot.pipeline.audit import embeddings
-from imagenot.pipeline.audit.drop import drop_and_backfill, drop_option
+from imagenot.pipeline.audit.drop import drop_flagged, drop_option
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.layout import AUDIT_DUPLICATES, DUPLICATE_PAIRS_HTML_FILE, classes_path, read_classes
@@ -302,7 +302,7 @@ def choose_drops(run_dir: str, settings: ImageAudit) -> pa.Table:
 
 def run_duplicates(config: Config, run_dir: str, drop: bool = False) -> None:
     if drop:
-        drop_and_backfill(config, run_dir, STAGE, run_duplicates, choose_drops)
+        drop_flagged(config, run_dir, STAGE, run_duplicates, choose_drops)
     else:
         find_duplicates(run_dir, config.image_audit)
 

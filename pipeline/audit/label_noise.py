@@ -40,6 +40,7 @@ from cleanlab.rank import get_label_quality_scores
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import atomic_output, write_json, write_text
+from imagenot.pipeline.config import load_run_config
 from imagenot.pipeline.layout import (
     AUDIT_LABEL_NOISE,
     DATASET_DIR,
@@ -49,6 +50,7 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
+from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.shards import read_table
 
 SUM_TOLERANCE = 1e-3  # probabilities saved as float32 or rounded still sum to 1 within this
@@ -276,14 +278,16 @@ def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
 @click.command("label-noise")
 @click.option("--run", "run_dir", required=True, help="run directory holding rank/ and sample/ (or download/)")
 @click.option("--probs", "probs_path", required=True, help="parquet: row_id and probs (list<float>) or p_0 .. p_(K-1)")
-def label_noise_command(run_dir: str, probs_path: str) -> None:
+@break_lock_option
+def label_noise_command(run_dir: str, probs_path: str, break_lock: bool) -> None:
     """Estimate label errors with confident learning from out-of-sample class probabilities."""
-    try:
-        classes = read_classes(run_dir)
-        dataset, source = read_run_dataset(run_dir)
-        result = label_noise(dataset, _read_parquet([probs_path]), len(classes), source, probs_path)
-    except OSError as err:
-        raise LabelNoiseInputError(str(err)) from err
-    figures = write_label_noise(result, stage_path(run_dir, AUDIT_LABEL_NOISE), classes)
+    with run_lock(run_dir, load_run_config(run_dir).runner.lock_stale_after_s, break_lock, create_dir=False):
+        try:
+            classes = read_classes(run_dir)
+            dataset, source = read_run_dataset(run_dir)
+            result = label_noise(dataset, _read_parquet([probs_path]), len(classes), source, probs_path)
+        except OSError as err:
+            raise LabelNoiseInputError(str(err)) from err
+        figures = write_label_noise(result, stage_path(run_dir, AUDIT_LABEL_NOISE), classes)
     click.echo(figures["statement"])
     click.echo(json.dumps({k: v for k, v in figures.items() if k != "per_class"}, indent=2))

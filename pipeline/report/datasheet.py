@@ -83,8 +83,12 @@ def _blocklists(download: dict) -> list[str]:
     removed = Counter({r: n for r, n in download["failures"].items() if r.startswith("blocklist_")})
     removed.update(download.get("dropped_by_blocklists", {}))
     removed_text = ", ".join(f"{reason} {n:,}" for reason, n in sorted(removed.items())) or "nothing"
+    latest = {s["path"]: s for s in download.get("blocklists_applied", [])}  # a list applied again: its last run
+    still = sum(s.get("still_listed", 0) for s in latest.values())
+    warning = [f"**{card.count_of(still, 'listed image')} still in the dataset**: `blocklist apply` ran out of passes "
+               "(image_audit.drop_passes); run it again.", ""] if still else []  # fmt: skip
     return ["Blocklists applied:", "", *card.table(("file", "bytes", "sha256", "when"), listed, "lrll"),
-            f"They removed: {removed_text}.", ""]  # fmt: skip
+            f"They removed: {removed_text}.", "", *warning]  # fmt: skip
 
 
 def _collection(facts: RunFacts) -> list[str]:

@@ -15,7 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import write_text
-from imagenot.pipeline.config import RUN_CONFIG, Config, load_config
+from imagenot.pipeline.config import Config, load_run_config
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.layout import CARD_FILE, PAGE_FILE, REPORT, dataset_stage, stage_path
 from imagenot.pipeline.rank import stage as rank_stage
@@ -30,6 +30,7 @@ from imagenot.pipeline.sample import stage as sample_stage
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.select import stage as select_stage
 from imagenot.pipeline.shards import read_json
+from imagenot.pipeline.stage_command import run_config_option
 from imagenot.pipeline.stage_dir import (
     FINGERPRINT_FILE,
     finish_stage,
@@ -94,15 +95,11 @@ def run_report(config: Config, run_dir: str) -> dict:
 
 @click.command(STAGE)
 @click.option("--run", "run_dir", required=True, help="run directory holding a finished sample/ (or download/) stage")
-@click.option(
-    "--config", "config_path",
-    help=f"YAML run configuration [default: RUN/{RUN_CONFIG}, written by imagenot build]",
-)
+@run_config_option
 @break_lock_option
 def report_command(run_dir: str, config_path: str | None, break_lock: bool) -> None:
     """Write the dataset card and the HTML report of a finished run into RUN/report/."""
-    config_path = config_path or FileSystems.join(run_dir, RUN_CONFIG)
-    config = load_config(config_path)
+    config = load_run_config(run_dir, config_path)
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         figures = run_and_record(STAGE, run_report, config, run_dir)
     click.echo(f"{STAGE}: {json.dumps(figures)} -> {stage_path(run_dir, STAGE, PAGE_FILE)}")
