@@ -14,6 +14,14 @@ tailed, plus chance collisions of short alt texts); the duplicate rate is measur
   the same weights made locally, outside the timing), target >= 2.5x the baseline; it also
   checks that a caption gets the same bits in batches of 7 as in the default batches.
 
+- fp32 ceiling: the multiply-adds the ONNX path must do (each distinct token sequence once,
+  counted from the model's linear layers and attention) at this core's own float32 matrix
+  speed (the best of torch, numpy's BLAS and ONNX Runtime on the model's FFN product, same
+  threads): about the most any fp32 path could reach. Printed with the ONNX path's share of it.
+- int8: the ONNX export with ONNX Runtime's dynamic int8 quantization (weights per channel,
+  activations per tensor), made in the run: the lower-precision route past the ceiling, with
+  its cosine against the baseline. Not offered by the pipeline (see benchmarks/README.md).
+
 The embeddings must agree (cosine >= 0.999 for every caption). Runs alternate, best of
 `--repeats` counts, so load from other processes hurts both alike. Both run on `--threads` torch
 threads (a process-wide setting; the pipeline's default, `runner.torch_threads`, is 1). The last
@@ -36,7 +44,7 @@ import pyarrow.parquet as pq
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.encoders import DEFAULT_MODEL, SentenceTransformerEncoder
-from imagenot.pipeline.score.onnx_runtime import OnnxEncoder
+from imagenot.pipeline.score.onnx_runtime import OPSET, OnnxEncoder, export_onnx
 
 MIN_COSINE = 0.999
 MIN_SPEEDUP = 1.5
@@ -56,6 +64,58 @@ def laion_like_captions(n: int, seed: int, folder: Path) -> list[str]:
     return captions[:n]
 
 
+def useful_flops(encoder: SentenceTransformerEncoder, sequences: set[tuple[int, ...]]) -> float:
+    """Floating-point operations of one forward pass over each sequence: 2 per weight of every
+    linear layer per token, plus attention's scores and weighted sum (4 x length x hidden per
+    token and layer)."""
+    import torch
+
+    linear = sum(m.weight.numel() for m in encoder.model.modules() if isinstance(m, torch.nn.Linear))
+    config = encoder.model[0].auto_model.config
+    tokens = sum(len(s) for s in sequences)
+    attention = sum(4 * len(s) ** 2 * config.hidden_size * config.num_hidden_layers for s in sequences)
+    return 2.0 * linear * tokens + attention
+
+
+def matmul_flops_per_s(encoder: SentenceTransformerEncoder, threads: int) -> float:
+    """This core's float32 matrix speed: the best of torch, numpy's BLAS and ONNX Runtime on the
+    model's widest product (the FFN: 1024 token rows), on `threads` threads, best of 5 each."""
+    import onnx
+    import onnxruntime
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    config = encoder.model[0].auto_model.config
+    a = np.random.default_rng(0).random((1024, config.hidden_size), dtype=np.float32)
+    b = np.random.default_rng(1).random((config.hidden_size, config.intermediate_size), dtype=np.float32)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["a", "b"], ["c"])],
+        "ffn",
+        [onnx.helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, a.shape)],
+        [onnx.helper.make_tensor_value_info("c", onnx.TensorProto.FLOAT, (a.shape[0], b.shape[1]))],
+        [onnx.numpy_helper.from_array(b, "b")],
+    )
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    model = onnx.helper.make_model(graph, ir_version=8, opset_imports=[onnx.helper.make_opsetid("", OPSET)])
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    best = float("inf")
+    with threadpool_limits(threads):
+        for product in (lambda: ta @ tb, lambda: a @ b, lambda: session.run(None, {"a": a})):
+            for _ in range(5):
+                best = min(best, timed(lambda: [product() for _ in range(20)])[0])
+    return 20 * 2.0 * a.shape[0] * a.shape[1] * b.shape[1] / best
+
+
+def int8_copy(source: Path, folder: Path) -> str:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target = folder / "model-int8.onnx"
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
+    return str(target)
+
+
 def timed(run) -> tuple[float, np.ndarray]:
     start = time.perf_counter()
     out = run()
@@ -72,11 +132,15 @@ def main(n: int, repeats: int, seed: int, threads: int) -> None:
         captions = laion_like_captions(n, seed, Path(tmp) / "corpus")
         encoder = SentenceTransformerEncoder(DEFAULT_MODEL, threads=threads)
         distinct_texts = len(set(captions))
-        distinct_inputs = len({tuple(ids) for ids in encoder.tokenizer(captions)["input_ids"]})
+        sequences = {tuple(ids) for ids in encoder.tokenizer(captions, truncation=True, max_length=encoder.max_length)["input_ids"]}
+        distinct_inputs = len(sequences)
+        flops, peak = useful_flops(encoder, sequences), matmul_flops_per_s(encoder, threads)
         onnx_encoder = OnnxEncoder(encoder, threads)  # exported here once if set-up has not
+        int8_encoder = OnnxEncoder(encoder, threads, int8_copy(export_onnx(encoder), Path(tmp)))
         encoder.model.encode(captions[:64])  # warm-up, outside the timings
         onnx_encoder.encode(captions[:64])
-        baseline_s = pipeline_s = onnx_s = float("inf")
+        int8_encoder.encode(captions[:64])
+        baseline_s = pipeline_s = onnx_s = int8_s = float("inf")
         for repeat in range(repeats):
             seconds, baseline = timed(lambda: encoder.model.encode(captions))
             baseline_s = min(baseline_s, seconds)
@@ -86,6 +150,8 @@ def main(n: int, repeats: int, seed: int, threads: int) -> None:
             onnx_cached = CachedEncoder(onnx_encoder, Path(tmp) / f"onnx-cache-{repeat}")
             seconds, onnx = timed(lambda: onnx_cached.encode(captions))
             onnx_s = min(onnx_s, seconds)
+            seconds, int8 = timed(lambda: int8_encoder.encode(captions))
+            int8_s = min(int8_s, seconds)
         onnx_encoder.batch_size = 7
         same_bits = bool(np.array_equal(onnx_encoder.encode(captions[:2000]), onnx[:2000]))
     baseline = baseline / np.linalg.norm(baseline, axis=1, keepdims=True)
@@ -106,6 +172,13 @@ def main(n: int, repeats: int, seed: int, threads: int) -> None:
         "onnx_over_pipeline": round(pipeline_s / onnx_s, 3),
         "onnx_min_cosine": round(float(np.einsum("ij,ij->i", onnx, baseline).min()), 6),
         "onnx_same_bits_in_batches_of_7": same_bits,
+        "gflop_useful": round(flops / 1e9, 1),
+        "matmul_gflop_per_s": round(peak / 1e9, 1),
+        "onnx_share_of_matmul_speed": round(flops / onnx_s / peak, 3),
+        "fp32_ceiling_speedup": round(baseline_s / (flops / peak), 3),
+        "int8_captions_per_s": round(n / int8_s, 1),
+        "int8_speedup": round(baseline_s / int8_s, 3),
+        "int8_min_cosine": round(float(np.einsum("ij,ij->i", int8, baseline).min()), 6),
     }
     click.echo(
         f"{n} captions, {distinct_texts} distinct ({result['duplicate_rate']:.1%} duplicates), "
@@ -116,7 +189,12 @@ def main(n: int, repeats: int, seed: int, threads: int) -> None:
         f"min cosine: {result['min_cosine']} (target >= {MIN_COSINE})\n"
         f"onnx path:             {result['onnx_captions_per_s']} captions/s ({result['onnx_speedup']}x, target >= "
         f"{MIN_ONNX_SPEEDUP}x; {result['onnx_over_pipeline']}x the torch pipeline path), min cosine {result['onnx_min_cosine']}, "
-        f"same bits in batches of 7: {same_bits}"
+        f"same bits in batches of 7: {same_bits}\n"
+        f"fp32 ceiling:          {result['gflop_useful']} GFLOP at this core's {result['matmul_gflop_per_s']} GFLOP/s "
+        f"= {result['fp32_ceiling_speedup']}x model.encode; the onnx path runs at "
+        f"{result['onnx_share_of_matmul_speed']:.0%} of that speed\n"
+        f"int8 onnx (not offered): {result['int8_captions_per_s']} captions/s ({result['int8_speedup']}x), "
+        f"min cosine {result['int8_min_cosine']} (target >= {MIN_COSINE})"
     )
     click.echo(json.dumps(result, sort_keys=True))
 

@@ -163,3 +163,17 @@ def test_onnx_export_of_a_transformers_encoder_keeps_its_pooling(tiny_roberta, t
         onnx = load_encoder("transformers", str(tiny_roberta), "onnx", pooling=pooling)
         assert np.einsum("ij,ij->i", onnx.encode(CAPTIONS), reference).min() >= 0.999
     assert len(list((tmp_path / "onnx").iterdir())) == 2  # pooling is part of what was exported
+
+
+def test_another_onnx_file_of_the_model_gets_its_own_cache_key(minilm, tmp_path):
+    import onnx
+
+    from imagenot.pipeline.score.onnx_runtime import OnnxEncoder, export_onnx
+
+    model = onnx.load(str(export_onnx(minilm)))
+    model.doc_string = "a copy"  # another file, the same graph
+    copy = tmp_path / "copy.onnx"
+    onnx.save(model, str(copy))
+    default, other = OnnxEncoder(minilm), OnnxEncoder(minilm, model_path=str(copy))
+    assert other.model_id.startswith(f"{default.model_id},file=") and other.model_id != default.model_id
+    assert np.array_equal(other.encode(CAPTIONS), default.encode(CAPTIONS))

@@ -76,14 +76,15 @@ def export_onnx(encoder: _TokenBatchingEncoder) -> Path:
 
 
 class OnnxEncoder(_TokenBatchingEncoder):
-    """`torch_encoder`'s model run by ONNX Runtime on `threads` threads."""
+    """`torch_encoder`'s model run by ONNX Runtime on `threads` threads; `model_path`: another
+    ONNX file of that model (a benchmark's quantized copy) instead of its export."""
 
     min_token_rows = MIN_TOKEN_ROWS
 
-    def __init__(self, torch_encoder: _TokenBatchingEncoder, threads: int = 1):
+    def __init__(self, torch_encoder: _TokenBatchingEncoder, threads: int = 1, model_path: str | None = None):
         import onnxruntime
 
-        path = export_onnx(torch_encoder)
+        path = model_path or export_onnx(torch_encoder)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -92,6 +93,8 @@ class OnnxEncoder(_TokenBatchingEncoder):
         self.tokenizer, self.max_length = torch_encoder.tokenizer, torch_encoder.max_length
         self.batch_size, self.dim = torch_encoder.batch_size, torch_encoder.dim
         self.model_id = f"{torch_encoder.model_id}#runtime=onnx"
+        if model_path:  # another file gives other embeddings: its digest keys the cache
+            self.model_id += f",file={hashlib.sha256(Path(model_path).read_bytes()).hexdigest()[:16]}"
 
     def _forward(self, batch: dict):
         import torch
