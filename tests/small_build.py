@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
-from ports import free_loopback_port
+from ports import kept_loopback_port
 
 from imagenot.pipeline.build import build
 from imagenot.pipeline.config import Config, Corpus, load_config
@@ -38,8 +38,9 @@ def small_run_in(folder: Path) -> SmallRun:
 def build_small_run(folder: Path) -> None:
     """`imagenot build` of SMALL_BUILD into folder/run, from the config file folder/small.yaml
     (its embedding cache in folder/embeddings); folder/ran.json: the stages it ran. Its image
-    URLs name a free loopback port, for a test that downloads them with the demo server there."""
-    url_base = f"http://127.0.0.1:{free_loopback_port()}/img"
+    URLs name a loopback port outside the OS's own picks, for a test that downloads them with
+    the demo server there, minutes later."""
+    url_base = f"http://127.0.0.1:{kept_loopback_port()}/img"
     config = {
         **SMALL_BUILD,
         "corpus": {"synth": {**SMALL_BUILD["corpus"]["synth"], "url_base": url_base}},
