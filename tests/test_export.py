@@ -176,3 +176,45 @@ def test_imagefolder_format_and_the_export_command(downloaded, tmp_path):
     rows = _dataset_rows(run_dir)
     assert [str(f) for f in files] == sorted(f"{r['split']}/{r['wnid']}/{sample_key(r['row_id'])}.jpg" for r in rows)
     assert io.BytesIO((run_dir / "dataset" / files[0]).read_bytes()).read(2) == b"\xff\xd8"  # a JPEG
+
+
+def _rewrite_source_tars(run_dir, keep) -> None:
+    """Rewrite the download stage's tars with only the members `keep(name)` accepts."""
+    for path in sorted((run_dir / "download" / "rounds").glob("*/*.tar")):
+        with tarfile.open(path) as tar:
+            members = [(m, tar.extractfile(m).read()) for m in tar.getmembers() if keep(m.name)]
+        with tarfile.open(path, "w") as tar:
+            for member, data in members:
+                tar.addfile(member, io.BytesIO(data))
+
+
+def test_the_sha256_comes_from_the_download_stages_parquet_not_the_tars_json(downloaded, tmp_path):
+    source, config, _, _ = downloaded
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    _rewrite_source_tars(run_dir, lambda name: not name.endswith(".json"))  # the export reads no .json there
+    export_stage.run_export(config, str(run_dir))
+    hashes = {sample_key(r["row_id"]): r["sha256"] for r in _dataset_rows(run_dir)}
+    exported = {}
+    for split in ("train", "test"):
+        for key, sample in _samples(run_dir / "dataset", split).items():
+            exported[key] = json.loads(sample["json"])["sha256"]
+        exported.update((m["key"], m["sha256"]) for m in pq.read_table(run_dir / "dataset" / f"{split}.parquet").to_pylist())
+    assert exported == hashes and all(len(h) == 64 for h in hashes.values())
+
+
+def test_a_dataset_row_without_its_sha256_is_named(downloaded, tmp_path):
+    source, config, _, _ = downloaded
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    (part,) = (run_dir / "download" / "dataset").glob("*.parquet")
+    table = pq.read_table(part)
+    row_id = table.column("row_id")[1].as_py()
+    hashes = table.column("sha256").to_pylist()
+    hashes[1] = None
+    pq.write_table(table.set_column(table.column_names.index("sha256"), "sha256", pa.array(hashes, pa.string())), part)
+    with pytest.raises(export_stage.ExportError, match=rf"{part.name}: row\(s\) \['{row_id}'\] have no sha256"):
+        export_stage.run_export(config, str(run_dir))
+    pq.write_table(table.drop_columns(["sha256"]), part)
+    with pytest.raises(export_stage.ExportError, match=rf"{part.name}: no column\(s\) \['sha256'\]"):
+        export_stage.run_export(config, str(run_dir))

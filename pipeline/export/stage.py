@@ -1,7 +1,7 @@
 """The export stage: the final dataset in `RUN/dataset/`, the one folder a user trains on.
 
 Reads the download stage's final images (`download/dataset/*.parquet`: which tar of which fetch
-round holds each, under which key) and copies exactly those samples, so an image an audit dropped
+round holds each, under which key, and every metadata field, sha256 included) and copies exactly those samples, so an image an audit dropped
 never reaches the export, into new webdataset shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys
 unique (the row id), samples in key order, `export.samples_per_shard` each. Beside them:
 `train.parquet`/`test.parquet` (the same rows' metadata), `classes.txt` (ImageNet's
@@ -16,12 +16,12 @@ whenever the stage runs.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
@@ -52,22 +52,35 @@ UPSTREAM = DOWNLOAD
 SHARDS_DIR = "shards"  # RUN/export/shards/: each shard's metadata rows
 SPLITS = ("train", "test")
 _SOURCE_COLUMNS = ("row_id", "class_index", "wnid", "split", "url", "caption", SCORE_COLUMN, "tar", "key",
-                   "width", "height", "original_width", "original_height")  # fmt: skip
+                   "width", "height", "original_width", "original_height", "sha256")  # fmt: skip
 
 
 class ExportError(ImagenotError, RuntimeError):
-    """A sample the download stage lists is missing from its tar."""
+    """A row of the download stage's dataset lacks a field, or its sample is missing from its tar."""
 
 
 def settings(config: Config) -> dict:
     return {**config.export.model_dump(mode="json"), "image_format": config.download.encode_format}
 
 
+def _read_source(path: str) -> list[dict]:
+    """One download dataset part's rows; every one needs its sha256 (img2dataset's, of the bytes as downloaded)."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        parquet = pq.ParquetFile(f)
+        missing = [c for c in _SOURCE_COLUMNS if c not in parquet.schema_arrow.names]
+        if missing:
+            raise ExportError(f"{path}: no column(s) {missing}; expected {list(_SOURCE_COLUMNS)}; rerun `imagenot download`")
+        rows = parquet.read(columns=list(_SOURCE_COLUMNS)).to_pylist()
+    lacking = [r["row_id"] for r in rows if not r["sha256"]]
+    if lacking:
+        raise ExportError(f"{path}: row(s) {lacking[:5]} have no sha256; expected the hex digest of each image; rerun `imagenot download`")
+    return rows
+
+
 def _rows(run_dir: str, names: list[str]) -> list[dict]:
-    """The download stage's final images as export metadata rows (without sha256 and shard yet)."""
-    tables = [read_table(path, list(_SOURCE_COLUMNS)) for path in dataset_shards(run_dir, UPSTREAM)]
+    """The download stage's final images as export metadata rows (without shard yet)."""
     rows = []
-    for row in pa.concat_tables(tables).to_pylist():
+    for row in (row for path in dataset_shards(run_dir, UPSTREAM) for row in _read_source(path)):
         source_key = row.pop("key")
         rows.append({**row, "key": sample_key(row["row_id"]), "class_name": names[row["class_index"]],
                      "source": (row.pop("tar"), source_key)})  # fmt: skip
@@ -97,7 +110,7 @@ class _WriteShard(beam.DoFn):
             by_tar[row["source"][0]].add(row["source"][1])
         found = {}
         for tar, keys in sorted(by_tar.items()):
-            for key, members in read_samples(FileSystems.join(self._run_dir, tar), keys, {self._extension, "json"}).items():
+            for key, members in read_samples(FileSystems.join(self._run_dir, tar), keys, {self._extension}).items():
                 found[(tar, key)] = members
         missing = [r["row_id"] for r in rows if self._extension not in found.get(r["source"], {})]
         if missing:
@@ -106,8 +119,7 @@ class _WriteShard(beam.DoFn):
         samples, metadata = [], []
         for row in rows:
             members = found[row["source"]]
-            meta = {**{k: v for k, v in row.items() if k != "source"}, "shard": f"{name}.tar",
-                    "sha256": _source_json(members).get("sha256")}  # fmt: skip
+            meta = {**{k: v for k, v in row.items() if k != "source"}, "shard": f"{name}.tar"}
             samples.append((row["key"], sample_members(meta, members[self._extension], self._extension)))
             metadata.append(meta)
             if "imagefolder" in self._export.formats:
@@ -117,11 +129,6 @@ class _WriteShard(beam.DoFn):
         with atomic_output(FileSystems.join(self._run_dir, STAGE, SHARDS_DIR, f"{name}.parquet")) as f:
             pq.write_table(pa.Table.from_pylist(metadata).select(list(METADATA_COLUMNS)), f)
         yield name
-
-
-def _source_json(members: dict[str, bytes]) -> dict:
-    """img2dataset's .json of a sample (it holds the sha256 of the bytes as downloaded)."""
-    return json.loads(members["json"]) if "json" in members else {}
 
 
 def _tar_bytes(folder: str) -> int:
