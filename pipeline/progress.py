@@ -1,10 +1,11 @@
 """Progress of a shard-by-shard stage, watched from the driver while Beam runs it.
 
 Workers write one tally per finished shard and, while a shard runs, the rows read so far
-(`pipeline.shard_progress`). Where the shards are parquet files, their footers give the rows to
-do, so rows done, rows per second and time left move with every report rather than with whole
-shards; otherwise (the image audit's tars) shards are counted. On a terminal this is a live bar;
-otherwise a plain log line every `interval` seconds.
+(`pipeline.shard_progress`). Where the rows to do are known (given by the caller, who read the
+footers already, or read here from the footers of parquet shards), rows done, rows per second and
+time left move with every report rather than with whole shards; otherwise (the image audit's
+tars) shards are counted. On a terminal this is a live bar; otherwise a plain log line every
+`interval` seconds.
 """
 
 from __future__ import annotations
@@ -37,16 +38,17 @@ class _Done:
     """Shards and rows done among `shards` (the folder may hold other shards' files too): a
     finished shard counts all its rows, a running one the rows its worker last reported."""
 
-    def __init__(self, stage_dir: str, shards: list[str], rows_key: str):
+    def __init__(self, stage_dir: str, shards: list[str], rows_key: str, shard_rows: list[int] | None = None):
         self._tallies = FileSystems.join(stage_dir, TALLIES_DIR, "*.json")
         self._progress = FileSystems.join(stage_dir, PROGRESS_DIR, "*.json")
         self._shard_of = {tally_name(shard): shard for shard in shards}
         self._rows_key = rows_key
-        self._sizes: dict[str, int] | None = None
+        self._sizes = None if shard_rows is None else {tally_name(s): n for s, n in zip(shards, shard_rows, strict=True)}
         self._finished: dict[str, int] = {}
 
     def total_rows(self) -> int | None:
-        """The rows of all the shards when they are parquet files (their footers, read once), else None."""
+        """The rows of all the shards: as given, else when they are parquet files their footers'
+        (read once), else None."""
         if self._sizes is None and all(shard.endswith(".parquet") for shard in self._shard_of.values()):
             self._sizes = {name: parquet_rows(shard) for name, shard in self._shard_of.items()}
         return sum(self._sizes.values()) if self._sizes is not None else None
@@ -71,10 +73,11 @@ def time_left(left: int, per_second: float) -> str:
 
 @contextlib.contextmanager
 def watch_shards(
-    stage_dir: str, shards: list[str], label: str, rows_key: str, interval: float = 10.0
+    stage_dir: str, shards: list[str], label: str, rows_key: str, interval: float = 10.0, shard_rows: list[int] | None = None
 ) -> Iterator[None]:
-    """Report how far the work on `shards` (paths or names) under `stage_dir` is while the block runs."""
-    done = _Done(stage_dir, shards, rows_key)
+    """Report how far the work on `shards` (paths or names) under `stage_dir` is while the block
+    runs; `shard_rows`, each shard's rows where the caller knows them, spares reading the footers."""
+    done = _Done(stage_dir, shards, rows_key, shard_rows)
     total = done.total_rows()
     first_shards, first_rows = done.refresh()  # finished by an earlier, interrupted run
     on_terminal = sys.stderr.isatty()

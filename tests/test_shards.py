@@ -28,6 +28,17 @@ def test_progress_counts_only_the_shards_this_run_processes(tmp_path):
     assert _Done(str(tmp_path), ["in/a.parquet", "b", "c"], "rows").refresh() == (2, 7)
 
 
+def test_progress_takes_the_rows_its_caller_counted_and_opens_no_shard(tmp_path):
+    from imagenot.pipeline.progress import _Done
+
+    shards = [str(tmp_path / "absent" / f"{name}.parquet") for name in ("a", "b")]  # never opened
+    done = _Done(str(tmp_path), shards, "rows_read", [30, 50])
+    assert done.total_rows() == 80 and done.refresh() == (0, 0)
+    (tmp_path / "tallies").mkdir()
+    (tmp_path / "tallies" / "a.json").write_text('{"rows_read": 29}')  # a finished shard counts its given rows
+    assert done.refresh() == (1, 30)
+
+
 def test_time_left_moves_with_the_rows_read_inside_running_shards(tmp_path):
     """Parquet shards: a finished one counts its footer's rows, a running one what its worker last
     reported through `shard_progress` while it read batches."""

@@ -109,6 +109,19 @@ def test_command_writes_counts_and_summary(corpus, tmp_path):
     assert counts == sorted(counts, reverse=True) and len(counts) == summary["synsets_found"]
 
 
+def test_progress_counts_the_rows_validation_read_from_the_footers(corpus, tmp_path, monkeypatch, caplog):
+    from imagenot.pipeline import progress
+
+    def read_again(path):
+        raise AssertionError(f"{path}: footer read a second time")
+
+    monkeypatch.setattr(progress, "parquet_rows", read_again)
+    config = Config(corpus=Corpus(paths=[str(corpus / "part-00000.parquet"), str(corpus / "part-00002.parquet")]))
+    with caplog.at_level("INFO", logger=progress.__name__):
+        run_tag(config, str(tmp_path))
+    assert "tag: 3,500/3,500 rows (2/2 shards)" in caplog.text
+
+
 def test_command_names_a_missing_input(tmp_path):
     result = invoke(tag_command, ["--input", str(tmp_path / "none-*.parquet"), "--out", str(tmp_path)])
     assert result.exit_code != 0

@@ -127,13 +127,13 @@ def run_tag(config: Config, run_dir: str) -> dict:
     """Tag every corpus shard on the configured runner into `<run_dir>/tag/`; returns the tally."""
     shards = list_shards(config.corpus.paths)
     _check_stems(shards)
-    for shard in shards:  # every schema is checked before any work starts
-        validate_shard(shard, config.corpus.columns)
+    # every schema is checked before any work starts; the footers' row counts feed the progress
+    shard_rows = [validate_shard(shard, config.corpus.columns) for shard in shards]
     stage_dir = open_stage(run_dir, STAGE, settings(config))
     write_json(FileSystems.join(stage_dir, CORPUS_SHARDS_FILE), [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))])
     log.info("tag: %d shards", len(shards))
     total_path = FileSystems.join(stage_dir, TAG_TALLY_FILE)
-    with watch_shards(stage_dir, shards, STAGE, "rows_read"), make_pipeline(config.runner) as pipeline:
+    with watch_shards(stage_dir, shards, STAGE, "rows_read", shard_rows=shard_rows), make_pipeline(config.runner) as pipeline:
         worker = ShardWorker(functools.partial(_tag_one, config, stage_dir), functools.partial(_tag_worker, config))
         process_shards(pipeline, shards, worker, total_path)
     tally = read_json(total_path)
