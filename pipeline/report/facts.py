@@ -52,6 +52,7 @@ from imagenot.wordnet.stats_report import build_report
 
 STRUCTURE_REFERENCE = "imagenet1k"  # the class structure is always shown beside ImageNet-1k's
 DATASET_COLUMNS = ("class_index", "split", "order", "caption")
+OPTIONAL_DATASET_COLUMNS = ("license", "tar", "key")  # the corpus's licences; where a downloaded image lies (the gallery)
 # Audit outputs, each shown when present: (folder under the run, file with its figures).
 AUDIT_FIGURES = {
     "label_noise": (AUDIT_LABEL_NOISE, LABEL_NOISE_FILE),
@@ -82,6 +83,7 @@ class RunFacts:
     rank: dict  # rank/figures.json
     candidates: list[dict]  # rank/ranking.tsv: every scored candidate with its score and fate
     classes: list[dict]  # rank/classes.json rows with images, train, test, shortfall, example
+    dataset: pa.Table  # the final images: DATASET_COLUMNS and those of OPTIONAL_DATASET_COLUMNS present
     sample: dict  # sample/figures.json
     dataset_stage: str  # the stage whose dataset/ holds the final images
     splits: dict[str, int]
@@ -104,7 +106,7 @@ def _read_dataset(shards: list[str]) -> pa.Table:
     for shard in shards:
         with FileSystems.open(shard, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             parquet = pq.ParquetFile(f)
-            columns = [c for c in (*DATASET_COLUMNS, "license") if c in parquet.schema_arrow.names]
+            columns = [c for c in (*DATASET_COLUMNS, *OPTIONAL_DATASET_COLUMNS) if c in parquet.schema_arrow.names]
             tables.append(parquet.read(columns=columns))
     return pa.concat_tables(tables)
 
@@ -191,6 +193,7 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
         rank=read_json(stage_path(run_dir, RANK, FIGURES_FILE)),
         candidates=read_tsv(stage_path(run_dir, RANK, RANKING_FILE)),
         classes=per_class_rows(classes, dataset, config.sampling.images_per_class),
+        dataset=dataset,
         sample=read_json(stage_path(run_dir, SAMPLE, FIGURES_FILE)),
         dataset_stage=final_stage,
         splits=dict(sorted(Counter(dataset.column("split").to_pylist()).items())),

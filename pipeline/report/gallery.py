@@ -8,17 +8,14 @@ import html
 import pyarrow as pa
 
 from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import DOWNLOAD, dataset_shards
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
-from imagenot.pipeline.shards import read_table
 
 COLUMNS = ["class_index", "order", "split", "caption", "tar", "key"]
 
 
-def _shown(run_dir: str, per_class: int) -> dict[int, list[dict]]:
+def _shown(dataset: pa.Table, per_class: int) -> dict[int, list[dict]]:
     """class index -> its first `per_class` images by sampling order."""
-    tables = [read_table(p, COLUMNS) for p in dataset_shards(run_dir, DOWNLOAD)]
-    rows = pa.concat_tables(tables).sort_by([("class_index", "ascending"), ("order", "ascending")]).to_pylist()
+    rows = dataset.select(COLUMNS).sort_by([("class_index", "ascending"), ("order", "ascending")]).to_pylist()
     shown: dict[int, list[dict]] = {}
     for row in rows:
         chosen = shown.setdefault(row["class_index"], [])
@@ -27,14 +24,15 @@ def _shown(run_dir: str, per_class: int) -> dict[int, list[dict]]:
     return shown
 
 
-def class_gallery(config: Config, run_dir: str, classes: list[dict]) -> str:
-    """The gallery's HTML; classes are rank/classes.json rows with `images` and `shortfall`."""
+def class_gallery(config: Config, run_dir: str, classes: list[dict], dataset: pa.Table) -> str:
+    """The gallery's HTML; classes are rank/classes.json rows with `images` and `shortfall`, and
+    `dataset` the download stage's final images as the report's facts read them (with `tar` and `key`)."""
     settings = config.report
     if not config.download.enabled:
         return "<p>No images: the download stage did not run (<code>download.enabled</code> is false).</p>"
     if settings.thumbnails_per_class == 0:
         return "<p>No images shown (<code>report.thumbnails_per_class</code> is 0).</p>"
-    shown = _shown(run_dir, settings.thumbnails_per_class)
+    shown = _shown(dataset, settings.thumbnails_per_class)
     pictures = read_thumbnails(run_dir, [(r["tar"], r["key"]) for rows in shown.values() for r in rows], settings.thumbnail_pixels)
     target = config.sampling.images_per_class
     intro = (

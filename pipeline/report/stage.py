@@ -84,7 +84,7 @@ def run_report(config: Config, run_dir: str) -> dict:
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, before))
     facts = gather(described_config(config), run_dir, load_index())
     write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
-    gallery = class_gallery(config, run_dir, facts.classes)
+    gallery = class_gallery(config, run_dir, facts.classes, facts.dataset)
     write_text(FileSystems.join(stage_dir, PAGE_FILE), render_page(facts, draw_all(facts), gallery))
     figures = {"classes": len(facts.classes), "images": facts.images, "audits": sorted(facts.audits)}
     if not facts.classes:
