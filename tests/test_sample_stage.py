@@ -10,7 +10,6 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline import stage_command as stage_command_module
 from imagenot.pipeline.config import Config, Ranking, Runner, Sampling, Scoring, Selection
 from imagenot.pipeline.rank.stage import run_rank
 from imagenot.pipeline.report.card import _scoring_path
@@ -153,12 +152,12 @@ def test_a_corpus_shard_changed_since_tagging_is_an_error(ranked_run, tmp_path):
         run_sample(_config(), str(copy))
 
 
-def test_command_records_the_stage_in_the_summary(ranked_run, tmp_path, monkeypatch):
+def test_command_records_the_stage_in_the_summary(ranked_run, tmp_path):
     run_dir, _ = ranked_run
     copy = tmp_path / "run"
     for stage in ("tag", "select", "score", "rank"):
         shutil.copytree(run_dir / stage, copy / stage)
-    monkeypatch.setattr(stage_command_module, "load_config", lambda path: _config())
+    (copy / "config.yaml").write_text(json.dumps(_config().model_dump(mode="json")))  # the command's default config
     result = invoke(sample_command, ["--run", str(copy)])
     assert result.exit_code == 0, result.output
     figures = json.loads((copy / "summary.json").read_text())["sample"]
