@@ -1,8 +1,9 @@
 """The export stage: the final dataset in `RUN/dataset/`, the one folder a user trains on.
 
 Reads the download stage's final images (`download/dataset/*.parquet`: which tar of which fetch
-round holds each, under which key, and every metadata field, sha256 included) and copies exactly those samples, so an image an audit dropped
-never reaches the export, into new webdataset shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys
+round holds each, under which key, and every metadata field, sha256 included) and copies exactly
+those samples, so an image an audit dropped never reaches the export, into new webdataset
+shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys
 unique (the row id), samples in key order, `export.samples_per_shard` each. Beside them:
 `train.parquet`/`test.parquet` (the same rows' metadata), `classes.txt` (ImageNet's
 LOC_synset_mapping.txt format) and a README.md that `datasets.load_dataset` reads (see
