@@ -510,6 +510,7 @@ def load_config(
     _check_reference(source, config.selection.reference)
     return config
 
+
 def load_run_config(run_dir: str, config_path: str | None = None) -> Config:
     """The config of a command over an existing run: the one given, else the run's own
     RUN/config.yaml (so finished stages stay current), else the defaults (a run built stage by

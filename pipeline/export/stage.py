@@ -3,11 +3,11 @@
 Reads the download stage's final images (`download/dataset/*.parquet`: which tar of which fetch
 round holds each, under which key, and every metadata field, sha256 included) and copies exactly
 those samples, so an image an audit dropped never reaches the export, into new webdataset
-shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys
-unique (the row id), samples in key order, `export.samples_per_shard` each. Beside them:
-`train.parquet`/`test.parquet` (the same rows' metadata), `classes.txt` (ImageNet's
-LOC_synset_mapping.txt format) and a README.md that `datasets.load_dataset` reads (see
-`pipeline.export.usage`); with `export.formats` holding `imagefolder`, also `SPLIT/WNID/KEY.EXT`.
+shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys unique (the row id), samples in key order,
+`export.samples_per_shard` each. Beside them: `train.parquet`/`test.parquet` (the same rows'
+metadata), `classes.txt` (ImageNet's LOC_synset_mapping.txt format) and a README.md that
+`datasets.load_dataset` reads (see `pipeline.export.usage`); with `export.formats` holding
+`imagefolder`, also `SPLIT/WNID/KEY.EXT`.
 
 Shards are written by Beam workers, each reading only the source tars its samples lie in; each
 also writes its metadata rows to `export/shards/`, which the driver joins into the parquet files.
