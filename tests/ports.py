@@ -26,7 +26,8 @@ def kept_loopback_port() -> int:
     port was written down (the shared small run's image URLs)."""
     lowest_ephemeral = int(EPHEMERAL_RANGE.read_text().split()[0]) if EPHEMERAL_RANGE.exists() else 32768
     rng = random.Random()  # another pick per session, so two sessions on one machine rarely meet
-    for _ in range(100):
-        if lowest_ephemeral > LOWEST_KEPT_PORT and (port := _free(rng.randrange(LOWEST_KEPT_PORT, lowest_ephemeral))):
-            return port
+    if lowest_ephemeral > LOWEST_KEPT_PORT:
+        for _ in range(100):
+            if port := _free(rng.randrange(LOWEST_KEPT_PORT, lowest_ephemeral)):
+                return port
     return free_loopback_port()
