@@ -10,14 +10,18 @@ results, so the second is refused at once, with a message naming the holder. The
   of that name exists, so the lock holds between machines (a Dataflow driver and a laptop).
 
 The holder removes it when done, even on an error. A writer killed outright (kill -9, a lost
-machine) leaves it behind: such a lock is stale when its pid is gone on this host, or it is older
-than `runner.lock_stale_after_s`; only an explicit `--break-lock` removes it, and never a live one.
+machine) leaves it behind. A local lock naming this host whose process is dead (its pid gone, or
+taken by another process: the lock records the process's start, from /proc, and a pid reused
+since has another) is taken over by the next command, with one warning line naming the dead
+holder. Any other lock is stale when it is older than `runner.lock_stale_after_s` (or, in a
+bucket, its pid is dead on this host); only an explicit `--break-lock` removes it, never a live one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import sys
@@ -30,6 +34,8 @@ from datetime import UTC, datetime
 import click
 
 from imagenot.errors import ImagenotError
+
+log = logging.getLogger(__name__)
 
 LOCK_FILE = "imagenot.lock"
 
@@ -52,16 +58,23 @@ class Holder:
     started: float  # unix time
     command: str
     token: str  # tells this holder's lock from a later one at the same path
+    process_start: str | None = None  # boot id and start tick of the process (None: not known)
 
     def describe(self) -> str:
         when = datetime.fromtimestamp(self.started, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         return f"pid {self.pid} on {self.host}, since {when} ({self.command})"
 
-    def is_stale(self, stale_after_s: float) -> bool:
-        """Its process is gone (checked on this host only), or it is older than the limit."""
-        if time.time() - self.started > stale_after_s:
+    def is_dead_here(self) -> bool:
+        """It names this host, and its process is gone or its pid now belongs to another process."""
+        if self.host != socket.gethostname():
+            return False
+        if not _alive(self.pid):
             return True
-        return self.host == socket.gethostname() and not _alive(self.pid)
+        return self.process_start is not None and process_start(self.pid) not in (None, self.process_start)
+
+    def is_stale(self, stale_after_s: float) -> bool:
+        """Its process is dead on this host, or it is older than the limit."""
+        return time.time() - self.started > stale_after_s or self.is_dead_here()
 
 
 def _alive(pid: int) -> bool:
@@ -72,6 +85,20 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: it exists
         return True
     return True
+
+
+def process_start(pid: int) -> str | None:
+    """`<boot id>:<start tick>` of a process, which no later process with its pid shares (None
+    where /proc does not tell, or the process is gone)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the command name, in parentheses, may hold spaces
+    return f"{boot}:{fields[19]}" if len(fields) > 19 else None  # field 22 of proc(5), starttime
 
 
 class _LocalLock:
@@ -160,7 +187,7 @@ def run_lock(run_dir: str, stale_after_s: float, break_lock: bool = False, creat
     `create_dir`: make a missing run directory (build, tag), else a missing one is an error."""
     store = _store(run_dir, create_dir)
     command = " ".join(["imagenot", *sys.argv[1:]])[:300]
-    mine = Holder(socket.gethostname(), os.getpid(), time.time(), command, uuid.uuid4().hex)
+    mine = Holder(socket.gethostname(), os.getpid(), time.time(), command, uuid.uuid4().hex, process_start(os.getpid()))
     data = json.dumps(asdict(mine), sort_keys=True).encode("utf-8")
     if not store.create(data):
         held = store.read()
@@ -172,7 +199,9 @@ def run_lock(run_dir: str, stale_after_s: float, break_lock: bool = False, creat
             raise RunLockedError(
                 f"{run_dir}: another writer holds this run directory: {who}; wait for it to finish ({where})"
             )
-        if not break_lock:
+        if isinstance(store, _LocalLock) and holder is not None and holder.is_dead_here():
+            log.warning("%s: taking over the lock of a dead writer, %s", run_dir, who)
+        elif not break_lock:
             raise RunLockedError(
                 f"{run_dir}: a stale lock is left from {who}, which is gone or older than runner.lock_stale_after_s; "
                 f"if no build writes here, pass --break-lock ({where})"

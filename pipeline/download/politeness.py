@@ -3,7 +3,9 @@
 Shared by every thread of a download worker process (`Politeness` is the process's, see
 `pipeline.download.crawler`). For each host: at most `per_host_connections` requests in flight,
 request starts at least 1/`per_host_rate` seconds apart, and after a 429 or 503 answer no
-request until the backoff is over: `Retry-After` when the host sends one, else
+request until the backoff is over (a thread that waited for its start slot while a throttled
+answer came looks again, so no thread starts inside the window): `Retry-After` (seconds or an
+HTTP date) when the host sends one, else
 `backoff_base_s` doubled with every throttled answer in a row, at most `max_backoff_s` (a host
 asking for longer is given up). A host that fails `host_max_failures` times in a row (throttled,
 5xx, unreachable, timed out) is given up: its remaining requests fail at once, counted
@@ -92,6 +94,15 @@ class Politeness:
         self._check(host, state)
         state.slots.acquire()
         try:
+            self._wait_for_start(host, state, deadline)
+            yield
+        finally:
+            state.slots.release()
+
+    def _wait_for_start(self, host: str, state: HostState, deadline: float | None) -> None:
+        """Sleep until the host's next start slot. A throttled answer that came while sleeping
+        moves the backoff past the slot taken: the slot is then given up and the wait starts again."""
+        while True:
             with self._lock:
                 now = time.monotonic()
                 start = max(now, state.next_start, state.backoff_until)
@@ -101,12 +112,11 @@ class Politeness:
             time.sleep(start - now)
             self._check(host, state)
             with self._lock:
-                state.requests += 1
-                state.first = state.first or time.time()
-                state.last = time.time()
-            yield
-        finally:
-            state.slots.release()
+                if time.monotonic() >= state.backoff_until:
+                    state.requests += 1
+                    state.first = state.first or time.time()
+                    state.last = time.time()
+                    return
 
     def answered(self, host: str, status: int, retry_after: str | None = None) -> None:
         """Record an HTTP answer: a 429 or 503 backs the host off, a 5xx counts as a failure,

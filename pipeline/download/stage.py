@@ -261,11 +261,13 @@ def _tar_bytes(stage_dir: str) -> int:
 
 
 def settings(config: Config) -> dict:
-    return config.download.output_settings()
+    """The settings the stage records (`stage_settings`), for the build's and the report's checks."""
+    return stage_settings(config.download, load_blocklists(config.download.blocklists))
 
 
 def stage_settings(settings: Download, blocklist: Blocklist) -> dict:
-    """The output settings, each blocklist named with its sha256: a changed list reruns the stage."""
+    """What the stage records: the output settings, each blocklist named with its sha256 (a
+    changed list reruns the stage). `settings(config)` and the stage itself both call it."""
     return {**settings.output_settings(), "blocklists": [(s["path"], s["sha256"]) for s in blocklist.sources]}
 
 
