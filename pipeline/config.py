@@ -248,8 +248,17 @@ class Download(Section):
     )
     disallowed_header_directives: list[str] = Field(
         default_factory=lambda: ["noai", "noimageai", "noindex", "noimageindex"],
-        description="X-Robots-Tag directives that make a site's image off limits",
+        description="X-Robots-Tag directives that make a site's image off limits; []: X-Robots-Tag not read",
     )
+    tdmrep: bool = Field(True, description="honour TDMRep: each host's /.well-known/tdmrep.json and tdm-reservation headers")
+    ai_preferences: bool = Field(True, description="honour IETF AI Preferences: Content-Usage in robots.txt and headers")
+    ai_preferences_categories: list[str] = Field(
+        default_factory=lambda: ["train-ai", "bots"],
+        min_length=1,
+        description="AI Preferences categories building the dataset falls under, most specific first: the first one "
+        "a site states decides (train-ai: AI training; bots: automated processing, the earlier drafts' root)",
+    )
+    content_signal: bool = Field(True, description="honour Content-Signal lines in robots.txt (ai-train=no)")
     fetch_deadline_s: float | None = Field(
         None, gt=0, description="seconds a whole fetch may take, connection and redirects included; null: 3 x timeout_s"
     )

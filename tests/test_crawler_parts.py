@@ -47,6 +47,9 @@ def test_refusal_names_each_kind_of_non_public_address(address, kind):
     assert refusal(ipaddress.ip_address(address)) == kind
 
 
+NO_SITE_FILES = {"robots_txt": False, "tdmrep": False, "ai_preferences": False, "content_signal": False}
+
+
 def test_localhost_resolves_to_refused_addresses_unless_allowed():
     with pytest.raises(AddressRefused, match=r"address refused: localhost resolves to .* \(loopback\)"):
         AddressGuard([]).resolve("localhost", 80)
@@ -55,7 +58,7 @@ def test_localhost_resolves_to_refused_addresses_unless_allowed():
 
 def test_a_server_outside_the_allowed_networks_is_never_connected_to():
     with LoopbackImageServer(host="127.0.0.9") as server:
-        crawler = Crawler(Download(allowed_networks=["127.0.0.8/32"], robots_txt=False))
+        crawler = Crawler(Download(allowed_networks=["127.0.0.8/32"], **NO_SITE_FILES))
         with pytest.raises(urllib.error.URLError, match="address refused: 127.0.0.9"):
             crawler.opener.open(server.url("/photo/coffee.jpg"), timeout=2)
         assert server.log == []
@@ -63,7 +66,7 @@ def test_a_server_outside_the_allowed_networks_is_never_connected_to():
 
 def test_a_redirect_to_a_refused_address_is_refused():
     with LoopbackImageServer(host="127.0.0.10") as inner, LoopbackImageServer(host="127.0.0.11") as outer:
-        crawler = Crawler(Download(allowed_networks=["127.0.0.11/32"], robots_txt=False))
+        crawler = Crawler(Download(allowed_networks=["127.0.0.11/32"], **NO_SITE_FILES))
         target = inner.url("/photo/coffee.jpg")
         with pytest.raises(urllib.error.URLError, match="address refused: 127.0.0.10"):
             crawler.opener.open(outer.url(f"/to?url={target}"), timeout=2)
@@ -75,7 +78,7 @@ def test_a_redirect_to_a_blocklisted_domain_is_never_followed():
     with LoopbackImageServer(host="127.0.0.12") as listed, LoopbackImageServer(host="127.0.0.13") as outer:
         blocklist = Blocklist()
         blocklist.add("list.txt", b"domain 127.0.0.12\n")
-        crawler = Crawler(Download(allowed_networks=["127.0.0.12/31"], robots_txt=False), blocklist=blocklist)
+        crawler = Crawler(Download(allowed_networks=["127.0.0.12/31"], **NO_SITE_FILES), blocklist=blocklist)
         with pytest.raises(OSError, match="blocklisted domain: http://127.0.0.12"):
             crawler.opener.open(outer.url(f"/to?url={listed.url('/photo/coffee.jpg')}"), timeout=2)
         assert listed.log == []
@@ -238,12 +241,24 @@ def test_the_datasheet_names_each_blocklist_and_what_it_removed():
     assert "**1 listed image still in the dataset**" in text  # the list's last application counts
 
 
-def test_the_card_opens_with_robots_txt_turned_off():
+def test_the_card_opens_with_the_opt_outs_honoured_and_any_safeguard_turned_off():
     from types import SimpleNamespace
 
     from imagenot.pipeline.config import Config
     from imagenot.pipeline.report.datasheet import crawl_notice
 
-    off = SimpleNamespace(config=Config(download=Download(enabled=True, robots_txt=False)), download={})
-    assert crawl_notice(off)[0].startswith("> **robots.txt was not read**")
-    assert crawl_notice(SimpleNamespace(config=Config(download=Download(enabled=True)), download={})) == []
+    on = crawl_notice(SimpleNamespace(config=Config(download=Download(enabled=True)), download={}))
+    assert len(on) == 2 and on[0].startswith("> Opt-out signals honoured (images a site reserves are never kept): TDMRep")
+    assert "AI Preferences category `train-ai`" in on[0] and "NOT" not in on[0]
+    off = Download(enabled=True, robots_txt=False, tdmrep=False, ai_preferences=False, content_signal=False,
+                   disallowed_header_directives=[])  # fmt: skip
+    lines = crawl_notice(SimpleNamespace(config=Config(download=off), download={}))
+    assert lines[0].startswith("> Opt-out signals honoured (images a site reserves are never kept): none.")
+    assert [line.split("**")[1] for line in lines[1:5]] == [
+        "TDMRep (tdmrep.json, tdm-reservation header) was NOT honoured",
+        "IETF AI Preferences (Content-Usage in robots.txt and headers; categories train-ai, bots) was NOT honoured",
+        "Content-Signal in robots.txt (ai-train=no) was NOT honoured",
+        "X-Robots-Tag (no directive) was NOT honoured",
+    ]
+    assert lines[5].startswith("> **robots.txt was not read**")
+    assert crawl_notice(SimpleNamespace(config=Config(download=off), download=None)) == []

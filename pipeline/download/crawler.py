@@ -8,13 +8,19 @@ it follows:
 
 1. is refused when a blocklist names its URL or domain (a redirect to a listed site, say), and
    checked against the host's robots.txt (`pipeline.download.robots`), unless
-   `download.robots_txt` is off;
+   `download.robots_txt` is off, and against the opt-out signals the host states for all its
+   URLs (robots.txt's Content-Usage and Content-Signal lines, tdmrep.json; see
+   `pipeline.download.signal_guard`);
 2. waits for a connection slot of its host (`pipeline.download.politeness`);
 3. connects only to an address the address guard allows (`pipeline.download.address_guard`);
 4. reads the whole response while it holds the slot, refusing a declared or actual body over
    `download.max_response_bytes`, and gives up when the fetch's deadline passes
-   (`pipeline.download.deadline`);
+   (`pipeline.download.deadline`); an image whose response headers opt out (tdm-reservation,
+   Content-Usage) is refused without reading its body;
 5. reports the answer to the host's politeness state (429 and 503 back the host off).
+
+robots.txt and tdmrep.json themselves ("site files") are fetched through the same opener, with
+the body cut at `download.robots_max_bytes` and no signal checked.
 
 There is no proxy handler: a proxy would connect where the address guard cannot see.
 Each refusal raises an error whose message `reasons.failure_reason` maps to a counted reason.
@@ -33,6 +39,8 @@ import urllib.request
 import urllib.response
 from collections.abc import Iterator
 
+from apache_beam.io.filesystems import FileSystems
+
 from imagenot.pipeline.config import Download
 from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused
 from imagenot.pipeline.download.blocklists import Blocklist
@@ -40,9 +48,12 @@ from imagenot.pipeline.download.deadline import FetchDeadline, Watchdog
 from imagenot.pipeline.download.hosts import host_of
 from imagenot.pipeline.download.http_guard import ResponseTooLarge
 from imagenot.pipeline.download.politeness import HostLimits, Politeness
-from imagenot.pipeline.download.robots import MAX_REDIRECTS, RobotsCache
+from imagenot.pipeline.download.opt_outs import TDMREP_PATH, OptedOut
+from imagenot.pipeline.download.robots import MAX_REDIRECTS, RobotsCache, SiteFileCache
+from imagenot.pipeline.download.signal_guard import SignalGuard, tdmrep_file
 
 READ_CHUNK = 1 << 16
+ROBOTS_DIR, TDMREP_DIR = "robots", "tdmrep"  # in the stage folder: what each host's file said, for every round
 
 
 class BlockedURL(OSError):
@@ -114,20 +125,25 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
         crawler, settings = self.crawler, self.crawler.settings
         url = request.full_url
         host = host_of(url)
-        is_robots = getattr(request, "robots", False)
+        site_file = getattr(request, "site_file", False)
         blocked = crawler.blocklist.row_reason(url)
         if blocked:
             raise BlockedURL(f"blocklisted {blocked.removeprefix('blocklist_')}: {url}")
-        if crawler.robots is not None and not is_robots:
-            crawler.robots.check(url)
+        if not site_file:
+            if crawler.robots is not None:
+                crawler.robots.check(url)
+            crawler.signals.before_fetch(url)
+        opted_out = None
         with crawler.politeness.slot(host, getattr(request, "deadline", None)):
             if getattr(request, "deadline", None) is None:
                 request.deadline = time.monotonic() + settings.fetch_deadline()
             connect = functools.partial(connection_class, guard=crawler.guard, watchdog=crawler.watchdog, deadline=request.deadline)
             try:
                 response = self.do_open(connect, request, **connection_args)
-                max_bytes = settings.robots_max_bytes if is_robots else settings.max_response_bytes
-                body = read_body(response, max_bytes, truncate=is_robots)
+                if not site_file and 200 <= response.status < 300:
+                    opted_out = _opt_out(crawler, url, response.headers)
+                max_bytes = settings.robots_max_bytes if site_file else settings.max_response_bytes
+                body = b"" if opted_out else read_body(response, max_bytes, truncate=site_file)
                 if time.monotonic() >= request.deadline:  # the watchdog ended the body early
                     raise FetchDeadline("timed out: the body's end came after the deadline")
             except (OSError, http.client.HTTPException) as err:
@@ -138,31 +154,43 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
                     crawler.politeness.failed(host, type(err).__name__)
                 raise
         crawler.politeness.answered(host, response.status, response.headers.get("Retry-After"))
+        if opted_out:
+            response.close()
+            raise opted_out
         answer = urllib.response.addinfourl(io.BytesIO(body), response.headers, url, response.status)
         answer.msg = response.reason
         return answer
 
 
+def _opt_out(crawler: Crawler, url: str, headers) -> OptedOut | None:
+    try:
+        crawler.signals.after_answer(url, headers)
+    except OptedOut as err:
+        return err
+    return None
+
+
 class RedirectHandler(urllib.request.HTTPRedirectHandler):
-    """urllib's redirects, carrying the fetch's deadline (and a robots.txt request's nature,
-    with the RFC's redirect limit) to the next request."""
+    """urllib's redirects, carrying the fetch's deadline (and a site file request's nature,
+    with robots.txt's redirect limit) to the next request."""
 
     def redirect_request(self, request, fp, code, msg, headers, newurl):
         new = super().redirect_request(request, fp, code, msg, headers, newurl)
         if new is not None:
             new.deadline = getattr(request, "deadline", None)
-            new.robots = getattr(request, "robots", False)
-            if new.robots and len(getattr(request, "redirect_dict", {})) >= MAX_REDIRECTS:
-                raise urllib.error.HTTPError(request.full_url, code, "robots.txt: too many redirects", headers, fp)
+            new.site_file = getattr(request, "site_file", False)
+            if new.site_file and len(getattr(request, "redirect_dict", {})) >= MAX_REDIRECTS:
+                raise urllib.error.HTTPError(request.full_url, code, "site file: too many redirects", headers, fp)
         return new
 
 
 class Crawler:
     """A download worker's guards and per-host state, shared by its threads."""
 
-    def __init__(self, settings: Download, robots_dir: str | None = None, blocklist: Blocklist | None = None):
-        """`robots_dir`: where the run keeps each host's robots.txt (None: memory only);
-        `blocklist`: URLs and domains never requested (None: none)."""
+    def __init__(self, settings: Download, files_dir: str | None = None, blocklist: Blocklist | None = None):
+        """`files_dir`: where the run keeps what each host's robots.txt and tdmrep.json said, in
+        `robots/` and `tdmrep/` (None: memory only); `blocklist`: URLs and domains never
+        requested (None: none)."""
         self.settings, self.blocklist = settings, blocklist or Blocklist()
         self.guard = AddressGuard(settings.allowed_networks)
         self.watchdog = Watchdog()
@@ -184,11 +212,19 @@ class Crawler:
             urllib.request.HTTPErrorProcessor(),
         ):
             self.opener.add_handler(handler)
-        self.robots = RobotsCache(self._read_robots, settings.user_agent_token, robots_dir) if settings.robots_txt else None
+        def folder(name: str) -> str | None:
+            return None if files_dir is None else FileSystems.join(files_dir, name)
 
-    def _read_robots(self, url: str) -> bytes:
+        read_robots = settings.robots_txt or settings.ai_preferences or settings.content_signal
+        self.robots = RobotsCache(
+            self._read_site_file, settings.user_agent_token, folder(ROBOTS_DIR), obey=settings.robots_txt
+        ) if read_robots else None  # fmt: skip
+        self.tdmrep = SiteFileCache(self._read_site_file, TDMREP_PATH, tdmrep_file, folder(TDMREP_DIR)) if settings.tdmrep else None
+        self.signals = SignalGuard(settings, self.robots, self.tdmrep)
+
+    def _read_site_file(self, url: str) -> bytes:
         request = urllib.request.Request(url, headers={"User-Agent": f"Mozilla/5.0 (compatible; {self.settings.user_agent_token})"})
-        request.robots = True
+        request.site_file = True
         with self.opener.open(request, timeout=self.settings.timeout_s) as response:
             return response.read()
 
@@ -209,12 +245,12 @@ _crawlers: dict[tuple[str, str], Crawler] = {}
 _crawlers_lock = threading.Lock()
 
 
-def process_crawler(round_dir: str, settings: Download, robots_dir: str, blocklist: Blocklist) -> Crawler:
+def process_crawler(round_dir: str, settings: Download, files_dir: str, blocklist: Blocklist) -> Crawler:
     """This process's crawler for a round: every fetching thread of the process shares it, and
     the next round starts with fresh per-host state."""
     key = (round_dir, settings.model_dump_json())
     with _crawlers_lock:
         if key not in _crawlers:
             _crawlers.clear()
-            _crawlers[key] = Crawler(settings, robots_dir, blocklist)
+            _crawlers[key] = Crawler(settings, files_dir, blocklist)
         return _crawlers[key]

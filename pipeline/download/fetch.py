@@ -46,7 +46,6 @@ log = logging.getLogger(__name__)
 
 FETCH_FILE = "fetch.parquet"
 INPUT_DIR = "_input"
-ROBOTS_DIR = "robots"  # in the stage folder: what each host's robots.txt said, for every round
 SHARD_DIGITS = 5  # img2dataset's oom_shard_count: shard names 00000, 00001, ...
 # Fetched columns, in img2dataset's column_list order; all but url land in each sample's json.
 SAVED_COLUMNS = ["row_id", "class_index", "wnid"]
@@ -124,12 +123,11 @@ class _FetchShard(beam.DoFn):
 
     def __init__(self, round_dir: str, settings: Download, blocklist: Blocklist):
         self._round_dir, self._settings, self._blocklist = round_dir, settings, blocklist
-        stage_dir = FileSystems.split(FileSystems.split(round_dir)[0])[0]  # <stage>/rounds/<k>
-        self._robots_dir = FileSystems.join(stage_dir, ROBOTS_DIR)
+        self._stage_dir = FileSystems.split(FileSystems.split(round_dir)[0])[0]  # <stage>/rounds/<k>
 
     def setup(self):
         s = self._settings
-        self._crawler = process_crawler(self._round_dir, s, self._robots_dir, self._blocklist)
+        self._crawler = process_crawler(self._round_dir, s, self._stage_dir, self._blocklist)
         resizer = GuardedResizer(
             s.max_image_pixels,
             self._blocklist.hashes(),
@@ -160,11 +158,13 @@ class _FetchShard(beam.DoFn):
 
     def process(self, shard: int):
         started, before = time.time(), self._crawler.politeness.stats()
+        malformed_before = self._crawler.signals.malformed()
         with self._crawler.installed():
             self._downloader((shard, input_path(self._round_dir, shard)))
         hosts = shard_hosts(before, self._crawler.politeness.stats(), started)
         robots = self._crawler.robots.fetched() if self._crawler.robots else {}
-        write_json(hosts_path(self._round_dir, shard), {"hosts": hosts, "robots": robots})
+        malformed = dict(self._crawler.signals.malformed() - malformed_before)
+        write_json(hosts_path(self._round_dir, shard), {"hosts": hosts, "robots": robots, "malformed_signals": malformed})
         yield shard
 
 

@@ -4,11 +4,13 @@ A worker writes, beside each shard's stats, `<shard>_hosts.json` (`shard_hosts`)
 requests it sent while fetching the shard, over how many seconds (first to last request start),
 the 429/503 answers, and whether the host was given up. `busiest_hosts` sums them over every
 round for the stage's figures: requests, and the peak rate one worker sent to the host.
+The file also counts the opt-out signals that did not parse (`malformed_signals`, summed over
+the rounds by `malformed_signals`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from urllib.parse import urlsplit
 
 from apache_beam.io.filesystems import FileSystems
@@ -56,3 +58,11 @@ def busiest_hosts(rounds_dir: str, count: int) -> list[dict]:
                 total["peak_rate_per_s"] = max(total["peak_rate_per_s"], round(rate, 2))
     ranked = sorted(totals.items(), key=lambda item: (-item[1]["requests"], item[0]))
     return [{"host": host, **figures} for host, figures in ranked[:count]]
+
+
+def malformed_signals(rounds_dir: str) -> dict[str, int]:
+    """Opt-out signals that did not parse (read as no signal), by kind, over every round."""
+    counts: Counter[str] = Counter()
+    for meta in FileSystems.match([FileSystems.join(rounds_dir, "*", "*_hosts.json")])[0].metadata_list:
+        counts.update(read_json(meta.path).get("malformed_signals", {}))
+    return dict(sorted(counts.items()))

@@ -37,7 +37,7 @@ from imagenot.pipeline.config import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import drops, fetch
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.class_fates import write_class_fates
-from imagenot.pipeline.download.hosts import busiest_hosts, host_of
+from imagenot.pipeline.download.hosts import busiest_hosts, host_of, malformed_signals
 from imagenot.pipeline.download.loopback import LoopbackImageServer
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
@@ -320,6 +320,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "fetched_by_this_run": sum(fetched_now),
         "tar_bytes": _tar_bytes(stage_dir),
         "busiest_hosts": busiest_hosts(FileSystems.join(stage_dir, ROUNDS_DIR), BUSIEST_HOSTS),
+        "malformed_signals": malformed_signals(FileSystems.join(stage_dir, ROUNDS_DIR)),
         "blocklists": blocklist.sources,
         "blocklists_applied": read_applied(stage_dir),
     }

@@ -4,31 +4,47 @@ Motivation, composition, collection process, preprocessing, uses, distribution, 
 each from the run's figures and config, with the `datasheet` config section for what no stage
 can know (the corpus's provenance, a maintainer contact, motivation, uses, distribution terms).
 What is missing is said plainly rather than left out. `crawl_notice` gives the card's first
-lines when the crawler ran with a safeguard off.
+lines: the opt-out signals honoured, and any safeguard the crawler ran without.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config import Config, Download
 from imagenot.pipeline.report import card  # a module: the card calls this one in turn
 from imagenot.pipeline.report.facts import RunFacts
 
 NOT_GIVEN = "Not stated (set `datasheet.{key}` in the config)"
 
 
+def opt_out_signals(d: Download) -> list[tuple[str, str, bool]]:
+    """(signal, its config switch, honoured) for each opt-out signal the crawler knows."""
+    return [
+        ("TDMRep (tdmrep.json, tdm-reservation header)", "download.tdmrep", d.tdmrep),
+        (f"IETF AI Preferences (Content-Usage in robots.txt and headers; categories {', '.join(d.ai_preferences_categories)})",
+         "download.ai_preferences", d.ai_preferences),
+        ("Content-Signal in robots.txt (ai-train=no)", "download.content_signal", d.content_signal),
+        (f"X-Robots-Tag ({', '.join(d.disallowed_header_directives) or 'no directive'})",
+         "download.disallowed_header_directives", bool(d.disallowed_header_directives)),
+    ]  # fmt: skip
+
+
 def crawl_notice(facts: RunFacts) -> list[str]:
-    """Lines for the card's top when the crawler ran with robots.txt off or extra networks open."""
+    """Lines for the card's top: the opt-out signals honoured, and any safeguard the crawler ran without."""
     d = facts.config.download
     if facts.download is None:
         return []
-    lines = []
+    signals = opt_out_signals(d)
+    honoured = "; ".join(name for name, _, on in signals if on) or "none"
+    lines = [f"> Opt-out signals honoured (images a site reserves are never kept): {honoured}. Building this dataset "
+             f"counts as AI training (AI Preferences category `{d.ai_preferences_categories[0]}`)."]  # fmt: skip
+    lines += [f"> **{name} was NOT honoured** (`{switch}` off)." for name, switch, on in signals if not on]
     if not d.robots_txt:
         lines.append("> **robots.txt was not read** (`download.robots_txt: false`): sites' crawl rules were not obeyed.")
     if d.allowed_networks:
         lines.append(f"> The crawler was allowed to reach non-public networks: {', '.join(d.allowed_networks)}.")
-    return [*lines, ""] if lines else []
+    return [*lines, ""]
 
 
 def _given(config: Config, key: str) -> str:
@@ -55,7 +71,7 @@ def _crawl_policy(config: Config) -> list[str]:
     rows = [
         ("User-Agent token", d.user_agent_token),
         ("robots.txt (RFC 9309)", "read once per host, obeyed" if d.robots_txt else "NOT read"),
-        ("X-Robots-Tag directives honoured", ", ".join(d.disallowed_header_directives) or "none"),
+        *((name, f"honoured (`{switch}`)" if on else f"NOT honoured (`{switch}` off)") for name, switch, on in opt_out_signals(d)),
         ("per host, per worker process", f"{d.per_host_connections} connections, {d.per_host_rate:g} requests/s"),
         ("429/503 backoff", f"Retry-After, else {d.backoff_base_s:g} s doubling, at most {d.max_backoff_s:g} s"),
         ("host given up after", f"{d.host_max_failures} failures in a row"),

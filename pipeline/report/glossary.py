@@ -55,7 +55,14 @@ CAPTION_REASONS = {
     "http_404": "the server answered 404 Not Found",
     "http_4xx": "the server answered another 4xx error",
     "http_5xx": "the server answered a 5xx error",
-    "disallowed": "the site opts out of crawling (X-Robots-Tag)",
+    "disallowed": "the image's X-Robots-Tag header names a directive of `download.disallowed_header_directives` "
+    "(noai, noimageai, ...); its bytes were not kept",
+    "tdmrep": "the site reserves text-and-data-mining rights (TDMRep: its /.well-known/tdmrep.json, so the image was "
+    "never requested, or the image's tdm-reservation header, so its bytes were not kept; `download.tdmrep`)",
+    "content_usage": "the site declines AI training (IETF AI Preferences `Content-Usage`, in its robots.txt, so the image "
+    "was never requested, or in the image's response header, so its bytes were not kept; `download.ai_preferences`)",
+    "content_signal": "the site's robots.txt says `Content-Signal: ai-train=no` for the URL, so it was never requested "
+    "(`download.content_signal`)",
     "address_refused": "the URL's host resolves to an address outside public networks and `download.allowed_networks`",
     "host_given_up": "the host failed `download.host_max_failures` times in a row or asked to wait longer than "
     "`download.max_backoff_s`, so the round gave it up",
