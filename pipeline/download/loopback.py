@@ -4,12 +4,16 @@
 a crawler) and an ephemeral port, from a background thread:
 
     /robots.txt               the `robots` text given (404 when None)
+    /.well-known/tdmrep.json  the `tdmrep` text given (404 when None)
 
     /photo/<name>.jpg         a real photo from scikit-image (`PHOTOS`), JPEG
     /slow/<name>.jpg          the same after `slow_seconds` (longer than a test's timeout)
     /delay/<ms>/<name>.jpg    the same after <ms> milliseconds
     /trickle/<name>.jpg       the photo one byte every 0.2 s (each read is quick, the whole is not)
     /throttle/<s>/<name>.jpg  429 Too Many Requests with `Retry-After: <s>`
+    /busy/<code>/<how>/<name>.jpg  <code> (429 or 503) with `Retry-After: <n>` for how = <n>, an
+                              HTTP date <n> s ahead for how = date<n>, none for how = none
+    /headers/<name>.jpg?h=<Name: value>  the photo with each `h` as a response header
     /redirect/<name>.jpg      302 to /photo/<name>.jpg
     /loop/<n>                 302 to itself: a redirect loop
     /to-file?path=<path>      302 to file://<path> (a client must refuse it)
@@ -45,6 +49,7 @@ import threading
 import time
 import zlib
 from collections import Counter
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 from urllib.parse import parse_qs, urlsplit
@@ -143,6 +148,33 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             body = self.server.robots.encode("utf-8")
             self._send(body, "text/plain", len(body))
+
+    def tdmrep(self, query):
+        if self.server.tdmrep is None:
+            self.send_error(404)
+        else:
+            body = self.server.tdmrep.encode("utf-8")
+            self._send(body, "application/json", len(body))
+
+    def busy(self, code, how, name, query):
+        self.send_response(int(code))
+        if how.isdigit():
+            self.send_header("Retry-After", how)
+        elif how.startswith("date"):
+            self.send_header("Retry-After", formatdate(time.time() + int(how.removeprefix("date")), usegmt=True))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def with_headers(self, name, query):
+        data = photo_jpeg(name)
+        self.send_response(200)
+        for header in query.get("h", []):
+            key, _, value = header.partition(":")
+            self.send_header(key.strip(), value.strip())
+        self.send_header("Content-Type", "image/jpeg")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def delay(self, ms, name, query):
         if not self.server.stopping.wait(int(ms) / 1000):
@@ -261,6 +293,9 @@ def corpus_photo_jpeg(n: int) -> bytes:
 _ROUTES = (
     (r"/photo/(\w+)\.jpg", _Handler.photo),
     (r"/robots\.txt", _Handler.robots),
+    (r"/\.well-known/tdmrep\.json", _Handler.tdmrep),
+    (r"/busy/(429|503)/(\d+|date\d+|none)/(\w+)\.jpg", _Handler.busy),
+    (r"/headers/(\w+)\.jpg", _Handler.with_headers),
     (r"/slow/(\w+)\.jpg", _Handler.slow),
     (r"/delay/(\d+)/(\w+)\.jpg", _Handler.delay),
     (r"/trickle/(\w+)\.jpg", _Handler.trickle),
@@ -284,9 +319,9 @@ _ROUTES = (
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, slow_seconds: float, host: str, port: int, robots: str | None):
+    def __init__(self, slow_seconds: float, host: str, port: int, robots: str | None, tdmrep: str | None):
         super().__init__((host, port), _Handler)
-        self.slow_seconds, self.robots = slow_seconds, robots
+        self.slow_seconds, self.robots, self.tdmrep = slow_seconds, robots, tdmrep
         self.stopping = threading.Event()
         self.hits: Counter[str] = Counter()
         self.log: list[tuple[str, float, float]] = []
@@ -305,10 +340,12 @@ class _Server(ThreadingHTTPServer):
 class LoopbackImageServer:
     """The server above; a context manager (or `start()`/`stop()`)."""
 
-    def __init__(self, slow_seconds: float = 3.0, port: int = 0, host: str = "127.0.0.1", robots: str | None = None):
+    def __init__(self, slow_seconds: float = 3.0, port: int = 0, host: str = "127.0.0.1", robots: str | None = None,
+                 tdmrep: str | None = None):  # fmt: skip
         """`port` 0 picks a free one; a fixed port serves URLs written before the server started;
-        `host` a loopback address; `robots` the text of its /robots.txt."""
-        self.slow_seconds, self.port, self.host, self.robots = slow_seconds, port, host, robots
+        `host` a loopback address; `robots` the text of its /robots.txt, `tdmrep` of its
+        /.well-known/tdmrep.json."""
+        self.slow_seconds, self.port, self.host, self.robots, self.tdmrep = slow_seconds, port, host, robots, tdmrep
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -316,7 +353,7 @@ class LoopbackImageServer:
         for name in PHOTOS:  # encoded before serving, so no first request waits on it
             photo_jpeg(name)
         bomb_png()
-        self._server = _Server(self.slow_seconds, self.host, self.port, self.robots)
+        self._server = _Server(self.slow_seconds, self.host, self.port, self.robots, self.tdmrep)
         self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-images", daemon=True)
         self._thread.start()
         return self

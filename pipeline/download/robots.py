@@ -166,7 +166,7 @@ class RobotsCache(SiteFileCache[RobotsFile]):
                 try:
                     rules.append(rule._replace(value=parse(rule.value)))
                 except Malformed:
-                    malformed.append(f"{field} in robots.txt")
+                    malformed.append(f"{field.title()} in robots.txt")
                     rules.append(rule._replace(value=None))
             return rules
 
