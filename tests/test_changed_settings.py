@@ -1,0 +1,106 @@
+"""Builds whose settings are all changed from the defaults finish, report and export included, and
+`report` and `export` run again on the finished run: each stage records the settings its
+`settings(config)` gives, which the build's and the report's checks compare with."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pyarrow.parquet as pq
+import yaml
+from cli_runner import invoke
+from ports import kept_loopback_port
+from shared_runs import copy_run
+
+from imagenot.pipeline.build import build
+from imagenot.pipeline.config import Config, Download, load_config
+from imagenot.pipeline.download.loopback import PHOTOS, photo_jpeg
+from imagenot.pipeline.export.stage import export_command
+from imagenot.pipeline.report.stage import report_command
+
+CHANGED_DOWNLOAD = {
+    "enabled": True, "threads": 3, "timeout_s": 4, "retries": 1, "max_rounds": 4, "max_response_bytes": 5_000_000,
+    "max_image_pixels": 40_000_000, "image_size": 48, "resize_mode": "center_crop", "encode_format": "png",
+    "encode_quality": 5, "shard_rows": 15, "user_agent_token": "imagenot-test", "disallowed_header_directives": ["noai"],
+    "fetch_deadline_s": 10, "robots_txt": False, "robots_max_bytes": 600_000, "per_host_connections": 2,
+    "per_host_rate": 200, "backoff_base_s": 0.5, "max_backoff_s": 30, "host_max_failures": 50,
+    "allowed_networks": ["127.0.0.1/32"], "tdmrep": False, "ai_preferences": False,
+    "ai_preferences_categories": ["train-ai"], "content_signal": False,
+}  # fmt: skip; demo_server_port and blocklists are set per run
+
+
+def _blocklists(folder: Path, sample_url: str) -> list[str]:
+    """Two lists between them of every kind: a URL of the sample, a domain, the two stock photos'
+    hashes (the synthetic corpus serves them behind many URLs)."""
+    first, second = folder / "urls.txt", folder / "hashes.txt"
+    first.write_text(f"# urls and domains\nurl {sample_url}\ndomain blocked.invalid\n")
+    second.write_text(
+        f"sha256 {hashlib.sha256(photo_jpeg(PHOTOS[0])).hexdigest()}\nmd5 {hashlib.md5(photo_jpeg(PHOTOS[1])).hexdigest()}\n"
+    )
+    return [str(first), str(second)]
+
+
+def _ok(command, run_dir: Path) -> None:
+    result = invoke(command, ["--run", str(run_dir)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+def _finishes_and_reruns(config: Config, run_dir: Path, stages: list[str]) -> str:
+    assert build(config, str(run_dir)) == stages
+    assert build(config, str(run_dir)) == []  # every stage current: its recorded settings are what the config gives
+    _ok(report_command, run_dir)
+    _ok(export_command, run_dir)
+    assert (run_dir / "dataset" / "classes.txt").exists()
+    return (run_dir / "report" / "card.md").read_text()
+
+
+def test_a_build_with_every_download_option_changed_finishes(small_run, tmp_path):
+    assert set(CHANGED_DOWNLOAD) | {"demo_server_port", "blocklists"} == set(Download.model_fields)
+    built = yaml.safe_load(small_run.config.read_text())
+    run_dir = copy_run(small_run.run, tmp_path / "run")
+    sample_url = pq.read_table(run_dir / "sample" / "dataset").column("url")[0].as_py()
+    port = urlsplit(built["corpus"]["synth"]["url_base"]).port
+    download = {**CHANGED_DOWNLOAD, "demo_server_port": port, "blocklists": _blocklists(tmp_path, sample_url)}
+    config = Config.model_validate({**built, "download": download})
+    assert all(getattr(config.download, k) != v for k, v in Download().model_dump().items() if k != "enabled")
+    card = _finishes_and_reruns(config, run_dir, ["download", "report", "export"])
+    for path in download["blocklists"]:
+        assert f"| {path} |" in card
+    removed = card[card.index("They removed: ") :].splitlines()[0]
+    assert "blocklist_url 1" in removed and "blocklist_sha256" in removed and "blocklist_md5" in removed
+    assert "**TDMRep (tdmrep.json, tdm-reservation header) was NOT honoured**" in card.split("## ")[0]
+
+
+ALL_CHANGED = {
+    "corpus": {"synth": {"rows": 9_000, "seed": 6, "shard_rows": 2_500},
+               "columns": {"width": None, "height": None, "similarity": None, "punsafe": "punsafe", "nsfw": None,
+                           "sample_id": None, "license": None}},
+    "tagging": {"batch_rows": 2_000, "ignore_forms": ["a", "an", "the", "it"]},
+    "selection": {"overlap": "strict", "min_captions": 6, "nsfw_synset_threshold": 0.9, "allowed_nsfw_tags": None,
+                  "max_punsafe": 0.95, "keep_unrated": True},
+    "scoring": {"encoder": "transformers", "pooling": "cls", "max_length": 48, "batch_size": 64,
+                "query_template": "{name}: {gloss}", "first_pass_captions": 8, "seed": 3, "exact_cap": 50},
+    "ranking": {"top_n": 4, "min_captions": 3, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.1}, "classes": 5},
+    "sampling": {"images_per_class": 3, "strategy": "threshold", "threshold": 0.1, "reserve_factor": 0.7,
+                 "test_per_class": 2, "seed": 9, "shard_rows": 7},
+    "image_audit": {"seed": 4, "batch_size": 8, "near_duplicate_threshold": 0.9, "neighbours": 3, "thumbnails": 4},
+    "export": {"formats": ["webdataset", "imagefolder"], "samples_per_shard": 4},
+    "report": {"thumbnails_per_class": 2, "thumbnail_pixels": 48},
+    "runner": {"torch_threads": 2, "lock_stale_after_s": 3600},
+    "datasheet": {"corpus_provenance": "synthetic", "maintainer_contact": "nobody@127.0.0.1", "motivation": "a test",
+                  "intended_uses": "tests", "distribution": "none"},
+}  # fmt: skip
+
+
+def test_a_build_with_every_option_of_every_stage_changed_finishes(tmp_path):
+    port = kept_loopback_port()
+    changed = {**ALL_CHANGED, "download": {**CHANGED_DOWNLOAD, "demo_server_port": port, "blocklists": []}}
+    changed["corpus"]["synth"]["url_base"] = f"http://127.0.0.1:{port}/img"
+    changed["scoring"]["cache_dir"] = str(tmp_path / "embeddings")
+    (tmp_path / "changed.yaml").write_text(yaml.safe_dump(changed))
+    config = load_config(tmp_path / "changed.yaml")
+    card = _finishes_and_reruns(config, tmp_path / "run", ["corpus", "tag", "select", "score", "rank", "sample",
+                                                           "download", "report", "export"])  # fmt: skip
+    assert "nobody@127.0.0.1" in card and "| robots.txt (RFC 9309) | NOT read |" in card
