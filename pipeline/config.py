@@ -250,8 +250,8 @@ class Download(Section):
         default_factory=lambda: ["noai", "noimageai", "noindex", "noimageindex"],
         description="X-Robots-Tag directives that make a site's image off limits; []: X-Robots-Tag not read",
     )
-    tdmrep: bool = Field(True, description="honour TDMRep: each host's /.well-known/tdmrep.json and tdm-reservation headers")
-    ai_preferences: bool = Field(True, description="honour IETF AI Preferences: Content-Usage in robots.txt and headers")
+    tdmrep: bool = Field(True, description="honour TDMRep: a host's /.well-known/tdmrep.json, tdm-reservation headers")
+    ai_preferences: bool = Field(True, description="honour IETF AI Preferences: Content-Usage in robots.txt, headers")
     ai_preferences_categories: list[str] = Field(
         default_factory=lambda: ["train-ai", "bots"],
         min_length=1,

@@ -33,7 +33,8 @@ def test_no_request_goes_to_a_host_inside_its_backoff_window():
         backoff_base_s=BASE, host_max_failures=100, robots_txt=False, tdmrep=False, ai_preferences=False,
         content_signal=False,
     )  # fmt: skip
-    throttles = ["/busy/429/1/coffee.jpg", "/busy/503/date2/moon.jpg", "/busy/503/none/coins.jpg", "/busy/429/none/camera.jpg"]
+    throttles = ["/busy/429/1/coffee.jpg", "/busy/503/date2/moon.jpg", "/busy/503/none/coins.jpg",
+                 "/busy/429/none/camera.jpg"]  # fmt: skip
     paths = []
     for i in range(28):
         paths.append(f"/delay/20/coffee.jpg?id={i}")

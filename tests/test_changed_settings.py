@@ -23,7 +23,8 @@ from imagenot.pipeline.report.stage import report_command
 CHANGED_DOWNLOAD = {
     "enabled": True, "threads": 3, "timeout_s": 4, "retries": 1, "max_rounds": 4, "max_response_bytes": 5_000_000,
     "max_image_pixels": 40_000_000, "image_size": 48, "resize_mode": "center_crop", "encode_format": "png",
-    "encode_quality": 5, "shard_rows": 15, "user_agent_token": "imagenot-test", "disallowed_header_directives": ["noai"],
+    "encode_quality": 5, "shard_rows": 15, "user_agent_token": "imagenot-test",
+    "disallowed_header_directives": ["noai"],
     "fetch_deadline_s": 10, "robots_txt": False, "robots_max_bytes": 600_000, "per_host_connections": 2,
     "per_host_rate": 200, "backoff_base_s": 0.5, "max_backoff_s": 30, "host_max_failures": 50,
     "allowed_networks": ["127.0.0.1/32"], "tdmrep": False, "ai_preferences": False,
@@ -36,9 +37,8 @@ def _blocklists(folder: Path, sample_url: str) -> list[str]:
     hashes (the synthetic corpus serves them behind many URLs)."""
     first, second = folder / "urls.txt", folder / "hashes.txt"
     first.write_text(f"# urls and domains\nurl {sample_url}\ndomain blocked.invalid\n")
-    second.write_text(
-        f"sha256 {hashlib.sha256(photo_jpeg(PHOTOS[0])).hexdigest()}\nmd5 {hashlib.md5(photo_jpeg(PHOTOS[1])).hexdigest()}\n"
-    )
+    sha256, md5 = hashlib.sha256(photo_jpeg(PHOTOS[0])).hexdigest(), hashlib.md5(photo_jpeg(PHOTOS[1])).hexdigest()
+    second.write_text(f"sha256 {sha256}\nmd5 {md5}\n")
     return [str(first), str(second)]
 
 
@@ -74,7 +74,7 @@ def test_a_build_with_every_download_option_changed_finishes(small_run, tmp_path
 
 
 ALL_CHANGED = {
-    "corpus": {"synth": {"rows": 9_000, "seed": 6, "shard_rows": 2_500},
+    "corpus": {"synth": {"rows": 6_000, "seed": 6, "shard_rows": 2_000},
                "columns": {"width": None, "height": None, "similarity": None, "punsafe": "punsafe", "nsfw": None,
                            "sample_id": None, "license": None}},
     "tagging": {"batch_rows": 2_000, "ignore_forms": ["a", "an", "the", "it"]},

@@ -248,7 +248,8 @@ def test_the_card_opens_with_the_opt_outs_honoured_and_any_safeguard_turned_off(
     from imagenot.pipeline.report.datasheet import crawl_notice
 
     on = crawl_notice(SimpleNamespace(config=Config(download=Download(enabled=True)), download={}))
-    assert len(on) == 2 and on[0].startswith("> Opt-out signals honoured (images a site reserves are never kept): TDMRep")
+    assert len(on) == 2
+    assert on[0].startswith("> Opt-out signals honoured (images a site reserves are never kept): TDMRep")
     assert "AI Preferences category `train-ai`" in on[0] and "NOT" not in on[0]
     off = Download(enabled=True, robots_txt=False, tdmrep=False, ai_preferences=False, content_signal=False,
                    disallowed_header_directives=[])  # fmt: skip

@@ -67,7 +67,8 @@ def test_a_dead_writers_lock_on_this_host_is_taken_over_with_one_warning(tmp_pat
     assert result.exit_code == 1 and "no finished tag/ stage" in result.output  # got past the lock
     warnings = [line for line in result.output.splitlines() if "dead writer" in line]
     assert len(warnings) == 1
-    assert f"{run_dir}: taking over the lock of a dead writer, pid {process.pid} on {socket.gethostname()}, since " in warnings[0]
+    holder_named = f"pid {process.pid} on {socket.gethostname()}, since "
+    assert f"{run_dir}: taking over the lock of a dead writer, {holder_named}" in warnings[0]
     assert not (run_dir / LOCK_FILE).exists()  # and released it
 
 

@@ -48,7 +48,7 @@ from imagenot.pipeline.download.deadline import FetchDeadline, Watchdog
 from imagenot.pipeline.download.hosts import host_of
 from imagenot.pipeline.download.http_guard import ResponseTooLarge
 from imagenot.pipeline.download.politeness import HostLimits, Politeness
-from imagenot.pipeline.download.opt_outs import TDMREP_PATH, OptedOut
+from imagenot.pipeline.download.opt_outs import TDMREP_PATH
 from imagenot.pipeline.download.robots import MAX_REDIRECTS, RobotsCache, SiteFileCache
 from imagenot.pipeline.download.signal_guard import SignalGuard, tdmrep_file
 
@@ -141,7 +141,7 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
             try:
                 response = self.do_open(connect, request, **connection_args)
                 if not site_file and 200 <= response.status < 300:
-                    opted_out = _opt_out(crawler, url, response.headers)
+                    opted_out = crawler.signals.declined_by_headers(url, response.headers)
                 max_bytes = settings.robots_max_bytes if site_file else settings.max_response_bytes
                 body = b"" if opted_out else read_body(response, max_bytes, truncate=site_file)
                 if time.monotonic() >= request.deadline:  # the watchdog ended the body early
@@ -160,14 +160,6 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
         answer = urllib.response.addinfourl(io.BytesIO(body), response.headers, url, response.status)
         answer.msg = response.reason
         return answer
-
-
-def _opt_out(crawler: Crawler, url: str, headers) -> OptedOut | None:
-    try:
-        crawler.signals.after_answer(url, headers)
-    except OptedOut as err:
-        return err
-    return None
 
 
 class RedirectHandler(urllib.request.HTTPRedirectHandler):
@@ -219,7 +211,9 @@ class Crawler:
         self.robots = RobotsCache(
             self._read_site_file, settings.user_agent_token, folder(ROBOTS_DIR), obey=settings.robots_txt
         ) if read_robots else None  # fmt: skip
-        self.tdmrep = SiteFileCache(self._read_site_file, TDMREP_PATH, tdmrep_file, folder(TDMREP_DIR)) if settings.tdmrep else None
+        self.tdmrep = None
+        if settings.tdmrep:
+            self.tdmrep = SiteFileCache(self._read_site_file, TDMREP_PATH, tdmrep_file, folder(TDMREP_DIR))
         self.signals = SignalGuard(settings, self.robots, self.tdmrep)
 
     def _read_site_file(self, url: str) -> bytes:

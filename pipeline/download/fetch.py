@@ -164,7 +164,8 @@ class _FetchShard(beam.DoFn):
         hosts = shard_hosts(before, self._crawler.politeness.stats(), started)
         robots = self._crawler.robots.fetched() if self._crawler.robots else {}
         malformed = dict(self._crawler.signals.malformed() - malformed_before)
-        write_json(hosts_path(self._round_dir, shard), {"hosts": hosts, "robots": robots, "malformed_signals": malformed})
+        record = {"hosts": hosts, "robots": robots, "malformed_signals": malformed}
+        write_json(hosts_path(self._round_dir, shard), record)
         yield shard
 
 

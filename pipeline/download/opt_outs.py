@@ -32,7 +32,8 @@ CONTENT_SIGNAL = "content-signal"
 SIGNAL_KEY = "ai-train"  # Content-Signal's key for training AI models, which building this dataset serves
 
 _KEY = r"[a-z*][a-z0-9_\-.*]*"
-_MEMBER = re.compile(rf'\s*({_KEY})(?:=("(?:[^"\\]|\\.)*"|[^;,\s]*))?((?:\s*;\s*{_KEY}(?:=(?:"(?:[^"\\]|\\.)*"|[^;,\s]*))?)*)\s*')
+_VALUE = r'"(?:[^"\\]|\\.)*"|[^;,\s]*'  # a quoted string, or a bare item up to the next separator
+_MEMBER = re.compile(rf"\s*({_KEY})(?:=({_VALUE}))?((?:\s*;\s*{_KEY}(?:=(?:{_VALUE}))?)*)\s*")
 
 
 class Malformed(ValueError):

@@ -5,9 +5,10 @@ is asked about (one thread fetches, the others of the process wait for it) and s
 found in the run (`download/robots/<sha256 of the robots.txt URL>.json`), so later rounds and
 other workers read it from there: once per run per host (two workers asking at the same moment
 may both fetch it). `SiteFileCache` does this for any one file per host (tdmrep.json as well,
-see `pipeline.download.crawler`). The fetch goes through the crawler's own opener, so the request obeys the address guard, the host's politeness limits, the body cap
-and the fetch deadline, and follows at most `MAX_REDIRECTS` redirects. What the answer means is
-the RFC's (section 2.3.1):
+see `pipeline.download.crawler`). The fetch goes through the crawler's own opener, so the
+request obeys the address guard, the host's politeness limits, the body cap and the fetch
+deadline, and follows at most `MAX_REDIRECTS` redirects. What the answer means is the RFC's
+(section 2.3.1):
 
 - 2xx: its rules, parsed by Protego (the group naming our User-Agent token, else `*`; the
   longest matching path wins, `Allow` on a tie; `*` and `$` patterns), of at most

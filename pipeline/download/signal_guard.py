@@ -2,7 +2,7 @@
 
 `before_fetch(url)` reads what the host said once for all its URLs (its robots.txt's
 `Content-Usage` and `Content-Signal` lines, its tdmrep.json, each fetched once per run per host
-by the crawler's `SiteFileCache`s): a declined URL is never requested. `after_answer(headers)`
+by the crawler's `SiteFileCache`s): a declined URL is never requested. `declined_by_headers`
 reads the image's own response headers (`tdm-reservation`, `Content-Usage`): a declined image's
 body is never read, so nothing of it is written. Each refusal raises `OptedOut`, whose message
 `reasons.failure_reason` maps to the signal's counted reason. Each switch in the settings
@@ -68,17 +68,19 @@ class SignalGuard:
         if self._tdmrep is not None and tdmrep_reserved(self._tdmrep.get(url), path):
             raise OptedOut(f"opted out by TDMRep in tdmrep.json (tdm-reservation 1): {url}")
 
-    def after_answer(self, url: str, headers: Message) -> None:
-        """Raises `OptedOut` when the image's response headers decline it."""
+    def declined_by_headers(self, url: str, headers: Message) -> OptedOut | None:
+        """The refusal to raise when the image's response headers decline it (once its
+        connection is accounted for), else None."""
         s = self._settings
         if s.tdmrep and self._header(headers, "tdm-reservation", header_reserved):
-            policy = headers.get("tdm-policy")
-            raise OptedOut(f"opted out by TDMRep in a tdm-reservation header{f' (policy {policy})' if policy else ''}: {url}")
+            policy = f" (policy {headers.get('tdm-policy')})" if headers.get("tdm-policy") else ""
+            return OptedOut(f"opted out by TDMRep in a tdm-reservation header{policy}: {url}")
         if s.ai_preferences:
             preferences = self._header(headers, "Content-Usage", parse_dictionary) or {}
             declined = usage_declined(preferences, s.ai_preferences_categories)
             if declined:
-                raise OptedOut(f"opted out by Content-Usage header ({declined}=n): {url}")
+                return OptedOut(f"opted out by Content-Usage header ({declined}=n): {url}")
+        return None
 
     def _header(self, headers: Message, name: str, parse):
         """The header's field lines, combined as RFC 9110 does, parsed; None when absent or

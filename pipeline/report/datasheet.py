@@ -22,8 +22,8 @@ def opt_out_signals(d: Download) -> list[tuple[str, str, bool]]:
     """(signal, its config switch, honoured) for each opt-out signal the crawler knows."""
     return [
         ("TDMRep (tdmrep.json, tdm-reservation header)", "download.tdmrep", d.tdmrep),
-        (f"IETF AI Preferences (Content-Usage in robots.txt and headers; categories {', '.join(d.ai_preferences_categories)})",
-         "download.ai_preferences", d.ai_preferences),
+        (f"IETF AI Preferences (Content-Usage in robots.txt and headers; categories "
+         f"{', '.join(d.ai_preferences_categories)})", "download.ai_preferences", d.ai_preferences),
         ("Content-Signal in robots.txt (ai-train=no)", "download.content_signal", d.content_signal),
         (f"X-Robots-Tag ({', '.join(d.disallowed_header_directives) or 'no directive'})",
          "download.disallowed_header_directives", bool(d.disallowed_header_directives)),
@@ -71,7 +71,8 @@ def _crawl_policy(config: Config) -> list[str]:
     rows = [
         ("User-Agent token", d.user_agent_token),
         ("robots.txt (RFC 9309)", "read once per host, obeyed" if d.robots_txt else "NOT read"),
-        *((name, f"honoured (`{switch}`)" if on else f"NOT honoured (`{switch}` off)") for name, switch, on in opt_out_signals(d)),
+        *((name, f"honoured (`{switch}`)" if on else f"NOT honoured (`{switch}` off)")
+          for name, switch, on in opt_out_signals(d)),
         ("per host, per worker process", f"{d.per_host_connections} connections, {d.per_host_rate:g} requests/s"),
         ("429/503 backoff", f"Retry-After, else {d.backoff_base_s:g} s doubling, at most {d.max_backoff_s:g} s"),
         ("host given up after", f"{d.host_max_failures} failures in a row"),

@@ -59,8 +59,9 @@ CAPTION_REASONS = {
     "(noai, noimageai, ...); its bytes were not kept",
     "tdmrep": "the site reserves text-and-data-mining rights (TDMRep: its /.well-known/tdmrep.json, so the image was "
     "never requested, or the image's tdm-reservation header, so its bytes were not kept; `download.tdmrep`)",
-    "content_usage": "the site declines AI training (IETF AI Preferences `Content-Usage`, in its robots.txt, so the image "
-    "was never requested, or in the image's response header, so its bytes were not kept; `download.ai_preferences`)",
+    "content_usage": "the site declines AI training (IETF AI Preferences `Content-Usage`, in its robots.txt, so the "
+    "image was never requested, or in the image's response header, so its bytes were not kept; "
+    "`download.ai_preferences`)",
     "content_signal": "the site's robots.txt says `Content-Signal: ai-train=no` for the URL, so it was never requested "
     "(`download.content_signal`)",
     "address_refused": "the URL's host resolves to an address outside public networks and `download.allowed_networks`",
