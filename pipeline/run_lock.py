@@ -42,8 +42,8 @@ LOCK_FILE = "imagenot.lock"
 break_lock_option = click.option(
     "--break-lock",
     is_flag=True,
-    help="remove a stale lock left by a killed writer (its process is gone, or it is older than "
-    "runner.lock_stale_after_s)",
+    help="remove a stale lock left by a killed writer on another host or in a bucket (older than "
+    "runner.lock_stale_after_s); a dead writer's lock on this host is taken over without it",
 )
 
 
