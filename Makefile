@@ -9,6 +9,7 @@ setup: .venv/.setup-done
 
 demo: setup
 	.venv/bin/imagenot -v build --config configs/demo.yaml --out runs/demo
+	@echo "Check the labels in a browser (then open the address it prints): .venv/bin/imagenot review serve --run runs/demo"
 
 test: setup
 	.venv/bin/python -m pytest -n 2

@@ -34,6 +34,7 @@ COMMANDS = {
     "compare-rankings": ("imagenot.pipeline.audit.rankings", "compare_rankings_command", "Compare model rankings on two datasets."),
     "prepare-models": ("imagenot.pipeline.score.prepare", "prepare_models_command", "Build the scoring model artifacts once, offline."),
     "plan": ("imagenot.pipeline.plan", "plan_command", "Project a build's work, jobs and cost; refuse what will fail."),
+    "review": ("imagenot.pipeline.review.command", "review_command", "Human review: raters check labels in a browser."),
     "blocklist": ("imagenot.pipeline.download.blocklist_apply", "blocklist_command", "Blocklists: apply a new list to a finished dataset."),
 }
 AUDITS = {
@@ -45,7 +46,7 @@ AUDITS = {
 # Set before any model library loads: their download and loading bars show only with -v.
 QUIET_MODEL_LOADING = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
 # Modules of the optional extras (pyproject.toml), by the extra that installs them.
-OPTIONAL_MODULES = {"skimage": "demo", "faiss": "audit", "cleanlab": "audit"}
+OPTIONAL_MODULES = {"skimage": "demo", "faiss": "audit", "cleanlab": "audit", "flask": "review", "waitress": "review", "crowdkit": "review"}
 
 
 class LazyGroup(click.Group):

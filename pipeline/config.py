@@ -399,6 +399,22 @@ class Report(Section):
     thumbnail_pixels: int = Field(112, ge=16, le=512, description="a thumbnail's longer side")
 
 
+class Review(Section):
+    """Human review of the labels (`imagenot review`): what raters see and how answers become figures."""
+
+    margin: float = Field(0.05, gt=0, lt=0.5, description="worst-case Clopper-Pearson half-width a class's sample is sized for")
+    confidence: float = Field(0.95, gt=0, lt=1, description="confidence of that interval, and of the card's precision intervals")
+    raters: int = Field(3, ge=1, le=50, description="answers wanted per image, each from another rater")
+    seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks each class's sample (a keyed hash of row ids)")
+    page_size: int = Field(24, ge=1, le=200, description="images on one class page")
+    examples: int = Field(4, ge=1, le=24, description="example images of the given and of the suggested class on a flagged page")
+    show_captions: bool = Field(False, description="show each image's caption to raters (captions bias the answer)")
+    class_seconds_per_image: float = Field(2.5, gt=0, description="planned pace on class pages, for the plan's rater-minutes")
+    flagged_seconds_per_image: float = Field(15, gt=0, description="planned pace on flagged pages")
+    min_selection: float = Field(0.5, ge=0, le=1, description="an image is kept when yes / (yes + no) reaches this")
+    max_body_bytes: int = Field(65_536, ge=1_024, le=10_000_000, description="largest request body the review server reads")
+
+
 class Runner(Section):
     kind: Literal["local", "dataflow", "portable"] = "local"
     workers: int = Field(1, ge=1, le=64, description="local worker processes")
@@ -437,6 +453,7 @@ class Config(Section):
     report: Report = Report()
     runner: Runner = Runner()
     datasheet: Datasheet = Datasheet()
+    review: Review = Review()
 
     @model_validator(mode="after")
     def _threshold_for_the_encoder(self) -> Config:

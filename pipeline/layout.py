@@ -34,6 +34,7 @@ AUDIT_DUPLICATES = "audit/duplicates"
 AUDIT_AGREEMENT = "audit/agreement"
 AUDIT_LABEL_NOISE = "audit/label_noise"
 AUDIT_RANKINGS = "audit/rankings"
+REVIEW = "review"  # human review (`imagenot review`): not a stage, its files change as raters answer
 
 # tag/
 TAGGED_DIR = "tagged"  # the corpus rows with their synsets
@@ -65,6 +66,13 @@ AGREEMENT_PLOT_FILE = "similarity.png"  # audit/agreement/
 LABEL_NOISE_FILE = "summary.json"  # audit/label_noise/
 MODEL_RANKINGS_FILE = "rankings.json"  # audit/rankings/, when `compare-rankings --out` puts it there
 MODEL_RANKINGS_PLOT_FILE = "rankings.png"
+# review/
+REVIEW_PLAN_FILE = "plan.parquet"  # the images raters see, by page
+REVIEW_DB_FILE = "answers.sqlite"  # the answers as given (a local run's; a bucket run's is a copy)
+REVIEW_ANSWERS_FILE = "answers.parquet"  # `review export`: every answer
+REVIEW_IMAGES_FILE = "images.parquet"  # `review export`: per image, its answers aggregated
+REVIEW_RESULTS_FILE = "results.json"  # `review export`: precision per class, rater accuracies (the card reads it)
+REVIEW_PLOT_FILE = "precision.png"  # per-class precision with its interval, sorted
 # RUN/
 SUMMARY_FILE = "summary.json"  # each stage's figures (pipeline/summary.py)
 EXPORT_DIR = "dataset"  # the export's folder, beside the stage folders

@@ -31,6 +31,7 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
+from imagenot.pipeline.review.results import why_line as review_why_line
 from imagenot.pipeline.select.funnel_files import read_synset_fates
 from imagenot.pipeline.shards import read_json, read_table, read_tsv
 from imagenot.pipeline.stage_dir import is_done
@@ -166,3 +167,5 @@ def why(word: str, run_dir: str) -> None:
         click.echo(f"{prefix}{run.fate(wnid)}\n  reference: {run.relation(wnid)}")
         if wnid in run.classes and (images := download_fate(run_dir, wnid)) is not None:  # failures, blocklists, drops
             click.echo(f"  {images}")
+        if wnid in run.classes and (reviewed := review_why_line(run_dir, wnid)) is not None:
+            click.echo(f"  {reviewed}")

@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# chromium: the test suite opens the HTML report in it (tests/browser.py).
-DEBIAN_PACKAGES=(wordnet-base wordnet-sense-index chromium)
+# chromium: the test suite opens the HTML report in it (tests/browser.py); chromium-driver: the
+# review tests drive it with selenium (tests/test_review_browser.py).
+DEBIAN_PACKAGES=(wordnet-base wordnet-sense-index chromium chromium-driver)
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
@@ -18,7 +19,7 @@ fi
 
 [ -x .venv/bin/python ] || python3.11 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -c constraints.txt -e '.[demo,audit,dev]'
+.venv/bin/python -m pip install -q -c constraints.txt -e '.[demo,audit,review,dev]'
 # open_clip without its declared torchvision and timm: see pipeline/audit/clip_model.py.
 .venv/bin/python -m pip install -q -c constraints.txt --no-deps open_clip_torch==3.3.0
 .venv/bin/imagenot wordnet-prepare

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from ports import free_loopback_port
 from shared_runs import build_once
-from small_build import SmallRun, TaggedCorpus, build_small_run, small_run_in, tag_corpus, tagged_corpus_in
+from small_build import SmallRun, TaggedCorpus, build_small_run, download_small_run, small_run_in, tag_corpus, tagged_corpus_in
 
 from imagenot.pipeline import storage_auth
 from imagenot.pipeline.config import Config
@@ -56,6 +56,13 @@ def small_run(shared_tmp) -> SmallRun:
     """The small build (small_build.py, no downloads), built once per session. Read-only by
     convention: copy it (shared_runs.copy_run) before running anything on it."""
     return small_run_in(build_once(shared_tmp / "small-run", build_small_run))
+
+
+@pytest.fixture(scope="session")
+def downloaded_run(small_run, shared_tmp) -> Path:
+    """The small run with its images downloaded from the demo's loopback server, reported and
+    exported, built once per session (small_build.download_small_run). Read-only by convention."""
+    return build_once(shared_tmp / "downloaded-run", lambda folder: download_small_run(folder, small_run)) / "run"
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 builders of the runs several modules share (conftest.py builds each once per session)."""
 
 import json
+import shutil
 from pathlib import Path
 from typing import NamedTuple
 
@@ -66,3 +67,19 @@ def tag_corpus(folder: Path) -> None:
     (folder / "corpus").mkdir()
     synth_corpus(folder / "corpus", c["rows"], c["seed"], c["url_base"], c["shard_rows"])
     run_tag(Config(corpus=Corpus(paths=[str(folder / "corpus" / "part-*.parquet")])), str(folder / "run"))
+
+
+# The download settings of a small run whose images are fetched from the demo's loopback server.
+SMALL_DOWNLOAD = {"enabled": True, "image_size": 64, "shard_rows": 20, "timeout_s": 5, "allowed_networks": ["127.0.0.1/32"]}
+
+
+def download_small_run(folder: Path, small: SmallRun) -> None:
+    """A copy of the small run in folder/run with its images downloaded (the demo server, started
+    by the download stage at the port the run's URLs name), reported and exported; its config in
+    folder/config.yaml and the run's own config.yaml."""
+    built = yaml.safe_load(small.config.read_text())
+    port = int(built["corpus"]["synth"]["url_base"].split(":")[2].split("/")[0])
+    config = {**built, "download": {**SMALL_DOWNLOAD, "demo_server_port": port}}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    shutil.copytree(small.run, folder / "run")
+    build(load_config(folder / "config.yaml"), str(folder / "run"))

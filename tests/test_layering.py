@@ -59,6 +59,9 @@ OPTIONAL = {
     "cleanlab": ("pipeline/audit/",),
     "skimage": ("pipeline/download/loopback.py",),
     "ahocorasick": (),  # dev only: the tests' reference matcher
+    "flask": ("pipeline/review/app.py",),
+    "waitress": ("pipeline/review/command.py",),
+    "crowdkit": ("pipeline/review/aggregate.py",),
 }
 
 

@@ -49,7 +49,7 @@ def test_image_prepares_wordnet_from_debian():
 
 def test_setup_script_uses_the_same_constraints():
     setup = (REPO / "scripts" / "setup.sh").read_text()
-    assert "-c constraints.txt -e '.[demo,audit,dev]'" in setup
+    assert "-c constraints.txt -e '.[demo,audit,review,dev]'" in setup
     assert "torch==2.13.0" in (REPO / "constraints.txt").read_text()
     assert "torch==2.13.0" in PYPROJECT["project"]["dependencies"]
 

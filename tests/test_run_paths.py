@@ -21,6 +21,9 @@ ALLOWED = {
     # The run lock's local branch: an O_EXCL file is what makes it exclusive on a local disk (a
     # bucket run takes a create-only object instead, in the same module).
     "pipeline/run_lock.py",
+    # The review's SQLite database: sqlite3 needs a local file (a bucket run keeps it in a local
+    # working folder and copies it into the run on export).
+    "pipeline/review/store.py",
 }
 MODULES = {"pathlib", "glob", "shutil", "tempfile"}
 OS_CALLS = {"makedirs", "mkdir", "listdir", "scandir", "remove", "unlink", "replace", "rename", "walk", "stat", "path"}

@@ -31,7 +31,7 @@ from scipy import stats
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.atomic import write_bytes, write_json, write_text
 from imagenot.pipeline.layout import MODEL_RANKINGS_FILE, MODEL_RANKINGS_PLOT_FILE
-from imagenot.pipeline.shards import read_bytes
+from imagenot.pipeline.shards import read_bytes, read_table
 
 COLUMNS = ("model", "accuracy_a", "n_a", "accuracy_b", "n_b")
 MIN_MODELS = 3  # adjusted R^2 of a one-predictor fit needs n - 2 > 0
@@ -97,6 +97,28 @@ def read_accuracies(path: str | os.PathLike) -> list[ModelAccuracy]:
     if len(models) < MIN_MODELS:
         raise RankingInputError(f"{path}: {len(models)} model(s); at least {MIN_MODELS} are needed")
     return models
+
+
+def reviewed_accuracies(models: list[ModelAccuracy], predictions_path: str, accepted: set[str]) -> list[ModelAccuracy]:
+    """The models with accuracy_b and n_b recomputed over the images human review kept: from a
+    parquet of per-image results on dataset B (`model`, `row_id`, `correct`)."""
+    table = read_table(predictions_path)
+    missing = [c for c in ("model", "row_id", "correct") if c not in table.column_names]
+    if missing:
+        raise RankingInputError(f"{predictions_path}: missing column(s) {', '.join(missing)}; expected model,row_id,correct")
+    tally: dict[str, list[int]] = {}
+    for row in table.select(["model", "row_id", "correct"]).to_pylist():
+        if row["row_id"] in accepted:
+            counts = tally.setdefault(row["model"], [0, 0])
+            counts[0] += bool(row["correct"])
+            counts[1] += 1
+    restricted = []
+    for m in models:
+        if not tally.get(m.model, [0, 0])[1]:
+            raise RankingInputError(f"{predictions_path}: model {m.model!r} has no result on an image the review kept")
+        correct, n = tally[m.model]
+        restricted.append(ModelAccuracy(m.model, m.accuracy_a, m.n_a, correct / n, n))
+    return restricted
 
 
 def clopper_pearson(accuracy: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -322,11 +344,23 @@ def write_report(result: dict, out_dir: str, name_a: str, name_b: str) -> list[s
 @click.option("--name-b", default="dataset B", show_default=True, help="name of dataset B in the report")
 @click.option("--resamples", default=RESAMPLES, show_default=True, type=click.IntRange(min=1), help="bootstrap resamples")
 @click.option("--seed", default=0, show_default=True, type=int, help="bootstrap seed")
+@click.option("--reviewed-run", default=None, help="dataset B's run: restrict B to the images its human review kept "
+              "(needs --predictions-b; see `imagenot review`)")
+@click.option("--predictions-b", default=None, help="parquet of per-image results on B: model, row_id, correct")
 def compare_rankings_command(
-    input_path: str, out_dir: str, base: str | None, name_a: str, name_b: str, resamples: int, seed: int
+    input_path: str, out_dir: str, base: str | None, name_a: str, name_b: str, resamples: int, seed: int,
+    reviewed_run: str | None, predictions_b: str | None,
 ) -> None:
     """Compare model accuracies on two datasets: rank correlations, fit, intervals, progress."""
-    result = compare_rankings(read_accuracies(input_path), base, resamples, seed)
+    models = read_accuracies(input_path)
+    if (reviewed_run is None) != (predictions_b is None):
+        raise click.UsageError("--reviewed-run and --predictions-b go together")
+    if reviewed_run is not None:
+        from imagenot.pipeline.review.results import accepted_rows
+
+        models = reviewed_accuracies(models, predictions_b, accepted_rows(reviewed_run))
+        name_b = f"{name_b} (reviewed images)"
+    result = compare_rankings(models, base, resamples, seed)
     write_report(result, out_dir, name_a, name_b)
     summary = {k: result[k] for k in ("kendall_tau", "kendall_tau_ci", "spearman", "spearman_ci", "slope", "adj_r2")}
     click.echo(f"compare-rankings: {json.dumps(summary)} -> {out_dir}")

@@ -21,6 +21,7 @@ from imagenot.pipeline.shards import read_table
 from imagenot.pipeline.stage_dir import digest
 
 DROPS_FILE = "dropped.parquet"
+REVIEW_REJECTED = "review_rejected"  # `imagenot review apply`'s reason: the raters rejected the image
 SCHEMA = pa.schema([("row_id", pa.string()), ("reason", pa.string()), ("duplicate_of", pa.string()), ("pass", pa.int32())])
 
 

@@ -312,7 +312,8 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "images_per_class": {row["wnid"]: row["images"] for row in class_table},
         "failures": dict(sorted(failures.items())),
         # `imagenot blocklist apply` drops images the way the audits do; counted apart
-        "dropped_by_audits": {r: n for r, n in sorted(dropped_by.items()) if not r.startswith("blocklist_")},
+        "dropped_by_audits": {r: n for r, n in sorted(dropped_by.items()) if not r.startswith("blocklist_") and r != drops.REVIEW_REJECTED},
+        "dropped_by_review": dropped_by.get(drops.REVIEW_REJECTED, 0),  # review apply drops the way the audits do; counted apart
         "dropped_by_blocklists": {r: n for r, n in sorted(dropped_by.items()) if r.startswith("blocklist_")},
         "urls_tried": tried,
         "url_success_rate": round(arrived / tried, 4) if tried else None,

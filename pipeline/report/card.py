@@ -206,7 +206,7 @@ def _download(facts: RunFacts) -> list[str]:
         "",
         f"{d['images']:,} of {d['target']:,} images fetched from {d['urls_tried']:,} URLs tried "
         f"(success rate {d['url_success_rate']}), in {count_of(d['rounds'], 'round')}; failures by reason: {failures}. "
-        f"{dropped_sentence(d)}{d['classes_short']:,} classes are short after backfilling from the reserve.",
+        f"{dropped_sentence(d)}{_review_dropped(d)}{d['classes_short']:,} classes are short after backfilling from the reserve.",
         "",
     ]
 
@@ -220,6 +220,11 @@ def dropped_sentence(download: dict) -> str:
     return f"Audits dropped {count_of(sum(dropped.values()), 'image')} (by reason: {reasons}), each replaced from its class's reserve where it had one. "
 
 
+def _review_dropped(download: dict) -> str:
+    n = download.get("dropped_by_review", 0)
+    return f"Human review dropped {count_of(n, 'image')} its raters rejected (see Human review). " if n else ""
+
+
 def _limitations(facts: RunFacts) -> list[str]:
     noise = facts.audits.get("label_noise")
     lines = [
@@ -227,7 +232,8 @@ def _limitations(facts: RunFacts) -> list[str]:
         "",
         "- Labels come from caption text only: a caption that names a synset's lemma may show something else "
         "(a product photo, a drawing, text), and a lemma can be used in another of its senses.",
-        "- No human review: no image was looked at and no label checked by a person.",
+        "- No human review: no image was looked at and no label checked by a person." if facts.review is None else
+        "- Human review checked a sample of the labels (see Human review); the rest were not looked at.",
         "- Noisy labels: "
         + (f"{noise.figures['statement']} Estimated by {noise.figures['method']}." if noise else
            "the label noise was not measured for this dataset (`imagenot audit label-noise`)."),
@@ -361,7 +367,7 @@ def _rebuild(facts: RunFacts) -> list[str]:
 def _rebuild_drops(facts: RunFacts) -> list[str]:
     """The audit commands that took images out of this run, for a rebuild to repeat."""
     dropped = facts.download["dropped_by_audits"] if facts.download else {}
-    audits = sorted({"agreement" if reason.startswith("image_") else "duplicates" for reason in dropped})
+    audits = sorted({"agreement" if reason.startswith("image_") else "duplicates" for reason in dropped if reason != "review_rejected"})
     if not audits:
         return []
     commands = ["imagenot audit embed --run NEW_RUN", *(f"imagenot audit {audit} --run NEW_RUN --drop" for audit in audits)]
@@ -386,6 +392,13 @@ def _using(facts: RunFacts) -> list[str]:
     return [*usage_markdown("RUN/dataset", facts.config.download.encode_format).splitlines(), ""]
 
 
+def _human_review(facts: RunFacts) -> list[str]:
+    from imagenot.pipeline.report.human_review import review_lines  # it builds on this module's table helpers
+
+    return review_lines(facts.review)
+
+
 def render_card(facts: RunFacts) -> str:
-    sections = (_what, _built, _classes, _splits, _download, _using, _limitations, _audits, _licences, datasheet.datasheet, _rebuild, _config)
+    sections = (_what, _built, _classes, _splits, _download, _using, _limitations, _audits, _human_review, _licences,
+                datasheet.datasheet, _rebuild, _config)  # fmt: skip
     return "\n".join(line for section in sections for line in section(facts))

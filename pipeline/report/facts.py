@@ -34,6 +34,9 @@ from imagenot.pipeline.layout import (
     MODEL_RANKINGS_PLOT_FILE,
     RANK,
     RANKING_FILE,
+    REVIEW,
+    REVIEW_PLOT_FILE,
+    REVIEW_RESULTS_FILE,
     SAMPLE,
     SCORED_DIR,
     SELECT,
@@ -95,6 +98,8 @@ class RunFacts:
     readings: dict[str, list[str]]  # reading -> why the class set breaks it (empty: satisfied)
     audits: dict[str, Audit]
     stale_audits: list[str]  # finished image audits made from an earlier state of the dataset
+    review: dict | None = None  # review/results.json (`imagenot review export`), when people reviewed the labels
+    review_plot: bytes | None = None  # review/precision.png
 
     @property
     def images(self) -> int:
@@ -185,6 +190,7 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
     reference = reference_wnids(config.selection.reference, index)
     audits, stale_audits = _audits(run_dir)
     structure_reference = reference_wnids(STRUCTURE_REFERENCE, index)
+    review_results = stage_path(run_dir, REVIEW, REVIEW_RESULTS_FILE)
     return RunFacts(
         config=config,
         synthetic=config.corpus.synth is not None,
@@ -205,4 +211,6 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
         readings=class_set_readings(index, wnids, reference),
         audits=audits,
         stale_audits=stale_audits,
+        review=read_json(review_results) if FileSystems.exists(review_results) else None,
+        review_plot=_optional(stage_path(run_dir, REVIEW, REVIEW_PLOT_FILE)),
     )

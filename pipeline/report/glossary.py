@@ -75,6 +75,8 @@ CAPTION_REASONS = {
     "blocklist_domain": "a `download.blocklists` file names the URL's domain (or a redirect's)",
     "blocklist_sha256": "a `download.blocklists` file names the image's sha256",
     "blocklist_md5": "a `download.blocklists` file names the image's md5",
+    "review_rejected": "people reviewing the labels rejected the image: too few of their yes/no answers said it shows its "
+    "class (`imagenot review apply --min-selection`)",
     "other": "any other download failure (img2dataset's message is in its round's parquet)",
 }
 

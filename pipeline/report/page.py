@@ -21,6 +21,7 @@ from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
+from imagenot.pipeline.report.human_review import review_lines
 from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.plots import Plots
 
@@ -55,6 +56,7 @@ SECTIONS = (
     ("images", "Images per class"),
     ("download", "Download"),
     ("audits", "Audits"),
+    ("review", "Human review"),
     ("classes", "Class list"),
     ("rebuild", "Rebuild"),
 )
@@ -228,6 +230,24 @@ def _audits(facts: RunFacts) -> str:
     return section("audits", "\n".join(parts))
 
 
+def _review(facts: RunFacts) -> str:
+    """The Human review section: the card's sentences, the sorted precision plot, the tables."""
+    lines = review_lines(facts.review)[2:]
+    if facts.review is None:
+        return section("review", f"<p>{esc(lines[0])}</p>")
+    prose = [line for line in lines if line and not line.startswith("|")]
+    parts = [f"<p>{esc(line.lstrip('>- '))}</p>" for line in prose[:-2]]
+    if facts.review_plot:
+        parts.append(figure(facts.review_plot, "per-class precision", "Label precision per class with its interval, sorted."))
+    r = facts.review
+    raters = [(x["name"], x["answers"], x["dawid_skene_accuracy"], x["agreement_with_others"]) for x in r["raters"]]
+    parts.append(table(("rater", "answers", "Dawid-Skene accuracy", "agrees with others"), raters, {1, 2, 3}))
+    classes = [(c["name"], c["sampled"], c["decided"], c["accepted"], c["unsure_only"], c["precision"], c["low"], c["high"])
+               for c in r["per_class"]]  # fmt: skip
+    parts.append(table(("class", "sampled", "decided", "kept", "only unsure", "precision", "low", "high"), classes, {1, 2, 3, 4, 5, 6, 7}))
+    return section("review", "\n".join(parts))
+
+
 def _classes(facts: RunFacts) -> str:
     n = facts.config.sampling.images_per_class
     rows = [
@@ -261,7 +281,7 @@ def render_page(facts: RunFacts, plots: Plots, gallery: str) -> str:
     nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title in SECTIONS)
     body = "\n".join((
         _overview(facts), section("gallery", gallery), _funnel(facts, plots), _similarity(facts, plots), _structure(facts, plots),
-        _images(facts, plots), _download(facts, plots), _audits(facts), _classes(facts), _rebuild(facts),
+        _images(facts, plots), _download(facts, plots), _audits(facts), _review(facts), _classes(facts), _rebuild(facts),
     ))
     title = f"ImageNot-style dataset: {len(facts.classes):,} classes"
     return f"""<!DOCTYPE html>

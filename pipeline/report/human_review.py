@@ -1,0 +1,63 @@
+"""The card's and the report's Human review section, from `review/results.json` (`imagenot review export`)."""
+
+from __future__ import annotations
+
+import html
+
+from imagenot.pipeline.report.card import count_of, table
+
+NOT_DONE = "No human review was done: no person checked these labels (`imagenot review plan --run RUN` starts one)."
+LISTED_DROPS = 20
+
+
+def _interval(row: dict) -> str:
+    return "" if row["precision"] is None else f"{row['precision']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+
+
+def _plain(text: str) -> str:
+    """A rater's name as text in Markdown: no markup, no table breaks."""
+    return html.escape(text).replace("|", "\\|")
+
+
+def review_lines(results: dict | None) -> list[str]:
+    """The card's section (Markdown lines)."""
+    if results is None:
+        return ["## Human review", "", NOT_DONE, ""]
+    overall, confidence = results["overall"], round(100 * results["confidence"])
+    raters = [(_plain(r["name"]), r["answers"], r["dawid_skene_accuracy"], r["agreement_with_others"]) for r in results["raters"]]
+    classes = [(r["name"], r["sampled"], r["decided"], r["accepted"], r["unsure_only"], _interval(r)) for r in results["per_class"]]
+    kinds = ", ".join(f"{kind} {n:,}" for kind, n in results["answers_by_kind"].items()) or "none"
+    dropped = results["dropped"]
+    lines = [
+        "## Human review",
+        "",
+        f"{count_of(len(results['raters']), 'rater')} gave {count_of(results['answers'], 'answer')} ({kinds}) on "
+        f"{results['images_answered']:,} of the {results['planned_images']:,} images planned for review "
+        f"({results['raters_wanted']} answers wanted each; captions {'shown' if results['show_captions'] else 'hidden'}). "
+        f"Unsure answers count as neither yes nor no: {results['unsure_answers']:,} were given, and "
+        f"{results['images_unsure_only']:,} images have only unsure answers.",
+        "",
+        f"- **Overall label precision**: {_interval(overall) or 'not measured yet'} ({confidence}% Clopper-Pearson), "
+        f"{overall['accepted']:,} of {overall['decided']:,} sampled images kept by the raters (an image is kept when "
+        f"yes / (yes + no) reaches {results['min_selection']}); each class's sample is random, audit-flagged extras are left out.",
+        f"- **Dropped by review**: {count_of(len(dropped), 'image')}"
+        + (f" (`imagenot review apply`, reason `review_rejected`): {', '.join(f'`{r}`' for r in dropped[:LISTED_DROPS])}"
+           + (f" and {len(dropped) - LISTED_DROPS:,} more" if len(dropped) > LISTED_DROPS else "") if dropped else "")
+        + ".",
+        "",
+        "Instructions raters saw on class pages:",
+        "",
+        f"> {results['instructions']['class']}",
+        "",
+        "and on flagged pages (an audit's suspect beside examples of its given and suggested class):",
+        "",
+        f"> {results['instructions']['flagged']}",
+        "",
+        "Raters, with Dawid-Skene's estimate of each one's accuracy and their agreement with the others' majority:",
+        "",
+        *table(("rater", "answers", "Dawid-Skene accuracy", "agrees with others"), raters, "lrrr"),
+        f"Per class, over its random sample ({confidence}% Clopper-Pearson intervals; `review/precision.png` plots them sorted):",
+        "",
+        *table(("class", "sampled", "decided", "kept", "only unsure", "precision [interval]"), classes, "lrrrrl"),
+    ]
+    return lines

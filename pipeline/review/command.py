@@ -1,0 +1,192 @@
+"""`imagenot review plan|serve|status|export|apply --run RUN`: people check the labels.
+
+plan: choose the images (`review.plan`); serve: the web app raters use (`review.app`); status:
+answers so far; export: answers and figures into the run (`review.results`); apply: drop what
+the raters rejected, backfill from the reserve, put the replacements up for review, and write
+the report and the export again.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import secrets
+
+import click
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.pipeline.config import Config, load_run_config
+from imagenot.pipeline.download import backfill, drops
+from imagenot.pipeline.layout import DOWNLOAD, read_classes, stage_path
+from imagenot.pipeline.report import stage as report_stage
+from imagenot.pipeline.review import plan as review_plan
+from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
+from imagenot.pipeline.review.store import Store, database_path
+from imagenot.pipeline.run_lock import break_lock_option, run_lock
+from imagenot.pipeline.stage_command import run_config_option
+from imagenot.pipeline.summary import run_and_record
+
+run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished download/ stage")
+
+
+def _config(run_dir: str, config_path: str | None, **review: object) -> Config:
+    config = load_run_config(run_dir, config_path)
+    changed = {k: v for k, v in review.items() if v is not None}
+    return config.model_copy(update={"review": config.review.model_copy(update=changed)}) if changed else config
+
+
+@click.group("review")
+def review_command() -> None:
+    """Human review: raters check the labels in a browser; the card states the measured precision."""
+
+
+@review_command.command("plan")
+@run_option
+@click.option("--margin", type=click.FloatRange(0, 0.5, min_open=True, max_open=True), help="half-width of each class's interval [review.margin]")
+@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), help="its confidence [review.confidence]")
+@click.option("--raters", type=click.IntRange(1, 50), help="answers wanted per image [review.raters]")
+@run_config_option
+@break_lock_option
+def plan_command(run_dir: str, margin: float | None, confidence: float | None, raters: int | None, config_path: str | None,
+                 break_lock: bool) -> None:  # fmt: skip
+    """Choose the images raters will see: a sample per class sized for the interval, and every audit-flagged image."""
+    config = _config(run_dir, config_path, margin=margin, confidence=confidence, raters=raters)
+    _plan_and_show(config, run_dir, break_lock)
+    click.echo(f"next: imagenot review serve --run {run_dir}")
+
+
+def _plan_and_show(config: Config, run_dir: str, break_lock: bool = False) -> None:
+    """Plan the review and print its table: per class images, tasks and rater-minutes."""
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
+        plan = review_plan.make_plan(config, run_dir)
+        review_plan.write_plan(run_dir, plan)
+    settings = config.review
+    rows = review_plan.plan_table(plan, read_classes(run_dir), settings)
+    click.echo(f"{'class':<32} {'images':>7} {'flagged':>7} {'tasks':>7} {'minutes':>8}")
+    for r in rows:
+        click.echo(f"{r['class_index']:>4} {r['name'][:27]:<27} {r['images']:>7} {r['flagged']:>7} {r['tasks']:>7} {r['rater_minutes']:>8.1f}")
+    total = sum(r["rater_minutes"] for r in rows)
+    click.echo(
+        f"{plan.num_rows:,} images, {sum(r['tasks'] for r in rows):,} answers wanted ({settings.raters} raters each), about "
+        f"{total:,.0f} rater-minutes at {settings.class_seconds_per_image:g} s an image on class pages and "
+        f"{settings.flagged_seconds_per_image:g} s on flagged pages -> {review_plan.plan_path(run_dir)}"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@review_command.command("serve")
+@run_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on; another than loopback needs --token")
+@click.option("--port", default=8780, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--token", default=None, help="a secret every request must carry (generated and printed for a non-loopback --host)")
+@click.option("--threads", default=16, show_default=True, type=click.IntRange(1, 256), help="requests served at once")
+@run_config_option
+def serve_command(run_dir: str, host: str, port: int, token: str | None, threads: int, config_path: str | None) -> None:
+    """Serve the review pages to raters' browsers (answers go to SQLite as they are given)."""
+    import waitress
+
+    from imagenot.pipeline.review.app import create_app
+    from imagenot.pipeline.review.session import ReviewSession
+    from imagenot.wordnet.index import load_index
+
+    if not _is_loopback(host) and token is None:
+        token = secrets.token_urlsafe(24)
+    config = _config(run_dir, config_path)
+    if not FileSystems.exists(review_plan.plan_path(run_dir)):
+        click.echo("no review plan yet: planning one with the run's settings (imagenot review plan changes them)")
+        _plan_and_show(config, run_dir)
+    store = Store(run_dir)
+    session = ReviewSession(run_dir, config.review, load_index(), store)
+    app = create_app(session, store.secret(), token)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    click.echo(f"review of {run_dir}: {len(session.tasks):,} pages, answers in {database_path(run_dir)}")
+    click.echo(f"open http://{shown}:{port}/{f'?token={token}' if token else ''}   (Ctrl-C stops; answers are kept)")
+    waitress.serve(app, host=host, port=port, threads=threads, ident="imagenot-review", _quiet=True)
+
+
+@review_command.command("status")
+@run_option
+@run_config_option
+def status_command(run_dir: str, config_path: str | None) -> None:
+    """Answers so far: per class, images still needing answers, per rater with agreement."""
+    config = _config(run_dir, config_path)
+    store = Store(run_dir)
+    results, _, images = review_figures(run_dir, config.review, store)
+    store.close()
+    wanted = config.review.raters
+    answered = pc.add(pc.add(images.column("yes"), images.column("no")), images.column("unsure"))
+    needing = pc.less(answered, wanted)
+    names = {c["index"]: c["name"] for c in read_classes(run_dir)}
+    click.echo(f"{'class':<32} {'answers':>8} {'need more':>9}")
+    classes = images.column("class_index").to_pylist()
+    for c in sorted(set(classes)):
+        mask = pc.equal(images.column("class_index"), c)
+        given = pc.sum(pc.filter(answered, mask)).as_py() or 0
+        left = pc.sum(pc.cast(pc.filter(needing, mask), pa.int64())).as_py() or 0
+        click.echo(f"{c:>4} {names.get(c, '?')[:27]:<27} {given:>8} {left:>9}")
+    left = pc.sum(pc.cast(needing, pa.int64())).as_py() or 0
+    click.echo(f"{results['answers']:,} answers ({results['unsure_answers']:,} unsure); {left:,} of {images.num_rows:,} images need more")
+    for r in results["raters"]:
+        agreement = "n/a" if r["agreement_with_others"] is None else f"{r['agreement_with_others']:.1%}"
+        click.echo(f"rater {r['name']!r}: {r['answers']:,} answers, agrees with the others' majority on {agreement}")
+
+
+@review_command.command("export")
+@run_option
+@run_config_option
+def export_command(run_dir: str, config_path: str | None) -> None:
+    """Write review/answers.parquet, images.parquet, results.json and precision.png into the run."""
+    results = export_review(run_dir, _config(run_dir, config_path).review)
+    overall = results["overall"]
+    click.echo(f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; "
+               f"overall precision {overall['precision']} over {overall['decided']:,} images")  # fmt: skip
+
+
+def rejected_rows(run_dir: str, images: pa.Table) -> pa.Table:
+    """The dataset's images the raters rejected and not dropped yet: row_id, reason, duplicate_of."""
+    rejected = images.filter(pc.equal(pc.fill_null(images.column("accepted"), True), False)).column("row_id").to_pylist()
+    in_dataset = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
+    done = set(drops.reasons(drops.read_drops(stage_path(run_dir, DOWNLOAD))))
+    rows = sorted(r for r in rejected if r in in_dataset and r not in done)
+    return pa.table({"row_id": pa.array(rows, pa.string()), "reason": pa.array([REVIEW_REASON] * len(rows), pa.string()),
+                     "duplicate_of": pa.nulls(len(rows), pa.string())})  # fmt: skip
+
+
+def apply_review(config: Config, run_dir: str) -> dict:
+    """Drop the rejected images, backfill, review the replacements; what it did."""
+    before = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
+    store = Store(run_dir)
+    try:
+        _, _, images = review_figures(run_dir, config.review, store)
+    finally:
+        store.close()
+    result = backfill.drop_and_backfill(config, run_dir, "review apply", lambda: rejected_rows(run_dir, images))
+    after = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
+    added = review_plan.extend_plan(config, run_dir, after - before)
+    run_and_record(report_stage.STAGE, report_stage.run_report, config, run_dir)
+    export_review(run_dir, config.review)
+    return {"dropped": result.dropped.get(REVIEW_REASON, 0), "passes": result.passes, "backfilled": len(after - before),
+            "put_up_for_review": added}  # fmt: skip
+
+
+@review_command.command("apply")
+@run_option
+@click.option("--min-selection", type=click.FloatRange(0, 1), help="keep an image when yes / (yes + no) reaches this [review.min_selection]")
+@run_config_option
+@break_lock_option
+def apply_command(run_dir: str, min_selection: float | None, config_path: str | None, break_lock: bool) -> None:
+    """Drop the images raters rejected, backfill from the reserve, and write the report and export again."""
+    config = _config(run_dir, config_path, min_selection=min_selection)
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
+        done = apply_review(config, run_dir)
+    click.echo(f"review apply: {json.dumps(done)}")

@@ -1,0 +1,110 @@
+"""The review server's pages: Jinja templates (autoescaped: a rater's name or a caption is text,
+never markup) with their CSS and a few lines of plain JavaScript inline, so a page needs no build
+step and loads nothing from the network. Without JavaScript the radio buttons and the submit
+button still work with a mouse."""
+
+from __future__ import annotations
+
+CLASS_INSTRUCTIONS = (
+    "Does each image show the class named above (its gloss says which sense is meant)? "
+    "Answer yes if you are sure it does, no if you are sure it does not, unsure otherwise. "
+    "A drawing, a product photo or a part of the thing counts when the thing itself is clearly shown."
+)
+FLAGGED_INSTRUCTIONS = (
+    "An automatic check doubts this image's label. Compare it with the examples of its given class and of "
+    "the suggested class: which class does the image show? Both, or neither, are answers too."
+)
+KEYS = "Keys: arrows or h j k l move, y yes, n no, u unsure, Enter sends the page. The mouse works too."
+FLAGGED_KEYS = "Keys: g given, s suggested, b both, n neither, Enter sends the page. The mouse works too."
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 1em;color:#222}
+header{display:flex;justify-content:space-between;align-items:baseline;border-bottom:1px solid #ccc}
+.gloss{font-size:1.1em}.path{color:#666;font-size:.85em}.instructions{background:#f4f4f0;padding:.6em .8em}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(200px,1fr));gap:10px}
+.item{border:3px solid transparent;padding:4px;border-radius:6px;background:#fafafa}
+.item.current{border-color:#1a66d9}.item img{width:100%;height:170px;object-fit:contain;background:#eee}
+.item label{margin-right:.4em;cursor:pointer;white-space:nowrap;font-size:.9em}.item.yes{background:#e3f5e3}.item.no{background:#fbe3e3}
+.item.unsure{background:#f7f2d8}.caption{font-size:.8em;color:#555}.examples{display:flex;gap:6px;flex-wrap:wrap}
+.examples img{width:120px;height:120px;object-fit:contain;background:#eee}
+.flagged{display:grid;grid-template-columns:1fr 1fr 1fr;gap:1em}.flagged .target img{width:100%;max-height:360px;object-fit:contain}
+button{font-size:1.1em;padding:.4em 1.2em;margin:1em 0}
+"""
+
+SCRIPT = """
+const form = document.getElementById('answers');
+const items = [...document.querySelectorAll('.item')];
+const keys = JSON.parse(form.dataset.keys);
+let at = 0;
+function show(i) {
+  at = Math.max(0, Math.min(items.length - 1, i));
+  items.forEach((e, j) => e.classList.toggle('current', j === at));
+  items[at].scrollIntoView({block: 'nearest'});
+}
+function columns() {
+  const top = items[0].offsetTop; let n = 0;
+  for (const e of items) { if (e.offsetTop !== top) break; n++; }
+  return Math.max(n, 1);
+}
+function mark(item) {
+  const chosen = item.querySelector('input:checked');
+  item.classList.remove('yes', 'no', 'unsure');
+  if (chosen && ['yes', 'no', 'unsure'].includes(chosen.value)) item.classList.add(chosen.value);
+}
+items.forEach((item, i) => {
+  item.addEventListener('click', () => show(i));
+  item.querySelectorAll('input').forEach(input => input.addEventListener('change', () => mark(item)));
+});
+document.addEventListener('keydown', event => {
+  if (event.altKey || event.ctrlKey || event.metaKey) return;
+  const moves = {ArrowLeft: -1, h: -1, ArrowRight: 1, l: 1, ArrowUp: -columns(), k: -columns(), ArrowDown: columns(), j: columns()};
+  if (event.key in moves) { show(at + moves[event.key]); event.preventDefault(); return; }
+  if (event.key in keys) {
+    const input = items[at].querySelector(`input[value="${keys[event.key]}"]`);
+    input.checked = true; mark(items[at]);
+    if (items.length > 1) show(at + 1);
+    event.preventDefault(); return;
+  }
+  if (event.key === 'Enter') { event.preventDefault(); form.requestSubmit(); }
+});
+show(0);
+"""
+
+LAYOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>{{ title }} · imagenot review</title>
+<style>{{ style }}</style></head><body>
+<header><h1>imagenot review</h1>{% if rater %}<p>Rater <b id="rater">{{ rater }}</b>
+{% if progress %} · <span id="left">{{ progress.left_for_you }}</span> images left for you
+· {{ progress.answers_wanted }} answers still wanted in all · {{ progress.given }} answered
+{% if progress.per_minute %} · your pace {{ '%.1f' % progress.per_minute }} images/min{% endif %}{% endif %}</p>{% endif %}</header>
+{{ body | safe }}</body></html>"""
+
+NAME_FORM = """<h2>Who is rating?</h2>
+<p>Give your name once: your answers are stored under it, and no image is shown to you twice.</p>
+<form method="post" action="/rater"><input type="text" name="name" maxlength="{{ max_name }}" required autofocus>
+<button type="submit">Start</button></form>"""
+
+DONE = """<h2>Nothing left for you</h2><p>Every image has its answers, or you answered every image still waiting.
+Thank you. The answers are saved; the review's owner runs <code>imagenot review export</code>.</p>"""
+
+CLASS_PAGE = """<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2><p class="gloss">{{ c.gloss }}</p>
+<p class="path">WordNet: {{ c.path | join(' › ') }}</p><p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
+<form id="answers" method="post" action="/task/{{ task.id }}" data-keys='{"y": "yes", "n": "no", "u": "unsure"}'>
+<div class="grid">{% for q in questions %}<div class="item" data-image="{{ q.image }}" tabindex="-1">
+<img src="/image/{{ q.image }}" alt="image {{ loop.index }}">
+{% if show_captions %}<div class="caption">{{ q.caption }}</div>{% endif %}
+{% for answer in task.answers %}<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}
+</div>{% endfor %}</div><button type="submit">Send this page (Enter)</button></form><script>{{ script | safe }}</script>"""
+
+FLAGGED_PAGE = """<h2>Which class does this image show?</h2><p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
+<form id="answers" method="post" action="/task/{{ task.id }}"
+ data-keys='{"g": "given", "s": "suggested", "b": "both", "n": "neither"}'>
+<div class="flagged"><div><h3>Given: <span id="given">{{ given.name }}</span></h3><p class="gloss">{{ given.gloss }}</p>
+<div class="examples">{% for e in given_examples %}<img src="/image/{{ e }}" alt="example of the given class">{% endfor %}</div></div>
+{% for q in questions %}<div class="item target" data-image="{{ q.image }}"><img src="/image/{{ q.image }}" alt="the image asked about">
+{% if show_captions %}<div class="caption">{{ q.caption }}</div>{% endif %}
+{% for answer in task.answers %}<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}
+</div>{% endfor %}
+<div><h3>Suggested: <span id="suggested">{{ suggested.name }}</span></h3><p class="gloss">{{ suggested.gloss }}</p>
+<div class="examples">{% for e in suggested_examples %}<img src="/image/{{ e }}" alt="example of the suggested class">{% endfor %}</div></div>
+</div><button type="submit">Send (Enter)</button></form><script>{{ script | safe }}</script>"""

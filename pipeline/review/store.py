@@ -1,0 +1,161 @@
+"""The raters' answers, stored as they are given: SQLite (stdlib sqlite3) in WAL mode.
+
+SQLite needs a file on a local disk, so this is the one review module that touches local files.
+A local run keeps its database at `RUN/review/answers.sqlite`. A bucket run (gs://) keeps it in
+a local working folder, `<IMAGENOT_CACHE>/review/<digest of the run path>/`; `review export`
+copies it back into the run beside `answers.parquet`, and a server started where no local copy
+exists begins from that copy, so a review can move between machines.
+
+Each submitted page is one transaction: a server killed part way loses at most the page being
+answered. An answer is keyed by (rater, image): a page sent twice, or by two tabs, stores each
+answer once, as first given. WAL lets the export and `review status` read while raters write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.pipeline.atomic import write_bytes
+from imagenot.pipeline.layout import REVIEW, REVIEW_DB_FILE, stage_path
+from imagenot.pipeline.shards import read_bytes
+from imagenot.wordnet.nltk_data import cache_dir
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS raters (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS answers (
+    rater INTEGER NOT NULL REFERENCES raters(id), image TEXT NOT NULL, task TEXT NOT NULL,
+    answer TEXT NOT NULL, answered_at REAL NOT NULL, PRIMARY KEY (rater, image));
+CREATE INDEX IF NOT EXISTS answers_by_task ON answers (task);
+CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS leases (rater INTEGER NOT NULL, task TEXT NOT NULL, started REAL NOT NULL,
+    PRIMARY KEY (rater, task));
+"""
+
+
+def is_local(run_dir: str) -> bool:
+    return FileSystems.get_filesystem(run_dir).has_dirs()
+
+
+def database_path(run_dir: str) -> Path:
+    """Where the run's answers live on this machine (see the module's note on bucket runs)."""
+    if is_local(run_dir):
+        return Path(stage_path(run_dir, REVIEW, REVIEW_DB_FILE))
+    digest = hashlib.sha256(run_dir.rstrip("/").encode()).hexdigest()[:16]
+    return cache_dir() / "review" / digest / REVIEW_DB_FILE
+
+
+def copy_back(run_dir: str, store: Store) -> str | None:
+    """A bucket run: a consistent copy of the local database into the run; its path."""
+    if is_local(run_dir):
+        return None
+    target = stage_path(run_dir, REVIEW, REVIEW_DB_FILE)
+    snapshot = store.path.with_suffix(".snapshot")
+    with sqlite3.connect(snapshot) as copy:
+        store.connection().backup(copy)
+    copy.close()
+    write_bytes(target, snapshot.read_bytes())
+    snapshot.unlink()
+    return target
+
+
+class Store:
+    """The answers of one run. One connection per thread (sqlite3 connections stay in theirs)."""
+
+    def __init__(self, run_dir: str):
+        self.path = database_path(run_dir)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        remote = stage_path(run_dir, REVIEW, REVIEW_DB_FILE)
+        if not self.path.exists() and not is_local(run_dir) and FileSystems.exists(remote):
+            self.path.write_bytes(read_bytes(remote))
+        self._local = threading.local()
+        with self.connection() as db:
+            db.executescript(SCHEMA)
+
+    def connection(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL: a committed page survives a killed process
+            self._local.db = db
+        return db
+
+    def secret(self) -> str:
+        """The key that signs raters' cookies, kept so a restarted server knows its raters."""
+        db = self.connection()
+        db.execute("INSERT OR IGNORE INTO secrets VALUES ('cookies', ?)", (secrets.token_hex(32),))
+        return db.execute("SELECT value FROM secrets WHERE name = 'cookies'").fetchone()[0]
+
+    def rater(self, name: str) -> int:
+        """The rater's id; a name seen before is the same rater (so no image is shown twice)."""
+        db = self.connection()
+        db.execute("INSERT OR IGNORE INTO raters (name, created) VALUES (?, ?)", (name, time.time()))
+        return db.execute("SELECT id FROM raters WHERE name = ?", (name,)).fetchone()[0]
+
+    def rater_name(self, rater: int) -> str | None:
+        row = self.connection().execute("SELECT name FROM raters WHERE id = ?", (rater,)).fetchone()
+        return row[0] if row else None
+
+    def save(self, rater: int, task: str, answers: Iterable[tuple[str, str]]) -> int:
+        """Store a page's answers (image, answer) in one transaction; the new ones stored."""
+        now = time.time()
+        db = self.connection()
+        with_time = [(rater, image, task, answer, now) for image, answer in answers]
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            before = db.total_changes
+            db.executemany("INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?)", with_time)
+            stored = db.total_changes - before
+            db.execute("DELETE FROM leases WHERE rater = ? AND task = ?", (rater, task))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return stored
+
+    def lease(self, rater: int, task: str) -> None:
+        self.connection().execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (rater, task, time.time()))
+
+    def answered_by(self, rater: int) -> set[str]:
+        return {row[0] for row in self.connection().execute("SELECT image FROM answers WHERE rater = ?", (rater,))}
+
+    def answer_counts(self) -> dict[str, int]:
+        """image -> answers it has."""
+        return dict(self.connection().execute("SELECT image, COUNT(*) FROM answers GROUP BY image"))
+
+    def leased(self, since: float, other_than: int) -> dict[str, int]:
+        """task -> raters (other than one) who opened it since `since` and have not sent it."""
+        rows = self.connection().execute(
+            "SELECT task, COUNT(*) FROM leases WHERE started >= ? AND rater != ? GROUP BY task", (since, other_than)
+        )
+        return dict(rows)
+
+    def pace(self, rater: int) -> tuple[int, float | None]:
+        """(answers given, images a minute over this rater's answering time) ."""
+        count, first, last = self.connection().execute(
+            "SELECT COUNT(*), MIN(answered_at), MAX(answered_at) FROM answers WHERE rater = ?", (rater,)
+        ).fetchone()
+        minutes = (last - first) / 60 if count > 1 else 0
+        return count, (count / minutes if minutes > 0 else None)
+
+    def all_answers(self) -> list[tuple[str, str, str, str, float]]:
+        """(rater name, image, task, answer, answered_at), in the order given."""
+        return self.connection().execute(
+            "SELECT raters.name, image, task, answer, answered_at FROM answers JOIN raters ON raters.id = answers.rater "
+            "ORDER BY answered_at, raters.name, image"
+        ).fetchall()
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+

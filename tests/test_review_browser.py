@@ -1,0 +1,220 @@
+"""Human review end to end in a real browser: `imagenot review serve` in its own process, two raters
+in two headless chromium sessions (selenium, Debian's chromium-driver) answering by keyboard, the
+server killed mid-review and restarted, then export, the card's section and `review apply`, each
+checked against figures worked out by hand.
+
+The run is the session's small downloaded run: 8 classes of up to 5 images, all reviewed (a
+class is smaller than the 402 images its interval asks for), one page each. On a page of m
+images rater A answers y (m-1 times) then n, rater B y (m-3 times) then u n n. So per class the
+last image is rejected (no, no), the one before it tied (selection frequency 0.5, kept at
+`min_selection` 0.5), the one before that kept on one yes and one unsure, the rest kept on two
+yeses: precision (m-1)/m per class, (N-8)/N overall for N images, 8 unsure answers, 8 images
+dropped by `apply`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from browser import FLAGS
+from cli_runner import invoke
+from ports import free_loopback_port
+from scipy import stats
+from shared_runs import copy_run
+
+from imagenot.pipeline.report.stage import report_command
+from imagenot.pipeline.review.command import review_command
+from imagenot.pipeline.why import why
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.common.by import By  # noqa: E402
+
+KEYS = {"A": lambda m: "y" * (m - 1) + "n", "B": lambda m: "y" * (m - 3) + "unn"}
+
+
+def _review(*args: str) -> str:
+    result = invoke(review_command, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+class Server:
+    """`imagenot review serve` as a user starts it, in its own process group."""
+
+    def __init__(self, run_dir: Path, port: int, log: Path):
+        self.run_dir, self.port, self.log = run_dir, port, log
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        command = [str(Path(sys.executable).with_name("imagenot")), "review", "serve", "--run", str(self.run_dir), "--port", str(self.port)]
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.log.read_text()
+            try:
+                with urllib.request.build_opener().open(f"http://127.0.0.1:{self.port}/", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise AssertionError(f"the review server did not answer within 120 s:\n{self.log.read_text()}")
+
+    def kill(self) -> None:
+        """As a crash would: SIGKILL, no chance to flush or close anything."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+
+def _browser(folder: Path):
+    if not shutil.which("chromedriver"):
+        pytest.skip("no chromedriver (scripts/setup.sh installs Debian's chromium-driver)")
+    options = webdriver.ChromeOptions()
+    for flag in (*FLAGS, "--window-size=1200,900", f"--user-data-dir={folder}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver")))
+    driver.set_page_load_timeout(30)
+    return driver
+
+
+def _sign_in(driver, base: str, name: str) -> None:
+    driver.get(base + "/")
+    box = driver.find_element(By.NAME, "name")
+    box.send_keys(name)
+    box.submit()
+
+
+def _answer_page(driver, rater: str) -> tuple[str, int] | None:
+    """Answer the open page by keyboard alone; the page's class name and images (None: nothing was left)."""
+    if not driver.find_elements(By.ID, "answers"):
+        return None
+    name = driver.find_element(By.ID, "class").text
+    task = driver.current_url
+    images = len(driver.find_elements(By.CSS_SELECTOR, ".item"))
+    assert images >= 3, f"{name}: {images} images; the answer pattern needs 3"
+    keys = KEYS[rater](images)
+    body = driver.find_element(By.TAG_NAME, "body")
+    body.send_keys(*keys)
+    checked = driver.execute_script("return [...document.querySelectorAll('input:checked')].map(i => i.value)")
+    assert "".join(v[0] for v in checked) == keys  # every key marked the image it was on, then moved on
+    body.send_keys("\n")  # Enter sends the page
+    deadline = time.monotonic() + 20
+    while driver.current_url == task and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return name, images
+
+
+@pytest.fixture(scope="module")
+def reviewed(downloaded_run, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("browser-review")
+    run_dir = copy_run(downloaded_run, folder / "run")
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config["review"] = {"raters": 2}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    planned = _review("plan", "--run", str(run_dir))
+    server = Server(run_dir, free_loopback_port(), folder / "server.log")
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    a, b = _browser(folder / "a"), _browser(folder / "b")
+    pages = {"A": [], "B": []}
+    try:
+        _sign_in(a, base, "Ann <b>A</b>")
+        _sign_in(b, base, "Bo")
+        for _ in range(3):  # both at once, page after page
+            pages["A"].append(_answer_page(a, "A"))
+            pages["B"].append(_answer_page(b, "B"))
+        left_before_kill = a.find_element(By.ID, "left").text
+        server.kill()
+        server.start()  # nothing answered is lost: the raters go on where they were
+        a.get(base + "/")
+        b.get(base + "/")
+        assert a.find_element(By.ID, "rater").text == "Ann <b>A</b>"  # the cookie outlives the server; the name is text
+        assert a.find_element(By.ID, "left").text == left_before_kill
+        for driver, rater in ((a, "A"), (b, "B")):
+            while (page := _answer_page(driver, rater)) is not None:
+                pages[rater].append(page)
+                assert len(pages[rater]) <= 8
+        done_page = a.page_source
+    finally:
+        a.quit()
+        b.quit()
+        server.kill()
+    images = pq.read_table(run_dir / "review/plan.parquet").num_rows
+    return {"run": run_dir, "planned": planned, "pages": pages, "done": done_page, "images": images,
+            "exported": _review("export", "--run", str(run_dir)), "status": _review("status", "--run", str(run_dir))}  # fmt: skip
+
+
+def test_two_raters_answer_every_page_by_keyboard_and_a_kill_loses_nothing(reviewed):
+    n = reviewed["images"]
+    assert f"{n} images, {2 * n} answers wanted (2 raters each)" in reviewed["planned"]
+    assert [len({name for name, _ in p}) for p in reviewed["pages"].values()] == [8, 8]  # each class page once each
+    assert sum(m for _, m in reviewed["pages"]["A"]) == n
+    assert "Nothing left for you" in reviewed["done"]
+    with sqlite3.connect(reviewed["run"] / "review/answers.sqlite") as db:
+        stored = db.execute("SELECT raters.name, answer, COUNT(*) FROM answers JOIN raters ON raters.id = rater GROUP BY 1, 2").fetchall()
+    assert sorted(stored) == [("Ann <b>A</b>", "no", 8), ("Ann <b>A</b>", "yes", n - 8), ("Bo", "no", 16), ("Bo", "unsure", 8),
+                              ("Bo", "yes", n - 24)]  # fmt: skip
+    answers = pq.read_table(reviewed["run"] / "review/answers.parquet")
+    assert answers.num_rows == 2 * n
+
+
+def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
+    run_dir, n = reviewed["run"], reviewed["images"]
+    results = json.loads((run_dir / "review/results.json").read_text())
+    sizes = {name: m for name, m in reviewed["pages"]["A"]}
+    assert [(c["accepted"], c["decided"], c["unsure_only"]) for c in results["per_class"]] == [
+        (sizes[c["name"]] - 1, sizes[c["name"]], 0) for c in results["per_class"]]  # fmt: skip
+    overall = results["overall"]
+    ci = stats.binomtest(n - 8, n).proportion_ci(0.95, method="exact")
+    assert (overall["accepted"], overall["decided"]) == (n - 8, n)
+    assert (overall["low"], overall["high"]) == pytest.approx((ci.low, ci.high))
+    assert results["unsure_answers"] == 8 and results["answers_by_kind"] == {"no": 24, "unsure": 8, "yes": 2 * n - 32}
+    images = pq.read_table(run_dir / "review/images.parquet").to_pylist()
+    assert sorted(r["selection_frequency"] for r in images) == [0.0] * 8 + [0.5] * 8 + [1.0] * (n - 16)
+    assert "agrees with the others' majority" in reviewed["status"] and f"0 of {n} images need more" in reviewed["status"]
+    reported = invoke(report_command, ["--run", str(run_dir)])
+    assert reported.exit_code == 0, reported.output
+    card = (run_dir / "report/card.md").read_text()
+    section = card[card.index("## Human review") :]
+    assert f"**Overall label precision**: {(n - 8) / n:.3f} [{ci.low:.3f}, {ci.high:.3f}] (95% Clopper-Pearson), {n - 8} of {n}" in section
+    assert f"2 raters gave {2 * n} answers (no 24, unsure 8, yes {2 * n - 32})" in section
+    assert f"| Ann &lt;b&gt;A&lt;/b&gt; | {n} |" in section and "<b>A</b>" not in section
+    assert "**Dropped by review**: 0 images." in section
+    html = (run_dir / "report/report.html").read_text()
+    assert 'id="review"' in html and 'alt="per-class precision"' in html and "<b>A</b>" not in html
+
+
+def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed, tmp_path):
+    run_dir = copy_run(reviewed["run"], tmp_path / "run")
+    rejected = {r["row_id"] for r in pq.read_table(run_dir / "review/images.parquet").to_pylist() if r["selection_frequency"] == 0}
+    output = _review("apply", "--run", str(run_dir), "--min-selection", "0.5")
+    done = json.loads(output.split("review apply: ", 1)[1])
+    assert done["dropped"] == 8 and done["passes"] == 1
+    dataset = {r["row_id"] for r in pq.read_table(run_dir / "download/dataset").to_pylist()}
+    assert not rejected & dataset
+    assert done["backfilled"] == done["put_up_for_review"] > 0  # each class's reserve replaces its rejected image
+    plan = pq.read_table(run_dir / "review/plan.parquet").to_pylist()
+    added = [r for r in plan if r["added_by"] == "review_apply"]
+    assert len(added) == done["put_up_for_review"] and {r["row_id"] for r in added} <= dataset
+    figures = json.loads((run_dir / "download/figures.json").read_text())
+    assert figures["dropped_by_review"] == 8 and "review_rejected" not in figures["dropped_by_audits"]
+    card = (run_dir / "report/card.md").read_text()
+    assert "**Dropped by review**: 8 images (`imagenot review apply`, reason `review_rejected`)" in card
+    assert "Human review dropped 8 images its raters rejected" in card
+    exported = {r["row_id"] for r in pq.read_table(run_dir / "dataset", columns=["row_id"]).to_pylist()} if (
+        run_dir / "dataset").exists() else dataset  # fmt: skip
+    assert not rejected & exported
+    wnid = plan[0]["wnid"]
+    said = invoke(why, [wnid, "--run", str(run_dir)])
+    assert "review: dropped 1 images the raters rejected (review_rejected)" in said.output and "(0 yes, 2 no)" in said.output
