@@ -173,8 +173,8 @@ def apply_review(config: Config, run_dir: str) -> dict:
     result = backfill.drop_and_backfill(config, run_dir, "review apply", lambda: rejected_rows(run_dir, images))
     after = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     added = review_plan.extend_plan(config, run_dir, after - before)
+    export_review(run_dir, config.review)  # the figures name the dropped images, for the report
     run_and_record(report_stage.STAGE, report_stage.run_report, config, run_dir)
-    export_review(run_dir, config.review)
     return {"dropped": result.dropped.get(REVIEW_REASON, 0), "passes": result.passes, "backfilled": len(after - before),
             "put_up_for_review": added}  # fmt: skip
 
