@@ -25,6 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -197,6 +198,25 @@ def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
     assert "**Dropped by review**: 0 images." in section
     html = (run_dir / "report/report.html").read_text()
     assert 'id="review"' in html and 'alt="per-class precision"' in html and "<b>A</b>" not in html
+
+
+def test_compare_rankings_can_keep_to_the_images_review_kept(reviewed, tmp_path):
+    from imagenot.pipeline.audit.rankings import compare_rankings_command
+
+    run_dir, n, k = reviewed["run"], reviewed["images"], reviewed["K"]
+    images = pq.read_table(run_dir / "review/images.parquet").to_pylist()
+    kept = [r["row_id"] for r in images if r["accepted"]]
+    rows = []
+    for m, model in enumerate(("small", "medium", "large")):  # right on the first m + 1 kept images, and on every rejected one
+        rows += [{"model": model, "row_id": r["row_id"], "correct": not r["accepted"] or kept.index(r["row_id"]) <= m} for r in images]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "b.parquet")
+    (tmp_path / "acc.csv").write_text("model,accuracy_a,n_a,accuracy_b,n_b\nsmall,0.5,100,0.9,10\nmedium,0.6,100,0.9,10\nlarge,0.7,100,0.9,10\n")
+    result = invoke(compare_rankings_command, ["--input", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "out"),
+                                               "--reviewed-run", str(run_dir), "--predictions-b", str(tmp_path / "b.parquet"), "--resamples", "200"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    models = json.loads((tmp_path / "out/rankings.json").read_text())["models"]
+    assert [(models[m]["accuracy_b"], models[m]["n_b"]) for m in ("small", "medium", "large")] == [
+        (1 / (n - k), n - k), (2 / (n - k), n - k), (3 / (n - k), n - k)]  # fmt: skip
 
 
 def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed, tmp_path):

@@ -56,7 +56,9 @@ def review_lines(results: dict | None) -> list[str]:
         "Raters, with Dawid-Skene's estimate of each one's accuracy and their agreement with the others' majority:",
         "",
         *table(("rater", "answers", "Dawid-Skene accuracy", "agrees with others"), raters, "lrrr"),
-        f"Per class, over its random sample ({confidence}% Clopper-Pearson intervals; `review/precision.png` plots them sorted):",
+        f"Per class, over its random sample ({confidence}% Clopper-Pearson intervals), and plotted sorted:",
+        "",
+        "![Label precision per class with its interval, sorted](../review/precision.png)",
         "",
         *table(("class", "sampled", "decided", "kept", "only unsure", "precision [interval]"), classes, "lrrrrl"),
     ]

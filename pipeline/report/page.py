@@ -235,7 +235,7 @@ def _review(facts: RunFacts) -> str:
     lines = review_lines(facts.review)[2:]
     if facts.review is None:
         return section("review", f"<p>{esc(lines[0])}</p>")
-    prose = [line for line in lines if line and not line.startswith("|")]
+    prose = [line for line in lines if line and not line.startswith(("|", "!["))]
     parts = [f"<p>{esc(line.lstrip('>- '))}</p>" for line in prose[:-2]]
     if facts.review_plot:
         parts.append(figure(facts.review_plot, "per-class precision", "Label precision per class with its interval, sorted."))
