@@ -8,7 +8,7 @@ always has pages), and serves it with waitress on 127.0.0.1 in this process's th
 `imagenot review serve` does. `--clients` raters then answer page after page for `--seconds`,
 each in its own thread with its own cookie: GET /next (redirected to a page, timed as the page
 render), GET one image of it (timed), POST the page's answers (timed as the save, one SQLite
-transaction). The baseline is the same waitress, threads and clients against a WSGI app that
+transaction, up to the server's 303). The baseline is the same waitress, threads and clients against a WSGI app that
 returns one of the review's pages as fixed bytes: the transport's own floor. The last line is one JSON
 object: p50 and p99 per kind of request, in ms, and each over the baseline's; the goal is a
 p99 under 100 ms.
@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -53,13 +54,26 @@ def _serve(app, clients: int) -> tuple[waitress.server.BaseWSGIServer, str]:
     return server, f"http://127.0.0.1:{port}"
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # a POST's 303 ends its timing; the next page is fetched and timed on its own
+
+
 def _rater(base: str, name: str, until: float, timings: dict[str, list[float]]) -> None:
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    cookies = urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+    opener, poster = urllib.request.build_opener(cookies), urllib.request.build_opener(cookies, _NoRedirect)
 
     def timed(kind: str, path: str, form: dict | None = None) -> tuple[str, str]:
         started = time.perf_counter()
-        data = urllib.parse.urlencode(form).encode() if form is not None else None
-        with opener.open(base + path, data=data, timeout=30) as response:
+        if form is not None:
+            try:
+                poster.open(base + path, data=urllib.parse.urlencode(form).encode(), timeout=30).close()
+            except urllib.error.HTTPError as answer:
+                if answer.code != 303:
+                    raise
+            timings[kind].append(time.perf_counter() - started)
+            return "", ""
+        with opener.open(base + path, timeout=30) as response:
             body, url = response.read(), response.geturl()
         timings[kind].append(time.perf_counter() - started)
         return url, body.decode("utf-8", "replace")
@@ -118,6 +132,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-review-") as folder:
         run_dir = Path(folder) / "run"
+        run_dir.mkdir()
         for name in COPIED:
             source = Path(args.run) / name
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, run_dir / name)

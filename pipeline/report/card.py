@@ -83,13 +83,15 @@ def _what(facts: RunFacts) -> list[str]:
     if not k:
         lines += [f"> **No classes.** This run ended with {describe(facts)}. See How it was built.", ""]
     images = f"{facts.images:,} images ({', '.join(f'{n:,} {s}' for s, n in facts.splits.items())})"
+    checked = ("No person looked at the images or checked a label" if facts.review is None
+               else "People then checked a sample of the labels (see Human review)")  # fmt: skip
     lines += [
         "## What this dataset is",
         "",
         f"An image classification dataset of **{k:,} classes** and **{images}**, built the way ImageNot "
         "(Salaudeen & Hardt, 2024) was: the classes are WordNet 3.0 noun synsets chosen to differ from "
         f"`{c.selection.reference}`, and the images are web image/caption pairs labelled from their caption text "
-        "alone. No person looked at the images or checked a label. It is a contrast dataset: it is meant to test "
+        f"alone. {checked}. It is a contrast dataset: it is meant to test "
         "whether models rank the same way here as on ImageNet, not to measure accuracy on ImageNet's classes.",
         "",
         f"Each row of `{facts.dataset_stage}/dataset/*.parquet` is one image: `url`, `caption`, `class_index` "

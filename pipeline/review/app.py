@@ -12,7 +12,7 @@ import hmac
 import logging
 import re
 
-from flask import Flask, Response, abort, make_response, redirect, render_template_string, request
+from flask import Flask, Response, abort, make_response, redirect, request
 from itsdangerous import BadSignature, URLSafeSerializer
 from werkzeug.exceptions import HTTPException
 
@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 IMAGE_ID = re.compile(r"[0-9a-f]{24}")
 MAX_NAME = 60
 RATER_COOKIE, TOKEN_COOKIE = "imagenot_rater", "imagenot_review_token"
+TEMPLATES = ("LAYOUT", "NAME_FORM", "CLASS_PAGE", "FLAGGED_PAGE")
 
 
 def create_app(session: ReviewSession, secret: str, token: str | None = None) -> Flask:
@@ -31,10 +32,12 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
     app.config.update(MAX_CONTENT_LENGTH=session.settings.max_body_bytes, MAX_FORM_PARTS=2 * 200 + 10)
     signer = URLSafeSerializer(secret, salt="rater")
 
+    templates = {name: app.jinja_env.from_string(getattr(pages, name)) for name in TEMPLATES}  # compiled once
+
     def page(title: str, body: str, rater: int | None = None, status: int = 200) -> Response:
-        name = session.store.rater_name(rater) if rater is not None else None
+        name = session.rater_name(rater) if rater is not None else None
         progress = session.progress(rater) if rater is not None else None
-        html = render_template_string(pages.LAYOUT, title=title, style=pages.STYLE, body=body, rater=name, progress=progress)
+        html = templates["LAYOUT"].render(title=title, style=pages.STYLE, body=body, rater=name, progress=progress)
         return make_response(html, status)
 
     def current_rater() -> int | None:
@@ -42,7 +45,7 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
             rater = signer.loads(request.cookies.get(RATER_COOKIE, ""))
         except BadSignature:
             return None
-        return rater if isinstance(rater, int) and session.store.rater_name(rater) is not None else None
+        return rater if isinstance(rater, int) and session.rater_name(rater) is not None else None
 
     def known_task(task_id: str) -> Task:
         task = session.tasks.get(task_id)
@@ -86,7 +89,7 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         rater = current_rater()
         if rater is not None:
             return redirect("/next", 303)
-        return page("who is rating", render_template_string(pages.NAME_FORM, max_name=MAX_NAME))
+        return page("who is rating", templates["NAME_FORM"].render(max_name=MAX_NAME))
 
     @app.post("/rater")
     def sign_in():
@@ -94,7 +97,7 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         if not name or len(name) > MAX_NAME:
             abort(400, f"a rater's name is 1 to {MAX_NAME} characters")
         response = redirect("/next", 303)
-        response.set_cookie(RATER_COOKIE, signer.dumps(session.store.rater(name)), httponly=True, samesite="Strict")
+        response.set_cookie(RATER_COOKIE, signer.dumps(session.rater(name)), httponly=True, samesite="Strict")
         return response
 
     @app.get("/next")
@@ -116,8 +119,7 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         questions = session.open_questions(task, rater)
         if not questions:
             return redirect("/next", 303)
-        session.store.lease(rater, task.id)
-        return page(session.classes[task.class_index]["name"], _task_body(session, task, questions), rater)
+        return page(session.classes[task.class_index]["name"], _task_body(session, templates, task, questions), rater)
 
     @app.post("/task/<task_id>")
     def answer_task(task_id: str):
@@ -134,7 +136,7 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
             if value not in task.answers:
                 abort(400, f"answer {value[:20]!r} is not one of {', '.join(task.answers)}")
             answers.append((image, value))
-        session.store.save(rater, task.id, answers)
+        session.record(rater, task, answers)
         return redirect("/next", 303)
 
     @app.get("/image/<image>")
@@ -148,17 +150,17 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
     return app
 
 
-def _task_body(session: ReviewSession, task: Task, questions: list) -> str:
+def _task_body(session: ReviewSession, templates: dict, task: Task, questions: list) -> str:
     settings, c = session.settings, session.classes[task.class_index]
     if task.kind == CLASS:
-        return render_template_string(
-            pages.CLASS_PAGE, c=c, task=task, questions=questions, show_captions=settings.show_captions,
+        return templates["CLASS_PAGE"].render(
+            c=c, task=task, questions=questions, show_captions=settings.show_captions,
             instructions=pages.CLASS_INSTRUCTIONS, keys_help=pages.KEYS, script=pages.SCRIPT,
         )  # fmt: skip
     none = {"name": "(no suggestion)", "gloss": ""}
     suggested = session.classes.get(task.suggested_class, none) if task.suggested_class is not None else none
-    return render_template_string(
-        pages.FLAGGED_PAGE, given=c, suggested=suggested, task=task, questions=questions,
+    return templates["FLAGGED_PAGE"].render(
+        given=c, suggested=suggested, task=task, questions=questions,
         given_examples=session.examples.get(task.class_index, []),
         suggested_examples=session.examples.get(task.suggested_class, []), show_captions=settings.show_captions,
         instructions=pages.FLAGGED_INSTRUCTIONS, keys_help=pages.FLAGGED_KEYS, script=pages.SCRIPT,

@@ -3,11 +3,17 @@
 Pages come from `review/plan.parquet`. A rater is given the page with the fewest raters who
 answered or hold it open, among those that still want answers and that hold an image the rater
 has not answered; a page's images already answered by the rater are not shown again.
+
+The database is the record; the server also keeps the answers' counts, who answered what and
+who holds which page open in memory (read from the database when it starts), so a page is
+chosen and rendered without a query over every answer.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -68,33 +74,75 @@ class ReviewSession:
         self.examples, example_where = _examples(run_dir, plan, settings.examples)
         self.images = ImageSource(run_dir, {**example_where, **where})
         self.task_of_image = {q.image: t.id for t in self.tasks.values() for q in t.questions}
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()  # image -> answers
+        self.answered: defaultdict[int, set[str]] = defaultdict(set)  # rater -> images answered
+        self.times: defaultdict[int, list[float]] = defaultdict(list)  # rater -> [first, last] answer time
+        self.leases: defaultdict[str, dict[int, float]] = defaultdict(dict)  # task -> rater -> opened at
+        for rater, image, at in store.answer_times():
+            self._count(rater, image, at)
+        self.names: dict[int, str] = {}
+
+    def _count(self, rater: int, image: str, at: float) -> None:
+        self.counts[image] += 1
+        self.answered[rater].add(image)
+        span = self.times[rater]
+        self.times[rater] = [min(span[0], at), max(span[1], at)] if span else [at, at]
+
+    def rater(self, name: str) -> int:
+        rater = self.store.rater(name)
+        self.names[rater] = name
+        return rater
+
+    def rater_name(self, rater: int) -> str | None:
+        if rater not in self.names:
+            name = self.store.rater_name(rater)
+            if name is None:
+                return None
+            self.names[rater] = name
+        return self.names[rater]
+
+    def record(self, rater: int, task: Task, answers: list[tuple[str, str]]) -> int:
+        """Store a page's answers (each image once, the first answer given stays); the new ones."""
+        with self._lock:
+            new = dict(a for a in reversed(answers) if a[0] not in self.answered[rater])  # the first of repeats
+            stored = self.store.save(rater, task.id, list(new.items()))
+            now = time.time()
+            for image in new:
+                self._count(rater, image, now)
+            self.leases[task.id].pop(rater, None)
+        return stored
 
     def open_questions(self, task: Task, rater: int) -> list[Question]:
-        answered = self.store.answered_by(rater)
-        return [q for q in task.questions if q.image not in answered]
+        with self._lock:
+            self.leases[task.id][rater] = time.time()
+            return [q for q in task.questions if q.image not in self.answered[rater]]
 
     def next_task(self, rater: int) -> Task | None:
         """The page this rater should answer next (None: nothing left for them)."""
-        answered, counts = self.store.answered_by(rater), self.store.answer_counts()
-        busy = self.store.leased(time.time() - LEASE_SECONDS, rater)
-        best, best_key = None, None
-        for order, task in enumerate(self.tasks.values()):
-            wanted = [q for q in task.questions if q.image not in answered and counts.get(q.image, 0) < self.settings.raters]
-            if not wanted:
-                continue
-            key = (min(counts.get(q.image, 0) for q in wanted) + busy.get(task.id, 0), order)
-            if best_key is None or key < best_key:
-                best, best_key = task, key
-        return best
+        since, wanted_answers = time.time() - LEASE_SECONDS, self.settings.raters
+        with self._lock:
+            answered, counts = self.answered[rater], self.counts
+            best, best_key = None, None
+            for order, task in enumerate(self.tasks.values()):
+                wanted = [counts[q.image] for q in task.questions if q.image not in answered and counts[q.image] < wanted_answers]
+                if not wanted:
+                    continue
+                busy = sum(1 for r, at in self.leases[task.id].items() if r != rater and at >= since)
+                key = (min(wanted) + busy, order)
+                if best_key is None or key < best_key:
+                    best, best_key = task, key
+            return best
 
     def progress(self, rater: int) -> dict:
         """What the page tells the rater: images left for them, answers still wanted, their pace."""
-        answered, counts = self.store.answered_by(rater), self.store.answer_counts()
-        images = [q.image for t in self.tasks.values() for q in t.questions]
-        left = sum(1 for i in images if i not in answered and counts.get(i, 0) < self.settings.raters)
-        wanted = sum(max(0, self.settings.raters - counts.get(i, 0)) for i in images)
-        given, per_minute = self.store.pace(rater)
-        return {"left_for_you": left, "answers_wanted": wanted, "given": given, "per_minute": per_minute}
+        with self._lock:
+            answered, counts, wanted = self.answered[rater], self.counts, self.settings.raters
+            left = sum(1 for i in self.task_of_image if i not in answered and counts[i] < wanted)
+            missing = sum(max(0, wanted - counts[i]) for i in self.task_of_image)
+            given, span = len(answered), self.times.get(rater)
+        minutes = (span[1] - span[0]) / 60 if span and given > 1 else 0
+        return {"left_for_you": left, "answers_wanted": missing, "given": given, "per_minute": given / minutes if minutes else None}
 
 
 def _group(table: pa.Table, column: str) -> dict[str, list[dict]]:
