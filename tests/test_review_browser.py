@@ -153,7 +153,8 @@ def reviewed(downloaded_run, tmp_path_factory):
     plan = pq.read_table(run_dir / "review/plan.parquet")
     images, classes = plan.num_rows, len(set(plan.column("class_index").to_pylist()))
     sizes = [m for _, m in pages["A"]]
-    return {"run": run_dir, "planned": planned, "pages": pages, "done": done_page, "images": images, "K": classes, "k2": sum(m >= 2 for m in sizes), "k3": sum(m >= 3 for m in sizes),
+    return {"run": run_dir, "planned": planned, "pages": pages, "done": done_page, "images": images, "K": classes,
+            "k2": sum(m >= 2 for m in sizes), "k3": sum(m >= 3 for m in sizes),
             "exported": _review("export", "--run", str(run_dir)), "status": _review("status", "--run", str(run_dir))}  # fmt: skip
 
 
@@ -212,7 +213,8 @@ def test_compare_rankings_can_keep_to_the_images_review_kept(reviewed, tmp_path)
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "b.parquet")
     (tmp_path / "acc.csv").write_text("model,accuracy_a,n_a,accuracy_b,n_b\nsmall,0.5,100,0.9,10\nmedium,0.6,100,0.9,10\nlarge,0.7,100,0.9,10\n")
     result = invoke(compare_rankings_command, ["--input", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "out"),
-                                               "--reviewed-run", str(run_dir), "--predictions-b", str(tmp_path / "b.parquet"), "--resamples", "200"])  # fmt: skip
+                                               "--reviewed-run", str(run_dir), "--predictions-b", str(tmp_path / "b.parquet"),
+                                               "--resamples", "200"])  # fmt: skip
     assert result.exit_code == 0, result.output
     models = json.loads((tmp_path / "out/rankings.json").read_text())["models"]
     assert [(models[m]["accuracy_b"], models[m]["n_b"]) for m in ("small", "medium", "large")] == [

@@ -76,7 +76,8 @@ def image_figures(plan: pa.Table, answers: list[tuple[str, str, str]], settings:
 
 def precision(accepted: int, decided: int, confidence: float) -> dict:
     low, high = clopper_pearson(accepted, decided, confidence) if decided else (None, None)
-    return {"accepted": accepted, "decided": decided, "precision": accepted / decided if decided else None, "low": low, "high": high}
+    share = accepted / decided if decided else None
+    return {"accepted": accepted, "decided": decided, "precision": share, "low": low, "high": high}
 
 
 def class_precision(images: pa.Table, classes: list[dict], confidence: float) -> list[dict]:

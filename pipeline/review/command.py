@@ -44,7 +44,8 @@ def review_command() -> None:
 
 @review_command.command("plan")
 @run_option
-@click.option("--margin", type=click.FloatRange(0, 0.5, min_open=True, max_open=True), help="half-width of each class's interval [review.margin]")
+@click.option("--margin", type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
+              help="half-width of each class's interval [review.margin]")
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), help="its confidence [review.confidence]")
 @click.option("--raters", type=click.IntRange(1, 50), help="answers wanted per image [review.raters]")
 @run_config_option
@@ -66,7 +67,8 @@ def _plan_and_show(config: Config, run_dir: str, break_lock: bool = False) -> No
     rows = review_plan.plan_table(plan, read_classes(run_dir), settings)
     click.echo(f"{'class':<32} {'images':>7} {'flagged':>7} {'tasks':>7} {'minutes':>8}")
     for r in rows:
-        click.echo(f"{r['class_index']:>4} {r['name'][:27]:<27} {r['images']:>7} {r['flagged']:>7} {r['tasks']:>7} {r['rater_minutes']:>8.1f}")
+        counts = f"{r['images']:>7} {r['flagged']:>7} {r['tasks']:>7} {r['rater_minutes']:>8.1f}"
+        click.echo(f"{r['class_index']:>4} {r['name'][:27]:<27} {counts}")
     total = sum(r["rater_minutes"] for r in rows)
     click.echo(
         f"{plan.num_rows:,} images, {sum(r['tasks'] for r in rows):,} answers wanted ({settings.raters} raters each), about "
@@ -135,7 +137,8 @@ def status_command(run_dir: str, config_path: str | None) -> None:
         left = pc.sum(pc.cast(pc.filter(needing, mask), pa.int64())).as_py() or 0
         click.echo(f"{c:>4} {names.get(c, '?')[:27]:<27} {given:>8} {left:>9}")
     left = pc.sum(pc.cast(needing, pa.int64())).as_py() or 0
-    click.echo(f"{results['answers']:,} answers ({results['unsure_answers']:,} unsure); {left:,} of {images.num_rows:,} images need more")
+    click.echo(f"{results['answers']:,} answers ({results['unsure_answers']:,} unsure); "
+               f"{left:,} of {images.num_rows:,} images need more")
     for r in results["raters"]:
         agreement = "n/a" if r["agreement_with_others"] is None else f"{r['agreement_with_others']:.1%}"
         click.echo(f"rater {r['name']!r}: {r['answers']:,} answers, agrees with the others' majority on {agreement}")
@@ -181,7 +184,8 @@ def apply_review(config: Config, run_dir: str) -> dict:
 
 @review_command.command("apply")
 @run_option
-@click.option("--min-selection", type=click.FloatRange(0, 1), help="keep an image when yes / (yes + no) reaches this [review.min_selection]")
+@click.option("--min-selection", type=click.FloatRange(0, 1),
+              help="keep an image when yes / (yes + no) reaches this [review.min_selection]")
 @run_config_option
 @break_lock_option
 def apply_command(run_dir: str, min_selection: float | None, config_path: str | None, break_lock: bool) -> None:

@@ -171,7 +171,8 @@ def extend_plan(config: Config, run_dir: str, new_rows: set[str]) -> int:
     the questions added."""
     plan = read_plan(run_dir)
     dataset = read_dataset(run_dir)
-    fresh = dataset.filter(pc.is_in(dataset.column("row_id"), pa.array(sorted(new_rows - set(plan.column("row_id").to_pylist())), pa.string())))
+    wanted = sorted(new_rows - set(plan.column("row_id").to_pylist()))
+    fresh = dataset.filter(pc.is_in(dataset.column("row_id"), pa.array(wanted, pa.string())))
     if not fresh.num_rows:
         return 0
     pages: dict[int, int] = {}

@@ -150,7 +150,8 @@ def why_line(run_dir: str, wnid: str) -> str | None:
         return None
     answers = {r["image"]: r for r in images.to_pylist()} if images is not None else {}
     described = ", ".join(
-        f"{r['row_id']} ({answers[r['image']]['yes']} yes, {answers[r['image']]['no']} no)" if r["image"] in answers else r["row_id"]
+        f"{r['row_id']} ({answers[r['image']]['yes']} yes, {answers[r['image']]['no']} no)"
+        if r["image"] in answers else r["row_id"]
         for r in rows
     )
     return f"review: dropped {len(rows):,} images the raters rejected (review_rejected): {described}"

@@ -158,7 +158,7 @@ def _examples(run_dir: str, plan: pa.Table, count: int) -> tuple[dict[int, list[
     flagged_rows = plan.filter(pc.equal(plan.column("kind"), FLAGGED))
     if not flagged_rows.num_rows:
         return {}, {}
-    wanted = set(flagged_rows.column("class_index").to_pylist()) | set(flagged_rows.column("suggested_class").drop_null().to_pylist())
+    wanted = {*flagged_rows.column("class_index").to_pylist(), *flagged_rows.column("suggested_class").drop_null().to_pylist()}
     flagged = set(flagged_rows.column("row_id").to_pylist())
     examples: dict[int, list[str]] = {}
     where = {}
