@@ -19,8 +19,10 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
     from imagenot.pipeline.build import build
     from imagenot.pipeline.build_summary import class_shortfall, closing_summary
     from imagenot.pipeline.config import load_config
+    from imagenot.pipeline.corpus.preflight import check_corpus_schema
 
     config = load_config(config_path, needs_corpus=True)
+    check_corpus_schema(config)  # before the lock or config.yaml is written
     run_dir = run_dir or "runs/" + config_path.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
         ran = build(config, run_dir, from_stage)

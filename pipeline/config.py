@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config_yaml import parse_yaml, suggestion
+from imagenot.pipeline.corpus.presets import PRESET_NAMES, apply_preset
 from imagenot.pipeline.download.address_guard import parse_networks
 from imagenot.wordnet.classlists import REFERENCE_SETS
 from imagenot.wordnet.queries import validate_template
@@ -72,9 +73,24 @@ class Synth(Section):
 
 
 class Corpus(Section):
-    paths: list[str] = Field(default_factory=list, description="parquet paths, globs or URLs")
+    paths: list[str] = Field(
+        default_factory=list, description="paths, globs or URLs of parquet, csv, tsv, json or jsonl files (text ones also .gz)"
+    )
     synth: Synth | None = Field(None, description="generate the corpus instead of reading paths")
+    preset: Literal[PRESET_NAMES] | None = Field(  # type: ignore[valid-type]
+        None, description="a published corpus's column map and row NSFW settings; keys set here override it"
+    )
+    format: Literal["parquet", "csv", "tsv", "json", "jsonl"] | None = Field(
+        None, description="the files' format; null: from each file's extension (.parquet .csv .tsv .json .jsonl, text ones also .gz)"
+    )
     columns: Columns = Columns()
+    column_names: list[str] | None = Field(
+        None, description="csv/tsv files without a header: their columns in order (a first line spelling them is a header)"
+    )
+    strict: bool = Field(False, description="a malformed line of a text file is an error naming it, not a counted drop")
+    work_unit_rows: int = Field(
+        1_000_000, ge=1_000, le=100_000_000, description="the most rows of one work unit (parquet row groups, text byte ranges)"
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> Corpus:
@@ -455,6 +471,11 @@ class Config(Section):
     datasheet: Datasheet = Datasheet()
     review: Review = Review()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _corpus_preset(cls, data: object) -> object:
+        return apply_preset(data)
+
     @model_validator(mode="after")
     def _threshold_for_the_encoder(self) -> Config:
         if self.scoring.model not in self.ranking.thresholds:
@@ -532,7 +553,7 @@ def load_config(
         )
         raise ConfigError(f"{source}: invalid config:\n{problems}") from err
     if needs_corpus and not config.corpus.paths and config.corpus.synth is None:
-        raise ConfigError(f"{source}: corpus: no corpus given; set corpus.paths (parquet paths or globs) or corpus.synth")
+        raise ConfigError(f"{source}: corpus: no corpus given; set corpus.paths (paths or globs of corpus files) or corpus.synth")
     _check_reference(source, config.selection.reference)
     return config
 

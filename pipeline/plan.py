@@ -27,7 +27,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Config, load_config
-from imagenot.pipeline.corpus.reader import list_shards, validate_shard
+from imagenot.pipeline.corpus.formats import Source
+from imagenot.pipeline.corpus.preflight import check_corpus_schema
+from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
 
 FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
 
@@ -106,15 +108,21 @@ def caption_work(config: Config, rows: int, rates: Rates) -> dict:
 
 
 def corpus_footers(config: Config) -> tuple[int, int]:
-    """(rows, shards) of the configured corpus, from footers; raises on any shard that a build
-    would refuse (missing mapped column, unreadable footer)."""
+    """(rows, shards) of the configured corpus, from parquet footers (a text file's rows are
+    estimated from its size and its first megabyte); raises on any shard that a build would
+    refuse (missing mapped column, unreadable footer or header)."""
     if config.corpus.synth is not None:
         synth = config.corpus.synth
         return synth.rows, math.ceil(synth.rows / synth.shard_rows)
     shards = list_shards(config.corpus.paths)
+    layout = layout_of(config.corpus)
+
+    def rows(path: str) -> int:
+        validate_shard(path, config.corpus.columns, layout)
+        return Source(path, layout).estimated_rows()
 
     with ThreadPoolExecutor(FOOTER_THREADS) as pool:
-        return sum(pool.map(lambda path: validate_shard(path, config.corpus.columns), shards)), len(shards)
+        return sum(pool.map(rows, shards)), len(shards)
 
 
 def check_writable(run_dir: str) -> None:
@@ -189,7 +197,7 @@ def _round(value: float | None) -> float | None:
 
 
 def render(plan: dict) -> str:
-    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers); "
+    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers; text files' rows estimated from their size); "
              f"scoring.first_phase: {plan['first_phase']}"]  # fmt: skip
     for name, stage in plan["stages"].items():
         work = ", ".join(f"{k} {v:,}" for k, v in stage["work"].items())
@@ -219,6 +227,7 @@ def _rate_options(command):
 def plan_command(config_path: str, run_dir: str | None, workers: int | None, as_json: bool, **rates: float) -> None:
     """Project a build's work, jobs and cost from the corpus's footers; refuse what will fail."""
     config = load_config(config_path)
+    check_corpus_schema(config)
     rows, shards = corpus_footers(config)
     for folder in filter(None, (run_dir, config.runner.dataflow.temp_location if config.runner.dataflow else None)):
         check_writable(folder)

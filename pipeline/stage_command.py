@@ -10,6 +10,7 @@ import click
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import RUN_CONFIG, load_run_config
+from imagenot.pipeline.corpus.preflight import check_corpus_schema
 from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.stage_dir import is_done
 from imagenot.pipeline.summary import run_and_record
@@ -38,6 +39,7 @@ def stage_command(
     @break_lock_option
     def command(run_dir: str, config_path: str | None, break_lock: bool, **values: object) -> None:
         config = load_run_config(run_dir, config_path)
+        check_corpus_schema(config, missing_ok=True)  # before the lock: a refused command leaves nothing
         with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
             if not is_done(run_dir, upstream):
                 raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")

@@ -1,11 +1,15 @@
-"""Reading corpus shards: parquet files behind paths, globs or URLs (gs:// on Dataflow).
+"""Reading corpus shards: files behind paths, globs or URLs (gs:// on Dataflow), in any of the
+formats of `formats` (parquet, csv, tsv, json, jsonl; the text ones also gzipped).
 
-A shard's schema is checked from its footer before any row is read. Rows come out as Arrow
+A shard's schema is checked from its footer (or header) before any row is read. Rows come out as Arrow
 record batches with canonical column names (the fields of `Columns`) plus `row_id`; only the
 mapped columns are read from disk. Row checks are vectorised over whole batches, and every row
 is either kept or dropped under exactly one counted reason, the first that applies in
 `DROP_REASONS` order:
 
+- `line_malformed`: a line of a text file that does not parse (a field missing or extra, an
+  unterminated quote, a value that is not a number where one is expected); the first
+  `MALFORMED_LISTED` of a shard are listed by file and line in the tally (`formats`).
 - `caption_not_utf8`: the caption's bytes are not UTF-8 (parquet does not check that a string
   column holds UTF-8; such a value is unreadable text, and reading on would crash on it).
 - `caption_missing`: the caption is null.
@@ -26,24 +30,23 @@ A shard with no rows reads as one empty batch, so it is counted (and listed) lik
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Columns
+from imagenot.pipeline.config import Columns, Corpus
+from imagenot.pipeline.corpus.formats import CorpusError, Layout, Source, corpus_stem
 from imagenot.pipeline.paths import name as path_name
-from imagenot.pipeline.paths import stem as path_stem
 from imagenot.pipeline.shard_progress import rows_read as report_rows_read
 
+__all__ = ["CorpusError", "Layout"]  # with the reader, for its callers
+MALFORMED_LISTED = 20  # malformed lines of a shard named in its tally
 DROP_REASONS = (
+    "line_malformed",
     "caption_not_utf8",
     "caption_missing",
     "caption_empty",
@@ -78,16 +81,21 @@ class _ColumnType:
     canonical: pa.DataType
 
 
+def _values(t: pa.DataType) -> pa.DataType:
+    """The type of the values: a dictionary-encoded column (pandas' category) holds its dictionary's."""
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
 def _is_string(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
+    return pa.types.is_string(_values(t)) or pa.types.is_large_string(_values(t))
 
 
 def _is_number(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t)
+    return pa.types.is_integer(_values(t)) or pa.types.is_floating(_values(t))
 
 
 def _is_id(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or _is_string(t)
+    return pa.types.is_integer(_values(t)) or _is_string(t)
 
 
 _TEXT = _ColumnType("string", _is_string, pa.string())
@@ -104,21 +112,18 @@ COLUMN_TYPES: dict[str, _ColumnType] = {
 }
 
 
-class CorpusError(ImagenotError, ValueError):
-    """A shard cannot be used; the message names the shard and, for schema errors, the column,
-    the type found and the type expected."""
-
-
 @dataclass(frozen=True)
 class ShardBatch:
     """Kept rows of one slice of a shard, and why the others were dropped.
 
-    Invariant: rows_read == len(batch) + sum(dropped.values()).
+    Invariant: rows_read == len(batch) + sum(dropped.values()); `malformed` names malformed
+    lines ("<file>:<line>: <what is wrong>").
     """
 
     batch: pa.RecordBatch
     rows_read: int
     dropped: dict[str, int]
+    malformed: tuple[str, ...] = ()
 
 
 def list_shards(patterns: list[str]) -> list[str]:
@@ -147,22 +152,9 @@ def shard_identities(shards: list[str]) -> list[list]:
     return [found[shard] for shard in shards]
 
 
-@contextlib.contextmanager
-def _open_parquet(path: str) -> Iterator[pq.ParquetFile]:
-    try:
-        raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-    except Exception as err:  # OSError, BeamIOError, permission: all mean "cannot open"
-        raise CorpusError(f"shard {path}: cannot open: {type(err).__name__}: {err}") from err
-    with raw:
-        try:
-            parquet = pq.ParquetFile(raw)
-        except Exception as err:  # ArrowInvalid for a bad footer, OSError for short reads
-            raise CorpusError(f"shard {path}: not a readable parquet file: {err}") from err
-        yield parquet
-
-
-def _present_columns(path: str, schema: pa.Schema, columns: Columns) -> dict[str, str]:
-    """Canonical name -> corpus column for mapped columns in `schema`; raises on bad ones."""
+def _present_columns(source: Source, schema: pa.Schema, columns: Columns) -> dict[str, str]:
+    """Canonical name -> corpus column for mapped columns in `schema`; raises on bad ones. A text
+    file's columns are converted when read, so only their presence is checked."""
     present = {}
     for name, column in columns.source_columns().items():
         kind = COLUMN_TYPES[name]
@@ -170,56 +162,75 @@ def _present_columns(path: str, schema: pa.Schema, columns: Columns) -> dict[str
         if index < 0:
             if name in REQUIRED:
                 raise CorpusError(
-                    f"shard {path}: column {column!r} ({name}) is missing; expected type "
+                    f"shard {source.path}: column {column!r} ({name}) is missing; expected type "
                     f"{kind.expected}; the shard has {schema.names}: set `corpus.columns.{name}` to the column "
                     "that holds it"
                 )
             continue
         found = schema.field(index).type
         optional_all_null = name not in REQUIRED and pa.types.is_null(found)
-        if not (kind.accepts(found) or optional_all_null):
+        if not (source.is_text or kind.accepts(found) or optional_all_null):
             raise CorpusError(
-                f"shard {path}: column {column!r} ({name}) has type {found}, "
+                f"shard {source.path}: column {column!r} ({name}) has type {found}, "
                 f"expected {kind.expected}"
             )
         present[name] = column
     return present
 
 
-def validate_shard(path: str, columns: Columns) -> int:
-    """Check the shard's schema against the column mapping, from the parquet footer only; returns
-    the shard's row count, from the same footer."""
-    with _open_parquet(path) as parquet:
-        _present_columns(path, parquet.schema_arrow, columns)
-        return parquet.metadata.num_rows
+def _text_types(source: Source, schema: pa.Schema, present: dict[str, str]) -> dict[str, pa.DataType]:
+    """What a text file's mapped columns are parsed as: numbers as float64, ids as json has them."""
+    types = {}
+    for name, column in present.items():
+        canonical = COLUMN_TYPES[name].canonical
+        if name == "sample_id" and source.format in ("json", "jsonl"):
+            types[column] = schema.field(column).type
+        else:
+            types[column] = pa.float64() if canonical != pa.string() else pa.string()
+    return types
 
 
-def read_shard(path: str, columns: Columns, batch_rows: int) -> Iterator[ShardBatch]:
+def layout_of(corpus: Corpus) -> Layout:
+    """How the configured corpus's files are read."""
+    names = tuple(corpus.column_names) if corpus.column_names is not None else None
+    return Layout(corpus.format, names, corpus.strict)
+
+
+def shard_schema(path: str, layout: Layout = Layout()) -> pa.Schema:
+    """The shard's columns, from its footer or header (no row is read)."""
+    return Source(path, layout).schema()
+
+
+def validate_shard(path: str, columns: Columns, layout: Layout = Layout()) -> int | None:
+    """Check the shard's schema against the column mapping, from the parquet footer (or a text
+    file's header) only; returns the shard's row count where the footer has it, else None."""
+    source = Source(path, layout)
+    _present_columns(source, source.schema(), columns)
+    return source.num_rows()
+
+
+def read_shard(path: str, columns: Columns, batch_rows: int, layout: Layout = Layout()) -> Iterator[ShardBatch]:
     """The shard's rows in batches of up to `batch_rows`, checked, with canonical columns."""
-    stem = path_stem(path)
-    with _open_parquet(path) as parquet:
-        present = _present_columns(path, parquet.schema_arrow, columns)
-        batches = parquet.iter_batches(batch_size=batch_rows, columns=list(present.values()))
-        position = 0
-        while True:
-            try:
-                raw = next(batches)
-            except StopIteration:
-                if position == 0:  # a shard with no rows: one empty batch, with the columns
-                    yield _checked_batch(_empty(parquet.schema_arrow, present), present, stem, 0)
-                return
-            except Exception as err:  # a truncated or corrupt page surfaces only when read
-                raise CorpusError(
-                    f"shard {path}: unreadable after row {position}: {type(err).__name__}: {err}"
-                ) from err
-            report_rows_read(raw.num_rows)  # for the driver's time left
-            yield _checked_batch(raw, present, stem, position)
-            position += raw.num_rows
-
-
-def _empty(schema: pa.Schema, present: dict[str, str]) -> pa.RecordBatch:
-    fields = [schema.field(column) for column in present.values()]
-    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in fields], schema=pa.schema(fields))
+    stem = corpus_stem(path)
+    source = Source(path, layout)
+    schema = source.schema()
+    present = _present_columns(source, schema, columns)
+    types = _text_types(source, schema, present) if source.is_text else {}
+    listed = 0
+    read_any = False
+    for raw in source.batches(list(present.values()), types, batch_rows):
+        read_any = True
+        rows = raw.batch.num_rows + len(raw.malformed)
+        report_rows_read(rows)  # for the driver's time left
+        named = tuple(f"{path_name(path)}:{line}: {why}" for line, why in raw.malformed[: max(MALFORMED_LISTED - listed, 0)])
+        listed += len(named)
+        checked = _checked_batch(raw.batch, present, stem, raw.positions)
+        dropped = {**checked.dropped, "line_malformed": len(raw.malformed)}
+        yield ShardBatch(checked.batch, rows, {reason: dropped[reason] for reason in DROP_REASONS}, named)
+    if not read_any:  # a shard with no rows: one empty batch, with the columns
+        fields = [(column, types.get(column) or schema.field(column).type) for column in present.values()]
+        empty = pa.RecordBatch.from_pydict({c: pa.array([], t) for c, t in fields})
+        yield _checked_batch(empty, present, stem, np.zeros(0, np.int64))
 
 
 def _undecodable(values: pa.Array) -> np.ndarray:
@@ -254,10 +265,8 @@ def _out_of_range(values: pa.Array, low: float, high: float) -> np.ndarray:
     return ~np.isnan(numbers) & ((numbers < low) | (numbers > high))
 
 
-def _checked_batch(
-    raw: pa.RecordBatch, present: dict[str, str], stem: str, first: int
-) -> ShardBatch:
-    columns = {field: raw.column(column) for field, column in present.items()}
+def _checked_batch(raw: pa.RecordBatch, present: dict[str, str], stem: str, positions: np.ndarray) -> ShardBatch:
+    columns = {field: _decoded(raw.column(column)) for field, column in present.items()}
     problems: dict[str, np.ndarray] = {}
     other_text = np.zeros(raw.num_rows, bool)
     for field, values in columns.items():
@@ -284,8 +293,8 @@ def _checked_batch(
             hit = _out_of_range(columns[field], low, high)
             problems[reason] = problems[reason] | hit if reason in problems else hit
     keep = np.ones(raw.num_rows, dtype=bool)
-    dropped = {}
-    for reason in DROP_REASONS:  # a row counts once, under the first reason that applies
+    dropped = {"line_malformed": 0}
+    for reason in DROP_REASONS[1:]:  # a row counts once, under the first reason that applies
         problem = problems.get(reason)
         if problem is None:
             dropped[reason] = 0
@@ -295,13 +304,18 @@ def _checked_batch(
         hit = keep & problem
         dropped[reason] = int(hit.sum())
         keep &= ~hit
-    positions = pa.array(np.flatnonzero(keep) + first).cast(pa.string())
+    positions = pa.array(positions[keep]).cast(pa.string())
     row_id = pc.binary_join_element_wise(f"{stem}:", positions, "")
     mask = pa.array(keep)
     arrays = {"row_id": row_id}
     for field, values in columns.items():
         arrays[field] = _canonical(values.filter(mask), COLUMN_TYPES[field].canonical)
     return ShardBatch(pa.RecordBatch.from_pydict(arrays), raw.num_rows, dropped)
+
+
+def _decoded(values: pa.Array) -> pa.Array:
+    """A dictionary-encoded column (pandas' category) as plain values."""
+    return values.dictionary_decode() if pa.types.is_dictionary(values.type) else values
 
 
 def _canonical(values: pa.Array, target: pa.DataType) -> pa.Array:

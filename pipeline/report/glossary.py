@@ -27,6 +27,8 @@ SYNSET_REASONS = {
 }
 CAPTION_REASONS = {
     "below_threshold": SYNSET_REASONS["below_threshold"],
+    "line_malformed": "a line of a text corpus file does not parse (a field missing or extra, an unterminated quote, "
+    "a value that is not a number where one is expected); the tag stage's tally names the first lines by file and line",
     "caption_missing": "the corpus row has no caption",
     "caption_empty": "the caption is empty or only whitespace",
     "caption_not_text": "the caption has no letter or digit",

@@ -22,9 +22,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.atomic import write_json, write_text
 from imagenot.pipeline.config import Columns, Config, load_config
-from imagenot.pipeline.corpus.reader import CorpusError, list_shards, read_shard, shard_identities, validate_shard
+from imagenot.pipeline.corpus.formats import Layout
+from imagenot.pipeline.corpus.preflight import check_corpus_schema, check_distinct_stems
+from imagenot.pipeline.corpus.reader import layout_of, list_shards, read_shard, shard_identities, validate_shard
 from imagenot.pipeline.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
-from imagenot.pipeline.paths import name, stem
+from imagenot.pipeline.paths import name
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.runner import make_pipeline
@@ -57,26 +59,30 @@ def tag_batch(batch: pa.RecordBatch, matcher: LemmaMatcher) -> pa.RecordBatch:
     return tagged.filter(pc.greater(pc.list_value_length(tags.wnids), 0))
 
 
-def tag_shard(shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher, stage_dir: str) -> dict:
+def tag_shard(
+    shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher, stage_dir: str, layout: Layout = Layout()
+) -> dict:
     """Tag one shard into `stage_dir`, or return the tally of an earlier run that finished it.
 
     The tally: shards, empty_shards (file name -> 1 for a shard with no rows), rows_read, dropped
-    (reason -> rows), rows_tagged, rows_unmatched and synset_captions (wnid -> tagged rows mentioning it).
+    (reason -> rows), malformed_lines ("<file>:<line>: <what>" -> 1, the first of each shard),
+    rows_tagged, rows_unmatched and synset_captions (wnid -> tagged rows mentioning it).
     """
     files = shard_files(stage_dir, TAGGED_DIR, shard)
-    return resumable_shard(files, lambda: _tag_into(files.data, shard, columns, batch_rows, matcher))
+    return resumable_shard(files, lambda: _tag_into(files.data, shard, columns, batch_rows, matcher, layout))
 
 
-def _tag_into(path: str, shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher) -> dict:
+def _tag_into(path: str, shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher, layout: Layout) -> dict:
     started = time.monotonic()
-    counts, dropped, synsets = Counter(), Counter(), Counter()
+    counts, dropped, synsets, malformed = Counter(), Counter(), Counter(), Counter()
 
     def tagged_batches():
-        for piece in read_shard(shard, columns, batch_rows):
+        for piece in read_shard(shard, columns, batch_rows, layout):
             tagged = tag_batch(piece.batch, matcher)
             counts.update(rows_read=piece.rows_read, rows_tagged=tagged.num_rows)
             counts.update(rows_unmatched=piece.batch.num_rows - tagged.num_rows)
             dropped.update(piece.dropped)
+            malformed.update(piece.malformed)
             synsets.update(count_synsets(tagged.column("wnids")))
             yield tagged
 
@@ -89,6 +95,7 @@ def _tag_into(path: str, shard: str, columns: Columns, batch_rows: int, matcher:
         "empty_shards": {name(shard): 1} if counts["rows_read"] == 0 else {},
         "rows_read": counts["rows_read"],
         "dropped": dict(sorted(dropped.items())),
+        "malformed_lines": dict(sorted(malformed.items())),
         "rows_tagged": counts["rows_tagged"],
         "rows_unmatched": counts["rows_unmatched"],
         "synset_captions": dict(sorted(synsets.items())),
@@ -103,14 +110,8 @@ def _tag_worker(config: Config) -> LemmaMatcher:
 
 
 def _tag_one(config: Config, stage_dir: str, shard: str, matcher: LemmaMatcher) -> dict:
-    return tag_shard(shard, config.corpus.columns, config.tagging.batch_rows, matcher, stage_dir)
-
-
-def _check_stems(shards: list[str]) -> None:
-    stems = Counter(stem(s) for s in shards)
-    clashes = sorted(stem for stem, n in stems.items() if n > 1)
-    if clashes:
-        raise CorpusError(f"shards must have distinct file names (row ids and outputs use them): {clashes} repeat")
+    corpus = config.corpus
+    return tag_shard(shard, corpus.columns, config.tagging.batch_rows, matcher, stage_dir, layout_of(corpus))
 
 
 def settings(config: Config) -> dict:
@@ -118,6 +119,7 @@ def settings(config: Config) -> dict:
     return {
         "shards": shard_identities(list_shards(config.corpus.paths)),
         "columns": config.corpus.columns.model_dump(),
+        "reading": config.corpus.model_dump(include={"format", "column_names", "strict"}),
         "tagging": config.tagging.model_dump(exclude={"batch_rows"}),  # batch size changes no result
         "wordnet": WORDNET_VERSION,
     }
@@ -126,14 +128,16 @@ def settings(config: Config) -> dict:
 def run_tag(config: Config, run_dir: str) -> dict:
     """Tag every corpus shard on the configured runner into `<run_dir>/tag/`; returns the tally."""
     shards = list_shards(config.corpus.paths)
-    _check_stems(shards)
+    check_distinct_stems(shards)
     # every schema is checked before any work starts; the footers' row counts feed the progress
-    shard_rows = [validate_shard(shard, config.corpus.columns) for shard in shards]
+    layout = layout_of(config.corpus)
+    shard_rows = [validate_shard(shard, config.corpus.columns, layout) for shard in shards]
     stage_dir = open_stage(run_dir, STAGE, settings(config))
     write_json(FileSystems.join(stage_dir, CORPUS_SHARDS_FILE), [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))])
     log.info("tag: %d shards", len(shards))
     total_path = FileSystems.join(stage_dir, TAG_TALLY_FILE)
-    with watch_shards(stage_dir, shards, STAGE, "rows_read", shard_rows=shard_rows), make_pipeline(config.runner) as pipeline:
+    known_rows = None if None in shard_rows else shard_rows  # text files have no footer
+    with watch_shards(stage_dir, shards, STAGE, "rows_read", shard_rows=known_rows), make_pipeline(config.runner) as pipeline:
         worker = ShardWorker(functools.partial(_tag_one, config, stage_dir), functools.partial(_tag_worker, config))
         process_shards(pipeline, shards, worker, total_path)
     tally = read_json(total_path)
@@ -151,13 +155,14 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
 
 
 @click.command(STAGE)
-@click.option("--input", "inputs", multiple=True, help="parquet paths, globs or URLs (repeatable); default: the config's corpus.paths")
+@click.option("--input", "inputs", multiple=True, help="corpus file paths, globs or URLs (repeatable); default: the config's corpus.paths")
 @click.option("--out", required=True, help="run directory: writes its tag/ folder and summary.json")
 @click.option("--config", "config_path", help="YAML run configuration")
 @break_lock_option
 def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None, break_lock: bool) -> None:
     """Find every WordNet noun synset each caption mentions."""
     config = load_config(config_path, list(inputs) or None, needs_corpus=True)
+    check_corpus_schema(config)
     with run_lock(out, config.runner.lock_stale_after_s, break_lock):
         figures = run_and_record(STAGE, run_tag, config, out)
     click.echo(

@@ -1,0 +1,381 @@
+"""Corpus files as Arrow record batches, whatever their format: parquet, csv, tsv, json (an array)
+and jsonl, the text ones also gzipped (the formats img2dataset reads).
+
+The format comes from the file's extension (`.parquet`, `.csv`, `.tsv`, `.json`, `.jsonl`, each
+text one also `.gz`) or from `corpus.format`. A `Source` gives the file's schema cheaply (the
+parquet footer, the header line of a csv/tsv file, the keys of the first records of a json one)
+and its rows in batches, each with the rows' positions in the file (0-based, header excluded),
+which make the row ids; so the same rows give the same ids in every format.
+
+Text files are cut into blocks of whole lines (one line is one row: a value may not hold a
+newline) and each block is parsed by pyarrow's csv or json reader, vectorised. A line that does
+not parse (a field missing or extra, an unterminated quote, a value that is not a number where
+one is expected, a json line that is not an object) is malformed: it is left out of the batch and
+reported with its line number, for the reader to count or, under `corpus.strict`, to refuse. The
+blocks that hold one are split in halves until the line is found, so a clean block costs one parse.
+A csv/tsv file's header is its first line; with `corpus.column_names` (files without a header, as
+CC3M and CC12M ship), a first line that spells exactly those names is taken as a header too.
+TSV has no quoting (a tab or a newline cannot be in a value), as CC3M/CC12M and the IANA format.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.paths import name as path_name
+
+FORMATS = ("parquet", "csv", "tsv", "json", "jsonl")
+_EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+READ_BYTES = 1 << 22  # bytes read from a text file at a time
+JSON_SCHEMA_BYTES = 1 << 20  # bytes of a json file read for its keys
+
+
+class CorpusError(ImagenotError, ValueError):
+    """A shard cannot be used; the message names the shard and, for schema errors, the column,
+    the type found and the type expected."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How to read the corpus's files (corpus.format, corpus.column_names, corpus.strict)."""
+
+    format: str | None = None  # None: from each file's extension
+    column_names: tuple[str, ...] | None = None  # csv/tsv files without a header
+    strict: bool = False  # a malformed line is an error, not a counted drop
+
+
+@dataclass(frozen=True)
+class RawBatch:
+    """Rows as parsed (only the wanted columns), their positions in the file, and the malformed
+    lines met since the previous batch as (line number, what is wrong)."""
+
+    batch: pa.RecordBatch
+    positions: np.ndarray
+    malformed: list[tuple[int, str]]
+
+
+def file_format(path: str, layout: Layout) -> str:
+    if layout.format is not None:
+        return layout.format
+    base = path_name(path).lower().removesuffix(".gz")
+    for extension, kind in _EXTENSIONS.items():
+        if base.endswith(extension):
+            return kind
+    raise CorpusError(
+        f"shard {path}: cannot tell its format from the file name; name it .parquet, .csv, .tsv, .json or .jsonl "
+        "(text ones may end in .gz), or set corpus.format"
+    )
+
+
+def corpus_stem(path: str) -> str:
+    """The file name without its format and compression extensions: `part-1.tsv.gz` -> `part-1`,
+    so the same rows have the same row ids in any format."""
+    base = path_name(path)
+    lower = base.lower()
+    for extension in (".gz", *_EXTENSIONS):
+        if lower.endswith(extension) and len(lower) > len(extension):
+            base, lower = base[: -len(extension)], lower[: -len(extension)]
+    return base
+
+
+def _compression(path: str) -> str:
+    return CompressionTypes.GZIP if path.lower().endswith(".gz") else CompressionTypes.UNCOMPRESSED
+
+
+@contextlib.contextmanager
+def _open(path: str, compression: str = CompressionTypes.UNCOMPRESSED):
+    try:
+        raw = FileSystems.open(path, compression_type=compression)
+    except Exception as err:  # OSError, BeamIOError, permission: all mean "cannot open"
+        raise CorpusError(f"shard {path}: cannot open: {type(err).__name__}: {err}") from err
+    with raw:
+        yield raw
+
+
+class Source:
+    """One corpus file: its schema and its rows."""
+
+    def __init__(self, path: str, layout: Layout):
+        self.path, self.layout, self.format = path, layout, file_format(path, layout)
+
+    @property
+    def is_text(self) -> bool:
+        return self.format != "parquet"
+
+    def schema(self) -> pa.Schema:
+        """The file's columns; a text file's are strings (its values are converted when read)."""
+        if self.format == "parquet":
+            with _open(self.path) as raw, self._parquet(raw) as parquet:
+                return parquet.schema_arrow
+        if self.format in ("csv", "tsv"):
+            return pa.schema([(name, pa.string()) for name in self._header()[0]])
+        return pa.schema(list(self._json_keys().items()))
+
+    def num_rows(self) -> int | None:
+        """The rows, where the file says so without being read (a parquet footer), else None."""
+        if self.format != "parquet":
+            return None
+        with _open(self.path) as raw, self._parquet(raw) as parquet:
+            return parquet.metadata.num_rows
+
+    def estimated_rows(self) -> int:
+        """The rows: a parquet footer's count; a text file's size over the bytes per line of its
+        first megabyte (of a gzipped one, the compressed bytes that held those lines)."""
+        rows = self.num_rows()
+        if rows is not None:
+            return rows
+        size = FileSystems.match([self.path])[0].metadata_list[0].size_in_bytes
+        with _open(self.path) as raw:
+            head = raw.read(JSON_SCHEMA_BYTES)
+        text = zlib.decompressobj(wbits=47).decompress(head) if _compression(self.path) == CompressionTypes.GZIP else head
+        lines = text.count(b"\n") - (self.format in ("csv", "tsv") and self._header()[1])
+        return round(size * max(lines, 0) / len(head)) if len(head) < size else max(lines + (not text.endswith(b"\n")), 0)
+
+    def batches(self, columns: list[str], types: dict[str, pa.DataType], batch_rows: int) -> Iterator[RawBatch]:
+        """The file's rows in batches of up to `batch_rows`, with only `columns`; a text file's
+        values are converted to `types`."""
+        if self.format == "parquet":
+            yield from self._parquet_batches(columns, batch_rows)
+        elif self.format == "json":
+            records = io.BytesIO(self._json_array_lines())
+            yield from self._line_batches(_line_blocks(records, batch_rows), columns, types, 0)
+        else:
+            with _open(self.path, _compression(self.path)) as raw:
+                header_lines = self._header()[1] if self.format in ("csv", "tsv") else 0
+                if header_lines:
+                    raw.readline()
+                yield from self._line_batches(_line_blocks(raw, batch_rows), columns, types, header_lines)
+
+    # parquet
+
+    @contextlib.contextmanager
+    def _parquet(self, raw) -> Iterator[pq.ParquetFile]:
+        try:
+            parquet = pq.ParquetFile(raw)
+        except Exception as err:  # ArrowInvalid for a bad footer, OSError for short reads
+            raise CorpusError(f"shard {self.path}: not a readable parquet file: {err}") from err
+        yield parquet
+
+    def _parquet_batches(self, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
+        with _open(self.path) as raw, self._parquet(raw) as parquet:
+            batches = parquet.iter_batches(batch_size=batch_rows, columns=columns)
+            position = 0
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    return
+                except Exception as err:  # a truncated or corrupt page surfaces only when read
+                    raise CorpusError(
+                        f"shard {self.path}: unreadable after row {position}: {type(err).__name__}: {err}"
+                    ) from err
+                yield RawBatch(batch, np.arange(position, position + batch.num_rows), [])
+                position += batch.num_rows
+
+    # text
+
+    def _header(self) -> tuple[list[str], int]:
+        """The column names and the lines of header (0 or 1)."""
+        with _open(self.path, _compression(self.path)) as raw:
+            first = raw.readline()
+        if not first.strip():
+            raise CorpusError(f"shard {self.path}: the first line is empty; a {self.format} file starts with its header")
+        try:
+            fields = _split_line(first, self.format)
+        except ValueError as err:
+            raise CorpusError(f"shard {self.path}: line 1 (the header): {err}") from err
+        names = self.layout.column_names
+        if names is None:
+            return fields, 1
+        return list(names), int(fields == list(names))
+
+    def _json_keys(self) -> dict[str, pa.DataType]:
+        """The keys of the records in the file's first megabyte, in order of appearance, each
+        with the type of its first value that is not null (an integer, a float or else a string)."""
+        with _open(self.path, _compression(self.path)) as raw:
+            head = raw.read(JSON_SCHEMA_BYTES)
+        text = head.decode("utf-8", errors="replace")
+        decoder, keys, position = json.JSONDecoder(), {}, 0
+        if self.format == "json":
+            position = text.find("[") + 1
+            if position == 0:
+                raise CorpusError(f"shard {self.path}: a .json corpus file is one array of objects; use .jsonl for one object a line")
+        while True:
+            while position < len(text) and text[position] in " \t\r\n,":
+                position += 1
+            if position >= len(text):
+                break
+            try:
+                record, position = decoder.raw_decode(text, position)
+            except json.JSONDecodeError:  # a malformed line (read as such later) or the cut-off end
+                position = text.find("\n", position) + 1
+                if position == 0:
+                    break
+                continue
+            for key, value in record.items() if isinstance(record, dict) else ():
+                if keys.get(key) is None:
+                    keys[key] = _json_type(value)
+        return {key: kind or pa.string() for key, kind in keys.items()}
+
+    def _json_array_lines(self) -> bytes:
+        """A .json array's records as json lines (the array is parsed whole: for big
+        files, jsonl streams)."""
+        with _open(self.path, _compression(self.path)) as raw:
+            data = raw.read()
+        try:
+            records = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            where = f"line {err.lineno} column {err.colno}" if isinstance(err, json.JSONDecodeError) else f"byte {err.start}"
+            raise CorpusError(f"shard {self.path}: not a readable json array: {where}: {err}") from err
+        if not isinstance(records, list):
+            raise CorpusError(f"shard {self.path}: a .json corpus file is one array of objects, not a {type(records).__name__}")
+        return b"".join(json.dumps(record, ensure_ascii=False).encode() + b"\n" for record in records)
+
+    def _line_batches(
+        self, blocks: Iterator[bytes], columns: list[str], types: dict[str, pa.DataType], header_lines: int
+    ) -> Iterator[RawBatch]:
+        parse = _Parser(self, columns, types)
+        position = 0
+        for block in blocks:
+            batch, positions, malformed = parse.block(block, position)
+            if self.layout.strict and malformed:
+                line, why = malformed[0]
+                raise CorpusError(f"shard {self.path}: line {line + header_lines + 1}: {why} (corpus.strict is on)")
+            yield RawBatch(batch, positions, [(line + header_lines + 1, why) for line, why in malformed])
+            position += block.count(b"\n")
+
+
+def _line_blocks(raw, lines: int) -> Iterator[bytes]:
+    """The stream as blocks of `lines` whole lines (the last may hold fewer), each ending in a
+    newline (one is added after a last line without it)."""
+    pending, count = bytearray(), 0
+    while data := raw.read(READ_BYTES):
+        pending += data
+        count += data.count(b"\n")
+        while count >= lines:
+            cut = _line_end(pending, lines)
+            yield bytes(pending[:cut])
+            del pending[:cut]
+            count -= lines
+    if pending:
+        yield bytes(pending) + (b"" if pending.endswith(b"\n") else b"\n")
+
+
+def _line_end(data: bytes | bytearray, lines: int) -> int:
+    """The offset just after the `lines`-th newline of `data` (which holds at least that many)."""
+    return int(np.flatnonzero(np.frombuffer(data, np.uint8) == 10)[lines - 1]) + 1
+
+
+def _split_line(line: bytes, fmt: str) -> list[str]:
+    """The fields of one csv/tsv line, as the block parser reads them."""
+    text = line.decode("utf-8").rstrip("\r\n")
+    if fmt == "tsv":
+        return text.split("\t")
+    return next(csv.reader([text]))
+
+
+class _Parser:
+    """Parses blocks of whole lines of one text file; finds malformed lines by halving."""
+
+    def __init__(self, source: Source, columns: list[str], types: dict[str, pa.DataType]):
+        self.source, self.columns = source, columns
+        self.types = {column: types.get(column, pa.string()) for column in columns}
+        if source.format in ("csv", "tsv"):
+            names, _ = source._header()
+            missing = [column for column in columns if column not in names]
+            if missing:
+                raise CorpusError(f"shard {source.path}: no column {missing[0]!r} in its header {names}")
+            self.names = names
+
+    def empty(self) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pydict({c: pa.array([], t) for c, t in self.types.items()})
+
+    def block(self, block: bytes, first: int) -> tuple[pa.RecordBatch, np.ndarray, list[tuple[int, str]]]:
+        """The rows of the block's good lines, their positions (`first` is the block's first
+        line's) and the malformed lines as (position, what is wrong)."""
+        tables, positions, malformed = [], [], []
+        self._parse(block, first, tables, positions, malformed)
+        table = pa.concat_tables(tables) if tables else None
+        batches = table.combine_chunks().to_batches() if table is not None and table.num_rows else []
+        batch = batches[0] if batches else self.empty()
+        return batch, np.concatenate(positions) if positions else np.zeros(0, np.int64), malformed
+
+    def _parse(self, block: bytes, first: int, tables: list, positions: list, malformed: list) -> None:
+        lines = block.count(b"\n")
+        try:
+            table, bad = self._read(block)
+            good = np.setdiff1d(np.arange(lines), [number - 1 for number, _ in bad], assume_unique=True)
+            if len(good) != table.num_rows:  # a json line that gave no record (an empty line)
+                raise _Unparsed("no record on the line")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, _Unparsed) as err:
+            if lines == 1:
+                malformed.append((first, _why(err)))
+                return
+            half = _line_end(block, lines // 2)
+            self._parse(block[:half], first, tables, positions, malformed)
+            self._parse(block[half:], first + lines // 2, tables, positions, malformed)
+            return
+        tables.append(table)
+        positions.append(good + first)
+        malformed.extend((first + number - 1, why) for number, why in bad)
+
+    def _read(self, block: bytes) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """The block's rows, and the lines pyarrow skipped (1-based in the block, with why)."""
+        source = io.BytesIO(block)
+        if self.source.format in ("jsonl", "json"):
+            schema = pa.schema(list(self.types.items()))
+            options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+            table = pa_json.read_json(source, pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1), options)
+            return table.select(self.columns), []
+        bad: list[tuple[int, str]] = []
+
+        def skip(row) -> str:
+            bad.append((row.number, f"{row.actual_columns} fields where the header has {row.expected_columns}"))
+            return "skip"
+
+        tsv = self.source.format == "tsv"
+        table = pa_csv.read_csv(
+            source,
+            pa_csv.ReadOptions(column_names=self.names, use_threads=False, block_size=len(block) + 1),
+            pa_csv.ParseOptions(delimiter="\t" if tsv else ",", quote_char=False if tsv else '"', escape_char=False,
+                                newlines_in_values=False, ignore_empty_lines=False, invalid_row_handler=skip),
+            pa_csv.ConvertOptions(column_types=self.types, include_columns=self.columns),
+        )  # fmt: skip
+        for column, kind in self.types.items():  # an unterminated quote runs on over the next lines
+            if kind == pa.string() and pc.any(pc.match_substring(table.column(column), "\n")).as_py():
+                raise _Unparsed("an unterminated quote")
+        return table, bad
+
+
+class _Unparsed(Exception):
+    """A block that parsed into something other than its lines."""
+
+
+def _json_type(value: object) -> pa.DataType | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return pa.string()
+    return pa.int64() if isinstance(value, int) else pa.float64()
+
+
+def _why(err: Exception) -> str:
+    """What is wrong with one malformed line, from the parser's error (less its block-relative row)."""
+    return re.sub(r"Row #\d+: | in row \d+", "", str(err).splitlines()[0])[:200]
