@@ -1,1 +1,2 @@
-"""Corpus input: reading LAION-style parquet shards, and generating synthetic ones."""
+"""Corpus input: reading corpus files in every format img2dataset reads, presets, the check before
+any stage, and generating synthetic corpora."""
