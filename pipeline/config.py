@@ -88,6 +88,9 @@ class Corpus(Section):
         None, description="csv/tsv files without a header: their columns in order (a first line spelling them is a header)"
     )
     strict: bool = Field(False, description="a malformed line of a text file is an error naming it, not a counted drop")
+    work_unit_rows: int = Field(
+        1_000_000, ge=1_000, le=100_000_000, description="the most rows of one work unit (parquet row groups, text byte ranges)"
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> Corpus:

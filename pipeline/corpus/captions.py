@@ -22,7 +22,7 @@ STYLE_SHARES = (0.3, 0.3, 0.3, 0.1)
 PLURAL_SHARE = 0.35
 HYPHEN_SHARE = 0.15  # multi-word lemmas written "hot-dog" rather than "hot dog"
 GLUE_SHARE = 0.2
-CONTEXT_SHARE = {"single": 0.6, "other_sense": 0.8}  # gloss words appended as context
+CONTEXT_SHARE = {"single": 0.25, "other_sense": 0.7}  # gloss words appended as context
 CASES = ("lower", "wordnet", "title", "upper")
 CASE_SHARES = {  # by style
     "product": (0.15, 0.1, 0.55, 0.2),
@@ -104,16 +104,7 @@ PLACES = ("kitchen floor", "beach", "garden", "table", "street", "park", "sofa",
 AUDIENCES = ("Men", "Women", "Kids", "Girls", "Boys")
 SIZES = ("10 x 12 cm", "XL", "Size M", "2.5 inch", "500ml", "A4")
 COUNTS = ("two", "three", "four", "2", "3", "5", "several", "many", "10")
-# Web captions end in tags of common, many-sensed words ("Home Decor Wall Art Print"): each names
-# several noun synsets, which is what makes a real caption name about 20 of them (benchmarks/README.md).
-TAIL_SHARE = 0.4
-TAIL_WORDS = (
-    "home", "design", "set", "black", "white", "light", "art", "print", "wall", "style", "case", "cover", "room",
-    "card", "gift", "view", "house", "water", "paper", "star", "life", "day", "party", "decor", "kit", "pattern",
-    "background", "line", "top", "frame", "logo", "shirt", "box", "garden", "kitchen", "board", "sign", "time",
-)  # fmt: skip
-TAIL_LENGTHS = (1, 2, 2, 3)
-U_PER_ROW = 10  # uniform draws each caption consumes
+U_PER_ROW = 9  # uniform draws each caption consumes
 
 
 class Caption(NamedTuple):
@@ -202,7 +193,7 @@ class CaptionWriter:
             slot: self._spell(self.lexicon.lemma(rank, draw), False, case, u[4] < HYPHEN_SHARE)[0]
             for slot, rank, draw in zip(slots, ranks, u[5:8])
         }
-        text = self._tail(self._fill(template, u[2], subjects), u[9])
+        text = self._fill(template, u[2], subjects)
         mentioned = sorted(self.lexicon.wnids[rank] for rank in ranks)
         return Caption(text, None, "multi", None, None, None, mentioned, None, "multi")
 
@@ -229,19 +220,8 @@ class CaptionWriter:
         text = self._fill(template, u[6], {"x": written, "ax": f"{article} {written}"})
         if u[7] < CONTEXT_SHARE[kind]:
             text = f"{text.rstrip('.!')} - {self.lexicon.gloss_context(rank)}"
-        text = self._tail(text, u[9])
         wnid = self.lexicon.wnids[rank]
         return Caption(text, wnid, kind, lemma, surface, form, [wnid], decoy, style)
-
-    @staticmethod
-    def _tail(text: str, u: float) -> str:
-        """`text`, for a share TAIL_SHARE of draws `u`, with a few TAIL_WORDS after it."""
-        if u >= TAIL_SHARE:
-            return text
-        draw = int(u / TAIL_SHARE * 2**40)
-        count = TAIL_LENGTHS[draw % len(TAIL_LENGTHS)]
-        words = [TAIL_WORDS[(draw // 7**i) % len(TAIL_WORDS)] for i in range(1, count + 1)]
-        return f"{text} | {' '.join(words)}"
 
     def _spell(self, lemma: str, plural: bool, case: str, hyphen: bool) -> tuple[str, str]:
         form = "base"
