@@ -1,5 +1,8 @@
 """Step 5: drop candidates that a text NSFW classifier flags.
 
+A second signal after WordNet's own marks (filters.offensive_synsets): the model reads a gloss
+as calm prose, and scores most glosses that call their synset an "offensive term" below 0.5.
+
 The paper used Song et al. (2021)'s classifier, which is not available offline here; we use
 alt-profanity-check (a linear model over word n-grams, trained on offensive online comments).
 Each synset is scored as ONE text, its lemmas then its gloss ("kitty, ..., pussy, pussycat:
@@ -48,7 +51,7 @@ def nsfw_removals(
             index[wnid].name,
             STEP,
             "nsfw_text",
-            f"profanity-check score {score:.3f} >= threshold {threshold}",
+            f"classifier score {score:.3f} (alt-profanity-check) >= threshold {threshold}",
         )
         for wnid, score in nsfw_scores(candidates, index).items()
         if score >= threshold

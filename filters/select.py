@@ -1,8 +1,10 @@
 """Steps 1-5 on the driver: from the tag stage's per-synset counts to the candidate classes.
 
-Each step sees the candidates the previous steps left, in the paper's order: found (tagged
-count > 0) -> ImageNet overlap -> minimum caption count -> leaves -> NSFW synsets. Every found
-synset that does not survive gets exactly one Removal, from the step that dropped it.
+Each step sees the candidates the previous steps left: found (tagged count > 0) -> offensive
+synsets -> identity person synsets -> then the paper's order: ImageNet overlap -> minimum caption
+count -> leaves -> NSFW synsets. The two safety rules come first because they judge a synset
+alone, by WordNet: a synset that may never be a class does not push its ancestors out at step 4.
+Every found synset that does not survive gets exactly one Removal, from the step that dropped it.
 """
 
 from __future__ import annotations
@@ -10,12 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from imagenot.filters import leaves, min_captions, nsfw_synsets, overlap
+from imagenot.filters import leaves, min_captions, nsfw_synsets, offensive_synsets, overlap, person_synsets
 from imagenot.filters.overlap import Reading
+from imagenot.filters.person_synsets import Mode
 from imagenot.filters.removal import Removal
 from imagenot.wordnet.index import NounIndex
 
-SYNSET_STEPS = (overlap.STEP, min_captions.STEP, leaves.STEP, nsfw_synsets.STEP)
+SYNSET_STEPS = (
+    offensive_synsets.STEP,
+    person_synsets.STEP,
+    overlap.STEP,
+    min_captions.STEP,
+    leaves.STEP,
+    nsfw_synsets.STEP,
+)
 
 
 @dataclass(frozen=True)
@@ -37,22 +47,28 @@ def select_synsets(
     reading: Reading = "paper",
     min_count: int = 1000,
     nsfw_threshold: float | None = 0.5,
+    offensive_marks: bool = True,
+    person_mode: Mode = "identity",
 ) -> SynsetSelection:
     """Run steps 1-5.
 
     `tagged`: wnid -> captions tagged with it (the tag stage's count table); `usable`: the same
     counted over rows that pass the row-level filters. `reference`: the wnids to stay apart
-    from. `nsfw_threshold` None turns step 5 off.
+    from. `nsfw_threshold` None turns step 5 off; `offensive_marks` False keeps the synsets
+    WordNet marks offensive; `person_mode` is `filters.person_synsets`' mode.
     """
     _check_counts(tagged, usable, index)
     found = tuple(sorted(wnid for wnid, count in tagged.items() if count > 0))
     removals: dict[str, Removal] = {}
     remaining = set(found)
     steps = [
+        lambda pool: person_synsets.person_removals(pool, index, person_mode),
         lambda pool: overlap.overlap_removals(pool, reference, index, reading),
         lambda pool: min_captions.too_few_captions(pool, usable, tagged, min_count, index),
         lambda pool: leaves.non_leaves(pool, index),
     ]
+    if offensive_marks:
+        steps.insert(0, lambda pool: offensive_synsets.offensive_removals(pool, index))
     if nsfw_threshold is not None:
         steps.append(lambda pool: nsfw_synsets.nsfw_removals(pool, index, nsfw_threshold))
     for step in steps:

@@ -129,6 +129,14 @@ class Selection(Section):
     nsfw_synset_threshold: float | None = Field(
         0.5, gt=0, le=1, description="alt-profanity-check score over lemmas and gloss; null: off"
     )
+    offensive_synsets: bool = Field(
+        True, description="drop synsets WordNet marks offensive (usage domain, gloss); false keeps them, with a card warning"
+    )
+    person_synsets: Literal["identity", "all", "keep"] = Field(
+        "identity",
+        description="identity: drop person synsets naming race, ethnicity, nationality, religion, sexual orientation, "
+        "sex or gender, disability; all: drop every noun.person synset; keep: none (the card warns)",
+    )
     allowed_nsfw_tags: list[Literal["UNLIKELY", "UNSURE", "NSFW"]] | None = Field(
         default_factory=lambda: ["UNLIKELY"], description="LAION NSFW tags a row may carry; null: off"
     )

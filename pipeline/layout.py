@@ -59,6 +59,7 @@ MANIFEST_FILE = "manifest.json"  # sample/
 # report/
 CARD_FILE = "card.md"
 PAGE_FILE = "report.html"
+REMOVED_SYNSETS_FILE = "removed_synsets.tsv"  # the synsets the safety rules removed, with their reasons
 # audit/: the outputs another audit or the report reads
 CLASS_QUERIES_FILE = "class_queries.parquet"  # audit/embeddings/: each class's query, embedded (agreement reads it)
 DUPLICATE_PAIRS_HTML_FILE = "pairs.html"  # audit/duplicates/

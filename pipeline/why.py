@@ -2,7 +2,8 @@
 
 A bare word ("crane", "hot dog") lists each of its noun senses with its fate. A fate names the
 step that decided it with the counts behind it (captions against what a class needs, a score
-against the threshold, a place in the ranking); a class gets its index, images and split (and,
+against the threshold, a place in the ranking; for a safety rule, WordNet's mark or the identity
+root; for a synset no caption mentions, the safety rule that would drop it); a class gets its index, images and split (and,
 after a download, its candidates not kept by reason); every synset gets its relation to the
 reference set.
 """
@@ -16,6 +17,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import KEPT, describe_fate
+from imagenot.filters.offensive_synsets import offensive_removals
+from imagenot.filters.person_synsets import person_removals
 from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import RUN_CONFIG, load_config
 from imagenot.pipeline.download.class_fates import download_fate
@@ -92,7 +95,9 @@ class Run:
 
     def fate(self, wnid: str) -> str:
         fate = self.fates.get(wnid)
-        if fate is None or fate["step"] != KEPT or self.ranking is None:
+        if fate is None:
+            return describe_fate(wnid, fate) + self._safety(wnid)
+        if fate["step"] != KEPT or self.ranking is None:
             return describe_fate(wnid, fate)
         name = fate["name"]
         row = self.ranking.get(wnid)
@@ -101,6 +106,17 @@ class Run:
         if row["fate"] == "class":
             return f"{wnid} {name}: {self._class(wnid, row)}"
         return f"{wnid} {name}: passed the filters, dropped at step 'rank' ({row['fate']}): {self._rank_drop(wnid, row)}"
+
+    def _safety(self, wnid: str) -> str:
+        """For a synset no caption mentions: the safety rule that would drop it under the run's config."""
+        if self.config is None:
+            return ""
+        s = self.config.selection
+        offensive = offensive_removals([wnid], self.index) if s.offensive_synsets else {}
+        removal = {**person_removals([wnid], self.index, s.person_synsets), **offensive}.get(wnid)
+        if removal is None:
+            return ""
+        return f"; were it found, step '{removal.step}' would drop it ({removal.reason}): {removal.detail}"
 
     def _class(self, wnid: str, row: dict) -> str:
         c = self.classes[wnid]

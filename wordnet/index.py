@@ -9,8 +9,10 @@ Hypernyms and hyponyms include the instance relations (`instance_hypernyms`,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -21,7 +23,7 @@ from pathlib import Path
 from imagenot.wordnet.nltk_data import WORDNET_VERSION, cache_dir, load_nltk_wordnet
 
 ROOT_WNID = "n00001740"  # entity.n.01
-_FORMAT = 1  # bump when the cached layout changes
+_FORMAT = 2  # bump when a cached field's content changes; the file name also follows Synset's fields
 WNID_PATTERN = re.compile(r"^([nvasr])(\d{8})$")
 
 
@@ -39,6 +41,7 @@ class Synset:
     hypernyms: tuple[str, ...]  # wnids, instance hypernyms included
     hyponyms: tuple[str, ...]  # wnids, instance hyponyms included
     depth: int  # shortest hypernym path to entity.n.01, which has 0
+    usage_domains: tuple[str, ...] = ()  # wnids of WordNet's usage labels, e.g. ethnic_slur.n.01
 
     @property
     def head(self) -> str:
@@ -110,10 +113,12 @@ def _build_from_nltk() -> NounIndex:
             s.lexname(),
             tuple(wnid_of_offset(h.offset()) for h in s.hypernyms() + s.instance_hypernyms()),
             tuple(wnid_of_offset(h.offset()) for h in s.hyponyms() + s.instance_hyponyms()),
+            tuple(wnid_of_offset(d.offset()) for d in s.usage_domains()),
         )
     depth = _shortest_depths({wnid: fields[5] for wnid, fields in raw.items()})
     synsets = {
-        wnid: Synset(wnid, *fields, depth=depth[wnid]) for wnid, fields in sorted(raw.items())
+        wnid: Synset(wnid, *fields[:6], depth=depth[wnid], usage_domains=fields[6])
+        for wnid, fields in sorted(raw.items())
     }
     irregular: dict[str, tuple[str, ...]] = {}
     with wn.open("noun.exc") as f:
@@ -137,14 +142,18 @@ def _shortest_depths(hyponyms: dict[str, tuple[str, ...]]) -> dict[str, int]:
 
 
 def _cache_path() -> Path:
-    return cache_dir() / f"noun_index-wordnet{WORDNET_VERSION}-v{_FORMAT}.json.gz"
+    """Named after the format and Synset's fields, so checkouts whose layouts differ, sharing one
+    cache, never read each other's file."""
+    fields = ",".join(field.name for field in dataclasses.fields(Synset))
+    layout = hashlib.sha256(f"{_FORMAT}:{fields}".encode()).hexdigest()[:8]
+    return cache_dir() / f"noun_index-wordnet{WORDNET_VERSION}-v{_FORMAT}-{layout}.json.gz"
 
 
 def _save(index: NounIndex, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "synsets": [
-            [s.wnid, s.name, s.lemmas, s.gloss, s.lexname, s.hypernyms, s.hyponyms, s.depth]
+            [s.wnid, s.name, s.lemmas, s.gloss, s.lexname, s.hypernyms, s.hyponyms, s.depth, s.usage_domains]
             for s in index
         ],
         "irregular": index.irregular,
@@ -159,7 +168,9 @@ def _load(path: Path) -> NounIndex:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         payload = json.load(f)
     synsets = {
-        row[0]: Synset(row[0], row[1], tuple(row[2]), row[3], row[4], tuple(row[5]), tuple(row[6]), row[7])
+        row[0]: Synset(
+            row[0], row[1], tuple(row[2]), row[3], row[4], tuple(row[5]), tuple(row[6]), row[7], tuple(row[8])
+        )
         for row in payload["synsets"]
     }
     return NounIndex(synsets, {k: tuple(v) for k, v in payload["irregular"].items()})

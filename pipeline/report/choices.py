@@ -34,6 +34,8 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         ("selection.reference", s.reference, "the class set the classes must differ from (step 2)"),
         ("selection.overlap", s.overlap, "paper: drop reference synsets and shared lemmas; strict: also their ancestors and descendants; within: keep only reference synsets (LAIONet)"),
         ("selection.min_captions", show(s.min_captions), "usable captions a synset needs (step 3)"),
+        ("selection.offensive_synsets", show(s.offensive_synsets), "drop synsets WordNet marks offensive: usage domain ethnic slur, disparagement or obscenity, or a gloss calling them an offensive term (before step 2)"),
+        ("selection.person_synsets", s.person_synsets, "identity: drop person synsets that name people by race, ethnicity, nationality, religion, sexual orientation, sex or gender, disability; all: every person synset; keep: none (before step 2)"),
         ("selection.nsfw_synset_threshold", show(s.nsfw_synset_threshold), "alt-profanity-check score over lemmas and gloss above which a synset is dropped (step 5; null: off)"),
         ("selection.allowed_nsfw_tags", show(s.allowed_nsfw_tags), "LAION NSFW tags a caption row may carry (null: off)"),
         ("selection.max_punsafe", show(s.max_punsafe), "highest LAION punsafe a row may have (null: off)"),

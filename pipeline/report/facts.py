@@ -46,6 +46,7 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
+from imagenot.pipeline.report.safety import Safety, gather_safety
 from imagenot.pipeline.report.similarity import ClassSimilarities, caption_similarities
 from imagenot.pipeline.shards import read_bytes, read_json, read_tsv, stage_shards
 from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done, made_from
@@ -98,6 +99,7 @@ class RunFacts:
     readings: dict[str, list[str]]  # reading -> why the class set breaks it (empty: satisfied)
     audits: dict[str, Audit]
     stale_audits: list[str]  # finished image audits made from an earlier state of the dataset
+    safety: Safety  # what the offensive, identity and classifier rules removed
     review: dict | None = None  # review/results.json (`imagenot review export`), when people reviewed the labels
     review_plot: bytes | None = None  # review/precision.png
 
@@ -213,4 +215,5 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
         stale_audits=stale_audits,
         review=read_json(review_results) if FileSystems.exists(review_results) else None,
         review_plot=_optional(stage_path(run_dir, REVIEW, REVIEW_PLOT_FILE)),
+        safety=gather_safety(run_dir, index),
     )

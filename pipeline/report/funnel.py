@@ -31,6 +31,14 @@ def _beyond_first_phase(rank: dict) -> dict[str, int]:
     return {"beyond_first_phase": n} if n else {}
 
 
+PERSON_STEP_TEXTS = {
+    "identity": "safety: no person synset that names people by race, ethnicity, nationality, religion, sexual "
+    "orientation, sex or gender, or disability",
+    "all": "safety: no person synset at all (selection.person_synsets: all)",
+    "keep": "safety: OFF, person synsets are kept, identity ones included (selection.person_synsets: keep)",
+}
+
+
 def _step_texts(facts: RunFacts) -> dict[str, str]:
     s = facts.config.selection
     nsfw = "off" if s.nsfw_synset_threshold is None else f"score >= {s.nsfw_synset_threshold}"
@@ -38,6 +46,10 @@ def _step_texts(facts: RunFacts) -> dict[str, str]:
         "found": "step 1: captions that mention a WordNet noun lemma, and the synsets found",
         "row_nsfw": f"rows kept by LAION's NSFW ratings (tags allowed: {show(s.allowed_nsfw_tags)}; "
         f"max punsafe: {show(s.max_punsafe)}; unrated kept: {show(s.keep_unrated)})",
+        "offensive_synsets": "safety: no synset WordNet marks offensive (usage domain or gloss)"
+        if s.offensive_synsets
+        else "safety: OFF, synsets WordNet marks offensive are kept (selection.offensive_synsets: false)",
+        "person_synsets": PERSON_STEP_TEXTS[s.person_synsets],
         "imagenet_overlap": f"step 2: only synsets of {s.reference} (within reading, as LAIONet)"
         if s.overlap == "within"
         else f"step 2: no overlap with {s.reference} ({s.overlap} reading)",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from imagenot.filters.person_synsets import ANY_PERSON, IDENTITY_LABELS
+
 SYNSET_REASONS = {
     "reference_synset": "the synset is in the reference class set (step 2)",
     "shares_lemma": "the synset shares a lemma (case-insensitively) with a reference synset (step 2)",
@@ -18,6 +20,19 @@ SYNSET_REASONS = {
     "too_few_captions": "fewer usable captions than `selection.min_captions` (step 3), or at rank fewer than "
     "a class needs (`ranking.min_captions`, by default `sampling.images_per_class`)",
     "has_candidate_descendant": "another candidate descends from the synset, so it is not a leaf (step 4)",
+    "wordnet_usage_ethnic_slur": "WordNet files the synset under the usage domain ethnic slur (`selection.offensive_synsets`)",
+    "wordnet_usage_disparagement": "WordNet files the synset under the usage domain disparagement "
+    "(`selection.offensive_synsets`)",
+    "wordnet_usage_obscenity": "WordNet files the synset under the usage domain obscenity, or vulgarism "
+    "(`selection.offensive_synsets`)",
+    "gloss_offensive_term": "the synset's WordNet gloss calls it an offensive, derogatory, disparaging, contemptuous, "
+    "pejorative (or the like) term, name or word, or a slur (`selection.offensive_synsets`)",
+    **{
+        reason: f"a person synset that names people by {label}: an identity root of the README or below one "
+        "(`selection.person_synsets`)"
+        for reason, label in IDENTITY_LABELS.items()
+    },
+    ANY_PERSON: "a person synset (WordNet's noun.person), dropped because `selection.person_synsets` is all",
     "nsfw_text": "alt-profanity-check flags the synset's lemmas and gloss (step 5)",
     "no_single_synset_caption": "no caption names the synset as its only candidate (step 6)",
     "no_captions": "no caption of the synset was scored at the rank step",

@@ -1,4 +1,4 @@
-"""The report stage: `report/card.md` and `report/report.html` from a finished run.
+"""The report stage: `report/card.md`, `report/report.html` and `report/removed_synsets.tsv` from a finished run.
 
 It reads the run's stage folders (see `pipeline.report.facts`) and the audits' outputs when they
 exist. It has no settings of its own: its fingerprint is the configuration it describes, and it
@@ -25,6 +25,7 @@ from imagenot.pipeline.report.gallery import class_gallery
 from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.page import render_page
 from imagenot.pipeline.report.plots import draw_all
+from imagenot.pipeline.report.safety import write_removed
 from imagenot.pipeline.run_lock import break_lock_option, run_lock
 from imagenot.pipeline.sample import stage as sample_stage
 from imagenot.pipeline.score import stage as score_stage
@@ -84,6 +85,7 @@ def run_report(config: Config, run_dir: str) -> dict:
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, before))
     facts = gather(described_config(config), run_dir, load_index())
     write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
+    write_removed(facts.safety, stage_dir)
     gallery = class_gallery(config, run_dir, facts.classes, facts.dataset)
     write_text(FileSystems.join(stage_dir, PAGE_FILE), render_page(facts, draw_all(facts), gallery))
     figures = {"classes": len(facts.classes), "images": facts.images, "audits": sorted(facts.audits)}

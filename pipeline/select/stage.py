@@ -1,8 +1,8 @@
 """The select stage: steps 2-6 of the method, from tagged shards to single-synset captions.
 
 Two passes over the tag stage's shards. The first counts, per synset, the captions that pass
-LAION's row-level NSFW ratings; on the driver, steps 2-5 (`filters.select`) turn the tag
-stage's counts and these into candidate synsets. The second keeps each caption whose synsets
+LAION's row-level NSFW ratings; on the driver, the safety rules and steps 2-5 (`filters.select`)
+turn the tag stage's counts and these into candidate synsets. The second keeps each caption whose synsets
 hold exactly one candidate (step 6) and writes it with that `wnid` to `select/selected/<stem>.parquet`.
 The funnel (`funnel.tsv`, `funnel.json`) and every found synset's fate (`synset_fates.tsv`,
 read by `imagenot why`) go to `select/`.
@@ -19,6 +19,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.filters.funnel import Funnel, build_funnel
 from imagenot.filters.min_captions import synset_caption_counts
+from imagenot.filters.offensive_synsets import marked_synsets
+from imagenot.filters.person_synsets import identity_synsets
 from imagenot.filters.select import SynsetSelection, select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
@@ -114,12 +116,20 @@ def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Se
         reading=selection.overlap,
         min_count=selection.min_captions,
         nsfw_threshold=selection.nsfw_synset_threshold,
+        offensive_marks=selection.offensive_synsets,
+        person_mode=selection.person_synsets,
     )
 
 
 def settings(config: Config) -> dict:
-    """The selection settings, with the reference set resolved: an edited class-list file reruns."""
-    return {**config.selection.model_dump(), "reference_wnids": digest(reference_wnids(config.selection.reference, load_index()))}
+    """The selection settings, with the reference set and the safety rules' synsets resolved: an
+    edited class-list file or a changed rule reruns."""
+    index = load_index()
+    return {
+        **config.selection.model_dump(),
+        "reference_wnids": digest(reference_wnids(config.selection.reference, index)),
+        "safety_rules": digest([marked_synsets(index), identity_synsets(index)]),
+    }
 
 
 def run_select(config: Config, run_dir: str) -> Funnel:
@@ -151,5 +161,8 @@ def run_select(config: Config, run_dir: str) -> Funnel:
 
 
 select_command = stage_command(
-    STAGE, TAG, run_select, "Filter synsets (ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions."
+    STAGE,
+    TAG,
+    run_select,
+    "Filter synsets (offensive, identity, ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
 )
