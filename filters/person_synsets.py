@@ -27,8 +27,19 @@ Mode = Literal["identity", "all", "keep"]
 MODES: tuple[Mode, ...] = ("identity", "all", "keep")
 ANY_PERSON = "person_synset"  # the reason of a person synset `all` drops that is no identity synset
 
-# reason -> root synsets; a synset under roots of several categories takes the first category.
+# reason -> root synsets; a synset under roots of several categories takes the first category
+# (WordNet files Asian nationals under person_of_color.n.01 too: "Japanese" reads as a nationality).
 IDENTITY_ROOTS = {
+    "identity_nationality": (
+        "inhabitant.n.01",  # Americans, Europeans, Frenchmen, Parisians, also villagers and residents
+        "native.n.01",  # Filipinos, Russians
+        "native.n.02",
+        "african.n.01",
+        "compatriot.n.01",
+        "foreigner.n.01",  # gringo, au pair, metic
+        "emigrant.n.01",
+        "immigrant.n.01",
+    ),
     "identity_race_ethnicity": (
         "person_of_color.n.01",  # Amerindians, Asians (by people and by country), Black people
         "white.n.01",  # Caucasians, Semites, WASPs
@@ -43,16 +54,6 @@ IDENTITY_ROOTS = {
         "primitive.n.01",  # "savage", "aborigine": peoples ranked by a supposed stage of civilization
         "outcaste.n.01",  # caste
         "passer.n.02",  # passes as a member of another ethnic group
-    ),
-    "identity_nationality": (
-        "inhabitant.n.01",  # Americans, Europeans, Frenchmen, Parisians, also villagers and residents
-        "native.n.01",  # Filipinos, Russians
-        "native.n.02",
-        "african.n.01",
-        "compatriot.n.01",
-        "foreigner.n.01",  # gringo, au pair, metic
-        "emigrant.n.01",
-        "immigrant.n.01",
     ),
     "identity_religion": (
         "religious_person.n.01",  # believers of each faith, clergy of none: monks, nuns, imams
@@ -90,8 +91,8 @@ IDENTITY_ROOTS = {
     ),
 }
 IDENTITY_LABELS = {
-    "identity_race_ethnicity": "race or ethnicity",
     "identity_nationality": "nationality or origin",
+    "identity_race_ethnicity": "race or ethnicity",
     "identity_religion": "religion",
     "identity_sexual_orientation": "sexual orientation",
     "identity_sex_gender": "sex or gender identity",
