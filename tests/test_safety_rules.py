@@ -77,7 +77,7 @@ def test_the_readme_states_the_roots_and_the_counts(index):
     text = README.read_text()
     identity = identity_synsets(index)
     for reason, names in IDENTITY_ROOTS.items():
-        row = re.search(rf"^\| `{reason}` \|(.+)\| ([\d,]+) \|$", text, re.MULTILINE)
+        row = re.search(rf"^ *\| `{reason}` \|(.+)\| ([\d,]+) \|$", text, re.MULTILINE)
         assert row, f"README has no row for {reason}"
         assert re.findall(r"`([^`]+)`", row.group(1)) == list(names)
         assert int(row.group(2).replace(",", "")) == sum(1 for r, _ in identity.values() if r == reason)
