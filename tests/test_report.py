@@ -2,6 +2,7 @@
 
 import csv
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,8 @@ def test_the_card_states_every_open_choice_with_its_value(plain):
         "selection.reference": "imagenet1k",
         "selection.overlap": "paper",
         "selection.min_captions": "8",
+        "selection.offensive_synsets": "true",
+        "selection.person_synsets": "identity",
         "selection.nsfw_synset_threshold": "0.5",
         "selection.allowed_nsfw_tags": "UNLIKELY",
         "selection.max_punsafe": "null",
@@ -132,7 +135,7 @@ def test_the_card_funnel_matches_the_select_stage(run, plain):
     rows = {row[0]: row for row in _table_rows(card, "step")}
     with open(run / "select" / "funnel.tsv", newline="") as f:
         steps = list(csv.DictReader(f, delimiter="\t"))
-    assert len(steps) == 7
+    assert len(steps) == 9
     for step in steps:
         assert rows[step["step"]][2:4] == [f"{int(step['synsets_left']):,}", f"{int(step['captions_left']):,}"]
     assert rows["corpus"][3] == "12,000"
@@ -216,3 +219,34 @@ def test_every_download_failure_reason_is_defined():
     from imagenot.pipeline.report.glossary import defined
 
     assert [reason for reason in REASONS if not defined(reason)] == []
+
+
+def test_the_card_counts_the_safety_rules_removals_as_the_report_file_lists_them(run, plain):
+    from imagenot.pipeline.report.safety import RULES, SAFETY_STEPS
+
+    card, _ = plain
+    rows = {row[0]: row for row in _table_rows(card, "rule")}
+    with open(run / "report" / "removed_synsets.tsv", newline="") as f:
+        removed = list(csv.DictReader(f, delimiter="\t"))
+    with open(run / "select" / "synset_fates.tsv", newline="") as f:
+        fates = [row for row in csv.DictReader(f, delimiter="\t") if row["step"] in SAFETY_STEPS]
+    assert removed == fates and removed  # the synthetic corpus names person synsets
+    counts = Counter(row["reason"] for row in removed)
+    assert {reason: rows[rule][2] for reason, rule in RULES.items()} == {
+        reason: f"{counts.get(reason, 0):,}" for reason in RULES
+    }
+    assert rows["any other person synset"][1] == "off" and rows["WordNet usage: ethnic slur"][1] == "on"
+    assert "Person synsets were kept" not in card
+
+
+def test_a_safety_rule_turned_off_warns_at_the_top_of_the_card(run):
+    from imagenot.pipeline.config import Selection, load_config
+    from imagenot.pipeline.report.card import render_card
+    from imagenot.pipeline.report.facts import gather
+    from imagenot.wordnet.index import load_index
+
+    config = load_config(run / "config.yaml")
+    kept = config.model_copy(update={"selection": Selection(person_synsets="keep", offensive_synsets=False)})
+    head = render_card(gather(kept, str(run), load_index())).split("## What this dataset is")[0]
+    assert "**Person synsets were kept** (`selection.person_synsets: keep`)" in head
+    assert "**Synsets WordNet marks as offensive were kept** (`selection.offensive_synsets: false`)" in head
