@@ -130,7 +130,8 @@ class Selection(Section):
         0.5, gt=0, le=1, description="alt-profanity-check score over lemmas and gloss; null: off"
     )
     offensive_synsets: bool = Field(
-        True, description="drop synsets WordNet marks offensive (usage domain, gloss); false keeps them, with a card warning"
+        True,
+        description="drop synsets WordNet marks offensive (usage domain, gloss); false keeps them, the card warns",
     )
     person_synsets: Literal["identity", "all", "keep"] = Field(
         "identity",

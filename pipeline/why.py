@@ -3,9 +3,9 @@
 A bare word ("crane", "hot dog") lists each of its noun senses with its fate. A fate names the
 step that decided it with the counts behind it (captions against what a class needs, a score
 against the threshold, a place in the ranking; for a safety rule, WordNet's mark or the identity
-root; for a synset no caption mentions, the safety rule that would drop it); a class gets its index, images and split (and,
-after a download, its candidates not kept by reason); every synset gets its relation to the
-reference set.
+root; for a synset no caption mentions, the safety rule that would drop it); a class gets its
+index, images and split (and, after a download, its candidates not kept by reason); every
+synset gets its relation to the reference set.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ TARGETS = {
 }
 CLASSES = {"gavel": "gavel.n.01", "trowel": "trowel.n.01", "birdcage": "birdcage.n.01"}
 CONFIG = {
-    "corpus": {"columns": {c: None for c in ("width", "height", "similarity", "punsafe", "nsfw", "sample_id", "license")}},
+    "corpus": {"columns": dict.fromkeys(("width", "height", "similarity", "punsafe", "nsfw", "sample_id", "license"))},
     "selection": {"min_captions": 3, "allowed_nsfw_tags": None},
     "scoring": {"first_pass_captions": 5},
     "ranking": {"classes": 50, "top_n": 2, "min_captions": 1, "thresholds": {"packaged:all-MiniLM-L6-v2": -1.0}},
@@ -53,7 +53,8 @@ PERMISSIVE = {"offensive_synsets": False, "person_synsets": "keep", "nsfw_synset
 
 def _read_wordnet_list(name: str, key: str) -> dict[str, str]:
     with open(Path(__file__).parent / "data" / name) as f:
-        return {row["name"]: row[key] for row in csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t")}
+        rows = csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t")
+        return {row["name"]: row[key] for row in rows}
 
 
 def _write_config(path, run_tmp, selection=None):
@@ -75,7 +76,8 @@ def built(tmp_path_factory):
         pa.table({"URL": [f"http://127.0.0.1:9/img/{i}.jpg" for i in range(len(texts))], "TEXT": texts}),
         tmp / "corpus" / "part-00000.parquet",
     )
-    result = invoke(build_command, ["--config", str(_write_config(tmp / "safety.yaml", tmp)), "--out", str(tmp / "run")])
+    config = _write_config(tmp / "safety.yaml", tmp)
+    result = invoke(build_command, ["--config", str(config), "--out", str(tmp / "run")])
     assert result.exit_code == 0, result.output
     return tmp
 
@@ -122,7 +124,8 @@ def test_the_card_counts_each_rule_and_the_report_lists_the_wnids(built):
     report = built / "run" / "report"
     card = (report / "card.md").read_text()
     section = card.split("## Safety: offensive and identity synsets")[1].split("\n## ")[0]
-    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in section.splitlines() if line.startswith("| ")}
+    lines = [line.split(" | ") for line in section.splitlines() if line.startswith("| ")]
+    rows = {cells[0].strip("| "): cells for cells in lines}
     assert rows["WordNet usage: ethnic slur"][2] == "3" and rows["WordNet usage: ethnic slur"][3].strip(" |") == "12"
     assert rows["person synset naming disability or illness"][2] == "2"
     assert rows["text classifier (alt-profanity-check)"][2] == "1"
@@ -141,4 +144,5 @@ def test_with_the_rules_off_every_one_would_be_a_candidate(built, tmp_path):
     result = invoke(select_command, ["--run", str(run_dir), "--config", str(config)])
     assert result.exit_code == 0, result.output
     fates = _fates(run_dir)
-    assert {name: fates[name]["step"] for name, *_ in TARGETS.values()} == {name: "kept" for name, *_ in TARGETS.values()}
+    names = [name for name, *_ in TARGETS.values()]
+    assert {name: fates[name]["step"] for name in names} == dict.fromkeys(names, "kept")

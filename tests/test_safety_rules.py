@@ -95,7 +95,8 @@ def test_modes_identity_all_and_keep(index):
     }
     assert identity[black].detail.startswith("names people by race or ethnicity: descends from ")
     every = person_removals(pool, index, "all")
-    assert {w: r.reason for w, r in every.items()} == {**{w: r.reason for w, r in identity.items()}, carpenter: ANY_PERSON}
+    reasons = {w: r.reason for w, r in identity.items()}
+    assert {w: r.reason for w, r in every.items()} == {**reasons, carpenter: ANY_PERSON}
     assert person_removals(pool, index, "keep") == {}
     with pytest.raises(ValueError, match="identity, all, keep"):
         person_removals(pool, index, "some")

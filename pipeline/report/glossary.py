@@ -20,7 +20,8 @@ SYNSET_REASONS = {
     "too_few_captions": "fewer usable captions than `selection.min_captions` (step 3), or at rank fewer than "
     "a class needs (`ranking.min_captions`, by default `sampling.images_per_class`)",
     "has_candidate_descendant": "another candidate descends from the synset, so it is not a leaf (step 4)",
-    "wordnet_usage_ethnic_slur": "WordNet files the synset under the usage domain ethnic slur (`selection.offensive_synsets`)",
+    "wordnet_usage_ethnic_slur": "WordNet files the synset under the usage domain ethnic slur "
+    "(`selection.offensive_synsets`)",
     "wordnet_usage_disparagement": "WordNet files the synset under the usage domain disparagement "
     "(`selection.offensive_synsets`)",
     "wordnet_usage_obscenity": "WordNet files the synset under the usage domain obscenity, or vulgarism "

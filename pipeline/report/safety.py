@@ -107,11 +107,13 @@ def section(facts: RunFacts) -> list[str]:
         "",
         "Before any other synset filter, two rules over WordNet 3.0 remove synsets (see the README, Safety rules): "
         f"those WordNet itself marks as offensive (`selection.offensive_synsets: {str(s.offensive_synsets).lower()}`), "
-        f"and person synsets by `selection.person_synsets: {s.person_synsets}` (identity: those naming people by race, "
-        "ethnicity, nationality, religion, sexual orientation, sex or gender, or disability; all: every person synset). "
+        f"and person synsets by `selection.person_synsets: {s.person_synsets}` (identity: those naming people by "
+        "race, ethnicity, nationality, religion, sexual orientation, sex or gender, or disability; all: every person "
+        "synset). "
         f"After step 4, a text classifier removes synsets whose lemmas and gloss it scores offensive ({classifier}).",
         "",
         *card.table(("rule", "state", "synsets removed in this run", "WordNet nouns it covers"), rows, "llrr"),
-        f"{sum(counts.values()):,} synsets in all; each, with its rule and reason, is in `report/{REMOVED_SYNSETS_FILE}`.",
+        f"{sum(counts.values()):,} synsets in all; each, with its rule and reason, is in "
+        f"`report/{REMOVED_SYNSETS_FILE}`.",
         "",
     ]
