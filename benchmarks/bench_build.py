@@ -65,12 +65,12 @@ def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, fir
 
 def run_child(stage: str, config_path: str, run_dir: str, result_path: str) -> None:
     """The child process: one stage, its own wall time and peak RSS written to `result_path`."""
-    from imagenot.pipeline.build import STAGES as BUILD_STAGES
     from imagenot.pipeline.config import load_config
+    from imagenot.pipeline.registry import declared
     from imagenot.pipeline.stage_dir import stage_figures
 
     config = load_config(config_path)
-    step = next(s for s in BUILD_STAGES if s.name == stage)
+    step = declared(stage)
     started, cpu_started = time.perf_counter(), time.process_time()
     step.run(config, run_dir)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started

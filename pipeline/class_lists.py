@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from imagenot.pipeline.shards import read_bytes
+from imagenot.pipeline.run_files import read_bytes
 from imagenot.wordnet.classlists import REFERENCE_SETS, ClassListError, builtin_reference, parse_class_list
 from imagenot.wordnet.index import NounIndex
 

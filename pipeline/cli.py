@@ -35,7 +35,7 @@ COMMANDS = {
     "prepare-models": ("imagenot.pipeline.score.prepare", "prepare_models_command", "Build the scoring model artifacts once, offline."),
     "plan": ("imagenot.pipeline.plan", "plan_command", "Project a build's work, jobs and cost; refuse what will fail."),
     "review": ("imagenot.pipeline.review.command", "review_command", "Human review: raters check labels in a browser."),
-    "blocklist": ("imagenot.pipeline.download.blocklist_apply", "blocklist_command", "Blocklists: apply a new list to a finished dataset."),
+    "blocklist": ("imagenot.pipeline.blocklist_apply", "blocklist_command", "Blocklists: apply a new list to a finished dataset."),
 }
 AUDITS = {
     "embed": ("imagenot.pipeline.audit.embeddings", "embed_command", "CLIP-embed every downloaded image and caption."),

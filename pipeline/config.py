@@ -17,8 +17,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config_yaml import parse_yaml, suggestion
-from imagenot.pipeline.corpus.presets import PRESET_NAMES, apply_preset
-from imagenot.pipeline.download.address_guard import parse_networks
+from imagenot.pipeline.corpus_presets import PRESET_NAMES, apply_preset
+from imagenot.pipeline.layout import RUN_CONFIG
+from imagenot.pipeline.networks import parse_networks
 from imagenot.wordnet.classlists import REFERENCE_SETS
 from imagenot.wordnet.queries import validate_template
 
@@ -530,7 +531,6 @@ class Config(Section):
         return self.ranking.min_captions or self.sampling.images_per_class
 
 
-RUN_CONFIG = "config.yaml"  # the resolved config `imagenot build` writes into the run directory
 
 
 class ConfigError(ImagenotError, ValueError):

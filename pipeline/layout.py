@@ -2,6 +2,7 @@
 audit or the export reads, and where a run's dataset lies.
 
     RUN/config.yaml, summary.json       the resolved config, each stage's figures
+    RUN/imagenot.lock                   the run's lock (pipeline/run_lock.py)
     RUN/<stage>/                        one folder per stage (fingerprint.json, figures.json, DONE:
                                         pipeline/stage_dir.py), holding the files named below
     RUN/audit/<audit>/                  the audits' folders
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.shards import read_json, stage_shards
+from imagenot.pipeline.run_files import read_json, stage_shards
 
 # Stage folders, in the order `imagenot build` runs them.
 CORPUS = "corpus"
@@ -36,6 +37,12 @@ AUDIT_LABEL_NOISE = "audit/label_noise"
 AUDIT_RANKINGS = "audit/rankings"
 REVIEW = "review"  # human review (`imagenot review`): not a stage, its files change as raters answer
 
+# Every stage's folder (pipeline/stage_dir.py)
+FINGERPRINT_FILE = "fingerprint.json"  # the settings and upstream the stage ran with
+FIGURES_FILE = "figures.json"  # its accounting, for the run's summary
+DONE_FILE = "DONE"  # written last: the stage finished
+# corpus/
+CORPUS_PARTS = "part-*.parquet"  # the synthetic corpus's shards
 # tag/
 TAGGED_DIR = "tagged"  # the corpus rows with their synsets
 TAG_TALLY_FILE = "tag_tally.json"  # rows read, dropped and tagged
@@ -75,7 +82,9 @@ REVIEW_IMAGES_FILE = "images.parquet"  # `review export`: per image, its answers
 REVIEW_RESULTS_FILE = "results.json"  # `review export`: precision per class, rater accuracies (the card reads it)
 REVIEW_PLOT_FILE = "precision.png"  # per-class precision with its interval, sorted
 # RUN/
+RUN_CONFIG = "config.yaml"  # the resolved config the run's stages ran with
 SUMMARY_FILE = "summary.json"  # each stage's figures (pipeline/summary.py)
+LOCK_FILE = "imagenot.lock"  # held by the command working on the run (pipeline/run_lock.py)
 EXPORT_DIR = "dataset"  # the export's folder, beside the stage folders
 
 SCORE_COLUMN = "gloss_similarity"  # a caption's similarity to its synset's gloss (`similarity` is LAION's CLIP score)

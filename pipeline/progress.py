@@ -22,8 +22,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from tqdm import tqdm
 
+from imagenot.pipeline.run_files import read_json
 from imagenot.pipeline.shard_progress import PROGRESS_DIR
-from imagenot.pipeline.shards import TALLIES_DIR, read_json, tally_name
+from imagenot.pipeline.shards import TALLIES_DIR, tally_name
 
 log = logging.getLogger(__name__)
 

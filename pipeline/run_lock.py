@@ -31,20 +31,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
-import click
-
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.layout import LOCK_FILE
 
 log = logging.getLogger(__name__)
-
-LOCK_FILE = "imagenot.lock"
-
-break_lock_option = click.option(
-    "--break-lock",
-    is_flag=True,
-    help="remove a stale lock left by a killed writer on another host or in a bucket (older than "
-    "runner.lock_stale_after_s); a dead writer's lock on this host is taken over without it",
-)
 
 
 class RunLockedError(ImagenotError):
@@ -138,10 +128,12 @@ class _LocalLock:
 
 class _BucketLock:
     def __init__(self, run_dir: str):
+        from apache_beam.io.filesystems import FileSystems
+        from apache_beam.io.gcp.gcsio import parse_gcs_path
         from google.cloud import storage  # only runs in buckets need it
 
-        bucket, _, prefix = run_dir.removeprefix("gs://").partition("/")
-        self.blob = storage.Client().bucket(bucket).blob(f"{prefix.rstrip('/')}/{LOCK_FILE}".lstrip("/"))
+        bucket, name = parse_gcs_path(FileSystems.join(run_dir, LOCK_FILE))
+        self.blob = storage.Client().bucket(bucket).blob(name)
 
     def create(self, data: bytes) -> bool:
         from google.api_core.exceptions import PreconditionFailed

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.run_files import write_json
 
 PROGRESS_DIR = "progress"
 INTERVAL = 2.0  # seconds between a shard's progress writes

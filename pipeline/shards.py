@@ -8,10 +8,6 @@ workers (`ShardWorker`) and sums their tallies (`process_shards`).
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
@@ -22,8 +18,8 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import atomic_output, write_json
 from imagenot.pipeline.paths import stem
+from imagenot.pipeline.run_files import atomic_output, read_json, write_json
 from imagenot.pipeline.shard_progress import progress_path, reporting, rows_read
 
 TALLIES_DIR = "tallies"
@@ -48,24 +44,20 @@ def tally_name(shard: str, part: str = "") -> str:
     return f"{stem(shard)}{part}.json"
 
 
-def read_bytes(path: str) -> bytes:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return f.read()
 
 
-def read_json(path: str):
-    return json.loads(read_bytes(path))
 
 
-def read_tsv(path: str) -> list[dict[str, str]]:
-    """The rows of a tab-separated table with a header."""
-    return list(csv.DictReader(io.StringIO(read_bytes(path).decode("utf-8")), delimiter="\t"))
 
 
-def stage_shards(stage_dir: str, data_folder: str) -> list[str]:
-    """The data files an earlier stage wrote, sorted."""
-    pattern = FileSystems.join(stage_dir, data_folder, "*.parquet")
-    return sorted(meta.path for meta in FileSystems.match([pattern])[0].metadata_list)
+
+
+
+
+
+
+
+
 
 
 def read_batches(path: str, columns: list[str] | None = None, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
@@ -75,25 +67,6 @@ def read_batches(path: str, columns: list[str] | None = None, batch_rows: int = 
             rows_read(batch.num_rows)
             yield batch
 
-
-def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
-    """A parquet file the pipeline wrote, in full (an empty one keeps its schema)."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return pq.read_table(f, columns=columns)
-
-
-def sha256_file(path: str) -> str:
-    """The sha256 of a file, streamed (local or gs://)."""
-    digest = hashlib.sha256()
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def read_schema(path: str) -> pa.Schema:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return pq.read_schema(f)
 
 
 def resumable_shard(files: ShardFiles, work: Callable[[], dict], reusable: Callable[[dict], bool] = lambda _: True) -> dict:

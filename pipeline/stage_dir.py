@@ -22,13 +22,10 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import remove_partials, write_json
+from imagenot.pipeline.layout import DONE_FILE, FIGURES_FILE, FINGERPRINT_FILE
 from imagenot.pipeline.paths import delete_folder, folder_exists
-from imagenot.pipeline.shards import read_json
+from imagenot.pipeline.run_files import read_json, remove_partials, write_json
 
-FINGERPRINT_FILE = "fingerprint.json"
-FIGURES_FILE = "figures.json"
-DONE_FILE = "DONE"
 log = logging.getLogger(__name__)
 
 

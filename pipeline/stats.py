@@ -12,9 +12,9 @@ from apache_beam.io.filesystems import FileSystems
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from imagenot.pipeline.atomic import write_bytes
 from imagenot.pipeline.class_lists import read_class_list, reference_wnids
 from imagenot.pipeline.paths import name
+from imagenot.pipeline.run_files import write_bytes
 from imagenot.wordnet.classlists import ClassListError
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.stats_report import build_report, render_markdown

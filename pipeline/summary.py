@@ -7,10 +7,9 @@ from collections.abc import Callable
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.layout import SUMMARY_FILE
-from imagenot.pipeline.shards import read_json
+from imagenot.pipeline.run_files import read_json, write_json
 from imagenot.pipeline.stage_dir import stage_figures
 
 

@@ -20,12 +20,13 @@ from imagenot.filters.funnel import KEPT, describe_fate
 from imagenot.filters.offensive_synsets import offensive_removals
 from imagenot.filters.person_synsets import person_removals
 from imagenot.pipeline.class_lists import reference_wnids
-from imagenot.pipeline.config import RUN_CONFIG, load_config
+from imagenot.pipeline.config import load_config
 from imagenot.pipeline.download.class_fates import download_fate
 from imagenot.pipeline.layout import (
     DATASET_STAGES,
     RANK,
     RANKING_FILE,
+    RUN_CONFIG,
     SELECT,
     SELECT_TALLY_FILE,
     SYNSET_FATES_FILE,
@@ -35,8 +36,8 @@ from imagenot.pipeline.layout import (
     stage_path,
 )
 from imagenot.pipeline.review.results import why_line as review_why_line
+from imagenot.pipeline.run_files import read_json, read_table, read_tsv
 from imagenot.pipeline.select.funnel_files import read_synset_fates
-from imagenot.pipeline.shards import read_json, read_table, read_tsv
 from imagenot.pipeline.stage_dir import is_done
 from imagenot.wordnet.hierarchy import ancestors_in, descendants_in
 from imagenot.wordnet.index import WNID_PATTERN, NounIndex, load_index

@@ -1,6 +1,6 @@
 """Shared test helpers for downloads: the loopback image server and a sample stage to feed it.
 
-`LoopbackImageServer` (see `pipeline.download.loopback` for its paths) serves real photos and
+`LoopbackImageServer` (see `pipeline.demo.image_server` for its paths) serves real photos and
 broken responses on 127.0.0.1; `write_sample_stage` writes the sample stage's contract
 (`sample/dataset/` and `sample/reserve/` parquet, fingerprint, DONE) for any URLs, so the
 download stage can run without the stages before it:
@@ -16,7 +16,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from imagenot.pipeline.download.loopback import PHOTOS, LoopbackImageServer, bomb_png, photo_jpeg
+from imagenot.pipeline.demo.image_server import PHOTOS, LoopbackImageServer, bomb_png, photo_jpeg
 from imagenot.pipeline.stage_dir import finish_stage, open_stage
 
 __all__ = ["PHOTOS", "LoopbackImageServer", "bomb_png", "photo_jpeg", "write_sample_stage"]

@@ -29,7 +29,6 @@ from ports import free_loopback_port
 from small_build import SMALL_BUILD
 from test_image_embeddings import TINY_VIT
 
-from imagenot.pipeline.atomic import write_text
 from imagenot.pipeline.audit.agreement import agreement_command
 from imagenot.pipeline.audit.duplicates import duplicates_command
 from imagenot.pipeline.audit.embeddings import embed_command
@@ -39,9 +38,9 @@ from imagenot.pipeline.corpus.stage import run_corpus
 from imagenot.pipeline.corpus.synth import synth_command
 from imagenot.pipeline.paths import folder_exists
 from imagenot.pipeline.report.stage import report_command
+from imagenot.pipeline.run_files import read_bytes, read_json, read_tsv, write_text
 from imagenot.pipeline.score.cache import EmbeddingCache, text_keys
 from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.shards import read_bytes, read_json, read_tsv
 from imagenot.pipeline.stats import stats
 from imagenot.pipeline.why import why
 

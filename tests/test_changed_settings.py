@@ -16,7 +16,7 @@ from shared_runs import copy_run
 
 from imagenot.pipeline.build import build
 from imagenot.pipeline.config import Config, Download, load_config
-from imagenot.pipeline.download.loopback import PHOTOS, photo_jpeg
+from imagenot.pipeline.demo.image_server import PHOTOS, photo_jpeg
 from imagenot.pipeline.export.stage import export_command
 from imagenot.pipeline.report.stage import report_command
 

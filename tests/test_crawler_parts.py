@@ -15,9 +15,9 @@ import pytest
 from cli_runner import invoke
 from image_server import LoopbackImageServer, photo_jpeg
 
+from imagenot.pipeline.blocklist_apply import apply_command
 from imagenot.pipeline.config import Download
 from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused, refusal
-from imagenot.pipeline.download.blocklist_apply import apply_command
 from imagenot.pipeline.download.blocklists import Blocklist, BlocklistError, hash_problem
 from imagenot.pipeline.download.crawler import Crawler
 from imagenot.pipeline.download.politeness import HostGivenUp, HostLimits, Politeness, retry_after_seconds

@@ -221,7 +221,8 @@ def test_a_busy_demo_port_is_a_clear_error(tmp_path):
     import socket
 
     from imagenot.pipeline.config import Config
-    from imagenot.pipeline.download.stage import run_download
+    from imagenot.pipeline.download.stage import DECLARATION
+    from imagenot.pipeline.registry import run_stage
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -229,4 +230,4 @@ def test_a_busy_demo_port_is_a_clear_error(tmp_path):
         port = busy.getsockname()[1]  # an ephemeral port: above 1024
         config = Config(download=Download(enabled=True, demo_server_port=port))
         with pytest.raises(ImagenotError, match=f"cannot serve on 127.0.0.1:{port}"):
-            run_download(config, str(tmp_path))
+            run_stage(DECLARATION, config, str(tmp_path))

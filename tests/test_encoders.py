@@ -8,8 +8,8 @@ from imagenot.pipeline.score.encoders import (
     EncoderError,
     SentenceTransformerEncoder,
     TransformersEncoder,
-    load_encoder,
 )
+from imagenot.pipeline.score.runtimes import load_encoder
 
 CAPTIONS = [
     "golden retriever puppy playing in the grass",

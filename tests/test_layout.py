@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_NAMES = {
     name: getattr(layout, name)
     for name in dir(layout)
-    if name.endswith("_FILE") or name.startswith("AUDIT_") or name == "SCORE_COLUMN"
+    if name.endswith("_FILE") or name.startswith("AUDIT_") or name in {"SCORE_COLUMN", "RUN_CONFIG", "CORPUS_PARTS"}
 }
 
 

@@ -16,9 +16,10 @@ from small_build import SMALL_BUILD
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.audit.rankings import compare_rankings_command
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config import load_config
+from imagenot.pipeline.registry import run_stage
 from imagenot.pipeline.report.page import SECTIONS
-from imagenot.pipeline.report.stage import report_command, run_report
+from imagenot.pipeline.report.stage import DECLARATION, report_command
 
 EVIL = "<script>alert('x')</script>"
 PLOTS = 8  # funnel, Figure 2, candidate scores, Figure 3, depth, siblings, lexnames, image counts
@@ -188,10 +189,11 @@ def test_the_same_run_gives_the_same_bytes(audited):
     assert first == second
 
 
-def test_a_config_the_run_was_not_built_with_is_refused(run):
-    config = Config.model_validate({**SMALL_BUILD, "selection": {"min_captions": 9}})
+def test_a_config_the_run_was_not_built_with_is_refused(run, small_run):
+    built = load_config(small_run.config)
+    config = built.model_copy(update={"selection": built.selection.model_copy(update={"min_captions": 9})})
     with pytest.raises(ImagenotError, match=r"select ran with other settings .*min_captions"):
-        run_report(config, str(run))
+        run_stage(DECLARATION, config, str(run))
 
 
 def test_the_command_needs_a_finished_run(tmp_path):

@@ -14,9 +14,10 @@ import yaml
 from cli_runner import invoke
 
 from imagenot.pipeline.audit.label_noise import label_noise_command
+from imagenot.pipeline.blocklist_apply import apply_command
 from imagenot.pipeline.build_command import build_command
-from imagenot.pipeline.download.blocklist_apply import apply_command
-from imagenot.pipeline.run_lock import LOCK_FILE, RunLockedError, process_start, run_lock
+from imagenot.pipeline.layout import LOCK_FILE
+from imagenot.pipeline.run_lock import RunLockedError, process_start, run_lock
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command
 

@@ -45,7 +45,7 @@ def test_a_changed_setting_clears_the_folder(tmp_path):
 
 KILLED_MID_WRITE = """
 import sys, time
-from imagenot.pipeline.atomic import atomic_output
+from imagenot.pipeline.run_files import atomic_output
 from imagenot.pipeline.stage_dir import open_stage
 stage_dir = open_stage(sys.argv[1], "a", {"x": 1})
 with atomic_output(stage_dir + "/tagged/part-0.parquet") as stream:

@@ -28,7 +28,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output, write_bytes
 from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_flagged, drop_option
 from imagenot.pipeline.audit.duplicates import load_reference
@@ -41,7 +40,9 @@ from imagenot.pipeline.layout import (
     CLASS_QUERIES_FILE,
     stage_path,
 )
-from imagenot.pipeline.shards import read_batches, read_table
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run_files import atomic_output, read_table, write_bytes
+from imagenot.pipeline.shards import read_batches
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
@@ -218,9 +219,12 @@ def run_agreement(config: Config, run_dir: str, drop: bool = False) -> None:
 
 
 agreement_command = stage_command(
-    STAGE,
-    embeddings.STAGE,
-    run_agreement,
-    "Image-class and image-caption agreement; intra/inter-class similarity; --drop takes out images failing a threshold.",
-    (drop_option,),
+    Stage(
+        STAGE,
+        embeddings.STAGE,
+        None,
+        run_agreement,
+        "Image-class and image-caption agreement; intra/inter-class similarity; --drop takes out images failing a threshold.",
+        (drop_option,),
+    )
 )

@@ -37,14 +37,14 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output, write_text
 from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_flagged, drop_option
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.layout import AUDIT_DUPLICATES, DUPLICATE_PAIRS_HTML_FILE, classes_path, read_classes
+from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
-from imagenot.pipeline.shards import read_table
+from imagenot.pipeline.run_files import atomic_output, read_table, write_text
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
@@ -308,9 +308,12 @@ def run_duplicates(config: Config, run_dir: str, drop: bool = False) -> None:
 
 
 duplicates_command = stage_command(
-    STAGE,
-    embeddings.STAGE,
-    run_duplicates,
-    "Find exact and near-duplicate images, split leaks, reference overlap; --drop takes them out.",
-    (drop_option,),
+    Stage(
+        STAGE,
+        embeddings.STAGE,
+        None,
+        run_duplicates,
+        "Find exact and near-duplicate images, split leaks, reference overlap; --drop takes them out.",
+        (drop_option,),
+    )
 )

@@ -35,7 +35,6 @@ from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output
 from imagenot.pipeline.audit.clip_model import ClipModel
 from imagenot.pipeline.config import Config, ImageAudit, Runner
 from imagenot.pipeline.layout import (
@@ -47,17 +46,10 @@ from imagenot.pipeline.layout import (
     read_classes,
 )
 from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run_files import atomic_output, read_table, sha256_file, stage_shards
 from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.shards import (
-    ShardWorker,
-    process_shards,
-    read_batches,
-    read_table,
-    resumable_shard,
-    sha256_file,
-    shard_files,
-    stage_shards,
-)
+from imagenot.pipeline.shards import ShardWorker, process_shards, read_batches, resumable_shard, shard_files
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.wordnet.index import load_index
@@ -270,4 +262,12 @@ def run_embed(config: Config, run_dir: str) -> dict:
     return embed_images(run_dir, config.image_audit, config.runner)
 
 
-embed_command = stage_command(STAGE, DOWNLOAD, run_embed, "Embed every downloaded image and caption with CLIP.")
+embed_command = stage_command(
+    Stage(
+        STAGE,
+        DOWNLOAD,
+        None,
+        run_embed,
+        "Embed every downloaded image and caption with CLIP.",
+    )
+)

@@ -6,8 +6,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.layout import CORPUS
+from imagenot.pipeline.layout import CORPUS, CORPUS_PARTS
 from imagenot.pipeline.paths import delete_folder
+from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.stage_dir import finish_stage, is_current, open_stage
 
 STAGE = CORPUS
@@ -18,7 +19,7 @@ def settings(config: Config) -> dict:
 
 
 def corpus_glob(run_dir: str) -> str:
-    return FileSystems.join(run_dir, STAGE, "part-*.parquet")
+    return FileSystems.join(run_dir, STAGE, CORPUS_PARTS)
 
 
 def run_corpus(config: Config, run_dir: str) -> None:
@@ -31,3 +32,10 @@ def run_corpus(config: Config, run_dir: str) -> None:
     synth = config.corpus.synth
     result = synth_corpus(stage_dir, synth.rows, synth.seed, synth.url_base, synth.shard_rows)
     finish_stage(stage_dir, {"rows": result.rows, "shards": len(result.shards)})
+
+
+def synthetic(config: Config) -> bool:
+    return config.corpus.synth is not None
+
+
+DECLARATION = Stage(STAGE, None, settings, run_corpus, "Write the config's synthetic corpus.", wanted=synthetic)

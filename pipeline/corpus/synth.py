@@ -50,10 +50,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import atomic_output
 from imagenot.pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
 from imagenot.pipeline.corpus.lexicon import Lexicon
+from imagenot.pipeline.layout import CORPUS_PARTS
 from imagenot.pipeline.paths import name
+from imagenot.pipeline.run_files import atomic_output
 from imagenot.wordnet.index import NounIndex, load_index
 
 DEFAULT_URL_BASE = "http://127.0.0.1:8000/img"
@@ -141,7 +142,7 @@ def synth_corpus(
     """Write `rows` rows as shards plus ground truth into `out` (any FileSystems folder), which
     must hold no corpus yet. Each file appears whole under its name or not at all."""
     out = os.fspath(out)
-    patterns = [FileSystems.join(out, "part-*.parquet"), FileSystems.join(out, GROUND_TRUTH)]
+    patterns = [FileSystems.join(out, CORPUS_PARTS), FileSystems.join(out, GROUND_TRUTH)]
     existing = sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
     if existing:
         raise FileExistsError(f"{out} already holds a corpus ({name(existing[0])}); use an empty folder")

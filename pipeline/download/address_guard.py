@@ -15,6 +15,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 
+from imagenot.pipeline.networks import parse_networks
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Checked in order; the first that fits names the refusal.
 _KINDS = ("loopback", "link_local", "multicast", "unspecified", "reserved", "private")
@@ -24,15 +26,6 @@ class AddressRefused(OSError):
     """A host resolved only to refused addresses; the message starts with `address refused`."""
 
 
-def parse_networks(networks: list[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    """The CIDR strings as networks; a bad one is a ValueError naming it (the config's check)."""
-    parsed = []
-    for text in networks:
-        try:
-            parsed.append(ipaddress.ip_network(text.strip(), strict=False))
-        except ValueError as err:
-            raise ValueError(f"download.allowed_networks: {text!r} is not a CIDR network ({err})") from err
-    return parsed
 
 
 def refusal(address: Address) -> str | None:

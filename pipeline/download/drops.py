@@ -16,8 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import atomic_output
-from imagenot.pipeline.shards import read_table
+from imagenot.pipeline.run_files import atomic_output, read_table
 from imagenot.pipeline.stage_dir import digest
 
 DROPS_FILE = "dropped.parquet"

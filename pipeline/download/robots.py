@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 from apache_beam.io.filesystems import FileSystems
 from protego import Protego
 
-from imagenot.pipeline.atomic import write_json
 from imagenot.pipeline.download.opt_outs import (
     CONTENT_SIGNAL,
     CONTENT_USAGE,
@@ -40,7 +39,7 @@ from imagenot.pipeline.download.opt_outs import (
     robots_lines,
     signal_declined,
 )
-from imagenot.pipeline.shards import read_json
+from imagenot.pipeline.run_files import read_json, write_json
 
 MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: at least five consecutive redirects
 ROBOTS_PATH = "/robots.txt"

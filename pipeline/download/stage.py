@@ -32,18 +32,17 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output, write_tsv
 from imagenot.pipeline.config import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import drops, fetch
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.class_fates import write_class_fates
 from imagenot.pipeline.download.hosts import busiest_hosts, host_of, malformed_signals
-from imagenot.pipeline.download.loopback import LoopbackImageServer
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
 from imagenot.pipeline.layout import DATASET_DIR, DOWNLOAD, RESERVE_DIR, SAMPLE, SCORE_COLUMN, stage_path
+from imagenot.pipeline.registry import Stage, download_enabled
+from imagenot.pipeline.run_files import atomic_output, read_table, stage_shards, write_tsv
 from imagenot.pipeline.sample.splits import assign_splits
-from imagenot.pipeline.shards import read_table, stage_shards
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
@@ -335,25 +334,16 @@ def run_download(config: Config, run_dir: str) -> dict:
         raise ImagenotError(
             "download.enabled is false: the download stage fetches images from the web; enable it in the config"
         )
-    if settings.demo_server_port is None:
-        return download_images(run_dir, settings, config.sampling, config.runner)
-    server = LoopbackImageServer(port=settings.demo_server_port)
-    try:
-        server.start()
-    except OSError as err:
-        raise ImagenotError(
-            f"download.demo_server_port: cannot serve on 127.0.0.1:{settings.demo_server_port} ({err.strerror}); "
-            "another demo build may be using it: rerun when it is done (finished stages are kept)"
-        ) from err
-    try:
-        return download_images(run_dir, settings, config.sampling, config.runner)
-    finally:
-        server.stop()
+    return download_images(run_dir, settings, config.sampling, config.runner)
 
 
-download_command = stage_command(
+DECLARATION = Stage(
     STAGE,
     UPSTREAM,
+    settings,
     run_download,
     "Fetch the sampled images with img2dataset, backfilling failures from each class's reserve.",
+    wanted=download_enabled,
+    revision=drops.revision,
 )
+download_command = stage_command(DECLARATION)

@@ -19,8 +19,7 @@ os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would c
 import webdataset as wds
 from img2dataset.writer import WebDatasetSampleWriter
 
-from imagenot.pipeline.atomic import write_bytes
-from imagenot.pipeline.shards import read_bytes
+from imagenot.pipeline.run_files import read_bytes, write_bytes
 
 _FIXED = {"user": "", "group": "", "mtime": 0}
 

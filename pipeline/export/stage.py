@@ -6,7 +6,7 @@ those samples, so an image an audit dropped never reaches the export, into new w
 shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys unique (the row id), samples in key order,
 `export.samples_per_shard` each. Beside them: `train.parquet`/`test.parquet` (the same rows'
 metadata), `classes.txt` (ImageNet's LOC_synset_mapping.txt format) and a README.md that
-`datasets.load_dataset` reads (see `pipeline.export.usage`); with `export.formats` holding
+`datasets.load_dataset` reads (see `pipeline.dataset_usage`); with `export.formats` holding
 `imagefolder`, also `SPLIT/WNID/KEY.EXT`.
 
 Shards are written by Beam workers, each reading only the source tars its samples lie in; each
@@ -26,11 +26,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output, write_bytes, write_text
 from imagenot.pipeline.config import Config, Export
+from imagenot.pipeline.dataset_usage import hf_readme
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
-from imagenot.pipeline.export.tars import read_samples, write_tar
-from imagenot.pipeline.export.usage import hf_readme
 from imagenot.pipeline.layout import (
     DOWNLOAD,
     EXPORT,
@@ -41,11 +39,13 @@ from imagenot.pipeline.layout import (
     stage_path,
 )
 from imagenot.pipeline.paths import delete_folder, name
+from imagenot.pipeline.registry import Stage, download_enabled
+from imagenot.pipeline.run_files import atomic_output, read_table, stage_shards, write_bytes, write_text
 from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.shards import read_table, stage_shards
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, made_from, open_stage, stage_fingerprint
 from imagenot.pipeline.summary import run_and_record
+from imagenot.pipeline.webdataset import read_samples, write_tar
 from imagenot.wordnet.index import load_index
 
 STAGE = EXPORT
@@ -194,9 +194,12 @@ def refresh_export(config: Config, run_dir: str) -> None:
         run_and_record(STAGE, run_export, config, run_dir)
 
 
-export_command = stage_command(
+DECLARATION = Stage(
     STAGE,
     UPSTREAM,
+    settings,
     run_export,
     "Write RUN/dataset/: the final images as train/test webdataset tars, parquet metadata, classes.txt, README.md.",
+    wanted=download_enabled,
 )
+export_command = stage_command(DECLARATION)

@@ -32,15 +32,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json
 from imagenot.pipeline.config import Config, Sampling
 from imagenot.pipeline.keyed_hash import sample_keys
 from imagenot.pipeline.layout import SCORE_COLUMN
+from imagenot.pipeline.run_files import read_json, read_table, write_json
 from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.sample.classes import settle_duplicates, strategy_order
-from imagenot.pipeline.sample.strategies import bin_rounds, reference_edges, similarity_bins
+from imagenot.pipeline.sampling_order import (
+    bin_rounds,
+    reference_edges,
+    settle_duplicates,
+    similarity_bins,
+    strategy_order,
+)
 from imagenot.pipeline.score.stage import merge_smallest, smallest_keys
-from imagenot.pipeline.shards import ShardWorker, read_json, read_table, sum_tallies
+from imagenot.pipeline.shards import ShardWorker, sum_tallies
 
 SETTLE_COLUMNS = ["row_id", "wnid", "url", "caption", SCORE_COLUMN]
 

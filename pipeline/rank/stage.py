@@ -27,7 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json, write_tsv
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.layout import (
     CLASS_LIST_FILE,
@@ -46,16 +45,19 @@ from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
 from imagenot.pipeline.rank.priority import priority_rounds
 from imagenot.pipeline.rank.ranking import Ranking, rank_synsets
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run_files import read_json, stage_shards, write_json, write_tsv
 from imagenot.pipeline.runner import make_pipeline, scoring_hints
-from imagenot.pipeline.sample.strategies import reference_edges
+from imagenot.pipeline.sampling_order import reference_edges
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.score.static_model import describe, load_static_encoder
-from imagenot.pipeline.shards import process_shards, read_json, stage_shards
+from imagenot.pipeline.shards import process_shards
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.wordnet.index import NounIndex, load_index
 
 STAGE = RANK
+UPSTREAM = SCORE
 TALLY_FILE = "rank_tally.json"
 CUTOFFS_FILE = "first_phase_cutoffs.json"
 CLASS_COLUMNS = ("index", "wnid", "name", "lemmas", "gloss", "captions", "score", "rank")
@@ -155,7 +157,7 @@ def first_phase_cutoffs(config: Config, shards: list[str], classes: list[str], s
 
 def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     """Rank the scored candidates, write the class list, score the classes' captions."""
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, SCORE))
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
     index = load_index()
     kept = read_json(stage_path(run_dir, SELECT, SELECT_TALLY_FILE)).get("kept", {})
     ranking = rank_synsets(
@@ -201,6 +203,11 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     return ranking, tally
 
 
-rank_command = stage_command(
-    STAGE, SCORE, run_rank, "Rank synsets by gloss similarity, write the class list, score the classes' captions."
+DECLARATION = Stage(
+    STAGE,
+    UPSTREAM,
+    settings,
+    run_rank,
+    "Rank synsets by gloss similarity, write the class list, score the classes' captions.",
 )
+rank_command = stage_command(DECLARATION)

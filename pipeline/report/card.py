@@ -6,12 +6,13 @@ import statistics
 
 import yaml
 
-from imagenot.pipeline.export.usage import usage_markdown
+from imagenot.pipeline.dataset_usage import usage_markdown
 from imagenot.pipeline.report import datasheet, safety
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
+from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.report.no_classes import describe
 
 LISTED = 10  # classes named per list in the card; the report and the run's files hold them all
@@ -40,29 +41,6 @@ REPRODUCE_AUDITS = {
     "agreement": "imagenot audit embed --run RUN && imagenot audit agreement --run RUN",
     "rankings": "imagenot compare-rankings --input ACCURACIES.csv --out RUN/audit/rankings",
 }
-
-
-def cell(value: object) -> str:
-    """A Markdown table cell: floats to 4 significant digits, pipes and newlines made harmless."""
-    if isinstance(value, bool):
-        text = "yes" if value else "no"
-    elif isinstance(value, float):
-        text = f"{value:.4g}"
-    elif isinstance(value, int):
-        text = f"{value:,}"
-    else:
-        text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def table(header: tuple[str, ...], rows: list[tuple], align: str | None = None) -> list[str]:
-    align = align or "l" * len(header)
-    rule = "|".join("---:" if a == "r" else "---" for a in align)
-    return [f"| {' | '.join(header)} |", f"|{rule}|", *(f"| {' | '.join(cell(v) for v in row)} |" for row in rows), ""]
-
-
-def count_of(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "es" if noun.endswith("s") else "s")
 
 
 def _listed(items: list[str]) -> list[str]:
@@ -391,7 +369,7 @@ def _config(facts: RunFacts) -> list[str]:
 
 
 def _using(facts: RunFacts) -> list[str]:
-    """Where the export is and how to load it (`pipeline.export.usage`, shared with its README)."""
+    """Where the export is and how to load it (`pipeline.dataset_usage`, shared with its README)."""
     if facts.download is None:
         note = ("The export stage (`RUN/dataset/`) runs only with `download.enabled`: without downloaded images, "
                 "the dataset is the URL lists in `sample/dataset/`.")
@@ -405,7 +383,11 @@ def _human_review(facts: RunFacts) -> list[str]:
     return review_lines(facts.review)
 
 
+def _safety(facts: RunFacts) -> list[str]:
+    return safety.section(facts.config, facts.safety)
+
+
 def render_card(facts: RunFacts) -> str:
-    sections = (_what, _built, _classes, safety.section, _splits, _download, _using, _limitations, _audits, _human_review,
+    sections = (_what, _built, _classes, _safety, _splits, _download, _using, _limitations, _audits, _human_review,
                 _licences, datasheet.datasheet, _rebuild, _config)  # fmt: skip
     return "\n".join(line for section in sections for line in section(facts))

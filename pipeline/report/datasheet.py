@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 from imagenot.pipeline.config import Config, Download
-from imagenot.pipeline.report import card  # a module: the card calls this one in turn
 from imagenot.pipeline.report.facts import RunFacts
+from imagenot.pipeline.report.markdown import count_of, table
 
 NOT_GIVEN = "Not stated (set `datasheet.{key}` in the config)"
 
@@ -80,7 +80,7 @@ def _crawl_policy(config: Config) -> list[str]:
         ("non-public networks reachable", ", ".join(d.allowed_networks) or "none"),
         ("largest response, image", f"{d.max_response_bytes:,} bytes, {d.max_image_pixels:,} pixels"),
     ]
-    return card.table(("crawl policy", "value"), rows)
+    return table(("crawl policy", "value"), rows)
 
 
 def _busiest_hosts(download: dict) -> list[str]:
@@ -88,7 +88,7 @@ def _busiest_hosts(download: dict) -> list[str]:
     if not hosts:
         return []
     rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in hosts]
-    return ["The busiest hosts:", "", *card.table(("host", "requests", "peak requests/s", "429/503", "given up"), rows, "lrrrl")]
+    return ["The busiest hosts:", "", *table(("host", "requests", "peak requests/s", "429/503", "given up"), rows, "lrrrl")]
 
 
 def _blocklists(download: dict) -> list[str]:
@@ -102,9 +102,9 @@ def _blocklists(download: dict) -> list[str]:
     removed_text = ", ".join(f"{reason} {n:,}" for reason, n in sorted(removed.items())) or "nothing"
     latest = {s["path"]: s for s in download.get("blocklists_applied", [])}  # a list applied again: its last run
     still = sum(s.get("still_listed", 0) for s in latest.values())
-    warning = [f"**{card.count_of(still, 'listed image')} still in the dataset**: `blocklist apply` ran out of passes "
+    warning = [f"**{count_of(still, 'listed image')} still in the dataset**: `blocklist apply` ran out of passes "
                "(image_audit.drop_passes); run it again.", ""] if still else []  # fmt: skip
-    return ["Blocklists applied:", "", *card.table(("file", "bytes", "sha256", "when"), listed, "lrll"),
+    return ["Blocklists applied:", "", *table(("file", "bytes", "sha256", "when"), listed, "lrll"),
             f"They removed: {removed_text}.", "", *warning]  # fmt: skip
 
 
@@ -121,7 +121,7 @@ def _collection(facts: RunFacts) -> list[str]:
         return [*lines, "The images were not fetched by this run.", ""]
     d = facts.download
     lines += [
-        f"The images were fetched by imagenot's crawler (img2dataset inside) in {card.count_of(d['rounds'], 'round')}, "
+        f"The images were fetched by imagenot's crawler (img2dataset inside) in {count_of(d['rounds'], 'round')}, "
         "under this policy:",
         "",
         *_crawl_policy(config),

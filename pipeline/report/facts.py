@@ -27,6 +27,7 @@ from imagenot.pipeline.layout import (
     AUDIT_RANKINGS,
     DOWNLOAD,
     DUPLICATE_PAIRS_HTML_FILE,
+    FIGURES_FILE,
     FUNNEL_FILE,
     LABEL_NOISE_FILE,
     MANIFEST_FILE,
@@ -48,8 +49,8 @@ from imagenot.pipeline.layout import (
 )
 from imagenot.pipeline.report.safety import Safety, gather_safety
 from imagenot.pipeline.report.similarity import ClassSimilarities, caption_similarities
-from imagenot.pipeline.shards import read_bytes, read_json, read_tsv, stage_shards
-from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done, made_from
+from imagenot.pipeline.run_files import read_bytes, read_json, read_tsv, stage_shards
+from imagenot.pipeline.stage_dir import is_done, made_from
 from imagenot.wordnet import hierarchy
 from imagenot.wordnet.index import NounIndex
 from imagenot.wordnet.stats_report import build_report

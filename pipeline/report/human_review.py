@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from imagenot.pipeline.report.card import count_of, table
+from imagenot.pipeline.report.markdown import count_of, table
 
 NOT_DONE = "No human review was done: no person checked these labels (`imagenot review plan --run RUN` starts one)."
 LISTED_DROPS = 20

@@ -13,7 +13,6 @@ from imagenot.pipeline.report.card import (
     STRUCTURE_ROWS,
     WORDNET_LICENCE,
     audit_summary,
-    count_of,
     dropped_sentence,
     not_run_audits,
 )
@@ -22,6 +21,7 @@ from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.human_review import review_lines
+from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.plots import Plots
 

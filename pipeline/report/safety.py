@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -18,15 +17,12 @@ from imagenot.filters import nsfw_synsets, offensive_synsets, person_synsets
 from imagenot.filters.funnel import FATE_COLUMNS
 from imagenot.filters.offensive_synsets import marked_synsets
 from imagenot.filters.person_synsets import ANY_PERSON, IDENTITY_LABELS, PERSON_LEXNAME, identity_synsets
-from imagenot.pipeline import atomic
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.layout import REMOVED_SYNSETS_FILE, SELECT, SYNSET_FATES_FILE, stage_path
-from imagenot.pipeline.report import card  # a module: the card calls this one in turn
+from imagenot.pipeline.report.markdown import table
+from imagenot.pipeline.run_files import write_tsv
 from imagenot.pipeline.select.funnel_files import read_synset_fates
 from imagenot.wordnet.index import NounIndex
-
-if TYPE_CHECKING:  # facts.py gathers a Safety: importing it at run time would be a cycle
-    from imagenot.pipeline.report.facts import RunFacts
 
 SAFETY_STEPS = (offensive_synsets.STEP, person_synsets.STEP, nsfw_synsets.STEP)
 RULES = {  # reason -> the rule as the card names it, in the card's order
@@ -69,7 +65,7 @@ def gather_safety(run_dir: str, index: NounIndex) -> Safety:
 def write_removed(safety: Safety, report_dir: str) -> str:
     """`removed_synsets.tsv`: each synset of the run the safety rules removed, with its rule and reason."""
     path = FileSystems.join(report_dir, REMOVED_SYNSETS_FILE)
-    atomic.write_tsv(path, FATE_COLUMNS, safety.removed)
+    write_tsv(path, FATE_COLUMNS, safety.removed)
     return path
 
 
@@ -93,9 +89,8 @@ def _states(config: Config) -> dict[str, bool]:
     }
 
 
-def section(facts: RunFacts) -> list[str]:
+def section(config: Config, safety: Safety) -> list[str]:
     """The card's safety section."""
-    config, safety = facts.config, facts.safety
     counts, s, states = safety.counts(), config.selection, _states(config)
     rows = [
         (rule, "on" if states[reason] else "off", counts.get(reason, 0), safety.wordnet.get(reason, ""))
@@ -112,7 +107,7 @@ def section(facts: RunFacts) -> list[str]:
         "synset). "
         f"After step 4, a text classifier removes synsets whose lemmas and gloss it scores offensive ({classifier}).",
         "",
-        *card.table(("rule", "state", "synsets removed in this run", "WordNet nouns it covers"), rows, "llrr"),
+        *table(("rule", "state", "synsets removed in this run", "WordNet nouns it covers"), rows, "llrr"),
         f"{sum(counts.values()):,} synsets in all; each, with its rule and reason, is in "
         f"`report/{REMOVED_SYNSETS_FILE}`.",
         "",

@@ -14,11 +14,10 @@ import click
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import write_text
 from imagenot.pipeline.config import Config, load_run_config
-from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.layout import CARD_FILE, PAGE_FILE, REPORT, dataset_stage, stage_path
-from imagenot.pipeline.rank import stage as rank_stage
+from imagenot.pipeline.lock_option import break_lock_option
+from imagenot.pipeline.registry import Stage, run_stage, settings_differences, stages
 from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
 from imagenot.pipeline.report.gallery import class_gallery
@@ -26,24 +25,13 @@ from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.page import render_page
 from imagenot.pipeline.report.plots import draw_all
 from imagenot.pipeline.report.safety import write_removed
-from imagenot.pipeline.run_lock import break_lock_option, run_lock
-from imagenot.pipeline.sample import stage as sample_stage
-from imagenot.pipeline.score import stage as score_stage
-from imagenot.pipeline.select import stage as select_stage
-from imagenot.pipeline.shards import read_json
+from imagenot.pipeline.run_files import write_text
+from imagenot.pipeline.run_lock import run_lock
 from imagenot.pipeline.stage_command import run_config_option
-from imagenot.pipeline.stage_dir import (
-    FINGERPRINT_FILE,
-    finish_stage,
-    is_done,
-    open_stage,
-    stage_fingerprint,
-)
-from imagenot.pipeline.summary import run_and_record
+from imagenot.pipeline.stage_dir import finish_stage, is_done, open_stage, stage_fingerprint
 from imagenot.wordnet.index import load_index
 
 STAGE = REPORT
-CHECKED_STAGES = (select_stage, score_stage, rank_stage, sample_stage)  # settings the card states
 
 
 def upstream(config: Config) -> str:
@@ -63,26 +51,23 @@ def settings(config: Config) -> dict:
 
 
 def check_config(config: Config, run_dir: str) -> None:
-    """Raise unless each stage the card describes ran with this config's settings."""
-    stages = [*CHECKED_STAGES, *([download_stage] if config.download.enabled else [])]
-    for stage in stages:
-        recorded = read_json(stage_path(run_dir, stage.STAGE, FINGERPRINT_FILE))["settings"]
-        expected = json.loads(json.dumps(stage.settings(config)))
-        if recorded != expected:
-            differing = sorted(k for k in recorded.keys() | expected.keys() if recorded.get(k) != expected.get(k))
+    """Raise unless each stage the card describes (every stage before this one that the config
+    runs) ran with this config's settings."""
+    described = [stage for stage in stages(before=STAGE) if stage.wanted(config)]
+    for stage in reversed(described):  # the upstream first
+        if not is_done(run_dir, stage.name):
+            raise ImagenotError(f"{run_dir}: no finished {stage.name}/ stage; the report describes a finished run")
+    for stage in described:
+        if differing := settings_differences(stage, config, run_dir):
             raise ImagenotError(
-                f"{run_dir}/{stage.STAGE} ran with other settings than the config gives ({', '.join(differing)}); "
+                f"{run_dir}/{stage.name} ran with other settings than the config gives ({', '.join(differing)}); "
                 "pass the config the run was built with"
             )
 
 
 def run_report(config: Config, run_dir: str) -> dict:
     """Write `<run_dir>/report/card.md` and `report.html`; returns the stage's figures."""
-    before = upstream(config)
-    if not is_done(run_dir, before):
-        raise ImagenotError(f"{run_dir}: no finished {before}/ stage; the report describes a finished run")
-    check_config(config, run_dir)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, before))
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, upstream(config)))
     facts = gather(described_config(config), run_dir, load_index())
     write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
     write_removed(facts.safety, stage_dir)
@@ -95,13 +80,22 @@ def run_report(config: Config, run_dir: str) -> dict:
     return figures
 
 
-@click.command(STAGE)
+DECLARATION = Stage(
+    STAGE,
+    upstream,
+    settings,
+    run_report,
+    "Write the dataset card and the HTML report of a finished run into RUN/report/.",
+    preflight=(check_config,),
+)
+
+
+@click.command(STAGE, help=DECLARATION.doc)
 @click.option("--run", "run_dir", required=True, help="run directory holding a finished sample/ (or download/) stage")
 @run_config_option
 @break_lock_option
 def report_command(run_dir: str, config_path: str | None, break_lock: bool) -> None:
-    """Write the dataset card and the HTML report of a finished run into RUN/report/."""
     config = load_run_config(run_dir, config_path)
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
-        figures = run_and_record(STAGE, run_report, config, run_dir)
+        figures = run_stage(DECLARATION, config, run_dir)
     click.echo(f"{STAGE}: {json.dumps(figures)} -> {stage_path(run_dir, STAGE, PAGE_FILE)}")

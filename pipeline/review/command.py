@@ -17,16 +17,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
+from imagenot.pipeline import backfill
 from imagenot.pipeline.config import Config, load_run_config
-from imagenot.pipeline.download import backfill, drops
+from imagenot.pipeline.download import drops
 from imagenot.pipeline.layout import DOWNLOAD, read_classes, stage_path
+from imagenot.pipeline.lock_option import break_lock_option
+from imagenot.pipeline.registry import run_stage
 from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.review import plan as review_plan
 from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
 from imagenot.pipeline.review.store import Store, database_path
-from imagenot.pipeline.run_lock import break_lock_option, run_lock
+from imagenot.pipeline.run_lock import run_lock
 from imagenot.pipeline.stage_command import run_config_option
-from imagenot.pipeline.summary import run_and_record
 
 run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished download/ stage")
 
@@ -177,7 +179,7 @@ def apply_review(config: Config, run_dir: str) -> dict:
     after = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     added = review_plan.extend_plan(config, run_dir, after - before)
     export_review(run_dir, config.review)  # the figures name the dropped images, for the report
-    run_and_record(report_stage.STAGE, report_stage.run_report, config, run_dir)
+    run_stage(report_stage.DECLARATION, config, run_dir)
     return {"dropped": result.dropped.get(REVIEW_REASON, 0), "passes": result.passes, "backfilled": len(after - before),
             "put_up_for_review": added}  # fmt: skip
 

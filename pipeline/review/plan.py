@@ -25,7 +25,6 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output
 from imagenot.pipeline.config import Config, Review
 from imagenot.pipeline.keyed_hash import sample_keys
 from imagenot.pipeline.layout import (
@@ -37,12 +36,11 @@ from imagenot.pipeline.layout import (
     REVIEW,
     REVIEW_PLAN_FILE,
     dataset_shards,
-    read_classes,
     stage_path,
 )
 from imagenot.pipeline.report.facts import is_current_audit
 from imagenot.pipeline.review.sizing import sample_size
-from imagenot.pipeline.shards import read_table
+from imagenot.pipeline.run_files import atomic_output, read_table
 from imagenot.pipeline.stage_dir import is_done
 
 DATASET_COLUMNS = ["row_id", "class_index", "wnid", "caption", "split", "order", "tar", "key", "sha256"]

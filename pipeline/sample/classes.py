@@ -17,38 +17,21 @@ import pyarrow.compute as pc
 from imagenot.pipeline.config import Sampling
 from imagenot.pipeline.keyed_hash import sample_keys
 from imagenot.pipeline.layout import SCORE_COLUMN
-from imagenot.pipeline.sample.strategies import order_matched, order_threshold, order_top, similarity_bins
+from imagenot.pipeline.sampling_order import settle_duplicates, similarity_bins, strategy_order
 
 ORDER_COLUMN = "order"
 
 
-def strategy_order(similarity: np.ndarray, priority: np.ndarray, sampling: Sampling, edges: np.ndarray | None) -> np.ndarray:
-    if sampling.strategy == "top":
-        return order_top(similarity, priority)
-    if sampling.strategy == "threshold":
-        return order_threshold(similarity, priority, sampling.threshold)
-    return order_matched(similarity, priority, edges)
 
 
-def first_occurrences(values: np.ndarray) -> np.ndarray:
-    """Mask of the entries whose value no earlier entry has."""
-    keep = np.zeros(len(values), bool)
-    keep[np.unique(values, return_index=True)[1]] = True
-    return keep
 
 
-def settle_duplicates(rows: pa.Table, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Walking `rows` in `ranked` order: the mask of rows whose url is new, and, of those, the mask
-    of rows whose caption is new. The survivors are `ranked[new_url][new_caption]`."""
-    new_url = first_occurrences(rows.column("url").to_numpy(zero_copy_only=False)[ranked])
-    new_caption = first_occurrences(rows.column("caption").to_numpy(zero_copy_only=False)[ranked[new_url]])
-    return new_url, new_caption
 
 
 def sample_class(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = None) -> tuple[pa.Table, dict[str, int]]:
     """`rows` (one class's candidates, any order) as the class's ordered list, with an int32
     `order` column: positions 0..N-1 are the images, the rest the reserve. `edges`: the matched
-    strategy's reference bin edges (see `strategies.reference_edges`)."""
+    strategy's reference bin edges (see `sampling_order.reference_edges`)."""
     if rows.column(SCORE_COLUMN).null_count:
         raise ValueError(f"{SCORE_COLUMN} is null in {rows.column(SCORE_COLUMN).null_count} scored rows")
     rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))

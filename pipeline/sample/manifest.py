@@ -9,10 +9,9 @@ from apache_beam.io.filesystems import FileSystems
 from packaging.requirements import Requirement
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.layout import RANK, SAMPLE, SCORE, SELECT, TAG, stage_path
+from imagenot.pipeline.layout import FINGERPRINT_FILE, RANK, SAMPLE, SCORE, SELECT, TAG, stage_path
+from imagenot.pipeline.run_files import read_json, sha256_file
 from imagenot.pipeline.score.encoders import resolve_model
-from imagenot.pipeline.shards import read_json, sha256_file
-from imagenot.pipeline.stage_dir import FINGERPRINT_FILE
 
 PROJECT = "imagenot"
 STAGES = (TAG, SELECT, SCORE, RANK, SAMPLE)

@@ -31,7 +31,6 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output, write_json, write_tsv
 from imagenot.pipeline.config import Config, Sampling
 from imagenot.pipeline.layout import (
     CORPUS_SHARDS_FILE,
@@ -47,17 +46,28 @@ from imagenot.pipeline.layout import (
     stage_path,
 )
 from imagenot.pipeline.paths import delete_folder, name
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run_files import (
+    atomic_output,
+    read_json,
+    read_schema,
+    read_table,
+    stage_shards,
+    write_json,
+    write_tsv,
+)
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.sample.classes import ORDER_COLUMN, sample_class
 from imagenot.pipeline.sample.manifest import build_manifest, checked_corpus_entry
 from imagenot.pipeline.sample.splits import assign_splits
-from imagenot.pipeline.sample.strategies import reference_edges
 from imagenot.pipeline.sample.writer import ShardWriter
-from imagenot.pipeline.shards import read_batches, read_json, read_schema, read_table, stage_shards
+from imagenot.pipeline.sampling_order import reference_edges
+from imagenot.pipeline.shards import read_batches
 from imagenot.pipeline.stage_command import stage_command
 from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 STAGE = SAMPLE
+UPSTREAM = RANK
 ORDERED_DIR = "ordered"
 COUNTS_FILE, CHECKSUMS_FILE = "class_counts.json", "corpus_checksums.json"
 TALLY_FILE = "sample_tally.json"
@@ -185,7 +195,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
     """Sample every class of `<run_dir>/rank/`; returns the tally."""
     sampling: Sampling = config.sampling
     edges = reference_edges(sampling)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, RANK))
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
     rank_dir = stage_path(run_dir, RANK)
     classes = read_classes(run_dir)
     shards = stage_shards(rank_dir, SCORED_DIR)
@@ -237,9 +247,11 @@ def summarize(result: dict) -> dict:
     return {**{k: v for k, v in result.items() if k != "per_class"}, "shortfall_by_class": short}
 
 
-sample_command = stage_command(
+DECLARATION = Stage(
     STAGE,
-    RANK,
+    UPSTREAM,
+    settings,
     run_sample,
     "Pick each class's images and reserve from its scored captions, split train/test, write the dataset.",
 )
+sample_command = stage_command(DECLARATION)

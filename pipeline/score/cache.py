@@ -21,10 +21,9 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.atomic import atomic_output, write_text
 from imagenot.pipeline.paths import name
+from imagenot.pipeline.run_files import atomic_output, read_bytes, write_text
 from imagenot.pipeline.score.encoders import TextEncoder
-from imagenot.pipeline.shards import read_bytes
 
 KEY_BYTES = 20  # sha1
 

@@ -193,27 +193,3 @@ class TransformersEncoder(_TokenBatchingEncoder):
             return hidden[:, 0]
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-
-
-def load_encoder(
-    kind: EncoderKind = "sentence-transformers", model: str = DEFAULT_MODEL, runtime: Runtime = "torch", **options
-) -> TextEncoder:
-    """The encoder `kind` for `model` (a local path, a cached hub id or DEFAULT_MODEL), run by
-    torch or by ONNX Runtime (`onnx_runtime.py`: the same weights, exported once).
-
-    `options` go to the implementation: `batch_size` and `threads` (torch threads, default 1)
-    for both, `pooling` and `max_length` for "transformers".
-    """
-    if kind == "sentence-transformers":
-        encoder = SentenceTransformerEncoder(model, **options)
-    elif kind == "transformers":
-        encoder = TransformersEncoder(model, **options)
-    else:
-        raise EncoderError(f"encoder kind must be 'sentence-transformers' or 'transformers', got {kind!r}")
-    if runtime == "torch":
-        return encoder
-    if runtime == "onnx":
-        from imagenot.pipeline.score.onnx_runtime import OnnxEncoder
-
-        return OnnxEncoder(encoder, options.get("threads", 1))
-    raise EncoderError(f"encoder runtime must be 'torch' or 'onnx', got {runtime!r}")

@@ -8,9 +8,9 @@ import json
 import click
 
 from imagenot.pipeline.config import load_config
-from imagenot.pipeline.score.encoders import load_encoder
 from imagenot.pipeline.score.model_cache import PROVENANCE_FILE
 from imagenot.pipeline.score.onnx_runtime import export_onnx
+from imagenot.pipeline.score.runtimes import load_encoder
 from imagenot.pipeline.score.stage import _encoder_options
 from imagenot.pipeline.score.static_model import describe, prepare_static_model
 

@@ -26,24 +26,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json
 from imagenot.pipeline.config import Config, Runner, Scoring
 from imagenot.pipeline.keyed_hash import sample_keys
 from imagenot.pipeline.layout import FIRST_PASS_DIR, SCORE, SCORE_COLUMN, SELECT, SELECTED_DIR, stage_path
 from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run_files import read_json, read_schema, stage_shards, write_json
 from imagenot.pipeline.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.encoders import load_encoder
+from imagenot.pipeline.score.runtimes import load_encoder
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.shards import (
     ShardWorker,
     process_shards,
     read_batches,
-    read_json,
-    read_schema,
     resumable_shard,
     shard_files,
-    stage_shards,
     write_batches,
 )
 from imagenot.pipeline.stage_command import stage_command
@@ -52,6 +50,7 @@ from imagenot.wordnet.index import load_index
 from imagenot.wordnet.nltk_data import cache_dir
 
 STAGE = SCORE
+UPSTREAM = SELECT
 CUTOFFS_FILE = "first_pass_cutoffs.json"
 TALLY_FILE = "score_tally.json"
 FIRST_PHASE_SETTINGS = ("first_phase", "first_phase_model", "exact_per_class", "exact_cap")
@@ -175,7 +174,7 @@ def settings(config: Config) -> dict:
 def run_score(config: Config, run_dir: str) -> dict:
     """Both passes over `<run_dir>/select/`; returns the summed tally."""
     select_dir = stage_path(run_dir, SELECT)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, SELECT))
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
     shards = stage_shards(select_dir, SELECTED_DIR)
     scoring = config.scoring
 
@@ -212,6 +211,11 @@ def first_pass_similarities(run_dir: str) -> dict[str, np.ndarray]:
     return {wnid: np.concatenate(parts) for wnid, parts in sorted(by_synset.items())}
 
 
-score_command = stage_command(
-    STAGE, SELECT, run_score, "Score each candidate synset's first-pass captions against its gloss."
+DECLARATION = Stage(
+    STAGE,
+    UPSTREAM,
+    settings,
+    run_score,
+    "Score each candidate synset's first-pass captions against its gloss.",
 )
+score_command = stage_command(DECLARATION)

@@ -36,17 +36,16 @@ from imagenot.pipeline.layout import (
     stage_path,
 )
 from imagenot.pipeline.progress import watch_shards
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run_files import read_json, read_schema, stage_shards
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.select.funnel_files import write_funnel
 from imagenot.pipeline.shards import (
     ShardWorker,
     process_shards,
     read_batches,
-    read_json,
-    read_schema,
     resumable_shard,
     shard_files,
-    stage_shards,
     write_batches,
 )
 from imagenot.pipeline.stage_command import stage_command
@@ -56,6 +55,7 @@ from imagenot.wordnet.index import load_index
 log = logging.getLogger(__name__)
 
 STAGE = SELECT
+UPSTREAM = TAG
 USABLE_FILE = "usable_counts.json"
 
 
@@ -135,7 +135,7 @@ def settings(config: Config) -> dict:
 def run_select(config: Config, run_dir: str) -> Funnel:
     """Both passes over `<run_dir>/tag/`; writes `<run_dir>/select/` and returns the funnel."""
     tag_dir = stage_path(run_dir, TAG)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, TAG))
+    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
     tagged_tally = read_json(FileSystems.join(tag_dir, TAG_TALLY_FILE))
     shards = stage_shards(tag_dir, TAGGED_DIR)
     selection_config = config.selection
@@ -160,9 +160,11 @@ def run_select(config: Config, run_dir: str) -> Funnel:
     return funnel
 
 
-select_command = stage_command(
+DECLARATION = Stage(
     STAGE,
-    TAG,
+    UPSTREAM,
+    settings,
     run_select,
     "Filter synsets (offensive, identity, ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
 )
+select_command = stage_command(DECLARATION)

@@ -20,19 +20,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json, write_text
 from imagenot.pipeline.config import Columns, Config, load_config
 from imagenot.pipeline.corpus.formats import Layout
 from imagenot.pipeline.corpus.preflight import check_corpus_schema, check_distinct_stems
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, read_shard, shard_identities, validate_shard
 from imagenot.pipeline.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
+from imagenot.pipeline.lock_option import break_lock_option
 from imagenot.pipeline.paths import name
 from imagenot.pipeline.progress import watch_shards
-from imagenot.pipeline.run_lock import break_lock_option, run_lock
+from imagenot.pipeline.registry import Stage, run_stage
+from imagenot.pipeline.run_files import read_json, write_json, write_text
+from imagenot.pipeline.run_lock import run_lock
 from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.shards import ShardWorker, process_shards, read_json, resumable_shard, shard_files, write_batches
+from imagenot.pipeline.shards import ShardWorker, process_shards, resumable_shard, shard_files, write_batches
 from imagenot.pipeline.stage_dir import finish_stage, open_stage
-from imagenot.pipeline.summary import run_and_record
 from imagenot.pipeline.tag.matcher import LemmaMatcher, count_synsets
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.lemmas import normalize, surface_forms
@@ -154,17 +155,19 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command(STAGE)
+DECLARATION = Stage(STAGE, None, settings, run_tag, "Find every WordNet noun synset each caption mentions.")
+
+
+@click.command(STAGE, help=DECLARATION.doc)
 @click.option("--input", "inputs", multiple=True, help="corpus file paths, globs or URLs (repeatable); default: the config's corpus.paths")
 @click.option("--out", required=True, help="run directory: writes its tag/ folder and summary.json")
 @click.option("--config", "config_path", help="YAML run configuration")
 @break_lock_option
 def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None, break_lock: bool) -> None:
-    """Find every WordNet noun synset each caption mentions."""
     config = load_config(config_path, list(inputs) or None, needs_corpus=True)
     check_corpus_schema(config)
     with run_lock(out, config.runner.lock_stale_after_s, break_lock):
-        figures = run_and_record(STAGE, run_tag, config, out)
+        figures = run_stage(DECLARATION, config, out)
     click.echo(
         f"{figures['rows_read']} rows read, {sum(figures['dropped'].values())} dropped, "
         f"{figures['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {out}/{STAGE}"

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import atomic_output
+from imagenot.pipeline.run_files import atomic_output
 
 MTIME = 0  # every member's modification time: tars do not change with the day they were written
 

@@ -1,4 +1,5 @@
-"""Atomic writes: a file is complete under its final name or absent, never half written.
+"""Reading and writing the run's files. Writes are atomic: a file is complete under its final name
+or absent, never half written.
 
 Goes through Beam's FileSystems, so the same code writes local paths and gs:// objects: the data
 goes to a temporary name in the same folder and is renamed into place once closed. A writer
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import io
 import json
 import os
@@ -17,6 +19,8 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -78,3 +82,43 @@ def write_tsv(path: str | os.PathLike, columns: Sequence[str], rows: Iterable[Se
 def write_json(path: str | os.PathLike, payload: object) -> None:
     """Pretty, key-sorted JSON: the same data gives the same bytes."""
     write_text(path, json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def read_bytes(path: str) -> bytes:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return f.read()
+
+
+def read_json(path: str):
+    return json.loads(read_bytes(path))
+
+
+def read_tsv(path: str) -> list[dict[str, str]]:
+    """The rows of a tab-separated table with a header."""
+    return list(csv.DictReader(io.StringIO(read_bytes(path).decode("utf-8")), delimiter="\t"))
+
+
+def stage_shards(stage_dir: str, data_folder: str) -> list[str]:
+    """The data files an earlier stage wrote, sorted."""
+    pattern = FileSystems.join(stage_dir, data_folder, "*.parquet")
+    return sorted(meta.path for meta in FileSystems.match([pattern])[0].metadata_list)
+
+
+def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
+    """A parquet file the pipeline wrote, in full (an empty one keeps its schema)."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return pq.read_table(f, columns=columns)
+
+
+def sha256_file(path: str) -> str:
+    """The sha256 of a file, streamed (local or gs://)."""
+    digest = hashlib.sha256()
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_schema(path: str) -> pa.Schema:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return pq.read_schema(f)

@@ -7,7 +7,7 @@ images, and reserve candidates whose URL or host is listed, join the download st
 list (`pipeline.download.drops`, as an audit's `--drop` does) under their `blocklist_<kind>`
 reason; the matching images' samples are taken out of their tars (no bytes of them stay in the
 run); then the download stage runs again and each class walks on to its next reserve candidates.
-A replacement can match a hash in turn, so passes repeat (`pipeline.download.backfill`, the loop
+A replacement can match a hash in turn, so passes repeat (`pipeline.backfill`, the loop
 an audit's `--drop` uses too). Each application is recorded in `download/blocklists_applied.json`
 (the list's name, size, sha256, entries, what it removed, and what stayed listed when the passes
 ran out), which the dataset card shows.
@@ -24,18 +24,18 @@ import click
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.atomic import write_json
+from imagenot.pipeline.backfill import drop_and_backfill
 from imagenot.pipeline.config import Config, load_run_config
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
-from imagenot.pipeline.download.backfill import drop_and_backfill
 from imagenot.pipeline.download.blocklists import APPLIED_FILE, Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.tars import remove_samples
-from imagenot.pipeline.layout import DATASET_DIR, DOWNLOAD, stage_path
-from imagenot.pipeline.run_lock import break_lock_option, run_lock
-from imagenot.pipeline.shards import read_table, stage_shards
+from imagenot.pipeline.layout import DATASET_DIR, DOWNLOAD, FIGURES_FILE, stage_path
+from imagenot.pipeline.lock_option import break_lock_option
+from imagenot.pipeline.run_files import read_table, stage_shards, write_json
+from imagenot.pipeline.run_lock import run_lock
 from imagenot.pipeline.stage_command import run_config_option
-from imagenot.pipeline.stage_dir import FIGURES_FILE, stage_figures
+from imagenot.pipeline.stage_dir import stage_figures
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,6 @@
-"""The three orders a class's candidates can be taken in (ImageNetV2's sampling strategies).
+"""The three orders a class's candidates can be taken in (ImageNetV2's sampling strategies), and
+the duplicates that walking them settles: shared by the rank stage (which predicts them) and
+the sample stage (which applies them).
 
 Each function gets one class's candidates as arrays, already sorted by row id, and returns the
 positions of the rows it takes, in the order they should be taken: the first N become images,
@@ -10,6 +12,7 @@ sorts are stable, so rows tied on every key stay in row-id order.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -88,3 +91,25 @@ def read_reference_scores(path: str) -> np.ndarray:
         raise ImagenotError(f"sampling.reference_scores: no {SCORE_COLUMN} values found in {path}")
     return scores
 
+
+def strategy_order(similarity: np.ndarray, priority: np.ndarray, sampling: Sampling, edges: np.ndarray | None) -> np.ndarray:
+    if sampling.strategy == "top":
+        return order_top(similarity, priority)
+    if sampling.strategy == "threshold":
+        return order_threshold(similarity, priority, sampling.threshold)
+    return order_matched(similarity, priority, edges)
+
+
+def first_occurrences(values: np.ndarray) -> np.ndarray:
+    """Mask of the entries whose value no earlier entry has."""
+    keep = np.zeros(len(values), bool)
+    keep[np.unique(values, return_index=True)[1]] = True
+    return keep
+
+
+def settle_duplicates(rows: pa.Table, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Walking `rows` in `ranked` order: the mask of rows whose url is new, and, of those, the mask
+    of rows whose caption is new. The survivors are `ranked[new_url][new_caption]`."""
+    new_url = first_occurrences(rows.column("url").to_numpy(zero_copy_only=False)[ranked])
+    new_caption = first_occurrences(rows.column("caption").to_numpy(zero_copy_only=False)[ranked[new_url]])
+    return new_url, new_caption

@@ -23,8 +23,8 @@ from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.export import stage as export_stage
 from imagenot.pipeline.layout import DOWNLOAD, stage_path
+from imagenot.pipeline.registry import run_stage
 from imagenot.pipeline.stage_dir import is_done
-from imagenot.pipeline.summary import run_and_record
 
 Flagged = Callable[[], pa.Table]  # rows to drop now: row_id, reason, duplicate_of (more columns allowed)
 
@@ -59,7 +59,7 @@ def drop_and_backfill(
         passes += 1
         before_drop(pending)
         dropped.update(drops.add_drops(download_dir, pending).column("reason").to_pylist())
-        run_and_record(download_stage.STAGE, download_stage.run_download, config, run_dir)
+        run_stage(download_stage.DECLARATION, config, run_dir)
         after_backfill()
         pending = flagged()
     export_stage.refresh_export(config, run_dir)

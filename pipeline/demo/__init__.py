@@ -1,0 +1,1 @@
+"""The demo's own parts: the loopback image server its synthetic corpus's URLs point at."""
