@@ -1,5 +1,5 @@
 # The two entry points of the README. Each creates .venv (and installs what it needs) first.
-.PHONY: demo test setup
+.PHONY: demo test setup lint
 
 setup: .venv/.setup-done
 
@@ -13,3 +13,7 @@ demo: setup
 
 test: setup
 	.venv/bin/python -m pytest -n 2
+
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .

@@ -92,7 +92,9 @@ def read_reference_scores(path: str) -> np.ndarray:
     return scores
 
 
-def strategy_order(similarity: np.ndarray, priority: np.ndarray, sampling: Sampling, edges: np.ndarray | None) -> np.ndarray:
+def strategy_order(
+    similarity: np.ndarray, priority: np.ndarray, sampling: Sampling, edges: np.ndarray | None
+) -> np.ndarray:
     if sampling.strategy == "top":
         return order_top(similarity, priority)
     if sampling.strategy == "threshold":

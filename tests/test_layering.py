@@ -142,9 +142,8 @@ def test_shared_modules_import_no_stage():
 
 
 def _import_graph() -> dict[str, set[str]]:
-    modules = {
-        _module_name(path): path for folder in ("imagenot", "wordnet", "filters", "pipeline") for path in (REPO / folder).rglob("*.py")
-    }
+    folders = ("imagenot", "wordnet", "filters", "pipeline")
+    modules = {_module_name(path): path for folder in folders for path in (REPO / folder).rglob("*.py")}
     return {
         name: {module for _, module in _imports(path, with_names=True) if module in modules and module != name}
         for name, path in modules.items()

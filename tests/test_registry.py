@@ -53,5 +53,6 @@ def test_the_report_refuses_a_run_built_with_other_settings_naming_the_stage_and
     config = load_config(small_run.config)
     changed = config.model_copy(update={"sampling": config.sampling.model_copy(update={"test_per_class": 2})})
     (check,) = declared("report").preflight
-    with pytest.raises(ImagenotError, match=r"/sample ran with other settings than the config gives \(test_per_class\)"):
+    refusal = r"/sample ran with other settings than the config gives \(test_per_class\)"
+    with pytest.raises(ImagenotError, match=refusal):
         check(changed, str(small_run.run))

@@ -115,7 +115,7 @@ def test_a_lock_older_than_the_config_allows_is_stale(tmp_path):
 def test_the_lock_is_released_after_an_error(tmp_path):
     with pytest.raises(ZeroDivisionError):
         with run_lock(str(tmp_path / "run"), 3600):
-            1 / 0
+            _ = 1 / 0
     with run_lock(str(tmp_path / "run"), 3600):
         pass
 

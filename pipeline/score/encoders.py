@@ -122,7 +122,8 @@ class _TokenBatchingEncoder:
         return _normalise(unique)[inverse]
 
     def _forward(self, batch: dict):
-        """Sentence embeddings (batch, dim) for one padded batch of token tensors."""
+        """Sentence embeddings (rows, dim) for one batch of token tensors: sequences of one length,
+        unpadded, repeated up to `min_token_rows` token rows (the caller keeps the first copy)."""
         raise NotImplementedError
 
 
