@@ -3,10 +3,12 @@
 Steps, in order: found (step 1) -> row_nsfw (LAION's per-image ratings, a caption filter placed
 before the synset steps so that step 3 counts usable captions) -> offensive_synsets ->
 person_synsets (the safety rules, filters.offensive_synsets and filters.person_synsets) ->
-imagenet_overlap -> min_captions -> leaves -> nsfw_synsets -> single_synset (step 6). "Captions
-left" after a synset step counts the rows that still have a candidate synset; after
-single_synset, the rows kept with one class. A candidate left with no single-synset caption is
-dropped at single_synset. Accounting is exact: found synsets = classes + all dropped synsets,
+imagenet_overlap -> min_captions -> leaves -> nsfw_synsets -> picturable -> single_synset (step 6)
+-> caption_rules (the kept pairs whose caption does not use the word for the synset,
+`filters.caption_rules`). "Captions left" after a synset step counts the rows that still have a
+candidate synset; after single_synset, the rows kept with one class. A candidate left with no
+single-synset caption is dropped at single_synset; one whose every single-synset caption a caption
+rule dropped, at caption_rules. Accounting is exact: found synsets = classes + all dropped synsets,
 tagged rows = kept rows + all dropped rows.
 """
 
@@ -17,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from imagenot.errors import ImagenotError
-from imagenot.filters import single_synset, unsafe_rows
+from imagenot.filters import caption_rules, single_synset, unsafe_rows
 from imagenot.filters.removal import Removal
 from imagenot.filters.select import SYNSET_STEPS, SynsetSelection
 from imagenot.wordnet.index import NounIndex
@@ -25,7 +27,7 @@ from imagenot.wordnet.index import NounIndex
 FOUND = "found"
 KEPT = "kept"  # the step column of a synset that passed every filter: a candidate for the rank step
 CANDIDATE = "candidate"  # its reason column: whether it becomes a class is decided at rank
-STEPS = (FOUND, unsafe_rows.STEP, *SYNSET_STEPS, single_synset.STEP)
+STEPS = (FOUND, unsafe_rows.STEP, *SYNSET_STEPS, single_synset.STEP, caption_rules.STEP)
 
 
 FATE_COLUMNS = ("wnid", "name", "step", "reason", "cause", "detail")
@@ -86,11 +88,13 @@ def build_funnel(
     caption_drops: Mapping[tuple[str, str], int],
     kept_counts: Mapping[str, int],
     index: NounIndex,
+    single_synset_counts: Mapping[str, int] | None = None,
 ) -> Funnel:
     """The funnel of a run.
 
-    `caption_drops`: (step, reason) -> rows, summed over all batches of the row filter and of
-    step 6; `kept_counts`: wnid -> rows kept by step 6 with that class.
+    `caption_drops`: (step, reason) -> rows, summed over all batches of the row filter, step 6
+    and the caption rules; `kept_counts`: wnid -> rows kept with that class after them all;
+    `single_synset_counts`: the same after step 6 alone (default: `kept_counts`).
     """
     unknown = sorted({step for step, _ in caption_drops} - set(STEPS))
     if unknown:
@@ -100,8 +104,17 @@ def build_funnel(
     if strays:
         raise FunnelError(f"kept captions carry wnids that are not candidates: {strays[:5]}")
     removals = dict(selection.removals)
+    single = kept_counts if single_synset_counts is None else single_synset_counts
     for wnid in candidates:
-        if kept_counts.get(wnid, 0) == 0:
+        if single.get(wnid, 0) and not kept_counts.get(wnid, 0):
+            removals[wnid] = Removal(
+                wnid,
+                index[wnid].name,
+                caption_rules.STEP,
+                "no_caption_passes_rules",
+                f"a caption rule dropped each of its {single[wnid]:,} single-synset captions",
+            )
+        elif kept_counts.get(wnid, 0) == 0:
             removals[wnid] = Removal(
                 wnid,
                 index[wnid].name,

@@ -2,17 +2,18 @@
 
 Each step sees the candidates the previous steps left: found (tagged count > 0) -> offensive
 synsets -> identity person synsets -> then the paper's order: ImageNet overlap -> minimum caption
-count -> leaves -> NSFW synsets. The two safety rules come first because they judge a synset
-alone, by WordNet: a synset that may never be a class does not push its ancestors out at step 4.
-Every found synset that does not survive gets exactly one Removal, from the step that dropped it.
+count -> leaves -> NSFW synsets -> picturable. The two safety rules come first because they judge a
+synset alone, by WordNet: a synset that may never be a class does not push its ancestors out at
+step 4. Every found synset that does not survive gets exactly one Removal, from the step that
+dropped it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from imagenot.filters import leaves, min_captions, nsfw_synsets, offensive_synsets, overlap, person_synsets
+from imagenot.filters import leaves, min_captions, nsfw_synsets, offensive_synsets, overlap, person_synsets, picturable
 from imagenot.filters.overlap import Reading
 from imagenot.filters.person_synsets import Mode
 from imagenot.filters.removal import Removal
@@ -25,6 +26,7 @@ SYNSET_STEPS = (
     min_captions.STEP,
     leaves.STEP,
     nsfw_synsets.STEP,
+    picturable.STEP,
 )
 
 
@@ -49,13 +51,16 @@ def select_synsets(
     nsfw_threshold: float | None = 0.5,
     offensive_marks: bool = True,
     person_mode: Mode = "identity",
+    picturable_roots: Collection[str] | None = None,
+    excluded_lexnames: Collection[str] = (),
 ) -> SynsetSelection:
     """Run steps 1-5.
 
     `tagged`: wnid -> captions tagged with it (the tag stage's count table); `usable`: the same
     counted over rows that pass the row-level filters. `reference`: the wnids to stay apart
     from. `nsfw_threshold` None turns step 5 off; `offensive_marks` False keeps the synsets
-    WordNet marks offensive; `person_mode` is `filters.person_synsets`' mode.
+    WordNet marks offensive; `person_mode` is `filters.person_synsets`' mode; `picturable_roots`
+    None turns the picturable step off (`filters.picturable`).
     """
     _check_counts(tagged, usable, index)
     found = tuple(sorted(wnid for wnid, count in tagged.items() if count > 0))
@@ -71,6 +76,8 @@ def select_synsets(
         steps.insert(0, lambda pool: offensive_synsets.offensive_removals(pool, index))
     if nsfw_threshold is not None:
         steps.append(lambda pool: nsfw_synsets.nsfw_removals(pool, index, nsfw_threshold))
+    if picturable_roots is not None:
+        steps.append(lambda pool: picturable.unpicturable_removals(pool, index, picturable_roots, excluded_lexnames))
     for step in steps:
         dropped = step(remaining)
         removals.update(dropped)

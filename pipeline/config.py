@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from imagenot.errors import ImagenotError
+from imagenot.filters.caption_rules import RULES as CAPTION_RULES
 from imagenot.pipeline.config_yaml import parse_yaml, suggestion
 from imagenot.pipeline.corpus_presets import PRESET_NAMES, apply_preset
 from imagenot.pipeline.layout import RUN_CONFIG
@@ -117,6 +118,31 @@ class Tagging(Section):
     )
 
 
+# Function words of other languages that are also WordNet noun forms ("de" -> Delaware, "en" ->
+# the printer's unit, "te" -> the note ti); words that are English nouns too ("die", "van") are not.
+FOREIGN_FUNCTION_WORDS = "de del des du en el la le les los las te dos da di il et und der das het y".split()
+
+
+# The picturable step's roots: things, and the symbols and cards people photograph (logo, business
+# card, postcard), which WordNet files under communication (filters/picturable.py).
+PICTURABLE_ROOTS = ("physical_entity.n.01", "symbol.n.01", "card.n.02", "card.n.03")
+
+
+class CaptionRules(Section):
+    """Which pairs step 6 keeps the caption rules drop: the caption's word, where it matched, does
+    not name the synset (filters/caption_rules.py)."""
+
+    rules: list[Literal[CAPTION_RULES]] = Field(
+        default_factory=lambda: list(CAPTION_RULES), description="the rules on; [] turns them off"
+    )
+    foreign_words: list[str] = Field(
+        default_factory=lambda: list(FOREIGN_FUNCTION_WORDS), description="the foreign_word rule's words"
+    )
+    given_names: str = Field(
+        "/usr/share/dict/propernames.gz", description="given names, one a line (Debian's miscfiles): name and title rules"
+    )
+
+
 class Selection(Section):
     """Steps 2-6 of the method: which synsets may become classes, which captions they keep."""
 
@@ -144,6 +170,13 @@ class Selection(Section):
     )
     max_punsafe: float | None = Field(None, ge=0, le=1, description="highest LAION punsafe kept; null: off")
     keep_unrated: bool = Field(False, description="keep rows with no NSFW tag or punsafe value")
+    picturable_roots: list[str] | None = Field(
+        default_factory=lambda: list(PICTURABLE_ROOTS), description="a candidate descends from one of these; null: off"
+    )
+    picturable_excluded_lexnames: list[str] = Field(
+        default_factory=lambda: ["noun.location"], description="lexicographer files never picturable (places)"
+    )
+    caption_rules: CaptionRules = Field(default_factory=CaptionRules, description="drop kept pairs whose word is not the synset")
 
     def row_nsfw_columns(self) -> dict[str, str]:
         """The enabled row NSFW checks (setting -> the corpus column, by canonical name, it reads)."""

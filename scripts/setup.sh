@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # chromium: the test suite opens the HTML report in it (tests/browser.py); chromium-driver: the
-# review tests drive it with selenium (tests/test_review_browser.py).
-DEBIAN_PACKAGES=(wordnet-base wordnet-sense-index chromium chromium-driver)
+# review tests drive it with selenium (tests/test_review_browser.py). miscfiles: the given names
+# (/usr/share/dict/propernames) that the caption rules read.
+DEBIAN_PACKAGES=(wordnet-base wordnet-sense-index miscfiles chromium chromium-driver)
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")

@@ -131,6 +131,15 @@ def nearest(
     return {wnid: (distance[wnid], label[wnid]) for wnid in sorted(set(wnids))}
 
 
+PHYSICAL_ENTITY = "physical_entity.n.01"
+
+
+def physical_share(index: NounIndex, wnids: list[str]) -> float:
+    """The share of the (non-empty) set under physical_entity.n.01: 999 of the ImageNot paper's 1,000."""
+    physical = index.by_name(PHYSICAL_ENTITY).wnid
+    return sum(physical in index.ancestors(wnid) for wnid in wnids) / len(wnids)
+
+
 def set_figures(index: NounIndex, wnids: list[str], other: list[str]) -> dict:
     """The named figures of one class set, measured against `other` (plain data). An empty set
     (a build that ended with no classes) has count 0 and no other figure; against an empty
@@ -161,6 +170,7 @@ def set_figures(index: NounIndex, wnids: list[str], other: list[str]) -> dict:
         "depth_mean": statistics.fmean(depths),
         "leaf_count": leaves,
         "leaf_share": leaves / len(wnids),
+        "physical_share": physical_share(index, wnids),
         "synset_overlap_count": len(own & other_set),
         "synset_overlap": len(own & other_set) / len(own),
         "parent_count": len(own_parents),
@@ -191,7 +201,7 @@ def set_figures(index: NounIndex, wnids: list[str], other: list[str]) -> dict:
 # The keys `set_figures` returns, in order.
 _SET_FIGURES = (
     "count nodes edges density modularity communities depth_min depth_median depth_max depth_mean "
-    "leaf_count leaf_share synset_overlap_count synset_overlap parent_count parent_overlap_count "
+    "leaf_count leaf_share physical_share synset_overlap_count synset_overlap parent_count parent_overlap_count "
     "parent_overlap descendants_of_other ancestors_of_other sharing_lemma_with_other distance_median "
     "distance_mean distance_max ancestor_pairs with_ancestor_in_set antichain siblings_median "
     "siblings_mean siblings_max siblings_in_set_median siblings_in_set_mean siblings_in_set_max "

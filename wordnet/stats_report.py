@@ -15,6 +15,7 @@ DEFINITIONS = {
     f"from {hierarchy.COMMUNITY_METHOD}(seed={hierarchy.COMMUNITY_SEED}, resolution=1)",
     "depth": "shortest hypernym path from the class to entity.n.01 (entity has depth 0)",
     "leaf_share": "share of the classes with no hyponym in WordNet (instance hyponyms count)",
+    "physical_share": "share of the classes under physical_entity.n.01 (things an image can show)",
     "synset_overlap": "|S ∩ O| / |S|: share of this set's classes that are also in the other set",
     "parent_overlap": "|P(S) ∩ P(O)| / |P(S)|, P = the direct hypernyms (parents) "
     "of a set's classes",
@@ -45,6 +46,7 @@ TABLE_ROWS = [
     ("depth mean", "depth_mean"),
     ("leaves", "leaf_count"),
     ("leaf share", "leaf_share"),
+    ("share under physical_entity.n.01", "physical_share"),
     ("synset overlap (count)", "synset_overlap_count"),
     ("synset overlap", "synset_overlap"),
     ("parents", "parent_count"),

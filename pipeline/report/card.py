@@ -22,6 +22,7 @@ STRUCTURE_ROWS = (
     ("depth in WordNet, median", "depth_median"),
     ("depth in WordNet, mean", "depth_mean"),
     ("share of WordNet leaves", "leaf_share"),
+    ("share under physical_entity.n.01", "physical_share"),
     ("siblings per class, median", "siblings_median"),
     ("hypernym subgraph nodes", "nodes"),
     ("modularity of that subgraph", "modularity"),

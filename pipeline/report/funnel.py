@@ -56,7 +56,10 @@ def _step_texts(facts: RunFacts) -> dict[str, str]:
         "min_captions": f"step 3: at least {s.min_captions:,} usable captions",
         "leaves": "step 4: leaves of the minimal WordNet subtree holding the candidates",
         "nsfw_synsets": f"step 5: lemmas and gloss not flagged by alt-profanity-check ({nsfw})",
+        "picturable": "synsets an image can show: under " + show(s.picturable_roots)
+        + f", not in {show(s.picturable_excluded_lexnames)}",
         "single_synset": "step 6: captions that mention exactly one candidate synset",
+        "caption_rules": f"captions whose word names the synset (rules: {show(s.caption_rules.rules)})",
     }
 
 

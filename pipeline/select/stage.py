@@ -2,8 +2,10 @@
 
 Two passes over the tag stage's shards. The first counts, per synset, the captions that pass
 LAION's row-level NSFW ratings; on the driver, the safety rules and steps 2-5 (`filters.select`)
-turn the tag stage's counts and these into candidate synsets. The second keeps each caption whose synsets
-hold exactly one candidate (step 6) and writes it with that `wnid` to `select/selected/<stem>.parquet`.
+turn the tag stage's counts and these into candidate synsets. The second keeps each caption whose
+synsets hold exactly one candidate (step 6), then drops those the caption rules say do not name
+that candidate (`filters.caption_rules`), and writes the rest with their `wnid` to
+`select/selected/<stem>.parquet`.
 The funnel (`funnel.tsv`, `funnel.json`) and every found synset's fate (`synset_fates.tsv`,
 read by `imagenot why`) go to `select/`.
 """
@@ -24,6 +26,7 @@ from imagenot.filters.person_synsets import identity_synsets
 from imagenot.filters.select import SynsetSelection, select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
+from imagenot.pipeline.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import Config, Selection
 from imagenot.pipeline.layout import (
@@ -76,28 +79,37 @@ def usable_counts(shard: str, selection: Selection) -> dict:
     return {"usable": dict(sorted(counts.items()))}
 
 
-def select_shard(selection: Selection, lookup: CandidateLookup, stage_dir: str, shard: str) -> dict:
-    """Step 6 over one tagged shard; the tally counts rows in, drops by step:reason, kept by class."""
+def select_shard(selection: Selection, lookup: CandidateLookup, checker: PairChecker, stage_dir: str, shard: str) -> dict:
+    """Step 6 and the caption rules over one tagged shard; the tally counts rows in, drops by
+    step:reason, kept by class after step 6 and after the rules."""
     files = shard_files(stage_dir, SELECTED_DIR, shard)
-    return resumable_shard(files, lambda: _select_into(files.data, shard, selection, lookup))
+    return resumable_shard(files, lambda: _select_into(files.data, shard, selection, lookup, checker))
 
 
-def _select_into(path: str, shard: str, selection: Selection, lookup: CandidateLookup) -> dict:
-    rows_in, drops, kept_counts = 0, Counter(), Counter()
+def _select_into(path: str, shard: str, selection: Selection, lookup: CandidateLookup, checker: PairChecker) -> dict:
+    rows_in, drops, single_counts, kept_counts = 0, Counter(), Counter(), Counter()
 
     def kept_batches():
         nonlocal rows_in
         for batch in read_batches(shard):
             safe, unsafe_drops = _unsafe_filter(batch, selection)
-            kept, single_drops = keep_single_synset_rows(safe, lookup)
-            kept = kept.drop_columns(["wnids"])
+            single, single_drops = keep_single_synset_rows(safe, lookup)
+            single = single.drop_columns(["wnids"])
+            single_counts.update(class_caption_counts(single))
+            kept, rule_drops = checker.keep_passing_rows(single)
             rows_in += batch.num_rows
-            drops.update({f"{step}:{reason}": n for (step, reason), n in {**unsafe_drops, **single_drops}.items()})
+            step_drops = {**unsafe_drops, **single_drops, **rule_drops}
+            drops.update({f"{step}:{reason}": n for (step, reason), n in step_drops.items()})
             kept_counts.update(class_caption_counts(kept))
             yield kept
 
     write_batches(path, kept_batches(), lambda: _selected_schema(shard))
-    return {"rows_in": rows_in, "dropped": dict(sorted(drops.items())), "kept": dict(sorted(kept_counts.items()))}
+    return {
+        "rows_in": rows_in,
+        "dropped": dict(sorted(drops.items())),
+        "single_synset": dict(sorted(single_counts.items())),
+        "kept": dict(sorted(kept_counts.items())),
+    }
 
 
 def _selected_schema(tagged_shard: str) -> pa.Schema:
@@ -118,6 +130,8 @@ def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Se
         nsfw_threshold=selection.nsfw_synset_threshold,
         offensive_marks=selection.offensive_synsets,
         person_mode=selection.person_synsets,
+        picturable_roots=selection.picturable_roots,
+        excluded_lexnames=selection.picturable_excluded_lexnames,
     )
 
 
@@ -148,11 +162,14 @@ def run_select(config: Config, run_dir: str) -> Funnel:
 
     total_path = FileSystems.join(stage_dir, SELECT_TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_in"), make_pipeline(config.runner) as pipeline:
-        select_fn = ShardWorker(functools.partial(select_shard, selection_config, CandidateLookup(selection), stage_dir))
+        checker = PairChecker(caption_rules(selection_config.caption_rules), selection.candidates, load_index())
+        select_fn = ShardWorker(functools.partial(select_shard, selection_config, CandidateLookup(selection), checker, stage_dir))
         process_shards(pipeline, shards, select_fn, total_path)
     total = read_json(total_path)
     drops = {tuple(key.split(":", 1)): n for key, n in total.get("dropped", {}).items()}
-    funnel = build_funnel(selection, tagged_tally["rows_tagged"], drops, total.get("kept", {}), load_index())
+    funnel = build_funnel(
+        selection, tagged_tally["rows_tagged"], drops, total.get("kept", {}), load_index(), total.get("single_synset", {})
+    )
     write_funnel(funnel, stage_dir)
     # a list, not a mapping: summary.json sorts keys, and the funnel reads in step order
     steps = [{"step": step.step, "synsets_left": step.synsets_left, "captions_left": step.captions_left} for step in funnel.steps]

@@ -1,0 +1,231 @@
+"""Caption rules: does the caption's word, where it matched, name the synset it was kept for?
+
+The tagger matches lower-cased, punctuation-free tokens, so "iPhone 8" tags eight.n.01, "HP
+printers" horsepower, "Led Zeppelin" the light-emitting diode and "Harry Potter" potter.n.01.
+Each rule here looks at one (caption, matched surface form, synset) pair in the caption as
+written, with its case and neighbours, and names why the word does not name the thing:
+
+- size_code: a size or Roman-numeral code written in capitals ("XL", "LX", "II").
+- number: a number synset, or a match holding a digit ("iphone 8", "10/2006", "Seven Tips"):
+  in captions numbers are model names, sizes, dates and counts, not the number itself.
+- foreign_word: a function word of another language ("de" -> Delaware, "en" -> en.n.01).
+- case: an abbreviation that matches only by case folding: WordNet spells the lemma in capitals
+  and the caption does not ("Led" for LED, "de" for DE), or the caption spells in capitals a
+  lemma WordNet does not ("HP" for hp, "BK" for Bk, "KISS") in a caption that is not all capitals.
+- name: the word inside a personal name: next to a capitalised given name ("Harry Potter",
+  "The Portable Arthur Miller"), or itself a given name before a capitalised word ("Matt Damon",
+  "Louis Vuitton"), unless the synset is a place ("Virginia Beach").
+- title: a capitalised word in a caption that names a work: a year in brackets ("Saving Grace
+  (2000)"), "by" and a given name, or a word such as ebook, paperback, DVD, season.
+- part_of_speech: the word used as a verb, adjective or adverb ("Gets", "Now on Etsy", "Organic
+  Fruit"), by TextBlob's pattern tagger (its lexicon ships in the wheel) on the lower-cased
+  caption, where WordNet also has the word in that part of speech.
+
+`pair_rule` returns the first rule that fires, in the order above, or None. The select stage
+runs it over each pair step 6 keeps, `imagenot senses` over its rows: one function, one answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from imagenot.filters.batches import Drops, require_column
+
+STEP = "caption_rules"
+RULES = ("size_code", "number", "foreign_word", "case", "name", "title", "part_of_speech", "rare_sense")
+
+_WORD = re.compile(r"[^\W_]+")
+_SEPARATORS = r"[\W_]+"
+_NOT_AFTER_WORD = r"(?<![^\W_])"
+_WORD_ENDS = r"(?=(?:'s)?(?![^\W_]))"
+_SIZES = frozenset({"XXS", "XS", "XL", "XXL", "XXXL", "2XL", "3XL", "4XL", "5XL", "6XL"})
+_ROMAN = re.compile(r"(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
+_YEAR_IN_BRACKETS = re.compile(r"\(\s*(?:1[89]|20)\d\d\s*\)")
+_BY = re.compile(r"\bby:?\s+(?:Sir\s+|Dr\.?\s+)?([A-Z][a-z]+)")
+_TITLE_WORDS = frozenset(
+    "ebook e-book audiobook paperback hardcover hardback novel dvd dvdrip blu-ray bluray soundtrack lp "
+    "album season episode memoir vol subtitle".split()
+)
+# Penn tags of words that are not nouns whatever WordNet says; VB*, JJ*, RB* need WordNet's agreement.
+_FUNCTION_TAGS = frozenset({"IN", "UH", "DT", "PRP", "PRP$", "MD", "CC", "TO", "WDT", "WP", "WRB", "EX", "PDT", "RP"})
+_WORDNET_POS = {"VB": "v", "JJ": "as", "RB": "r"}
+_MIN_LOWER_SHARE = 0.25  # below it a caption is written in capitals and its case says nothing
+
+
+@dataclass(frozen=True)
+class Sense:
+    """What the rules need to know of the synset a pair was kept for."""
+
+    lemmas: tuple[str, ...]  # as WordNet spells them: "LED", "hp", "New_York_City"
+    lexname: str  # "noun.location"
+    is_number: bool  # under number.n.02
+    lemma_forms: frozenset[str] = frozenset()  # the lemmas lower-cased, separators as spaces
+    outranked_forms: frozenset[str] = frozenset()  # of those, the ones whose commoner sense is another synset
+
+
+@dataclass(frozen=True)
+class CaptionRules:
+    """The rules turned on, and the word lists some of them read."""
+
+    enabled: frozenset[str] = frozenset(RULES)
+    foreign_words: frozenset[str] = frozenset()
+    given_names: frozenset[str] = frozenset()  # lower-cased
+    function_words: frozenset[str] = frozenset()  # English: never a name's neighbour
+    tag_words: Callable[[tuple[str, ...]], list[str]] | None = None  # Penn tags of lower-cased words
+    word_pos: Callable[[str], set[str]] | None = None  # WordNet's parts of speech of a word: "n", "v", "a", ...
+
+
+def pair_rule(caption: str, form: str, sense: Sense, rules: CaptionRules) -> str | None:
+    """The first rule that says `form` (a normalised surface form that tagged `sense`) does not
+    name the synset in `caption`, or None. A form not found in the caption as written (text
+    the tagger normalised beyond case and punctuation) passes."""
+    span = _find_span(caption, form)
+    if span is None:
+        return None
+    start, end = span
+    for rule in RULES:
+        if rule in rules.enabled and _CHECKS[rule](caption, start, end, sense, rules):
+            return rule
+    return None
+
+
+def _find_span(caption: str, form: str) -> tuple[int, int] | None:
+    """Where the form first occurs in the caption: its words apart by any separators, apostrophes
+    anywhere inside a word, a possessive "'s" after it."""
+    words = ["'?".join(map(re.escape, word)) for word in form.split(" ")]
+    pattern = _NOT_AFTER_WORD + _SEPARATORS.join(words) + _WORD_ENDS
+    found = re.search(pattern, caption, re.IGNORECASE)
+    return found.span() if found else None
+
+
+def _size_code(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    text = caption[start:end]
+    return text.isupper() and (text in _SIZES or (len(text) >= 2 and _ROMAN.fullmatch(text) is not None))
+
+
+def _number(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    return sense.is_number or any(c.isdigit() for c in caption[start:end])
+
+
+def _foreign_word(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    return caption[start:end].lower() in rules.foreign_words
+
+
+def _case(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    text = caption[start:end]
+    lemmas = _matching_lemmas(text, sense)
+    if not lemmas:
+        return False
+    if all(_capitals(lemma) >= 2 for lemma in lemmas) and not any(text.startswith(lemma) for lemma in lemmas):
+        return True
+    shouted = text.isupper() and 2 <= len(text) <= 5 and not any(lemma.isupper() for lemma in lemmas)
+    return shouted and _lower_share(caption) >= _MIN_LOWER_SHARE
+
+
+def _matching_lemmas(text: str, sense: Sense) -> list[str]:
+    """The one-word lemmas the text spells, alone or with a plural ending."""
+    return [lemma for lemma in sense.lemmas if _WORD.fullmatch(lemma) and _spells(text.lower(), lemma.lower())]
+
+
+def _capitals(word: str) -> int:
+    return sum(c.isupper() for c in word)
+
+
+def _lower_share(caption: str) -> float:
+    letters = [c for c in caption if c.isalpha()]
+    return sum(c.islower() for c in letters) / len(letters) if letters else 0.0
+
+
+def _name(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    text = caption[start:end]
+    if not text[:1].isupper():
+        return False
+    before, after = _neighbours(caption, start, end)
+    if any(_is_given_name(word, rules) for word in (before, after) if word):
+        return True
+    own_name = text.lower() in rules.given_names and sense.lexname != "noun.location"
+    return own_name and after is not None and after[:1].isupper() and after.lower() not in rules.function_words
+
+
+def _neighbours(caption: str, start: int, end: int) -> tuple[str | None, str | None]:
+    """The words just before and after the span, when only spaces part them from it."""
+    before = re.search(r"([^\W_]+) +$", caption[:start])
+    after = re.match(r" +([^\W_]+)", caption[end:])
+    return (before.group(1) if before else None), (after.group(1) if after else None)
+
+
+def _is_given_name(word: str, rules: CaptionRules) -> bool:
+    return word[:1].isupper() and word[1:].islower() and word.lower() in rules.given_names
+
+
+def _title(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    if not caption[start:start + 1].isupper():
+        return False
+    if _YEAR_IN_BRACKETS.search(caption):
+        return True
+    if any(_is_given_name(name, rules) for name in _BY.findall(caption)):
+        return True
+    return any(word.lower() in _TITLE_WORDS for word in re.findall(r"[^\W_]+(?:-[^\W_]+)?", caption))
+
+
+def _part_of_speech(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    words = _WORD.findall(caption.lower())
+    head = _WORD.findall(caption[start:end].lower())[-1]
+    position = len(_WORD.findall(caption[:end].lower())) - 1  # the span's last word: its head
+    if rules.tag_words is None or rules.word_pos is None or position >= len(words) or words[position] != head:
+        return False
+    tag = rules.tag_words(tuple(words))[position]
+    if tag in _FUNCTION_TAGS:
+        return True
+    pos = _WORDNET_POS.get(tag[:2])
+    return pos is not None and bool(set(pos) & rules.word_pos(head))
+
+
+def _rare_sense(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    spelled = [form for form in sense.lemma_forms if _spells(caption[start:end].lower(), form)]
+    return bool(spelled) and all(form in sense.outranked_forms for form in spelled)
+
+
+def _spells(folded: str, form: str) -> bool:
+    """Whether the lower-cased text is the form, or the form with a plural ending."""
+    return folded.startswith(form) and len(folded) - len(form) <= 2
+
+
+_CHECKS = {
+    "size_code": _size_code,
+    "number": _number,
+    "foreign_word": _foreign_word,
+    "case": _case,
+    "name": _name,
+    "title": _title,
+    "part_of_speech": _part_of_speech,
+    "rare_sense": _rare_sense,
+}
+
+
+def matched_form(matched: list[str], sense: Sense) -> str | None:
+    """Of a caption's matched surface forms, the one that tagged `sense` (a lemma, or its plural)."""
+    return next((form for form in matched if any(_spells(form, lemma) for lemma in sense.lemma_forms)), None)
+
+
+def keep_passing_rows(
+    batch: pa.RecordBatch, rules: CaptionRules, senses: Mapping[str, Sense]
+) -> tuple[pa.RecordBatch, Drops]:
+    """The rows of a step-6 batch (`caption`, `matched`, `wnid`) that no rule drops, and the
+    dropped rows counted by rule; `senses` holds every candidate's facts."""
+    if not rules.enabled or batch.num_rows == 0:
+        return batch, {}
+    captions = require_column(batch, "caption", "the caption rules read it").to_pylist()
+    matched = require_column(batch, "matched", "the tag stage writes it").to_pylist()
+    wnids = require_column(batch, "wnid", "added by step 6").to_pylist()
+    fired = []
+    for caption, forms, wnid in zip(captions, matched, wnids):
+        form = matched_form(forms or [], senses[wnid])
+        fired.append(pair_rule(caption, form, senses[wnid], rules) if caption and form else None)
+    drops = Counter((STEP, rule) for rule in fired if rule)
+    return batch.filter(pa.array([rule is None for rule in fired])), dict(drops)
