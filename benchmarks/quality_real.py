@@ -7,7 +7,8 @@ it keeps: how many, the share judged right sense, the share judged picturable (`
 as not), and the share of all right-sense pairs it keeps. Rows:
 - today: step 7's per-caption cut, gloss similarity >= 0.5 with the default encoder (MiniLM);
 - each caption rule alone, and the default rules together (`selection.caption_rules`);
-- the default rules, then the similarity cut.
+- the picturable step alone (`selection.picturable_roots`), and with the default rules;
+- the rules and the picturable step, then similarity cuts from 0.2 to 0.5.
 The last line is one JSON object with every row.
 
     python benchmarks/quality_real.py [--threshold 0.5]
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from imagenot.filters.caption_rules import RULES, pair_rule
+from imagenot.filters.picturable import unpicturable_removals
 from imagenot.pipeline.caption_rules import caption_rules, senses_of
 from imagenot.pipeline.config import Scoring, Selection
 from imagenot.pipeline.score.encoders import load_encoder
@@ -77,7 +79,8 @@ def main() -> None:
     kept_by_default = np.array(
         [pair_rule(p["caption"], p["matched"], senses[p["synset"]], default) is None for p in pairs]
     )
-    similar = similarities(pairs, index) >= args.threshold
+    scores = similarities(pairs, index)
+    similar = scores >= args.threshold
     rows = {"all pairs": figures(pairs, np.ones(len(pairs), bool)), f"today: similarity >= {args.threshold}": figures(pairs, similar)}
     for rule in RULES:
         # each rule alone: the pairs it would drop were it the only one on
@@ -86,7 +89,19 @@ def main() -> None:
         rows[f"rule {rule} alone"] = figures(pairs, keep)
     rows["default rules: " + ",".join(sorted(default.enabled))] = figures(pairs, kept_by_default)
     rows["all rules"] = figures(pairs, np.array([f is None for f in fired]))
-    rows[f"default rules, then similarity >= {args.threshold}"] = figures(pairs, kept_by_default & similar)
+    selection = Selection()
+    unpicturable = unpicturable_removals(
+        {index.by_name(p["synset"]).wnid for p in pairs}, index, selection.picturable_roots,
+        selection.picturable_excluded_lexnames,
+    )
+    picturable = np.array([index.by_name(p["synset"]).wnid not in unpicturable for p in pairs])
+    rows["picturable step alone"] = figures(pairs, picturable)
+    rows["default rules and picturable step"] = figures(pairs, kept_by_default & picturable)
+    for threshold in (0.2, 0.25, 0.3, 0.4, args.threshold):
+        rows[f"default rules, picturable step, similarity >= {threshold}"] = figures(
+            pairs, kept_by_default & picturable & (scores >= threshold)
+        )
+        rows[f"default rules, similarity >= {threshold}"] = figures(pairs, kept_by_default & (scores >= threshold))
     for name, row in rows.items():
         print(f"{name:60s} {row}")
     print(json.dumps({"pairs": len(pairs), "threshold": args.threshold, "rows": rows}, sort_keys=True))

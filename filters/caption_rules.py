@@ -174,6 +174,9 @@ def _title(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules
 
 
 def _part_of_speech(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    text = caption[start:end]
+    if any(lemma.isupper() and text.startswith(lemma) for lemma in _matching_lemmas(text, sense)):
+        return False  # an abbreviation written as WordNet writes it ("LED"): the lower-cased tagger would misread it
     words = _WORD.findall(caption.lower())
     head = _WORD.findall(caption[start:end].lower())[-1]
     position = len(_WORD.findall(caption[:end].lower())) - 1  # the span's last word: its head
