@@ -14,6 +14,7 @@ from shared_runs import copy_run
 from small_build import SMALL_BUILD
 
 from imagenot.errors import ImagenotError
+from imagenot.filters.funnel import STEPS
 from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.audit.rankings import compare_rankings_command
 from imagenot.pipeline.config import load_config
@@ -136,7 +137,7 @@ def test_the_card_funnel_matches_the_select_stage(run, plain):
     rows = {row[0]: row for row in _table_rows(card, "step")}
     with open(run / "select" / "funnel.tsv", newline="") as f:
         steps = list(csv.DictReader(f, delimiter="\t"))
-    assert len(steps) == 9
+    assert [step["step"] for step in steps] == list(STEPS)  # safety, picturable and caption_rules steps included
     for step in steps:
         assert rows[step["step"]][2:4] == [f"{int(step['synsets_left']):,}", f"{int(step['captions_left']):,}"]
     assert rows["corpus"][3] == "12,000"
