@@ -48,7 +48,13 @@ CONFIG = {
     "ranking": {"classes": 50, "top_n": 2, "min_captions": 1, "thresholds": {"packaged:all-MiniLM-L6-v2": -1.0}},
     "sampling": {"images_per_class": 2, "test_per_class": 1, "reserve_factor": 0.5, "shard_rows": 50},
 }
-PERMISSIVE = {"offensive_synsets": False, "person_synsets": "keep", "nsfw_synset_threshold": None}
+# Every synset-level safety signal off, and the caption rules too ("Paddy" reads as a given name).
+PERMISSIVE = {
+    "offensive_synsets": False,
+    "person_synsets": "keep",
+    "nsfw_synset_threshold": None,
+    "caption_rules": {"rules": []},
+}
 
 
 def _read_wordnet_list(name: str, key: str) -> dict[str, str]:
