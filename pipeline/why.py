@@ -10,6 +10,8 @@ synset gets its relation to the reference set.
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections import Counter
 
 import click
@@ -35,14 +37,21 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
+from imagenot.pipeline.paths import folder_exists
 from imagenot.pipeline.review.results import why_line as review_why_line
 from imagenot.pipeline.run_files import read_json, read_table, read_tsv
 from imagenot.pipeline.select.funnel_files import read_synset_fates
 from imagenot.pipeline.stage_dir import is_done
 from imagenot.wordnet.hierarchy import ancestors_in, descendants_in
 from imagenot.wordnet.index import WNID_PATTERN, NounIndex, load_index
+from imagenot.wordnet.nltk_data import other_parts_of_speech
 
 RELATIVES_SHOWN = 3  # reference synsets named per relation
+SYNSET_NAME = re.compile(r"^.+\.[nvasr]\.\d+$")
+
+
+POS_NAMES = {"v": "a verb", "a": "an adjective", "s": "an adjective", "r": "an adverb"}  # wnid prefixes
+SUGGESTED = 5  # synsets named when what was asked for does not exist
 
 
 def senses(word: str, index: NounIndex) -> list[str]:
@@ -50,19 +59,54 @@ def senses(word: str, index: NounIndex) -> list[str]:
     underscores), in WordNet's sense order."""
     if WNID_PATTERN.match(word):
         if word not in index:
-            raise click.BadParameter(f"{word} is not a WordNet 3.0 noun synset", param_hint="WORD")
+            raise click.BadParameter(f"{word} is not a WordNet 3.0 noun synset; {_nearest_wnids(word, index)}", param_hint="WORD")
         return [word]
     try:
         return [index.by_name(word).wnid]
     except KeyError:
         pass
+    if SYNSET_NAME.match(word):
+        lemma = word.rsplit(".", 2)[0]
+        found = _word_senses(lemma, index)
+        shown = [index[w].name for w in found] if found else _close(word, (s.name for s in index))
+        hint = f"; did you mean {', '.join(shown[:SUGGESTED])}?" if shown else ""
+        raise click.BadParameter(f"{word} is not a WordNet 3.0 noun synset{hint}", param_hint="WORD")
+    found = _word_senses(word, index)
+    if not found:
+        raise click.BadParameter(_not_a_noun(word, index), param_hint="WORD")
+    return found
+
+
+def _word_senses(word: str, index: NounIndex) -> list[str]:
     wanted = word.strip().lower().replace(" ", "_")
     found = {w for lemma, wnids in index.lemma_synsets.items() if lemma.lower() == wanted for w in wnids}
-    if not found:
-        raise click.BadParameter(
-            f"{word!r} is neither a wnid, a noun synset name such as gavel.n.01, nor a WordNet noun", param_hint="WORD"
-        )
     return sorted(found, key=lambda w: (index[w].name.rsplit(".", 2)[0] != wanted, int(index[w].name.rsplit(".", 1)[1]), w))
+
+
+def _nearest_wnids(wnid: str, index: NounIndex) -> str:
+    """The noun synsets whose offsets lie nearest `wnid`'s (a mistyped digit lands near)."""
+    if not wnid.startswith("n"):
+        return f"its prefix {wnid[0]!r} marks {POS_NAMES[wnid[0]]} (imagenot classes are noun synsets, n + 8 digits)"
+    offset = int(wnid[1:])
+    nearest = sorted(index.synsets, key=lambda w: (abs(int(w[1:]) - offset), w))[:3]
+    return "the nearest that exist: " + ", ".join(f"{w} {index[w].name}" for w in nearest)
+
+
+def _close(word: str, candidates) -> list[str]:
+    """The candidates closest to `word`, among those of its first letter and about its length
+    (difflib over all 117k noun lemmas takes seconds; a typo rarely changes either)."""
+    near = [c for c in candidates if c[:1] == word[:1] and abs(len(c) - len(word)) <= 2]
+    return difflib.get_close_matches(word, near, SUGGESTED)
+
+
+def _not_a_noun(word: str, index: NounIndex) -> str:
+    """Why a bare word has no noun sense: WordNet has it as another part of speech, or not at all."""
+    lemma = word.strip().lower().replace(" ", "_")
+    if parts := other_parts_of_speech(lemma):
+        return f"{word!r} is {' and '.join(parts)} in WordNet; imagenot classes are noun synsets"
+    close = _close(lemma, {w.lower() for w in index.lemma_synsets})
+    hint = f" (close nouns: {', '.join(c.replace('_', ' ') for c in close)})" if close else ""
+    return f"{word!r} is neither a wnid, a noun synset name such as gavel.n.01, nor a WordNet word{hint}"
 
 
 class Run:
@@ -70,6 +114,8 @@ class Run:
 
     def __init__(self, run_dir: str, index: NounIndex):
         self.index = index
+        if not folder_exists(run_dir):
+            raise ImagenotError(f"run directory {run_dir} does not exist")
         fates = stage_path(run_dir, SELECT, SYNSET_FATES_FILE)
         if not FileSystems.exists(fates):
             raise ImagenotError(f"{fates} does not exist: has the run reached the select stage?")

@@ -85,19 +85,25 @@ def prepare_from_debian(target: Path | None = None, source: Path = DEBIAN_WORDNE
     return root
 
 
-def load_nltk_wordnet():
-    """NLTK's WordNet 3.0 reader: from NLTK's data path, else from imagenot's prepared copy."""
+def wordnet_root():
+    """The WordNet corpus folder NLTK reads: on NLTK's data path, else imagenot's prepared copy."""
     import nltk
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     own_root = str(nltk_data_dir())
     if own_root not in nltk.data.path:  # NLTK only opens corpora under its data path
         nltk.data.path.append(own_root)
     try:
-        path = nltk.data.find("corpora/wordnet")
+        return nltk.data.find("corpora/wordnet")
     except LookupError:
         prepare_from_debian()
-        path = nltk.data.find("corpora/wordnet")
+        return nltk.data.find("corpora/wordnet")
+
+
+def load_nltk_wordnet():
+    """NLTK's WordNet 3.0 reader: from NLTK's data path, else from imagenot's prepared copy."""
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    path = wordnet_root()
     with warnings.catch_warnings():  # "multilingual functions are not available": not used
         warnings.simplefilter("ignore", UserWarning)
         reader = WordNetCorpusReader(path, None)
@@ -107,3 +113,15 @@ def load_nltk_wordnet():
             f"(ImageNet wnids are 3.0 offsets). Remove it from NLTK_DATA or run: {FIX_COMMAND}"
         )
     return reader
+
+
+OTHER_PARTS_OF_SPEECH = {"verb": "a verb", "adj": "an adjective", "adv": "an adverb"}
+
+
+def other_parts_of_speech(lemma: str) -> list[str]:
+    """What WordNet has `lemma` (lower case, underscores for spaces) as, other than a noun: read
+    from its index files directly, since NLTK's reader loads every index first (seconds)."""
+    root = Path(str(wordnet_root()))
+    prefix = f"{lemma} ".encode()
+    return [part for suffix, part in OTHER_PARTS_OF_SPEECH.items()
+            if any(line.startswith(prefix) for line in (root / f"index.{suffix}").read_bytes().splitlines())]  # fmt: skip
