@@ -19,13 +19,13 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
     from imagenot.pipeline.build import build
     from imagenot.pipeline.build_summary import class_shortfall, closing_summary
     from imagenot.pipeline.config import load_config
-    from imagenot.pipeline.corpus.preflight import check_corpus_schema
     from imagenot.pipeline.paths import stem
+    from imagenot.pipeline.preflight import build_stages, preflight
     from imagenot.pipeline.run_lock import run_lock
 
     config = load_config(config_path, needs_corpus=True)
-    check_corpus_schema(config)  # before the lock or config.yaml is written
     run_dir = run_dir or f"runs/{stem(config_path)}"
+    preflight(config, run_dir, build_stages(config))  # before the lock or config.yaml is written
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
         ran = build(config, run_dir, from_stage)
     click.echo(closing_summary(config, run_dir, ran))

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import yaml
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import RULES as CAPTION_RULES
@@ -228,6 +228,14 @@ class Ranking(Section):
         description="per scoring model: the lowest synset score kept (a threshold means something for one encoder only)",
     )
     classes: int = Field(1000, ge=1, le=100_000, description="K, the number of classes")
+
+    @field_validator("thresholds")
+    @classmethod
+    def _cosines(cls, thresholds: dict[str, float]) -> dict[str, float]:
+        for model, value in thresholds.items():
+            if not -1 <= value <= 1:
+                raise ValueError(f"ranking.thresholds[{model!r}] is {value}: a cosine similarity lies in [-1, 1]")
+        return thresholds
 
 
 Strategy = Literal["top", "threshold", "matched"]

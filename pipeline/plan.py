@@ -3,8 +3,8 @@
 Reads only the corpus's parquet footers (row counts and schemas, many shards at once), so it
 takes seconds even for thousands of shards in a bucket. It refuses what it can tell will fail
 without reading rows: an invalid config (for example a threshold table without the scoring
-model: `load_config`), no shard matched, a shard missing a mapped column or unreadable, a run
-folder it cannot write and list.
+model: `load_config`), what `pipeline.preflight` refuses (a model that is not there, a missing
+file, a place it cannot write), no shard matched, a shard missing a mapped column or unreadable.
 
 The figures are projections from rates and shares measured by `benchmarks/bench_plan.py` (see
 benchmarks/README.md: "`imagenot plan` beside these measurements", "LAION-2B-en projection");
@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import click
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
-from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Config, load_config
 from imagenot.pipeline.corpus.formats import Source
-from imagenot.pipeline.corpus.preflight import check_corpus_schema
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
+from imagenot.pipeline.preflight import build_stages, preflight
 
 FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
 
@@ -125,21 +121,6 @@ def corpus_footers(config: Config) -> tuple[int, int]:
         return sum(pool.map(rows, shards)), len(shards)
 
 
-def check_writable(run_dir: str) -> None:
-    """Write, list and delete a probe object in the run folder: a bucket the build cannot use
-    fails here, not after its first job."""
-    probe = FileSystems.join(run_dir, f".plan-probe-{uuid.uuid4().hex}")
-    try:
-        with FileSystems.create(probe, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            f.write(b"imagenot plan")
-        listed = FileSystems.match([probe])[0].metadata_list
-        FileSystems.delete([probe])
-    except Exception as err:  # BeamIOError, OSError, google.api_core errors: all mean "cannot use"
-        raise ImagenotError(f"{run_dir}: cannot write and list the run folder: {type(err).__name__}: {err}") from err
-    if not listed:
-        raise ImagenotError(f"{run_dir}: a file written there is not listed")
-
-
 def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int) -> dict:
     """Per stage: the work, the Beam jobs it submits and its vCPU- and GPU-hours."""
     sampling, download = config.sampling, config.download
@@ -227,10 +208,8 @@ def _rate_options(command):
 def plan_command(config_path: str, run_dir: str | None, workers: int | None, as_json: bool, **rates: float) -> None:
     """Project a build's work, jobs and cost from the corpus's footers; refuse what will fail."""
     config = load_config(config_path)
-    check_corpus_schema(config)
+    preflight(config, run_dir, build_stages(config))
     rows, shards = corpus_footers(config)
-    for folder in filter(None, (run_dir, config.runner.dataflow.temp_location if config.runner.dataflow else None)):
-        check_writable(folder)
     dataflow = config.runner.dataflow
     workers = workers or (dataflow.max_workers if dataflow else config.runner.workers)
     plan = make_plan(config, rows, shards, Rates(**rates), workers)

@@ -46,7 +46,7 @@ class Stage:
     options: tuple[Callable[[Callable], Callable], ...] = ()  # click options passed on to `run` by name
     wanted: Callable[[Config], bool] = _always  # whether `build` runs it for this config
     revision: Revision | None = None  # see pipeline.stage_dir
-    preflight: tuple[Check, ...] = ()  # checks run before anything is written
+    preflight: tuple[Check, ...] = ()  # what `pipeline.preflight` checks before any command writes
 
     def upstream_of(self, config: Config) -> str | None:
         return self.upstream(config) if callable(self.upstream) else self.upstream
@@ -87,11 +87,9 @@ def settings_differences(stage: Stage, config: Config, run_dir: str) -> list[str
 
 
 def run_stage(stage: Stage, config: Config, run_dir: str, **options: object) -> dict:
-    """Run one stage over `run_dir` after its preflight checks, and record its figures in the
+    """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.preflight`), and record its figures in the
     run's summary. The demo config's images are served while the download stage fetches them."""
     config = stage_config(config, run_dir, stage.name)
-    for check in stage.preflight:
-        check(config, run_dir)
     serving = serving_demo_images(config.download) if stage.name == DOWNLOAD else contextlib.nullcontext()
     with serving:
         return run_and_record(stage.name, lambda c, r: stage.run(c, r, **options), config, run_dir)

@@ -8,9 +8,9 @@ import click
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import load_run_config
-from imagenot.pipeline.corpus.preflight import check_corpus_schema
 from imagenot.pipeline.layout import RUN_CONFIG
 from imagenot.pipeline.lock_option import break_lock_option
+from imagenot.pipeline.preflight import preflight, stages_from
 from imagenot.pipeline.registry import Stage, run_stage
 from imagenot.pipeline.run_lock import run_lock
 from imagenot.pipeline.stage_dir import is_done
@@ -33,7 +33,7 @@ def stage_command(stage: Stage) -> click.Command:
     @break_lock_option
     def command(run_dir: str, config_path: str | None, break_lock: bool, **values: object) -> None:
         config = load_run_config(run_dir, config_path)
-        check_corpus_schema(config, missing_ok=True)  # before the lock: a refused command leaves nothing
+        preflight(config, run_dir, stages_from(config, stage))  # before the lock: nothing left if refused
         with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
             upstream = stage.upstream_of(config)
             if upstream and not is_done(run_dir, upstream):

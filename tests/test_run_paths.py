@@ -14,6 +14,7 @@ ALLOWED = {
     # transformers and open_clip load from the worker's own disk (the worker image): not run paths.
     "pipeline/score/encoders.py",
     "pipeline/audit/clip_model.py",
+    "pipeline/model_files.py",  # checks that those files are there before a run starts
     # Models prepared once into the local cache (IMAGENOT_CACHE, inside the worker image).
     "pipeline/score/model_cache.py",
     "pipeline/score/onnx_runtime.py",

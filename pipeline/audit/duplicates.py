@@ -42,6 +42,7 @@ from imagenot.pipeline.audit.drop import drop_flagged, drop_option
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.layout import AUDIT_DUPLICATES, DUPLICATE_PAIRS_HTML_FILE, classes_path, read_classes
+from imagenot.pipeline.preflight import files_exist
 from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
 from imagenot.pipeline.run_files import atomic_output, read_table, write_text
@@ -315,5 +316,6 @@ duplicates_command = stage_command(
         run_duplicates,
         "Find exact and near-duplicate images, split leaks, reference overlap; --drop takes them out.",
         (drop_option,),
+        preflight=(files_exist("image_audit.reference_embeddings"),),
     )
 )

@@ -45,6 +45,7 @@ from imagenot.pipeline.layout import (
     dataset_shards,
     read_classes,
 )
+from imagenot.pipeline.preflight import check_clip_model
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.run_files import atomic_output, read_table, sha256_file, stage_shards
@@ -269,5 +270,6 @@ embed_command = stage_command(
         None,
         run_embed,
         "Embed every downloaded image and caption with CLIP.",
+        preflight=(check_clip_model,),
     )
 )

@@ -14,6 +14,8 @@ from __future__ import annotations
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.corpus.formats import CorpusError, Source, corpus_stem, file_format
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
+from imagenot.pipeline.layout import TAG
+from imagenot.pipeline.stage_dir import is_done
 
 
 def check_corpus_schema(config: Config, missing_ok: bool = False) -> None:
@@ -45,6 +47,13 @@ def check_corpus_schema(config: Config, missing_ok: bool = False) -> None:
                     f"selection.{setting} needs; map corpus.columns.{canonical} to the column that holds it, or turn "
                     f"the check off with `selection.{setting}: null` (the file has columns {names})"
                 )
+
+
+def check_corpus(config: Config, run_dir: str | None) -> None:
+    """The preflight check of the stages that read the corpus: `check_corpus_schema`, where a
+    corpus that matches no file passes once tag has finished in the run (later stages read only
+    its outputs)."""
+    check_corpus_schema(config, missing_ok=run_dir is not None and is_done(run_dir, TAG))
 
 
 def check_distinct_stems(shards: list[str]) -> None:

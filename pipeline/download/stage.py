@@ -40,6 +40,7 @@ from imagenot.pipeline.download.hosts import busiest_hosts, host_of, malformed_s
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
 from imagenot.pipeline.layout import DATASET_DIR, DOWNLOAD, RESERVE_DIR, SAMPLE, SCORE_COLUMN, stage_path
+from imagenot.pipeline.preflight import files_exist
 from imagenot.pipeline.registry import Stage, download_enabled
 from imagenot.pipeline.run_files import atomic_output, read_table, stage_shards, write_tsv
 from imagenot.pipeline.sample.splits import assign_splits
@@ -345,5 +346,6 @@ DECLARATION = Stage(
     "Fetch the sampled images with img2dataset, backfilling failures from each class's reserve.",
     wanted=download_enabled,
     revision=drops.revision,
+    preflight=(files_exist("download.blocklists"),),
 )
 download_command = stage_command(DECLARATION)

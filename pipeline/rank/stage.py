@@ -41,6 +41,7 @@ from imagenot.pipeline.layout import (
     stage_path,
 )
 from imagenot.pipeline.paths import stem
+from imagenot.pipeline.preflight import check_text_models
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
 from imagenot.pipeline.rank.priority import priority_rounds
@@ -209,5 +210,6 @@ DECLARATION = Stage(
     settings,
     run_rank,
     "Rank synsets by gloss similarity, write the class list, score the classes' captions.",
+    preflight=(check_text_models,),
 )
 rank_command = stage_command(DECLARATION)

@@ -46,6 +46,7 @@ from imagenot.pipeline.layout import (
     stage_path,
 )
 from imagenot.pipeline.paths import delete_folder, name
+from imagenot.pipeline.preflight import files_exist
 from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.run_files import (
     atomic_output,
@@ -253,5 +254,6 @@ DECLARATION = Stage(
     settings,
     run_sample,
     "Pick each class's images and reserve from its scored captions, split train/test, write the dataset.",
+    preflight=(files_exist("sampling.reference_scores"),),
 )
 sample_command = stage_command(DECLARATION)

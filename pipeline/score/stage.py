@@ -29,6 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.pipeline.config import Config, Runner, Scoring
 from imagenot.pipeline.keyed_hash import sample_keys
 from imagenot.pipeline.layout import FIRST_PASS_DIR, SCORE, SCORE_COLUMN, SELECT, SELECTED_DIR, stage_path
+from imagenot.pipeline.preflight import check_text_models
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.run_files import read_json, read_schema, stage_shards, write_json
@@ -217,5 +218,6 @@ DECLARATION = Stage(
     settings,
     run_score,
     "Score each candidate synset's first-pass captions against its gloss.",
+    preflight=(check_text_models,),
 )
 score_command = stage_command(DECLARATION)

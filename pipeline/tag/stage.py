@@ -22,11 +22,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config import Columns, Config, load_config
 from imagenot.pipeline.corpus.formats import Layout
-from imagenot.pipeline.corpus.preflight import check_corpus_schema, check_distinct_stems
+from imagenot.pipeline.corpus.preflight import check_corpus, check_distinct_stems
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, read_shard, shard_identities, validate_shard
 from imagenot.pipeline.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
 from imagenot.pipeline.lock_option import break_lock_option
 from imagenot.pipeline.paths import name
+from imagenot.pipeline.preflight import preflight, stages_from
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.registry import Stage, run_stage
 from imagenot.pipeline.run_files import read_json, write_json, write_text
@@ -155,7 +156,9 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
     return "\n".join(lines) + "\n"
 
 
-DECLARATION = Stage(STAGE, None, settings, run_tag, "Find every WordNet noun synset each caption mentions.")
+DECLARATION = Stage(
+    STAGE, None, settings, run_tag, "Find every WordNet noun synset each caption mentions.", preflight=(check_corpus,)
+)
 
 
 @click.command(STAGE, help=DECLARATION.doc)
@@ -165,7 +168,7 @@ DECLARATION = Stage(STAGE, None, settings, run_tag, "Find every WordNet noun syn
 @break_lock_option
 def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None, break_lock: bool) -> None:
     config = load_config(config_path, list(inputs) or None, needs_corpus=True)
-    check_corpus_schema(config)
+    preflight(config, out, stages_from(config, DECLARATION))
     with run_lock(out, config.runner.lock_stale_after_s, break_lock):
         figures = run_stage(DECLARATION, config, out)
     click.echo(
