@@ -17,6 +17,7 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Config, load_run_config
 from imagenot.pipeline.layout import CARD_FILE, PAGE_FILE, REPORT, dataset_stage, stage_path
 from imagenot.pipeline.lock_option import break_lock_option
+from imagenot.pipeline.preflight import preflight, stages_from
 from imagenot.pipeline.registry import Stage, run_stage, settings_differences, stages
 from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
@@ -66,7 +67,9 @@ def check_config(config: Config, run_dir: str) -> None:
 
 
 def run_report(config: Config, run_dir: str) -> dict:
-    """Write `<run_dir>/report/card.md` and `report.html`; returns the stage's figures."""
+    """Write `<run_dir>/report/card.md` and `report.html`; returns the stage's figures. Refuses a
+    config other than the one the run was built with (a check of the run, not preflight's)."""
+    check_config(config, run_dir)
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, upstream(config)))
     facts = gather(described_config(config), run_dir, load_index())
     write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
@@ -86,7 +89,6 @@ DECLARATION = Stage(
     settings,
     run_report,
     "Write the dataset card and the HTML report of a finished run into RUN/report/.",
-    preflight=(check_config,),
 )
 
 
@@ -96,6 +98,7 @@ DECLARATION = Stage(
 @break_lock_option
 def report_command(run_dir: str, config_path: str | None, break_lock: bool) -> None:
     config = load_run_config(run_dir, config_path)
+    preflight(config, run_dir, stages_from(config, DECLARATION))
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         figures = run_stage(DECLARATION, config, run_dir)
     click.echo(f"{STAGE}: {json.dumps(figures)} -> {stage_path(run_dir, STAGE, PAGE_FILE)}")
