@@ -4,9 +4,10 @@ The one loop behind an audit's `--drop` and `imagenot blocklist apply`. A pass a
 flagged, adds it to the download stage's dropped list (`pipeline.download.drops`) and reruns
 the download stage: each class walks on to its next reserve candidates and fetches them. A
 replacement can be flagged in turn, so passes repeat until nothing new is flagged or
-`image_audit.drop_passes` ran; then the export (`RUN/dataset/`) is written again without the
-dropped rows. A pass killed part way resumes: the dropped list is the stage's revision, and what
-the caller does before a drop (`before_drop`) must be safe to repeat.
+`image_audit.drop_passes` ran. A pass killed part way resumes: the dropped list is the stage's
+revision, and what the caller does before a drop (`before_drop`) must be safe to repeat. Once the
+caller has recorded what it did, `refresh_outputs` writes the report and the export again, so the
+card and `RUN/dataset/` never describe images that are gone.
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.export import stage as export_stage
+from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.layout import DOWNLOAD, stage_path
+from imagenot.pipeline.build_summary import image_shortfall
 from imagenot.pipeline.registry import run_stage
-from imagenot.pipeline.stage_dir import is_done
+from imagenot.pipeline.stage_dir import is_done, made_from
 
 Flagged = Callable[[], pa.Table]  # rows to drop now: row_id, reason, duplicate_of (more columns allowed)
 
@@ -62,5 +66,15 @@ def drop_and_backfill(
         run_stage(download_stage.DECLARATION, config, run_dir)
         after_backfill()
         pending = flagged()
-    export_stage.refresh_export(config, run_dir)
     return Backfilled(passes, dict(sorted(dropped.items())), pending.num_rows)
+
+
+def refresh_outputs(config: Config, run_dir: str) -> str | None:
+    """Write the report, then the export, again where they no longer describe the download stage
+    as it is now (a run built stage by stage without them is left alone); then the warning about
+    classes short of images, or None."""
+    for stage in (report_stage.DECLARATION, export_stage.DECLARATION):
+        upstream = stage.upstream_of(config)
+        if FileSystems.exists(stage_path(run_dir, stage.name)) and not made_from(run_dir, stage.name, upstream):
+            run_stage(stage, config, run_dir)
+    return image_shortfall(config, run_dir)

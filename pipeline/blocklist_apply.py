@@ -15,6 +15,7 @@ ran out), which the dataset card shows.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import logging
@@ -24,7 +25,7 @@ import click
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.backfill import drop_and_backfill
+from imagenot.pipeline.backfill import drop_and_backfill, refresh_outputs
 from imagenot.pipeline.config import Config, load_run_config
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
@@ -79,6 +80,7 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
         for tar, tar_keys in sorted(keys.items()):
             samples_removed += remove_samples(FileSystems.join(run_dir, tar), tar_keys)
 
+    images_before = stage_figures(run_dir, download_stage.STAGE)["images"]
     result = drop_and_backfill(
         config, run_dir, "blocklist apply", lambda: _matches(run_dir, blocklist, candidates()), before_drop=remove_from_tars
     )
@@ -89,6 +91,9 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
         "removed": result.dropped,
         "still_listed": result.still_flagged,
         "tar_members_removed": samples_removed,
+        # each image taken out of the dataset left a place the reserve filled, or did not
+        "backfilled": stage_figures(run_dir, download_stage.STAGE)["images"] - images_before + samples_removed,
+        "applied_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "md5_not_checked": source["entries"]["md5"],
     }
     download_dir = stage_path(run_dir, DOWNLOAD)
@@ -114,8 +119,11 @@ def apply_command(run_dir: str, list_path: str, config_path: str | None, break_l
     config = load_run_config(run_dir, config_path)
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         record = apply_blocklist(config, run_dir, list_path)
+        shortfall = refresh_outputs(config, run_dir)  # the card and export follow what the list removed
     if record["still_listed"]:
         log.warning("%s: %d listed images remain after %d passes; run blocklist apply again", list_path, record["still_listed"], record["passes"])
     if record["md5_not_checked"]:
         log.warning("%s: %d md5 entries cannot be checked without the original bytes", list_path, record["md5_not_checked"])
     click.echo(f"blocklist apply: {json.dumps(record, indent=2)}")
+    if shortfall:
+        click.echo(f"Warning: {shortfall}", err=True)

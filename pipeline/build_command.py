@@ -17,7 +17,7 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
     """Build a dataset from a config: every stage in order, skipping what is done; ends with what
     came out and where."""
     from imagenot.pipeline.build import build
-    from imagenot.pipeline.build_summary import class_shortfall, closing_summary
+    from imagenot.pipeline.build_summary import class_shortfall, closing_summary, image_shortfall
     from imagenot.pipeline.config import load_config
     from imagenot.pipeline.paths import stem
     from imagenot.pipeline.preflight import build_stages, preflight
@@ -29,6 +29,5 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
         ran = build(config, run_dir, from_stage)
     click.echo(closing_summary(config, run_dir, ran))
-    warning = class_shortfall(config, run_dir)
-    if warning:
+    for warning in filter(None, (class_shortfall(config, run_dir), image_shortfall(config, run_dir))):
         click.echo(f"Warning: {warning}", err=True)

@@ -49,3 +49,5 @@ def drop_flagged(config: Config, run_dir: str, stage: str, audit: Callable[[Conf
     if result.still_flagged:
         log.warning("%s: %d images still flagged after %d drop passes; run --drop again", stage, result.still_flagged, result.passes)
     write_json(FileSystems.join(run_dir, stage, FIGURES_FILE), {**stage_figures(run_dir, stage), "drop": asdict(result)})
+    if shortfall := backfill.refresh_outputs(config, run_dir):
+        click.echo(f"Warning: {shortfall}", err=True)

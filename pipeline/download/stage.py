@@ -309,6 +309,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "target": sum(row["target"] for row in class_table),
         "images": images,
         "classes_short": sum(row["shortfall"] > 0 for row in class_table),
+        "short_classes": {row["wnid"]: row["images"] for row in class_table if row["shortfall"] > 0},
         "images_per_class": {row["wnid"]: row["images"] for row in class_table},
         "failures": dict(sorted(failures.items())),
         # `imagenot blocklist apply` drops images the way the audits do; counted apart

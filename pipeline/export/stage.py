@@ -43,8 +43,7 @@ from imagenot.pipeline.registry import Stage, download_enabled
 from imagenot.pipeline.run_files import atomic_output, read_table, stage_shards, write_bytes, write_text
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, made_from, open_stage, stage_fingerprint
-from imagenot.pipeline.summary import run_and_record
+from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.webdataset import read_samples, write_tar
 from imagenot.wordnet.index import load_index
 
@@ -184,14 +183,6 @@ def run_export(config: Config, run_dir: str) -> dict:
     if not config.download.enabled:
         raise ImagenotError("download.enabled is false: the export copies the downloaded images; there are none")
     return export_dataset(run_dir, config)
-
-
-def refresh_export(config: Config, run_dir: str) -> None:
-    """Write `RUN/dataset/` again unless it was made from the download stage as it is now: every
-    drop (audits, blocklists) calls this, so the export never holds a dropped image. A run whose
-    export never ran (built stage by stage) is left to `imagenot export`."""
-    if FileSystems.exists(stage_path(run_dir, STAGE)) and not made_from(run_dir, STAGE, UPSTREAM):
-        run_and_record(STAGE, run_export, config, run_dir)
 
 
 DECLARATION = Stage(

@@ -93,7 +93,8 @@ def _busiest_hosts(download: dict) -> list[str]:
 
 def _blocklists(download: dict) -> list[str]:
     listed = [(s["path"], s["bytes"], s["sha256"], "during the build") for s in download.get("blocklists", [])]
-    listed += [(s["path"], s["bytes"], s["sha256"], "after, `blocklist apply`") for s in download.get("blocklists_applied", [])]
+    listed += [(s["path"], s["bytes"], s["sha256"], f"`blocklist apply`, {s.get('applied_at', 'after the build')}")
+               for s in download.get("blocklists_applied", [])]  # fmt: skip
     if not listed:
         return ["No blocklist was applied (`download.blocklists`): the images were not checked against any URL, "
                 "domain or hash list (for example a child-protection organisation's).", ""]  # fmt: skip
@@ -104,8 +105,10 @@ def _blocklists(download: dict) -> list[str]:
     still = sum(s.get("still_listed", 0) for s in latest.values())
     warning = [f"**{count_of(still, 'listed image')} still in the dataset**: `blocklist apply` ran out of passes "
                "(image_audit.drop_passes); run it again.", ""] if still else []  # fmt: skip
+    backfilled = sum(s.get("backfilled", 0) for s in download.get("blocklists_applied", []))
+    refilled = f" The reserve put {count_of(backfilled, 'image')} in their place." if latest else ""
     return ["Blocklists applied:", "", *table(("file", "bytes", "sha256", "when"), listed, "lrll"),
-            f"They removed: {removed_text}.", "", *warning]  # fmt: skip
+            f"They removed: {removed_text}.{refilled}", "", *warning]  # fmt: skip
 
 
 def _collection(facts: RunFacts) -> list[str]:

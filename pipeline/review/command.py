@@ -179,7 +179,9 @@ def apply_review(config: Config, run_dir: str) -> dict:
     after = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     added = review_plan.extend_plan(config, run_dir, after - before)
     export_review(run_dir, config.review)  # the figures name the dropped images, for the report
-    run_stage(report_stage.DECLARATION, config, run_dir)
+    run_stage(report_stage.DECLARATION, config, run_dir)  # the review's figures changed, whatever was dropped
+    if shortfall := backfill.refresh_outputs(config, run_dir):
+        click.echo(f"Warning: {shortfall}", err=True)
     return {"dropped": result.dropped.get(REVIEW_REASON, 0), "passes": result.passes, "backfilled": len(after - before),
             "put_up_for_review": added}  # fmt: skip
 
