@@ -446,9 +446,10 @@ class ImageAudit(Section):
 class Export(Section):
     """The export stage's `RUN/dataset/`: the final images as webdataset tars with parquet metadata."""
 
-    formats: list[Literal["webdataset", "imagefolder"]] = Field(
+    formats: list[Literal["webdataset", "imagefolder", "hf-parquet"]] = Field(
         ["webdataset"],
-        description="webdataset: train-/test-NNNNN.tar (always written); imagefolder: also train/<wnid>/<key>.<ext>",
+        description="webdataset: train-/test-NNNNN.tar (always written); imagefolder: also train/<wnid>/<key>.<ext>; "
+        "hf-parquet: also data/train-NNNNN.parquet with an Image and a ClassLabel column, the Hub's layout",
     )
     samples_per_shard: int = Field(5_000, ge=1, le=1_000_000, description="samples per train-/test-NNNNN.tar")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import yaml
 
+from imagenot.pipeline.export.loaders import HUB_FOLDER, hub_text_types
 from imagenot.pipeline.layout import SCORE_COLUMN
 
 # Column types of each sample's .json, as Hugging Face `datasets` names them.
@@ -22,15 +23,48 @@ FILES = (
      "and / percent-encoded), `row_id` (the corpus row), `class_index`, `wnid`, `class_name`, `split`, `url`, "
      "`caption`, `gloss_similarity` (caption to class gloss, the score that chose it), `sha256` (of the bytes "
      "as downloaded, before resizing), `width`/`height` (stored) and `original_width`/`original_height`, `shard`")),
+    ("_info.json", "timm's webdataset index: per split its shard files and their sample counts"),
     ("classes.txt", "ImageNet's LOC_synset_mapping.txt format: `nXXXXXXXX lemma, lemma` per line; line i is class i"),
     ("README.md", "this file; its YAML header makes `datasets.load_dataset` see the splits and class names"),
-    ("train/WNID/KEY.{ext}", "with `export.formats: [webdataset, imagefolder]` only: an ImageFolder tree"),
+    ("data/train-NNNNN.parquet", ("with `export.formats` holding `hf-parquet` only: the Hub's layout, the image bytes "
+     "in an `image` column (an Image feature) and `label` a ClassLabel; `datasets` then reads these")),
+    ("train/WNID/KEY.{ext}", "with `export.formats` holding `imagefolder` only: an ImageFolder tree"),
 )
+
+# Per loader, the two lines that load the training split of the export in "{folder}"; tests run each.
+LOADERS = {
+    "Hugging Face datasets": ("from datasets import load_dataset",
+                              'train = load_dataset("{folder}", split="train")'),
+    "webdataset": ("import glob, webdataset as wds",
+                   'train = wds.WebDataset(sorted(glob.glob("{folder}/train-*.tar")), shardshuffle=False).decode("pil")'),
+    "timm": ("import timm.data",
+             'train = timm.data.create_dataset("wds/imagenot", root="{folder}", split="train", is_training=True)'),
+    "PyTorch (no torchvision)": (
+        "import glob, torch, webdataset as wds",
+        'train = torch.utils.data.DataLoader(wds.WebDataset(sorted(glob.glob("{folder}/train-*.tar")), shardshuffle=False)'
+        '.decode("torchrgb").to_tuple("{ext}", "cls"), batch_size=64)',
+    ),
+}  # fmt: skip
+_AFTER = {
+    "Hugging Face datasets": "`train[0]` has the image (a PIL image) and its label; `train.features` names the classes",
+    "webdataset": 'a sample is a dict: `sample["{ext}"]` a PIL image, `sample["cls"]` the class index',
+    "timm": "sizes its epochs from `_info.json`; a sample is a (PIL image, class index) pair",
+    "PyTorch (no torchvision)": ("batches of (3 x H x W float tensors, class indices); the images share one size "
+                                 "when `download.resize_mode` crops or pads"),
+}
+
+
+def loader_lines(loader: str, folder: str, extension: str) -> tuple[str, str]:
+    return tuple(line.replace("{folder}", folder).replace("{ext}", extension) for line in LOADERS[loader])
 
 
 def usage_markdown(folder: str, extension: str) -> str:
     """The "Using the dataset" section for an export in `folder`."""
     files = "\n".join(f"- `{name.replace('{ext}', extension)}`: {what.replace('{ext}', extension)}" for name, what in FILES)
+    blocks = "\n".join(
+        f"{loader}: {_AFTER[loader].replace('{ext}', extension)}\n\n```python\n" + "\n".join(loader_lines(loader, folder, extension)) + "\n```\n"
+        for loader in LOADERS
+    )
     return f"""## Using the dataset
 
 The dataset is in `{folder}/`, written by the `export` stage (rerun by every `--drop`, so it never
@@ -38,55 +72,43 @@ holds a dropped image):
 
 {files}
 
-Hugging Face `datasets` (train and test splits, a `{extension}` image column, `cls` a ClassLabel):
+Each loader in two lines:
 
-```python
-from datasets import load_dataset
-ds = load_dataset("{folder}")
-names = ds["train"].features["cls"].names
-example = ds["train"][0]
-print(names[example["cls"]], example["{extension}"].size, example["txt"])
-```
-
-webdataset:
-
-```python
-import glob
-import webdataset as wds
-shards = sorted(glob.glob("{folder}/train-*.tar"))
-pairs = wds.WebDataset(shards, shardshuffle=False).decode("pil").to_tuple("{extension}", "cls")
-image, label = next(iter(pairs))
-```
-
-PyTorch (no torchvision needed):
-
-```python
-import glob, numpy as np, torch, webdataset as wds
-to_tensor = lambda image: torch.from_numpy(np.asarray(image.convert("RGB").resize((224, 224)))).permute(2, 0, 1)
-data = wds.WebDataset(sorted(glob.glob("{folder}/train-*.tar")), shardshuffle=False).decode("pil")
-loader = torch.utils.data.DataLoader(data.to_tuple("{extension}", "cls").map_tuple(to_tensor, int), batch_size=64)
-images, labels = next(iter(loader))
-```
-"""
+{blocks}"""
 
 
-def hf_readme(class_names: list[str], splits: list[str], extension: str, title: str) -> str:
-    """README.md for the export folder: a YAML header for `datasets.load_dataset`, then the usage."""
+LICENCE_NOTE = ("Images stay under their owners' terms (the corpus's licence column, where it has one, is in the "
+                "metadata); class names and glosses come from WordNet 3.0, under the WordNet 3.0 licence.")
+
+
+def hf_readme(class_names: list[str], splits: dict[str, int], extension: str, title: str, hub_parquet: bool) -> str:
+    """README.md for the export folder: a YAML header that `datasets.load_dataset` and the Hub read
+    (configs, splits, features with the class names, licence), a summary, then the usage."""
+    class_label = {"class_label": {"names": {str(i): n for i, n in enumerate(class_names)}}}
+    if hub_parquet:
+        files = [{"split": split, "path": f"{HUB_FOLDER}/{split}-*.parquet"} for split in splits]
+        features = [{"name": "image", "dtype": "image"}, {"name": "label", "dtype": class_label},
+                    *({"name": n, "dtype": t} for n, t in hub_text_types().items())]  # fmt: skip
+    else:
+        files = [{"split": split, "path": f"{split}-*.tar"} for split in splits]
+        features = [
+            {"name": "__key__", "dtype": "string"},
+            {"name": extension, "dtype": "image"},
+            {"name": "cls", "dtype": class_label},
+            {"name": "txt", "dtype": "string"},
+            {"name": "json", "struct": [{"name": k, "dtype": t} for k, t in _JSON_TYPES.items()]},
+        ]
     header = {
         "pretty_name": title,
+        "license": "other",
+        "license_name": "image-owners-terms",
         "task_categories": ["image-classification"],
-        "configs": [
-            {"config_name": "default", "data_files": [{"split": split, "path": f"{split}-*.tar"} for split in splits]}
-        ],
-        "dataset_info": {
-            "features": [
-                {"name": "__key__", "dtype": "string"},
-                {"name": extension, "dtype": "image"},
-                {"name": "cls", "dtype": {"class_label": {"names": {str(i): n for i, n in enumerate(class_names)}}}},
-                {"name": "txt", "dtype": "string"},
-                {"name": "json", "struct": [{"name": k, "dtype": t} for k, t in _JSON_TYPES.items()]},
-            ]
-        },
+        "configs": [{"config_name": "default", "data_files": files}],
+        "dataset_info": {"features": features, "splits": [{"name": s, "num_examples": n} for s, n in splits.items()]},
     }
-    body = usage_markdown(".", extension).replace('load_dataset(".")', 'load_dataset("path/to/this/folder")')
-    return f"---\n{yaml.safe_dump(header, sort_keys=False, allow_unicode=True)}---\n\n# {title}\n\n{body}"
+    summary = (f"{len(class_names):,} classes (WordNet noun synsets), "
+               + ", ".join(f"{n:,} {s} images" for s, n in splits.items())
+               + ", labelled from caption text alone by the ImageNot method; the run's report/card.md is its dataset card.")  # fmt: skip
+    body = usage_markdown(".", extension).replace('load_dataset(".",', 'load_dataset("path/to/this/folder",')
+    yaml_text = yaml.safe_dump(header, sort_keys=False, allow_unicode=True)
+    return f"---\n{yaml_text}---\n\n# {title}\n\n{summary}\n\nLicence: {LICENCE_NOTE}\n\n{body}"

@@ -28,6 +28,7 @@ from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_sha
 from imagenot.pipeline.preflight import build_stages, preflight
 
 FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
+SAMPLE_ROWS = 200_000  # `--sample`: at 10 us a row for tag and select, under a minute on one core
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,23 @@ class Rates:
     exact_repeat_share: float = 0.65  # the same among static's exact captions (fitted: it favours frequent ones)
     priority_rounds: float = 2.8  # priority path: captions scored per class / exact_per_class (bench_scoring: 2.6-2.9)
     priority_miss_share: float = 0.16  # priority path: its scored captions not in the cache (bench_scoring: 0.14-0.19)
+    # What a sample cannot know (`--sample`): the share of the candidates able to fill a class that
+    # score at or above the threshold (measured by builds: benchmarks/README.md, "`imagenot plan
+    # --sample` against builds"), and the web's dead URLs (10-30% of LAION's: docs, method).
+    threshold_keep_low: float = 0.5
+    threshold_keep_share: float = 0.8
+    threshold_keep_high: float = 1.0
+    dead_url_low: float = 0.1
+    dead_url_share: float = 0.2
+    dead_url_high: float = 0.3
+    download_images_per_s: float = 107.0  # one download process (16 threads), loopback hosts: bench_download
+    download_bytes_per_image: int = 150_000  # assumed: an image as fetched, before resizing
     # The fleet and its prices.
     vcpus_per_worker: int = 4  # n1-standard-4
     processes_per_worker: int = 2  # stage processes per worker, each as fast as one here
     price_vcpu_hour: float = 0.04  # USD, assumed: check the region's list price
     price_gpu_hour: float = 0.35  # USD, assumed (T4)
+    price_traffic_gb: float = 0.045  # USD, assumed: Cloud NAT's processing of the workers' fetched bytes
 
 
 def caption_work(config: Config, rows: int, rates: Rates) -> dict:
@@ -154,10 +167,14 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
         "rank": {"work": rank_work, "jobs": 1, **hours(rank_cpu, work["rank_embedded"])},
         "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, **hours(per_row(rates.sample_fixed_s, rates.sample_us_per_row))},
     }  # fmt: skip
+    traffic_usd = 0.0
     if download.enabled:
-        fetch = config.ranking.classes * (sampling.images_per_class + sampling.reserve)
-        stages["download"] = {"work": {"images_to_fetch_at_most": fetch}, "jobs": download.max_rounds, "process_seconds": None, "vcpu_hours": None, "gpu_hours": 0.0}
-    vcpu = sum(s["vcpu_hours"] or 0.0 for s in stages.values())
+        fetch = download_work(config, rates.dead_url_share, rates)
+        traffic_usd = fetch["bytes"] / 1e9 * rates.price_traffic_gb
+        stages["download"] = {"work": {"images_to_fetch_at_most": config.ranking.classes * (sampling.images_per_class + sampling.reserve),
+                                       "requests": fetch["requests"], "bytes": fetch["bytes"]},
+                              "jobs": download.max_rounds, **hours(fetch["requests"] / rates.download_images_per_s)}  # fmt: skip
+    vcpu = sum(s["vcpu_hours"] for s in stages.values())
     gpu_hours = sum(s["gpu_hours"] for s in stages.values())
     return {
         "corpus": {"rows": rows, "shards": shards},
@@ -166,11 +183,21 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
         "jobs": sum(s["jobs"] for s in stages.values()),
         "vcpu_hours": _round(vcpu),
         "gpu_hours": _round(gpu_hours),
-        "cost_usd": round(vcpu * rates.price_vcpu_hour + gpu_hours * rates.price_gpu_hour, 2),
+        "cost_usd": round(vcpu * rates.price_vcpu_hour + gpu_hours * rates.price_gpu_hour + traffic_usd, 2),
+        "traffic_usd": round(traffic_usd, 2),
         "wall_hours_at_workers": _round(vcpu / (workers * rates.vcpus_per_worker) + gpu_hours / workers),
         "workers": workers,
-        "assumptions": asdict(rates) | {"download": "not costed: no fetch rate measured here"},
+        "assumptions": asdict(rates),
     }
+
+
+def download_work(config: Config, dead_share: float, rates: Rates) -> dict:
+    """The download's requests and bytes: each class's N images, and for each dead URL another
+    from its reserve (the reserve at most)."""
+    sampling = config.sampling
+    per_class = min(sampling.images_per_class / (1 - dead_share), sampling.images_per_class + sampling.reserve)
+    requests = round(config.ranking.classes * per_class)
+    return {"requests": requests, "bytes": requests * rates.download_bytes_per_image}
 
 
 def _round(value: float | None) -> float | None:
@@ -178,18 +205,48 @@ def _round(value: float | None) -> float | None:
 
 
 def render(plan: dict) -> str:
-    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers; text files' rows estimated from their size); "
+    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers; "
+             "text files' rows estimated from their size); "
              f"scoring.first_phase: {plan['first_phase']}"]  # fmt: skip
     for name, stage in plan["stages"].items():
         work = ", ".join(f"{k} {v:,}" for k, v in stage["work"].items())
-        hours = "not costed" if stage["vcpu_hours"] is None else f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"
+        hours = f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"
         lines.append(f"  {name:<9} {work}; {stage['jobs']} job(s); {hours}")
     lines.append(
-        f"total: {plan['jobs']} Beam jobs, {plan['vcpu_hours']:,} vCPU-hours, {plan['gpu_hours']:,} GPU-hours, "
-        f"USD {plan['cost_usd']:,} (about {plan['wall_hours_at_workers']:,} h on {plan['workers']} workers)"
+        f"total: {plan['jobs']} Beam jobs, {_span(plan['vcpu_hours'])} vCPU-hours, {_span(plan['gpu_hours'])} GPU-hours, "
+        f"USD {_span(plan['cost_usd'])} (about {plan['wall_hours_at_workers']:,} h on {plan['workers']} workers)"
     )
+    if "sample" in plan:
+        lines += _render_sample(plan)
     lines.append("assumptions (flags): " + ", ".join(f"{k}={v}" for k, v in plan["assumptions"].items()))
     return "\n".join(lines)
+
+
+def _span(figure) -> str:
+    if not isinstance(figure, dict):
+        return f"{figure:,}"
+    return f"{figure['mid']:,}" if figure["low"] == figure["high"] else f"{figure['mid']:,} ({figure['low']:,} to {figure['high']:,})"
+
+
+def _render_sample(plan: dict) -> list[str]:
+    sample = plan["sample"]
+    lines = [f"sample: {sample['rows']:,} rows read, each stands for {sample['scale']:,} corpus rows; "
+             f"rows tagged {_span(sample['rows_tagged'])}, synsets found {_span(sample['synsets_found'])}"]  # fmt: skip
+    for step in sample["select_steps"]:
+        lines.append(f"  select {step['step']:<14} synsets left {_span(step['synsets_left'])}, rows left {_span(step['rows_left'])}")
+    per = sample["captions_per_candidate"]
+    keeps = sample["threshold_keeps"]
+    lines += [
+        f"candidates {_span(plan['candidates'])}: captions per candidate median {per['median']:,}, mean {per['mean']:,}, "
+        f"max {per['max']:,}; {_span(sample['eligible'])} with min_captions {sample['min_class_captions']:,}, "
+        f"{_span(sample['can_fill'])} with N + reserve {sample['n_plus_reserve']:,}",
+        f"classes {_span(plan['classes'])} (the threshold keeps {keeps['mid']} of them, {keeps['low']} to {keeps['high']}: "
+        f"{keeps['source']}); images {_span(plan['images'])}",
+        f"captions scored {_span(plan['captions_scored'])}, embedded {_span(plan['captions_embedded'])}; download "
+        f"{_span(plan['download_requests'])} requests, {_span(plan['download_bytes'])} bytes; "
+        f"{_span(plan['vcpu_hours'])} vCPU-h, {_span(plan['gpu_hours'])} GPU-h, USD {_span(plan['cost_usd'])}",
+    ]  # fmt: skip
+    return lines + [f"warning: {warning}" for warning in plan["warnings"]]
 
 
 def _rate_options(command):
@@ -204,13 +261,23 @@ def _rate_options(command):
 @click.option("--out", "run_dir", help="the run folder the build will write: checked for write and list")
 @click.option("--workers", type=click.IntRange(min=1), help="workers [default: runner.dataflow.max_workers, else runner.workers]")
 @click.option("--json", "as_json", is_flag=True, help="print the plan as one JSON object")
+@click.option("--sample", "sample_rows", type=click.IntRange(min=0), default=SAMPLE_ROWS, show_default=True,
+              help="corpus rows to tag and select (spread over the shards); 0: the footers only, candidates a guess")
+@click.option("--sample-seed", type=int, default=0, show_default=True, help="which rows the sample reads")
 @_rate_options
-def plan_command(config_path: str, run_dir: str | None, workers: int | None, as_json: bool, **rates: float) -> None:
-    """Project a build's work, jobs and cost from the corpus's footers; refuse what will fail."""
+def plan_command(config_path: str, run_dir: str | None, workers: int | None, as_json: bool, sample_rows: int,
+                 sample_seed: int, **rates: float) -> None:  # fmt: skip
+    """Project a build's work, jobs and cost from a sample of the corpus; refuse what will fail."""
+    from imagenot.pipeline.plan_projection import plan_from_sample, summary
+
     config = load_config(config_path)
     preflight(config, run_dir, build_stages(config))
     rows, shards = corpus_footers(config)
     dataflow = config.runner.dataflow
     workers = workers or (dataflow.max_workers if dataflow else config.runner.workers)
-    plan = make_plan(config, rows, shards, Rates(**rates), workers)
+    if sample_rows:
+        plan = plan_from_sample(config, rows, shards, Rates(**rates), workers, sample_rows, sample_seed)
+    else:
+        plan = make_plan(config, rows, shards, Rates(**rates), workers)
+        plan = {**plan, **summary(plan, config, rates["candidates"]), "warnings": []}
     click.echo(json.dumps(plan) if as_json else render(plan))

@@ -218,3 +218,80 @@ def test_a_dataset_row_without_its_sha256_is_named(downloaded, tmp_path):
     pq.write_table(table.drop_columns(["sha256"]), part)
     with pytest.raises(export_stage.ExportError, match=rf"{part.name}: no column\(s\) \['sha256'\]"):
         export_stage.run_export(config, str(run_dir))
+
+
+def _timm_split_info(root, split: str) -> tuple:
+    """timm's `_load_info` and `_parse_split_info` (timm/data/readers/reader_wds.py) where they read
+    `_info.json` for a split given by name: timm cannot be imported here (it needs torchvision, which
+    does not load with the pinned torch), so this is its code path on our file."""
+    info = json.loads((root / "_info.json").read_text())
+    if "splits" not in info or split not in info["splits"]:
+        raise RuntimeError(f"split {split} not found in info ({info.get('splits', {}).keys()})")
+    d = info["splits"][split]
+    return d["num_samples"], tuple(d["filenames"]), tuple(d["shard_lengths"]), d.get("alt_label", ""), d["name"]
+
+
+def test_timm_reads_split_sizes_and_shard_files_from_info_json(exported):
+    run_dir, figures, _, _ = exported
+    folder = run_dir / "dataset"
+    for split in ("train", "test"):
+        num_samples, filenames, lengths, _, name = _timm_split_info(folder, split)
+        assert name == split and num_samples == figures[split] == sum(lengths)
+        assert filenames == tuple(sorted(p.name for p in folder.glob(f"{split}-*.tar")))
+        assert [sum(1 for m in _tar_members(folder / f) if m.name.endswith(".cls")) for f in filenames] == list(lengths)
+    try:
+        import timm.data  # noqa: F401  (needs a torchvision that loads with the pinned torch)
+    except Exception:
+        return
+    dataset = timm.data.create_dataset("wds/imagenot", root=str(folder), split="train", is_training=True)
+    assert len(dataset) == figures["train"]
+
+
+def test_each_loaders_two_lines_from_the_readme_load_the_export(exported):
+    from imagenot.pipeline.export.usage import LOADERS, loader_lines
+
+    run_dir, figures, _, _ = exported
+    folder = str(run_dir / "dataset")
+    readme = (run_dir / "dataset" / "README.md").read_text()
+    ran = {}
+    for loader in LOADERS:
+        lines = loader_lines(loader, folder, "jpg")
+        assert "\n".join(loader_lines(loader, "path/to/this/folder" if "datasets" in loader else ".", "jpg")) in readme
+        if loader == "timm":
+            continue  # timm does not import here: test_timm_reads_split_sizes_and_shard_files_from_info_json
+        scope = {}
+        exec("\n".join(lines), scope)
+        ran[loader] = scope["train"]
+    assert ran["Hugging Face datasets"].num_rows == figures["train"] and ran["Hugging Face datasets"][0]["jpg"].size == (32, 32)
+    assert sum(1 for sample in ran["webdataset"] if sample["jpg"].size == (32, 32)) == figures["train"]
+    images, labels = next(iter(ran["PyTorch (no torchvision)"]))
+    assert images.shape == (figures["train"], 3, 32, 32) and images.dtype == torch.float32 and len(labels) == figures["train"]
+
+
+def test_hf_parquet_gives_images_and_class_labels_to_datasets_and_is_reproducible(downloaded, tmp_path):
+    from datasets import ClassLabel, Image, load_dataset
+
+    config = Config.model_validate({**CONFIG, "export": {"samples_per_shard": 2, "formats": ["webdataset", "hf-parquet"]}})
+    folders = []
+    for copy in ("one", "two"):
+        run_dir = tmp_path / copy
+        shutil.copytree(downloaded[0], run_dir)
+        figures = export_stage.run_export(config, str(run_dir))
+        folders.append(run_dir / "dataset")
+    hub = sorted(p.name for p in (folders[0] / "data").iterdir())
+    assert hub == ["test-00000.parquet", "train-00000.parquet", "train-00001.parquet"]
+    for name in hub:
+        assert (folders[0] / "data" / name).read_bytes() == (folders[1] / "data" / name).read_bytes(), name
+    loaded = load_dataset(str(folders[0]), cache_dir=str(tmp_path / "hf"))
+    assert (loaded["train"].num_rows, loaded["test"].num_rows) == (figures["train"], figures["test"])
+    features = loaded["train"].features
+    assert isinstance(features["image"], Image) and isinstance(features["label"], ClassLabel)
+    assert features["label"].names == ["dog, domestic dog, Canis familiaris", "cat, true cat"]
+    example = loaded["train"][0]
+    assert example["image"].size == (32, 32) and example["wnid"] == downloaded[3][example["label"]]
+    front = (folders[0] / "README.md").read_text().split("---")[1]
+    import yaml
+
+    header = yaml.safe_load(front)
+    assert header["license"] == "other" and header["dataset_info"]["splits"] == [
+        {"name": "train", "num_examples": figures["train"]}, {"name": "test", "num_examples": figures["test"]}]

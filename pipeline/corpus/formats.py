@@ -173,6 +173,16 @@ class Source:
             raise CorpusError(f"shard {self.path}: not a readable parquet file: {err}") from err
         yield parquet
 
+    def row_group_rows(self) -> list[int]:
+        """A parquet file's rows per row group, from its footer."""
+        with _open(self.path) as raw, self._parquet(raw) as parquet:
+            return [parquet.metadata.row_group(i).num_rows for i in range(parquet.metadata.num_row_groups)]
+
+    def read_row_group(self, group: int, columns: list[str]) -> pa.Table:
+        """One row group of a parquet file, only `columns`, as stored."""
+        with _open(self.path) as raw, self._parquet(raw) as parquet:
+            return parquet.read_row_group(group, columns=columns)
+
     def _parquet_batches(self, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
         with _open(self.path) as raw, self._parquet(raw) as parquet:
             batches = parquet.iter_batches(batch_size=batch_rows, columns=columns)

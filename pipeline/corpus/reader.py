@@ -233,6 +233,14 @@ def read_shard(path: str, columns: Columns, batch_rows: int, layout: Layout = La
         yield _checked_batch(empty, present, stem, np.zeros(0, np.int64))
 
 
+def check_rows(source: Source, raw: pa.Table, columns: Columns, positions: np.ndarray) -> ShardBatch:
+    """Rows read apart from the rest of their file (a sample), checked as `read_shard` checks them;
+    `positions`: each row's place in the file, for its row id."""
+    present = _present_columns(source, raw.schema, columns)
+    batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in raw.columns], schema=raw.schema)
+    return _checked_batch(batch, present, corpus_stem(source.path), np.asarray(positions))
+
+
 def _undecodable(values: pa.Array) -> np.ndarray:
     """Which values of a string array are not valid UTF-8 (whole-array check first: cheap)."""
     try:

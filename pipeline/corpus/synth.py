@@ -42,6 +42,7 @@ reasons.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import click
@@ -146,19 +147,26 @@ def synth_corpus(
     existing = sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
     if existing:
         raise FileExistsError(f"{out} already holds a corpus ({name(existing[0])}); use an empty folder")
-    rng = np.random.default_rng(seed)
-    generator = _ShardGenerator(Lexicon(index or load_index(), rng), rng, url_base.rstrip("/"))
     shards = []
     truth_path = FileSystems.join(out, GROUND_TRUTH)
     with atomic_output(truth_path) as truth_stream, pq.ParquetWriter(truth_stream, TRUTH_SCHEMA, compression="zstd") as truth_writer:
-        for number, start in enumerate(range(0, rows, shard_rows)):
-            stem = f"part-{number:05d}"
-            table, truth = generator.shard(stem, start, min(shard_rows, rows - start))
+        for stem, table, truth in synth_shards(rows, seed, url_base, shard_rows, index):
             shards.append(FileSystems.join(out, f"{stem}.parquet"))
             with atomic_output(shards[-1]) as stream:
                 pq.write_table(table, stream, compression="zstd")
             truth_writer.write_table(truth)
     return SynthResult(shards, truth_path, rows)
+
+
+def synth_shards(
+    rows: int, seed: int, url_base: str = DEFAULT_URL_BASE, shard_rows: int = DEFAULT_SHARD_ROWS, index: NounIndex | None = None
+) -> Iterator[tuple[str, pa.Table, pa.Table]]:
+    """(stem, shard table, ground truth) of each shard `synth_corpus` writes, in order, in memory."""
+    rng = np.random.default_rng(seed)
+    generator = _ShardGenerator(Lexicon(index or load_index(), rng), rng, url_base.rstrip("/"))
+    for number, start in enumerate(range(0, rows, shard_rows)):
+        stem = f"part-{number:05d}"
+        yield stem, *generator.shard(stem, start, min(shard_rows, rows - start))
 
 
 def _draw(rng: np.random.Generator, shares: dict[str, float], n: int) -> np.ndarray:

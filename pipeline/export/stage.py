@@ -5,9 +5,11 @@ round holds each, under which key, and every metadata field, sha256 included) an
 those samples, so an image an audit dropped never reaches the export, into new webdataset
 shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys unique (the row id), samples in key order,
 `export.samples_per_shard` each. Beside them: `train.parquet`/`test.parquet` (the same rows'
-metadata), `classes.txt` (ImageNet's LOC_synset_mapping.txt format) and a README.md that
-`datasets.load_dataset` reads (see `pipeline.dataset_usage`); with `export.formats` holding
-`imagefolder`, also `SPLIT/WNID/KEY.EXT`.
+metadata), `classes.txt` (ImageNet's LOC_synset_mapping.txt format), `_info.json` (timm's index of the
+shards, `pipeline.export.loaders`) and a README.md that `datasets.load_dataset` and the Hub read
+(see `pipeline.dataset_usage`); with `export.formats` holding `imagefolder`, also
+`SPLIT/WNID/KEY.EXT`; with `hf-parquet`, also `data/SPLIT-NNNNN.parquet` (images and labels, the
+README then pointing `datasets` at these).
 
 Shards are written by Beam workers, each reading only the source tars its samples lie in; each
 also writes its metadata rows to `export/shards/`, which the driver joins into the parquet files.
@@ -28,6 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Config, Export
 from imagenot.pipeline.dataset_usage import hf_readme
+from imagenot.pipeline.export.loaders import HUB_FOLDER, TIMM_INFO, hub_table, timm_info
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
 from imagenot.pipeline.layout import (
     DOWNLOAD,
@@ -100,8 +103,8 @@ def _shard_specs(rows: list[dict], per_shard: int) -> list[tuple[str, list[dict]
 class _WriteShard(beam.DoFn):
     """Copies one output shard's samples out of the download stage's tars."""
 
-    def __init__(self, run_dir: str, extension: str, export: Export):
-        self._run_dir, self._extension, self._export = run_dir, extension, export
+    def __init__(self, run_dir: str, extension: str, export: Export, names: list[str]):
+        self._run_dir, self._extension, self._export, self._names = run_dir, extension, export, names
 
     def process(self, spec: tuple[str, list[dict]]):
         name, rows = spec
@@ -126,6 +129,10 @@ class _WriteShard(beam.DoFn):
                 path = FileSystems.join(out, row["split"], row["wnid"], f"{row['key']}.{self._extension}")
                 write_bytes(path, members[self._extension])
         write_tar(FileSystems.join(out, f"{name}.tar"), samples)
+        if "hf-parquet" in self._export.formats:
+            table = hub_table(metadata, [found[r["source"]][self._extension] for r in rows], self._extension, self._names)
+            with atomic_output(FileSystems.join(out, HUB_FOLDER, f"{name}.parquet")) as f:
+                pq.write_table(table, f)
         with atomic_output(FileSystems.join(self._run_dir, STAGE, SHARDS_DIR, f"{name}.parquet")) as f:
             pq.write_table(pa.Table.from_pylist(metadata).select(list(METADATA_COLUMNS)), f)
         yield name
@@ -152,7 +159,7 @@ def export_dataset(run_dir: str, config: Config) -> dict:
                 pipeline
                 | "Shards" >> beam.Create(specs)
                 | "Spread" >> beam.Reshuffle()
-                | "Write" >> beam.ParDo(_WriteShard(run_dir, extension, config.export))
+                | "Write" >> beam.ParDo(_WriteShard(run_dir, extension, config.export, names))
             )
     images, parts = {split: 0 for split in SPLITS}, stage_shards(stage_dir, SHARDS_DIR)
     for split in SPLITS:
@@ -163,9 +170,10 @@ def export_dataset(run_dir: str, config: Config) -> dict:
             with atomic_output(FileSystems.join(out, f"{split}.parquet")) as f:
                 pq.write_table(table, f)
     write_text(FileSystems.join(out, "classes.txt"), synset_mapping(wnids, names))
+    write_text(FileSystems.join(out, TIMM_INFO), timm_info(name(run_dir), [(n, len(r)) for n, r in specs], len(wnids)))
     title = f"imagenot dataset: {len(wnids):,} classes from {name(run_dir)}"
-    splits = [split for split in SPLITS if images[split]]
-    write_text(FileSystems.join(out, "README.md"), hf_readme(names, splits, extension, title))
+    counts = {split: images[split] for split in SPLITS if images[split]}
+    write_text(FileSystems.join(out, "README.md"), hf_readme(names, counts, extension, title, "hf-parquet" in config.export.formats))
     figures = {
         "classes": len(wnids),
         "images": sum(images.values()),
