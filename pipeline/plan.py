@@ -67,8 +67,8 @@ class Rates:
     # score at or above the threshold (measured by builds: benchmarks/README.md, "`imagenot plan
     # --sample` against builds"), and the web's dead URLs (10-30% of LAION's: docs, method).
     threshold_keep_low: float = 0.5
-    threshold_keep_share: float = 0.8
-    threshold_keep_high: float = 1.0
+    threshold_keep_share: float = 0.7
+    threshold_keep_high: float = 0.9
     dead_url_low: float = 0.1
     dead_url_share: float = 0.2
     dead_url_high: float = 0.3

@@ -27,7 +27,7 @@ def _config(folder, **sections) -> str:
 def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp_path):
     config = _config(tmp_path, corpus={"paths": [str(corpus / "part-*.parquet")]}, ranking={"classes": 10},
                      download={"enabled": True, "max_rounds": 3})  # fmt: skip
-    args = ["--config", config, "--out", str(tmp_path / "run"), "--json", "--candidates", "2", "--price-vcpu-hour", "1"]
+    args = ["--config", config, "--out", str(tmp_path / "run"), "--json", "--sample", "0", "--candidates", "2", "--price-vcpu-hour", "1"]
     result = invoke(plan_command, args)
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
@@ -36,9 +36,12 @@ def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp
     assert list(stages) == ["tag", "select", "score", "rank", "sample", "download"]
     assert stages["tag"]["work"] == {"rows": 700, "shards": 3}
     assert stages["score"]["work"]["captions_scored"] == 2 * 200 * 0.4  # candidates x first-pass captions x fill
-    assert stages["download"] == {"work": {"images_to_fetch_at_most": 10 * 1300}, "jobs": 3, "process_seconds": None, "vcpu_hours": None, "gpu_hours": 0.0}
+    # N / (1 - the dead URL share) requests a class, the reserve at most; at the measured fetch rate
+    fetch = {"images_to_fetch_at_most": 10 * 1300, "requests": 10 * 1250, "bytes": 10 * 1250 * 150_000}
+    assert stages["download"]["work"] == fetch and stages["download"]["jobs"] == 3
+    assert stages["download"]["process_seconds"] == round(12_500 / 107.0, 1)
+    assert plan["cost_usd"] == pytest.approx(plan["vcpu_hours"] + 1.875 * 0.045, abs=0.01)  # and Cloud NAT's bytes
     assert plan["jobs"] == 1 + 2 + 2 + 1 + 1 + 3
-    assert plan["cost_usd"] == pytest.approx(plan["vcpu_hours"], abs=0.01)  # at USD 1 per vCPU-hour, no GPU
     assert plan["assumptions"]["candidates"] == 2
     assert not (tmp_path / "run").exists()  # the write probe is gone, and the folder it made
 
@@ -130,3 +133,52 @@ def test_the_priority_path_scores_a_multiple_of_m_and_embeds_what_the_first_pass
     growth = large["process_seconds"] - small["process_seconds"]
     assert growth == pytest.approx((10 * 100_000 - 10 * 10_000) / rates.priority_pass_captions_per_s
                                    + (large["work"]["captions_to_embed"] - small["work"]["captions_to_embed"]) / rates.encoder_captions_per_s, abs=0.2)  # fmt: skip
+
+
+def _build_figures(run) -> dict:
+    """What the finished build found: candidates, classes, captions scored, and the classes that any
+    K would get (those past the threshold and min_captions: `class` or `beyond_top_k` in ranking.tsv)."""
+    summary = json.loads((run / "summary.json").read_text())
+    fates = [line.split("\t")[3] for line in (run / "rank" / "ranking.tsv").read_text().splitlines()[1:]]
+    return {"candidates": summary["select"]["candidates"], "classes": summary["rank"]["classes"],
+            "captions_scored": summary["score"]["rows_scored"] + summary["rank"]["rows_scored"],
+            "passing": sum(fate in ("class", "beyond_top_k") for fate in fates)}  # fmt: skip
+
+
+@pytest.mark.parametrize("more_classes", [False, True])
+def test_the_sampled_plan_matches_the_build_and_warns_when_and_only_when_it_falls_short(small_run, tmp_path, more_classes):
+    import yaml as yaml_lib
+
+    built = _build_figures(small_run.run)
+    settings = yaml_lib.safe_load(small_run.config.read_text())
+    asked = built["passing"] * 3 if more_classes else settings["ranking"]["classes"]  # a class pool too small for K
+    settings["ranking"]["classes"] = asked
+    config = _config(tmp_path, **settings)
+    result = invoke(plan_command, ["--config", config, "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert plan["sample"]["rows"] == 12_000  # the whole small corpus: the projection is exact
+    assert plan["candidates"]["mid"] == built["candidates"]
+    expected_classes = min(asked, built["passing"])
+    assert abs(plan["classes"]["mid"] - expected_classes) <= 0.15 * expected_classes
+    if not more_classes:
+        assert abs(plan["captions_scored"]["mid"] - built["captions_scored"]) <= 0.15 * built["captions_scored"]
+    cannot = [w for w in plan["warnings"] if w.startswith("cannot fill")]
+    assert bool(cannot) == (expected_classes < asked)
+    if cannot:
+        assert "binding step" in cannot[0]
+    for key in ("candidates", "classes", "captions_scored", "captions_embedded", "images", "download_requests",
+                "download_bytes", "vcpu_hours", "gpu_hours", "cost_usd"):  # fmt: skip
+        assert plan[key]["low"] <= plan[key]["mid"] <= plan[key]["high"], key
+
+
+def test_the_sample_is_spread_over_shards_and_seeded(corpus):
+    from imagenot.pipeline.config import Config
+    from imagenot.pipeline.plan_sample import sample_batches
+
+    config = Config.model_validate({"corpus": {"paths": [str(corpus / "part-*.parquet")]}})
+    ids = [b.batch.column("row_id").to_pylist() for b in sample_batches(config, 90, seed=1)]
+    again = [b.batch.column("row_id").to_pylist() for b in sample_batches(config, 90, seed=1)]
+    assert ids == again and len(ids) == 3  # one row group of each shard
+    assert {row.split(":")[0] for batch in ids for row in batch} == {"part-00000", "part-00001", "part-00002"}
+    assert sum(map(len, ids)) <= 90 and ids != [b.batch.column("row_id").to_pylist() for b in sample_batches(config, 90, seed=2)]
