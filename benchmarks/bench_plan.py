@@ -14,6 +14,13 @@ half an hour); `--rate NAME=VALUE` overrides a `Rates` field.
 
     python benchmarks/bench_plan.py --rows 100000 300000 1000000 [--save runs.json]
     python benchmarks/bench_plan.py --measured runs.json
+
+`--against CONFIG RUN ...` compares `imagenot plan --sample` (its default sample) with finished
+builds instead (each RUN built from CONFIG with `imagenot build`): candidates, classes, captions
+scored and embedded as [plan low, mid, high, built, mid / built], whether the plan warns that it
+cannot fill `ranking.classes` and whether the build fell short, and the plan's seconds.
+
+    python benchmarks/bench_plan.py --against configs/demo.yaml runs/demo
 """
 
 from __future__ import annotations
@@ -24,14 +31,16 @@ import math
 import os
 import sys
 import tempfile
+import time
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_build import SHARD_ROWS, bench_config, bench_size, load_text, measured_rates  # noqa: E402
 
-from imagenot.pipeline.config import Config  # noqa: E402
-from imagenot.pipeline.plan import Rates, make_plan  # noqa: E402
+from imagenot.pipeline.config import Config, load_config  # noqa: E402
+from imagenot.pipeline.plan import SAMPLE_ROWS, Rates, corpus_footers, make_plan  # noqa: E402
+from imagenot.pipeline.plan_projection import plan_from_sample  # noqa: E402
 
 MODES = ("off", "static")
 ONE_PROCESS = {"vcpus_per_worker": 1, "processes_per_worker": 1}  # process_seconds = CPU seconds here
@@ -64,6 +73,28 @@ def compare(result: dict, mode: str, rates: Rates) -> dict:
     return {"rows": rows, "first_phase": mode, "figures": ratios, "worst": [worst, ratios[worst][2]]}
 
 
+def against_build(config_path: str, run: str, rates: Rates) -> dict:
+    """The sampled plan of `config_path` beside the finished build in `run`."""
+    config = load_config(config_path)
+    rows, shards = corpus_footers(config)
+    started = time.perf_counter()
+    plan = plan_from_sample(config, rows, shards, rates, config.runner.workers, SAMPLE_ROWS, 0)
+    seconds = time.perf_counter() - started
+    summary = json.loads(Path(run, "summary.json").read_text(encoding="utf-8"))
+    built = {
+        "candidates": summary["select"]["candidates"],
+        "classes": summary["rank"]["classes"],
+        "captions_scored": summary["score"]["rows_scored"] + summary["rank"]["rows_scored"],
+        "captions_embedded": summary["score"]["captions_embedded"] + summary["rank"]["captions_embedded"],
+    }
+    figures = {key: [plan[key]["low"], plan[key]["mid"], plan[key]["high"], value, round(plan[key]["mid"] / value, 3) if value else None]
+               for key, value in built.items()}  # fmt: skip
+    warns = any(w.startswith("cannot fill") for w in plan["warnings"])
+    short = built["classes"] < config.ranking.classes
+    return {"config": config_path, "rows": rows, "sample": plan["sample"]["rows"], "figures": figures,
+            "warns_cannot_fill": warns, "build_short": short, "agree": warns == short, "plan_seconds": round(seconds, 1)}  # fmt: skip
+
+
 def parse_rates(overrides: list[str]) -> Rates:
     types = {f.name: f.type for f in fields(Rates)}
     values = {}
@@ -83,7 +114,12 @@ def main() -> None:
     parser.add_argument("--measured", nargs="+", help="compare with these saved runs (--save files) instead of building")
     parser.add_argument("--rate", action="append", default=[], metavar="NAME=VALUE", help="override a Rates field")
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
+    parser.add_argument("--against", nargs="+", metavar="CONFIG RUN", help="compare the sampled plan with finished builds")
     args = parser.parse_args()
+    if args.against:
+        for config_path, run in zip(args.against[::2], args.against[1::2]):
+            print(json.dumps(against_build(config_path, run, parse_rates(args.rate))), flush=True)
+        return
     if args.measured:
         results = sorted((r for path in args.measured for r in json.loads(Path(path).read_text(encoding="utf-8"))), key=lambda r: r["rows"])
     else:

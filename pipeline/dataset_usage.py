@@ -35,14 +35,16 @@ FILES = (
 LOADERS = {
     "Hugging Face datasets": ("from datasets import load_dataset",
                               'train = load_dataset("{folder}", split="train")'),
-    "webdataset": ("import glob, webdataset as wds",
-                   'train = wds.WebDataset(sorted(glob.glob("{folder}/train-*.tar")), shardshuffle=False).decode("pil")'),
+    "webdataset": (
+        "import glob, webdataset as wds",
+        'train = wds.WebDataset(sorted(glob.glob("{folder}/train-*.tar")), shardshuffle=False).decode("pil")',
+    ),
     "timm": ("import timm.data",
              'train = timm.data.create_dataset("wds/imagenot", root="{folder}", split="train", is_training=True)'),
     "PyTorch (no torchvision)": (
         "import glob, torch, webdataset as wds",
-        'train = torch.utils.data.DataLoader(wds.WebDataset(sorted(glob.glob("{folder}/train-*.tar")), shardshuffle=False)'
-        '.decode("torchrgb").to_tuple("{ext}", "cls"), batch_size=64)',
+        'train = torch.utils.data.DataLoader(wds.WebDataset(sorted(glob.glob("{folder}/train-*.tar")), '
+        'shardshuffle=False).decode("torchrgb").to_tuple("{ext}", "cls"), batch_size=64)',
     ),
 }  # fmt: skip
 _AFTER = {
@@ -62,7 +64,9 @@ def usage_markdown(folder: str, extension: str) -> str:
     """The "Using the dataset" section for an export in `folder`."""
     files = "\n".join(f"- `{name.replace('{ext}', extension)}`: {what.replace('{ext}', extension)}" for name, what in FILES)
     blocks = "\n".join(
-        f"{loader}: {_AFTER[loader].replace('{ext}', extension)}\n\n```python\n" + "\n".join(loader_lines(loader, folder, extension)) + "\n```\n"
+        f"{loader}: {_AFTER[loader].replace('{ext}', extension)}\n\n```python\n"
+        + "\n".join(loader_lines(loader, folder, extension))
+        + "\n```\n"
         for loader in LOADERS
     )
     return f"""## Using the dataset
@@ -108,7 +112,8 @@ def hf_readme(class_names: list[str], splits: dict[str, int], extension: str, ti
     }
     summary = (f"{len(class_names):,} classes (WordNet noun synsets), "
                + ", ".join(f"{n:,} {s} images" for s, n in splits.items())
-               + ", labelled from caption text alone by the ImageNot method; the run's report/card.md is its dataset card.")  # fmt: skip
+               + ", labelled from caption text alone by the ImageNot method; the run's report/card.md is "
+               "its dataset card.")  # fmt: skip
     body = usage_markdown(".", extension).replace('load_dataset(".",', 'load_dataset("path/to/this/folder",')
     yaml_text = yaml.safe_dump(header, sort_keys=False, allow_unicode=True)
     return f"---\n{yaml_text}---\n\n# {title}\n\n{summary}\n\nLicence: {LICENCE_NOTE}\n\n{body}"

@@ -171,9 +171,12 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
     if download.enabled:
         fetch = download_work(config, rates.dead_url_share, rates)
         traffic_usd = fetch["bytes"] / 1e9 * rates.price_traffic_gb
-        stages["download"] = {"work": {"images_to_fetch_at_most": config.ranking.classes * (sampling.images_per_class + sampling.reserve),
-                                       "requests": fetch["requests"], "bytes": fetch["bytes"]},
-                              "jobs": download.max_rounds, **hours(fetch["requests"] / rates.download_images_per_s)}  # fmt: skip
+        at_most = config.ranking.classes * (sampling.images_per_class + sampling.reserve)
+        stages["download"] = {
+            "work": {"images_to_fetch_at_most": at_most, "requests": fetch["requests"], "bytes": fetch["bytes"]},
+            "jobs": download.max_rounds,
+            **hours(fetch["requests"] / rates.download_images_per_s),
+        }
     vcpu = sum(s["vcpu_hours"] for s in stages.values())
     gpu_hours = sum(s["gpu_hours"] for s in stages.values())
     return {
@@ -213,7 +216,8 @@ def render(plan: dict) -> str:
         hours = f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"
         lines.append(f"  {name:<9} {work}; {stage['jobs']} job(s); {hours}")
     lines.append(
-        f"total: {plan['jobs']} Beam jobs, {_span(plan['vcpu_hours'])} vCPU-hours, {_span(plan['gpu_hours'])} GPU-hours, "
+        f"total: {plan['jobs']} Beam jobs, {_span(plan['vcpu_hours'])} vCPU-hours, "
+        f"{_span(plan['gpu_hours'])} GPU-hours, "
         f"USD {_span(plan['cost_usd'])} (about {plan['wall_hours_at_workers']:,} h on {plan['workers']} workers)"
     )
     if "sample" in plan:
@@ -225,7 +229,9 @@ def render(plan: dict) -> str:
 def _span(figure) -> str:
     if not isinstance(figure, dict):
         return f"{figure:,}"
-    return f"{figure['mid']:,}" if figure["low"] == figure["high"] else f"{figure['mid']:,} ({figure['low']:,} to {figure['high']:,})"
+    if figure["low"] == figure["high"]:
+        return f"{figure['mid']:,}"
+    return f"{figure['mid']:,} ({figure['low']:,} to {figure['high']:,})"
 
 
 def _render_sample(plan: dict) -> list[str]:
@@ -233,14 +239,17 @@ def _render_sample(plan: dict) -> list[str]:
     lines = [f"sample: {sample['rows']:,} rows read, each stands for {sample['scale']:,} corpus rows; "
              f"rows tagged {_span(sample['rows_tagged'])}, synsets found {_span(sample['synsets_found'])}"]  # fmt: skip
     for step in sample["select_steps"]:
-        lines.append(f"  select {step['step']:<14} synsets left {_span(step['synsets_left'])}, rows left {_span(step['rows_left'])}")
+        left = f"synsets left {_span(step['synsets_left'])}, rows left {_span(step['rows_left'])}"
+        lines.append(f"  select {step['step']:<16} {left}")
     per = sample["captions_per_candidate"]
     keeps = sample["threshold_keeps"]
     lines += [
-        f"candidates {_span(plan['candidates'])}: captions per candidate median {per['median']:,}, mean {per['mean']:,}, "
-        f"max {per['max']:,}; {_span(sample['eligible'])} with min_captions {sample['min_class_captions']:,}, "
+        f"candidates {_span(plan['candidates'])}: captions per candidate median {per['median']:,}, "
+        f"mean {per['mean']:,}, max {per['max']:,}; {_span(sample['eligible'])} with min_captions "
+        f"{sample['min_class_captions']:,}, "
         f"{_span(sample['can_fill'])} with N + reserve {sample['n_plus_reserve']:,}",
-        f"classes {_span(plan['classes'])} (the threshold keeps {keeps['mid']} of them, {keeps['low']} to {keeps['high']}: "
+        f"classes {_span(plan['classes'])} (the threshold keeps {keeps['mid']} of them, "
+        f"{keeps['low']} to {keeps['high']}: "
         f"{keeps['source']}); images {_span(plan['images'])}",
         f"captions scored {_span(plan['captions_scored'])}, embedded {_span(plan['captions_embedded'])}; download "
         f"{_span(plan['download_requests'])} requests, {_span(plan['download_bytes'])} bytes; "

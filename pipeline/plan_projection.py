@@ -69,9 +69,11 @@ def sampled_plan(config: Config, rows: int, shards: int, rates: Rates, workers: 
         classes = min(k, round(len(eligible) * keep[bound]))
         first_pass = config.scoring.first_pass_captions
         candidates = len(captions) + selected[bound].unseen  # an unseen one: a caption or so
-        fill = (sum(min(first_pass, c) for c in captions) + selected[bound].unseen) / (candidates * first_pass) if captions else 0.0
+        first_passes = sum(min(first_pass, c) for c in captions) + selected[bound].unseen
+        fill = first_passes / (candidates * first_pass) if captions else 0.0
         share = statistics.fmean(eligible) / rows if eligible else 0.0
-        bound_rates = replace(rates, candidates=round(candidates), first_pass_fill=fill, class_share=share, dead_url_share=dead[bound])
+        bound_rates = replace(rates, candidates=round(candidates), first_pass_fill=fill, class_share=share,
+                              dead_url_share=dead[bound])  # fmt: skip
         bound_config = _with_classes(config, classes)
         plans[bound] = make_plan(bound_config, rows, shards, bound_rates, workers)
         per_bound[bound] = {**summary(plans[bound], bound_config, candidates), "classes": classes,
@@ -87,7 +89,9 @@ def sampled_plan(config: Config, rows: int, shards: int, rates: Rates, workers: 
     }
 
 
-def _sample_section(config: Config, tally: SampleTally, project, selected: dict[str, Selected], figures: dict, keep: dict) -> dict:
+def _sample_section(
+    config: Config, tally: SampleTally, project, selected: dict[str, Selected], figures: dict, keep: dict
+) -> dict:
     mid = selected["mid"]
     captions = sorted(mid.captions.values())
     steps = []
@@ -139,10 +143,14 @@ def warnings(config: Config, tally: SampleTally, rows: int, mid: Selected, figur
                    f"some of the {classes['mid']:,} classes will lack images or reserve")  # fmt: skip
     per_class = min(config.min_class_captions, need_fill) * tally.rows / rows
     if per_class < RESOLUTION:
+        larger = RESOLUTION / per_class * tally.rows
         out.append(f"the sample holds about {per_class:.1f} captions of a class that has just enough: figures on "
-                   f"candidates and classes are rough; a larger --sample ({RESOLUTION / per_class * tally.rows:,.0f} rows) says more")
+                   f"candidates and classes are rough; a larger --sample ({larger:,.0f} rows) says more")  # fmt: skip
     return out
 
 
-def plan_from_sample(config: Config, rows: int, shards: int, rates: Rates, workers: int, sample_rows: int, seed: int) -> dict:
-    return sampled_plan(config, rows, shards, rates, workers, tag_sample(config, sample_batches(config, sample_rows, seed)))
+def plan_from_sample(
+    config: Config, rows: int, shards: int, rates: Rates, workers: int, sample_rows: int, seed: int
+) -> dict:
+    tally = tag_sample(config, sample_batches(config, sample_rows, seed))
+    return sampled_plan(config, rows, shards, rates, workers, tally)

@@ -159,7 +159,11 @@ def synth_corpus(
 
 
 def synth_shards(
-    rows: int, seed: int, url_base: str = DEFAULT_URL_BASE, shard_rows: int = DEFAULT_SHARD_ROWS, index: NounIndex | None = None
+    rows: int,
+    seed: int,
+    url_base: str = DEFAULT_URL_BASE,
+    shard_rows: int = DEFAULT_SHARD_ROWS,
+    index: NounIndex | None = None,
 ) -> Iterator[tuple[str, pa.Table, pa.Table]]:
     """(stem, shard table, ground truth) of each shard `synth_corpus` writes, in order, in memory."""
     rng = np.random.default_rng(seed)

@@ -53,9 +53,8 @@ def hub_features(class_names: list[str]) -> dict:
 
 def hub_table(rows: list[dict], images: list[bytes], extension: str, class_names: list[str]) -> pa.Table:
     """One hub parquet shard: the rows' images (bytes, and the key as file name) and labels."""
-    image = pa.StructArray.from_arrays(
-        [pa.array(images, pa.binary()), pa.array([f"{r['key']}.{extension}" for r in rows], pa.string())], ["bytes", "path"]
-    )
+    paths = pa.array([f"{r['key']}.{extension}" for r in rows], pa.string())
+    image = pa.StructArray.from_arrays([pa.array(images, pa.binary()), paths], ["bytes", "path"])
     columns = {"image": image, "label": pa.array([r["class_index"] for r in rows], pa.int64())}
     columns |= {name: pa.array([r[name] for r in rows], _ARROW[dtype]) for name, dtype in _HUB_COLUMNS.items()}
     metadata = {"huggingface": json.dumps({"info": {"features": hub_features(class_names)}}, sort_keys=True)}

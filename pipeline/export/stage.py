@@ -130,7 +130,8 @@ class _WriteShard(beam.DoFn):
                 write_bytes(path, members[self._extension])
         write_tar(FileSystems.join(out, f"{name}.tar"), samples)
         if "hf-parquet" in self._export.formats:
-            table = hub_table(metadata, [found[r["source"]][self._extension] for r in rows], self._extension, self._names)
+            images = [found[r["source"]][self._extension] for r in rows]
+            table = hub_table(metadata, images, self._extension, self._names)
             with atomic_output(FileSystems.join(out, HUB_FOLDER, f"{name}.parquet")) as f:
                 pq.write_table(table, f)
         with atomic_output(FileSystems.join(self._run_dir, STAGE, SHARDS_DIR, f"{name}.parquet")) as f:
@@ -173,7 +174,8 @@ def export_dataset(run_dir: str, config: Config) -> dict:
     write_text(FileSystems.join(out, TIMM_INFO), timm_info(name(run_dir), [(n, len(r)) for n, r in specs], len(wnids)))
     title = f"imagenot dataset: {len(wnids):,} classes from {name(run_dir)}"
     counts = {split: images[split] for split in SPLITS if images[split]}
-    write_text(FileSystems.join(out, "README.md"), hf_readme(names, counts, extension, title, "hf-parquet" in config.export.formats))
+    readme = hf_readme(names, counts, extension, title, "hf-parquet" in config.export.formats)
+    write_text(FileSystems.join(out, "README.md"), readme)
     figures = {
         "classes": len(wnids),
         "images": sum(images.values()),
