@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-from imagenot.pipeline.export.loaders import HUB_FOLDER, hub_text_types
+from imagenot.pipeline.dataset_loaders import HUB_FOLDER, hub_text_types
 from imagenot.pipeline.layout import SCORE_COLUMN
 
 # Column types of each sample's .json, as Hugging Face `datasets` names them.

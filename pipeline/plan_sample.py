@@ -26,8 +26,10 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.filters.funnel import Funnel, build_funnel
+from imagenot.filters.min_captions import synset_caption_counts
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
+from imagenot.pipeline.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.corpus.formats import Layout, Source
 from imagenot.pipeline.corpus.reader import ShardBatch, check_rows, layout_of, list_shards, read_shard
@@ -41,6 +43,7 @@ from imagenot.wordnet.index import load_index
 SAMPLE_GROUPS = 256  # row groups read at most
 Z = 2.0  # a range's half width in standard deviations
 BOUNDS = ("low", "mid", "high")
+STEP6_COLUMNS = ["row_id", "wnids", "matched", "caption"]  # what step 6 and the caption rules read
 
 
 def sample_batches(config: Config, rows: int, seed: int) -> Iterator[ShardBatch]:
@@ -85,7 +88,7 @@ class SampleTally:
     tagged: dict[str, int]  # wnid -> tagged captions
     usable: dict[str, int]  # wnid -> tagged captions that pass the row-level NSFW filter
     unsafe_drops: dict[tuple[str, str], int]
-    safe: list[pa.RecordBatch]  # tagged rows past the row filter: row_id and wnids
+    safe: list[pa.RecordBatch]  # tagged rows past the row filter: what step 6 and the caption rules read
 
 
 def tag_sample(config: Config, batches: Iterator[ShardBatch]) -> SampleTally:
@@ -100,11 +103,11 @@ def tag_sample(config: Config, batches: Iterator[ShardBatch]) -> SampleTally:
         batch = tag_batch(piece.batch, matcher)
         tagged_rows += batch.num_rows
         tagged.update(count_synsets(batch.column("wnids")))
-        kept, drops = drop_unsafe_rows(batch.select(["row_id", "wnids", *nsfw]), selection.allowed_nsfw_tags,
+        kept, drops = drop_unsafe_rows(batch.select([*STEP6_COLUMNS, *nsfw]), selection.allowed_nsfw_tags,
                                        selection.max_punsafe, selection.keep_unrated)  # fmt: skip
         unsafe_drops.update(drops)
-        usable.update(count_synsets(kept.column("wnids")))
-        safe.append(kept.select(["row_id", "wnids"]))
+        usable.update(synset_caption_counts(kept))
+        safe.append(kept.select(STEP6_COLUMNS))
     return SampleTally(rows, dict(dropped), tagged_rows, dict(tagged), dict(usable), dict(unsafe_drops), safe)
 
 
@@ -122,7 +125,7 @@ def projector(sample_rows: int, corpus_rows: int):
 
 @dataclass(frozen=True)
 class Selected:
-    """Steps 2-6 on one bound's projected counts."""
+    """Steps 2-6 and the caption rules on one bound's projected counts."""
 
     funnel: Funnel  # on the sample's rows
     captions: dict[str, float]  # candidate -> projected single-synset captions
@@ -130,18 +133,23 @@ class Selected:
 
 
 def select_sample(config: Config, tally: SampleTally, project) -> dict[str, Selected]:
-    """Per bound, the select stage's synset steps on projected counts and step 6 on the sample."""
-    index, out = load_index(), {}
+    """Per bound, the select stage's synset steps on projected counts, and step 6 and the caption
+    rules on the sample, through the functions the select stage calls."""
+    index, rules, out = load_index(), caption_rules(config.selection.caption_rules), {}
     for b, bound in enumerate(BOUNDS):
         tagged = {w: max(1, round(project(k)[b])) for w, k in tally.tagged.items()}  # seen, so found
         usable = {w: round(project(k)[b]) for w, k in tally.usable.items()}
         selection = choose_synsets(tagged, usable, config.selection)
-        lookup, drops, kept = CandidateLookup(selection), Counter(tally.unsafe_drops), Counter()
+        lookup, checker = CandidateLookup(selection), PairChecker(rules, selection.candidates, index)
+        drops, single, kept = Counter(tally.unsafe_drops), Counter(), Counter()
         for batch in tally.safe:
             rows, single_drops = keep_single_synset_rows(batch, lookup)
-            drops.update(single_drops)
-            kept.update(class_caption_counts(rows))
-        funnel = build_funnel(selection, tally.tagged_rows, drops, kept, index)
+            rows = rows.drop_columns(["wnids"])
+            single.update(class_caption_counts(rows))
+            passing, rule_drops = checker.keep_passing_rows(rows)
+            drops.update({**single_drops, **rule_drops})
+            kept.update(class_caption_counts(passing))
+        funnel = build_funnel(selection, tally.tagged_rows, drops, kept, index, single)
         kept_counts = Counter(n for _, n in funnel.classes.values())
         unseen = unseen_candidates(kept_counts[1], kept_counts[2], tally.rows / project(tally.rows)[1])
         out[bound] = Selected(funnel, {w: project(n)[b] for w, (_, n) in funnel.classes.items()}, unseen[b])

@@ -92,6 +92,9 @@ ABOVE_STAGES = {
     "imagenot.pipeline.blocklist_apply",
     "imagenot.pipeline.build_command",
     "imagenot.pipeline.plan",
+    "imagenot.pipeline.plan_command",
+    "imagenot.pipeline.plan_projection",  # the sample through the tag and select stages' functions
+    "imagenot.pipeline.plan_sample",
     "imagenot.pipeline.review",  # human review of a finished dataset
     "imagenot.pipeline.why",
 }

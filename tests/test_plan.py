@@ -8,7 +8,7 @@ import yaml
 from cli_runner import invoke
 
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.plan import plan_command
+from imagenot.pipeline.plan_command import plan_command
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ those samples, so an image an audit dropped never reaches the export, into new w
 shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys unique (the row id), samples in key order,
 `export.samples_per_shard` each. Beside them: `train.parquet`/`test.parquet` (the same rows'
 metadata), `classes.txt` (ImageNet's LOC_synset_mapping.txt format), `_info.json` (timm's index of the
-shards, `pipeline.export.loaders`) and a README.md that `datasets.load_dataset` and the Hub read
+shards, `pipeline.dataset_loaders`) and a README.md that `datasets.load_dataset` and the Hub read
 (see `pipeline.dataset_usage`); with `export.formats` holding `imagefolder`, also
 `SPLIT/WNID/KEY.EXT`; with `hf-parquet`, also `data/SPLIT-NNNNN.parquet` (images and labels, the
 README then pointing `datasets` at these).
@@ -30,7 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Config, Export
 from imagenot.pipeline.dataset_usage import hf_readme
-from imagenot.pipeline.export.loaders import HUB_FOLDER, TIMM_INFO, hub_table, timm_info
+from imagenot.pipeline.dataset_loaders import HUB_FOLDER, TIMM_INFO, hub_table, timm_info
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
 from imagenot.pipeline.layout import (
     DOWNLOAD,
