@@ -248,7 +248,7 @@ def test_timm_reads_split_sizes_and_shard_files_from_info_json(exported):
 
 
 def test_each_loaders_two_lines_from_the_readme_load_the_export(exported):
-    from imagenot.pipeline.export.usage import LOADERS, loader_lines
+    from imagenot.pipeline.dataset_usage import LOADERS, loader_lines
 
     run_dir, figures, _, _ = exported
     folder = str(run_dir / "dataset")
