@@ -14,7 +14,7 @@ import statistics
 from dataclasses import replace
 
 from imagenot.pipeline.config import Config
-from imagenot.pipeline.plan import Rates, download_work, make_plan
+from imagenot.pipeline.plan import Rates, make_plan
 from imagenot.pipeline.plan_sample import (
     BOUNDS,
     SampleTally,

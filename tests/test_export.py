@@ -262,16 +262,19 @@ def test_each_loaders_two_lines_from_the_readme_load_the_export(exported):
         scope = {}
         exec("\n".join(lines), scope)
         ran[loader] = scope["train"]
-    assert ran["Hugging Face datasets"].num_rows == figures["train"] and ran["Hugging Face datasets"][0]["jpg"].size == (32, 32)
+    hf = ran["Hugging Face datasets"]
+    assert hf.num_rows == figures["train"] and hf[0]["jpg"].size == (32, 32)
     assert sum(1 for sample in ran["webdataset"] if sample["jpg"].size == (32, 32)) == figures["train"]
     images, labels = next(iter(ran["PyTorch (no torchvision)"]))
-    assert images.shape == (figures["train"], 3, 32, 32) and images.dtype == torch.float32 and len(labels) == figures["train"]
+    assert images.shape == (figures["train"], 3, 32, 32) and images.dtype == torch.float32
+    assert len(labels) == figures["train"]
 
 
 def test_hf_parquet_gives_images_and_class_labels_to_datasets_and_is_reproducible(downloaded, tmp_path):
     from datasets import ClassLabel, Image, load_dataset
 
-    config = Config.model_validate({**CONFIG, "export": {"samples_per_shard": 2, "formats": ["webdataset", "hf-parquet"]}})
+    export = {"samples_per_shard": 2, "formats": ["webdataset", "hf-parquet"]}
+    config = Config.model_validate({**CONFIG, "export": export})
     folders = []
     for copy in ("one", "two"):
         run_dir = tmp_path / copy

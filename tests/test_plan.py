@@ -27,7 +27,8 @@ def _config(folder, **sections) -> str:
 def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp_path):
     config = _config(tmp_path, corpus={"paths": [str(corpus / "part-*.parquet")]}, ranking={"classes": 10},
                      download={"enabled": True, "max_rounds": 3})  # fmt: skip
-    args = ["--config", config, "--out", str(tmp_path / "run"), "--json", "--sample", "0", "--candidates", "2", "--price-vcpu-hour", "1"]
+    args = ["--config", config, "--out", str(tmp_path / "run"), "--json", "--sample", "0", "--candidates", "2",
+            "--price-vcpu-hour", "1"]
     result = invoke(plan_command, args)
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
@@ -146,7 +147,9 @@ def _build_figures(run) -> dict:
 
 
 @pytest.mark.parametrize("more_classes", [False, True])
-def test_the_sampled_plan_matches_the_build_and_warns_when_and_only_when_it_falls_short(small_run, tmp_path, more_classes):
+def test_the_sampled_plan_matches_the_build_and_warns_when_and_only_when_it_falls_short(
+    small_run, tmp_path, more_classes
+):
     import yaml as yaml_lib
 
     built = _build_figures(small_run.run)
@@ -181,4 +184,5 @@ def test_the_sample_is_spread_over_shards_and_seeded(corpus):
     again = [b.batch.column("row_id").to_pylist() for b in sample_batches(config, 90, seed=1)]
     assert ids == again and len(ids) == 3  # one row group of each shard
     assert {row.split(":")[0] for batch in ids for row in batch} == {"part-00000", "part-00001", "part-00002"}
-    assert sum(map(len, ids)) <= 90 and ids != [b.batch.column("row_id").to_pylist() for b in sample_batches(config, 90, seed=2)]
+    other_seed = [b.batch.column("row_id").to_pylist() for b in sample_batches(config, 90, seed=2)]
+    assert sum(map(len, ids)) <= 90 and ids != other_seed

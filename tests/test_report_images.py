@@ -155,6 +155,7 @@ def test_chromium_renders_every_image_and_requests_nothing(reports, tmp_path):
 def test_the_card_says_where_the_export_is_and_how_to_load_it(reports):
     run_dir, _, _, (card, _) = reports
     using = card[card.index("## Using the dataset") :]
-    assert 'load_dataset("RUN/dataset", split="train")' in using and 'to_tuple("jpg", "cls")' in using and "DataLoader" in using
+    assert 'load_dataset("RUN/dataset", split="train")' in using and 'to_tuple("jpg", "cls")' in using
+    assert "DataLoader" in using
     readme = (run_dir / "dataset" / "README.md").read_text()
     assert readme.startswith("---\n") and "## Using the dataset" in readme

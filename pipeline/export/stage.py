@@ -29,8 +29,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config import Config, Export
-from imagenot.pipeline.dataset_usage import hf_readme
 from imagenot.pipeline.dataset_loaders import HUB_FOLDER, TIMM_INFO, hub_table, timm_info
+from imagenot.pipeline.dataset_usage import hf_readme
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
 from imagenot.pipeline.layout import (
     DOWNLOAD,
