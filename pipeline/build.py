@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 
-import yaml
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import DOWNLOAD, RANK, RUN_CONFIG, SAMPLE, SCORE
+from imagenot.pipeline.layout import DOWNLOAD, RANK, SAMPLE, SCORE
 from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.registry import run_stage, stage_config, stages
-from imagenot.pipeline.run_files import write_text
+from imagenot.pipeline.run_config import write_run_config
 from imagenot.pipeline.stage_dir import is_current, stage_fingerprint
 from imagenot.pipeline.stage_order import STAGE_NAMES
 from imagenot.pipeline.summary import read_summary, record_stage
@@ -26,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[str]:
     """Run every wanted stage not already current; returns the names of the stages run."""
-    write_text(FileSystems.join(run_dir, RUN_CONFIG), yaml.safe_dump(config.model_dump(), sort_keys=False))
+    write_run_config(run_dir, config)
     forced = STAGE_NAMES.index(from_stage) if from_stage else len(STAGE_NAMES)
     wanted = [stage for stage in stages() if stage.wanted(config)]
     ran = []

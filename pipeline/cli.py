@@ -16,6 +16,7 @@ import traceback
 import click
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.worker_errors import unwrapped
 
 # name -> (module, attribute, the line `--help` lists it with)
 COMMANDS = {
@@ -43,6 +44,10 @@ AUDITS = {
     "agreement": ("imagenot.pipeline.audit.agreement", "agreement_command", "Image-class and image-caption agreement."),
     "label-noise": ("imagenot.pipeline.audit.label_noise", "label_noise_command", "Label errors by confident learning."),
 }
+# The loggers through which Beam repeats an error raised in a worker, traceback and all: the command
+# says it in one line (the traceback only under -v).
+WORKER_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.portability.local_job_service")
+
 # Set before any model library loads: their download and loading bars show only with -v.
 QUIET_MODEL_LOADING = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
 # Modules of the optional extras (pyproject.toml), by the extra that installs them.
@@ -80,15 +85,18 @@ class Commands(LazyGroup):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except ImagenotError as err:
-            if ctx.params.get("verbose"):
-                traceback.print_exc()
-            raise click.ClickException(str(err)) from err
         except ModuleNotFoundError as err:
             extra = OPTIONAL_MODULES.get((err.name or "").split(".")[0])
             if extra is None:
                 raise
             raise click.ClickException(f"{err.name} is not installed; it comes with imagenot[{extra}]: pip install 'imagenot[{extra}]'") from err
+        except Exception as err:  # an ImagenotError, or one a Beam worker raised, wrapped by Beam
+            error = unwrapped(err) or (err if isinstance(err, ImagenotError) else None)
+            if error is None:
+                raise
+            if ctx.params.get("verbose"):
+                traceback.print_exc()
+            raise click.ClickException(str(error)) from err
 
 
 @click.group(cls=Commands, lazy=COMMANDS)
@@ -99,7 +107,8 @@ def main(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s", force=True)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)  # its INFO lines drown ours
     # Local worker processes forward a harmless "No semi_persistent_directory" warning each.
-    logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
+    for name in WORKER_ERROR_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR if verbose else logging.CRITICAL)
     if not verbose:
         for name, value in QUIET_MODEL_LOADING.items():
             os.environ.setdefault(name, value)

@@ -15,18 +15,21 @@ workers that embed captions carry one.
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.transforms.environments import SubprocessSDKEnvironment
 
 from imagenot.pipeline.config import Runner
 
 
 def pipeline_options(runner: Runner) -> PipelineOptions:
     """The Beam options for `runner`."""
-    if runner.kind == "local":
-        mode = "in_memory" if runner.workers == 1 else "multi_processing"
-        return _options({"direct_num_workers": runner.workers, "direct_running_mode": mode})
+    if runner.kind == "local":  # several workers: the subprocess environment of `make_pipeline`
+        return _options({"direct_num_workers": runner.workers})
     if runner.kind == "portable":
         portable = runner.portable
         options = {
@@ -62,8 +65,29 @@ def _options(options: dict) -> PipelineOptions:
 def make_pipeline(runner: Runner) -> beam.Pipeline:
     """A pipeline for `runner`; locally with several workers, each is its own process."""
     if runner.kind == "local":
-        return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options(runner))
+        environment = _worker_processes() if runner.workers > 1 else None
+        return beam.Pipeline(runner=FnApiRunner(default_environment=environment), options=pipeline_options(runner))
     return beam.Pipeline(options=pipeline_options(runner))
+
+
+class _WithoutModeWarning(logging.Filter):
+    """Drops the FnApiRunner's warning that several workers want another running mode: the
+    subprocess environment given here is that mode's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("If direct_num_workers is not equal to 1")
+
+
+logging.getLogger("apache_beam.runners.portability.fn_api_runner.fn_runner").addFilter(_WithoutModeWarning())
+
+
+def _worker_processes() -> SubprocessSDKEnvironment:
+    """Beam's local worker processes, as its multi_processing mode starts them, except that a
+    worker's stderr (where it prints the traceback of an error it raised, which the driver then
+    raises again) is kept off the terminal unless the command runs with -v (INFO logging)."""
+    command = f"{sys.executable} -m apache_beam.runners.worker.sdk_worker_main"
+    quiet = not logging.getLogger().isEnabledFor(logging.INFO)
+    return SubprocessSDKEnvironment.from_command_string(command + (" 2>/dev/null" if quiet else ""))
 
 
 def scoring_hints(runner: Runner) -> dict:

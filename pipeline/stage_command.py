@@ -7,18 +7,18 @@ import json
 import click
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import load_run_config
 from imagenot.pipeline.layout import RUN_CONFIG
 from imagenot.pipeline.lock_option import break_lock_option
 from imagenot.pipeline.preflight import preflight, stages_from
 from imagenot.pipeline.registry import Stage, run_stage
+from imagenot.pipeline.run_config import record_run_config, settled_config
 from imagenot.pipeline.run_lock import run_lock
 from imagenot.pipeline.stage_dir import is_done
 
 run_config_option = click.option(
     "--config",
     "config_path",
-    help=f"YAML run configuration (local or gs://) [default: RUN/{RUN_CONFIG}, written by imagenot build]",
+    help=f"YAML run configuration (local or gs://) [default: RUN/{RUN_CONFIG}, written by the run's first command]",
 )
 
 
@@ -32,12 +32,13 @@ def stage_command(stage: Stage) -> click.Command:
     @run_config_option
     @break_lock_option
     def command(run_dir: str, config_path: str | None, break_lock: bool, **values: object) -> None:
-        config = load_run_config(run_dir, config_path)
+        config, note = settled_config(run_dir, config_path, stage)
         preflight(config, run_dir, stages_from(config, stage))  # before the lock: nothing left if refused
         with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
             upstream = stage.upstream_of(config)
             if upstream and not is_done(run_dir, upstream):
                 raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
+            figures = record_run_config(run_dir, config, note)
             figures = run_stage(stage, config, run_dir, **values)
         click.echo(f"{stage.name}: {json.dumps(figures, indent=2)}")
 

@@ -22,9 +22,10 @@ DATAFLOW = Dataflow(
 def test_local_runs_on_the_in_process_fn_api_runner():
     pipeline = make_pipeline(Runner(workers=2))
     assert isinstance(pipeline.runner, FnApiRunner)
-    options = pipeline_options(Runner(workers=2)).get_all_options()
-    assert (options["direct_num_workers"], options["direct_running_mode"]) == (2, "multi_processing")
-    assert pipeline_options(Runner()).get_all_options()["direct_running_mode"] == "in_memory"
+    assert pipeline_options(Runner(workers=2)).get_all_options()["direct_num_workers"] == 2
+    # several workers: Beam's worker processes, their stderr (tracebacks it prints) kept for -v
+    assert pipeline.runner._default_environment.command_string.endswith("sdk_worker_main 2>/dev/null")
+    assert make_pipeline(Runner()).runner._default_environment is None  # one: in this process
     assert scoring_hints(Runner()) == {}
 
 

@@ -19,6 +19,7 @@ from collections import Counter
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import Funnel, build_funnel
 from imagenot.filters.min_captions import synset_caption_counts
 from imagenot.filters.offensive_synsets import marked_synsets
@@ -118,6 +119,21 @@ def _selected_schema(tagged_shard: str) -> pa.Schema:
     return schema.remove(schema.get_field_index("wnids")).append(pa.field("wnid", pa.string()))
 
 
+def check_tagged_columns(config: Config, run_dir: str) -> None:
+    """Before Beam starts: every tagged shard holds the columns the enabled NSFW checks read
+    (none yet, or no run: nothing to check)."""
+    if run_dir is None:
+        return
+    for shard in stage_shards(stage_path(run_dir, TAG), TAGGED_DIR):
+        names = read_schema(shard).names
+        for setting, column in config.selection.row_nsfw_columns().items():
+            if column not in names:
+                raise ImagenotError(
+                    f"{shard}: no column {column!r}, which selection.{setting} needs; the corpus it was tagged "
+                    f"from had none: turn the check off with `selection.{setting}: null`"
+                )
+
+
 def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Selection) -> SynsetSelection:
     """Steps 2-5 on the driver, with the config's reference set and thresholds."""
     index = load_index()
@@ -184,6 +200,6 @@ DECLARATION = Stage(
     settings,
     run_select,
     "Filter synsets (offensive, identity, ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
-    preflight=(check_corpus,),
+    preflight=(check_corpus, check_tagged_columns),
 )
 select_command = stage_command(DECLARATION)

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Columns, Config, load_config
+from imagenot.pipeline.config import Columns, Config
 from imagenot.pipeline.corpus.formats import Layout
 from imagenot.pipeline.corpus.preflight import check_corpus, check_distinct_stems
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, read_shard, shard_identities, validate_shard
@@ -30,6 +30,7 @@ from imagenot.pipeline.paths import name
 from imagenot.pipeline.preflight import preflight, stages_from
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.registry import Stage, run_stage
+from imagenot.pipeline.run_config import record_run_config, settled_config
 from imagenot.pipeline.run_files import read_json, write_json, write_text
 from imagenot.pipeline.run_lock import run_lock
 from imagenot.pipeline.runner import make_pipeline
@@ -167,9 +168,10 @@ DECLARATION = Stage(
 @click.option("--config", "config_path", help="YAML run configuration")
 @break_lock_option
 def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None, break_lock: bool) -> None:
-    config = load_config(config_path, list(inputs) or None, needs_corpus=True)
+    config, note = settled_config(out, config_path, DECLARATION, list(inputs) or None)
     preflight(config, out, stages_from(config, DECLARATION))
     with run_lock(out, config.runner.lock_stale_after_s, break_lock):
+        record_run_config(out, config, note)
         figures = run_stage(DECLARATION, config, out)
     click.echo(
         f"{figures['rows_read']} rows read, {sum(figures['dropped'].values())} dropped, "
