@@ -38,7 +38,7 @@ def stage_command(stage: Stage) -> click.Command:
             upstream = stage.upstream_of(config)
             if upstream and not is_done(run_dir, upstream):
                 raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
-            figures = record_run_config(run_dir, config, note)
+            record_run_config(run_dir, config, note)
             figures = run_stage(stage, config, run_dir, **values)
         click.echo(f"{stage.name}: {json.dumps(figures, indent=2)}")
 
