@@ -4,6 +4,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import GoogleCloudOptions, StandardOptions, WorkerOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.transforms.environments import EmbeddedPythonEnvironment
 
 from imagenot.pipeline.config import ConfigError, Dataflow, Runner, load_config
 from imagenot.pipeline.runner import make_pipeline, pipeline_options, scoring_hints
@@ -25,7 +26,7 @@ def test_local_runs_on_the_in_process_fn_api_runner():
     assert pipeline_options(Runner(workers=2)).get_all_options()["direct_num_workers"] == 2
     # several workers: Beam's worker processes, their stderr (tracebacks it prints) kept for -v
     assert pipeline.runner._default_environment.command_string.endswith("sdk_worker_main 2>/dev/null")
-    assert make_pipeline(Runner()).runner._default_environment is None  # one: in this process
+    assert isinstance(make_pipeline(Runner()).runner._default_environment, EmbeddedPythonEnvironment)  # in-process
     assert scoring_hints(Runner()) == {}
 
 
