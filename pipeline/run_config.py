@@ -17,6 +17,7 @@ from imagenot.pipeline.layout import RUN_CONFIG
 from imagenot.pipeline.registry import Stage, settings_differences, stages
 from imagenot.pipeline.run_files import write_text
 from imagenot.pipeline.stage_dir import is_done
+from imagenot.pipeline.stage_order import STAGE_NAMES
 
 
 def write_run_config(run_dir: str, config: Config) -> None:
@@ -40,8 +41,8 @@ def settled_config(
     if config == written:
         return config, None
     given = config_path or "--input"
-    for earlier in stages(before=stage.name):
-        if earlier.wanted(config) and is_done(run_dir, earlier.name):
+    for earlier in stages(before=stage.name) if stage.name in STAGE_NAMES else stages():  # an audit: after all
+        if earlier.settings is not None and earlier.wanted(config) and is_done(run_dir, earlier.name):
             if keys := settings_differences(earlier, config, run_dir):
                 raise ImagenotError(
                     f"{given} changes settings the {earlier.name} stage already ran with in {run_dir} "
