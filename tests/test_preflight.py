@@ -8,7 +8,7 @@ import yaml
 
 from imagenot.pipeline.audit.embeddings import embed_command
 from imagenot.pipeline.build_command import build_command
-from imagenot.pipeline.plan import plan_command
+from imagenot.pipeline.plan_command import plan_command
 from imagenot.pipeline.score.stage import score_command
 from imagenot.pipeline.tag.stage import tag_command
 from tests.cli_runner import invoke
