@@ -34,6 +34,7 @@ COMMANDS = {
     "export": ("imagenot.pipeline.export.stage", "export_command", "Stage 8: write RUN/dataset/, ready to train on."),
     "compare-rankings": ("imagenot.pipeline.audit.rankings", "compare_rankings_command", "Compare model rankings on two datasets."),
     "prepare-models": ("imagenot.pipeline.score.prepare", "prepare_models_command", "Build the scoring model artifacts once, offline."),
+    "senses": ("imagenot.pipeline.score.senses_command", "senses_command", "Score a caption against every noun sense of its word."),
     "plan": ("imagenot.pipeline.plan_command", "plan_command", "Project a build's work, jobs and cost; refuse what will fail."),
     "review": ("imagenot.pipeline.review.command", "review_command", "Human review: raters check labels in a browser."),
     "blocklist": ("imagenot.pipeline.blocklist_apply", "blocklist_command", "Blocklists: apply a new list to a finished dataset."),

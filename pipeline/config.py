@@ -195,7 +195,26 @@ class Scoring(Section):
     pooling: Literal["mean", "cls"] = Field("mean", description="transformers encoder only")
     max_length: int = Field(128, ge=8, le=4096, description="tokens per caption, transformers encoder only")
     batch_size: int = Field(128, ge=1, le=8192, description="texts per model call")
-    query_template: QueryTemplate = Field("{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss}")
+    query_template: QueryTemplate = Field(
+        "{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss} {hypernym} {examples}"
+    )
+    sense_templates: list[QueryTemplate] = Field(
+        default_factory=lambda: ["{lemma}: {gloss}"],
+        min_length=1,
+        max_length=8,
+        description="sense contrast: the query texts of every noun sense of a caption's word (fields as query_template)",
+    )
+    sense_pooling: Literal["max", "mean"] = Field("max", description="sense contrast: pools a sense's query similarities")
+    sense_prior: float = Field(
+        0.0, ge=0, le=1, description="sense contrast: weight of log P(sense | word) from WordNet's tagged counts"
+    )
+    sense_margin: float | None = Field(
+        0.0,
+        ge=-2,
+        le=2,
+        description="a caption is kept for its synset only when its sense score beats every other noun sense of the "
+        "word by this much (else dropped as other_sense); null: no sense contrast",
+    )
     cache_dir: str | None = Field(None, description="embedding cache; null: <IMAGENOT_CACHE>/embeddings")
     first_pass_captions: int = Field(
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the classes"

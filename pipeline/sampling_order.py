@@ -1,6 +1,7 @@
 """The three orders a class's candidates can be taken in (ImageNetV2's sampling strategies), and
 the duplicates that walking them settles: shared by the rank stage (which predicts them) and
-the sample stage (which applies them).
+the sample stage (which applies them); and the captions another sense of their word wins, which
+both take out first.
 
 Each function gets one class's candidates as arrays, already sorted by row id, and returns the
 positions of the rows it takes, in the order they should be taken: the first N become images,
@@ -11,6 +12,8 @@ sorts are stable, so rows tied on every key stay in row-id order.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,8 +22,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
+from imagenot.filters.caption_rule import caption_decision
 from imagenot.pipeline.config import Sampling
-from imagenot.pipeline.layout import SCORE_COLUMN
+from imagenot.pipeline.layout import MARGIN_COLUMN, OTHER_SENSE_COLUMN, SCORE_COLUMN, SENSE_COLUMNS
 
 REFERENCE_BINS = 10  # deciles of another run's scores
 
@@ -115,3 +119,18 @@ def settle_duplicates(rows: pa.Table, ranked: np.ndarray) -> tuple[np.ndarray, n
     new_url = first_occurrences(rows.column("url").to_numpy(zero_copy_only=False)[ranked])
     new_caption = first_occurrences(rows.column("caption").to_numpy(zero_copy_only=False)[ranked[new_url]])
     return new_url, new_caption
+
+
+def sense_kept(rows: pa.Table, sense_margin: float | None) -> tuple[pa.Table, dict[str, int]]:
+    """The rows that fit their synset better than every other sense of their word by
+    `sense_margin` (`caption_decision`), without the sense columns, and the others counted by the
+    sense that won them. Rows scored without sense contrast (no `sense_margin` column) all stay."""
+    if MARGIN_COLUMN not in rows.column_names:
+        return rows, {}
+    if sense_margin is None:
+        return rows.drop_columns(list(SENSE_COLUMNS)), {}
+    similarity, margin = rows.column(SCORE_COLUMN).to_numpy(), rows.column(MARGIN_COLUMN).to_numpy()
+    passes, _ = caption_decision(similarity, margin, None, sense_margin)
+    lost = rows.column(OTHER_SENSE_COLUMN).to_numpy(zero_copy_only=False)[~passes]
+    kept = rows.filter(pa.array(passes)).drop_columns(list(SENSE_COLUMNS))
+    return kept, dict(sorted(Counter(lost.tolist()).items()))

@@ -29,6 +29,7 @@ from imagenot.pipeline.layout import (
     RANK,
     RANKING_FILE,
     RUN_CONFIG,
+    SAMPLE,
     SELECT,
     SELECT_TALLY_FILE,
     SYNSET_FATES_FILE,
@@ -41,10 +42,11 @@ from imagenot.pipeline.paths import folder_exists
 from imagenot.pipeline.review.results import why_line as review_why_line
 from imagenot.pipeline.run_files import read_json, read_table, read_tsv
 from imagenot.pipeline.select.funnel_files import read_synset_fates
-from imagenot.pipeline.stage_dir import is_done
+from imagenot.pipeline.stage_dir import FIGURES_FILE, is_done
 from imagenot.wordnet.hierarchy import ancestors_in, descendants_in
 from imagenot.wordnet.index import WNID_PATTERN, NounIndex, load_index
 from imagenot.wordnet.nltk_data import other_parts_of_speech
+from imagenot.wordnet.senses import sense_label
 
 RELATIVES_SHOWN = 3  # reference synsets named per relation
 SYNSET_NAME = re.compile(r"^.+\.[nvasr]\.\d+$")
@@ -130,6 +132,16 @@ class Run:
         self.classes = {c["wnid"]: c for c in read_classes(run_dir)} if has_classes else {}
         self.splits = self._splits(run_dir)
         self.reference = reference_wnids(self.config.selection.reference, index) if self.config else None
+        sampled = stage_path(run_dir, SAMPLE, FIGURES_FILE)
+        self.other_sense = read_json(sampled).get("other_sense_by_class", {}) if is_done(run_dir, SAMPLE) else {}
+
+    def senses_lost(self, wnid: str) -> str | None:
+        """For a class: the captions other senses of its word won at sampling (sense contrast)."""
+        lost = self.other_sense.get(wnid)
+        if not lost:
+            return None
+        won = sorted(lost.items(), key=lambda item: (-item[1], item[0]))
+        return "other senses: " + ", ".join(f"{n:,} captions went to {sense_label(self.index, w)}" for w, n in won)
 
     @staticmethod
     def _splits(run_dir: str) -> Counter | None:
@@ -228,6 +240,8 @@ def why(word: str, run_dir: str) -> None:
     for wnid in wnids:
         prefix = f"- {index[wnid].gloss}\n  " if len(wnids) > 1 else ""
         click.echo(f"{prefix}{run.fate(wnid)}\n  reference: {run.relation(wnid)}")
+        if (lost := run.senses_lost(wnid)) is not None:
+            click.echo(f"  {lost}")
         if wnid in run.classes and (images := download_fate(run_dir, wnid)) is not None:  # failures, blocklists, drops
             click.echo(f"  {images}")
         if wnid in run.classes and (reviewed := review_why_line(run_dir, wnid)) is not None:

@@ -42,6 +42,8 @@ class Synset:
     hyponyms: tuple[str, ...]  # wnids, instance hyponyms included
     depth: int  # shortest hypernym path to entity.n.01, which has 0
     usage_domains: tuple[str, ...] = ()  # wnids of WordNet's usage labels, e.g. ethnic_slur.n.01
+    examples: tuple[str, ...] = ()  # WordNet's usage examples
+    lemma_counts: tuple[int, ...] = ()  # each lemma's tagged-corpus count (NLTK `Lemma.count()`), as `lemmas`
 
     @property
     def head(self) -> str:
@@ -114,10 +116,14 @@ def _build_from_nltk() -> NounIndex:
             tuple(wnid_of_offset(h.offset()) for h in s.hypernyms() + s.instance_hypernyms()),
             tuple(wnid_of_offset(h.offset()) for h in s.hyponyms() + s.instance_hyponyms()),
             tuple(wnid_of_offset(d.offset()) for d in s.usage_domains()),
+            tuple(s.examples()),
+            tuple(lemma.count() for lemma in s.lemmas()),
         )
     depth = _shortest_depths({wnid: fields[5] for wnid, fields in raw.items()})
     synsets = {
-        wnid: Synset(wnid, *fields[:6], depth=depth[wnid], usage_domains=fields[6])
+        wnid: Synset(
+            wnid, *fields[:6], depth=depth[wnid], usage_domains=fields[6], examples=fields[7], lemma_counts=fields[8]
+        )
         for wnid, fields in sorted(raw.items())
     }
     irregular: dict[str, tuple[str, ...]] = {}
@@ -153,7 +159,8 @@ def _save(index: NounIndex, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "synsets": [
-            [s.wnid, s.name, s.lemmas, s.gloss, s.lexname, s.hypernyms, s.hyponyms, s.depth, s.usage_domains]
+            [s.wnid, s.name, s.lemmas, s.gloss, s.lexname, s.hypernyms, s.hyponyms, s.depth, s.usage_domains, s.examples,
+             s.lemma_counts]
             for s in index
         ],
         "irregular": index.irregular,
@@ -169,7 +176,8 @@ def _load(path: Path) -> NounIndex:
         payload = json.load(f)
     synsets = {
         row[0]: Synset(
-            row[0], row[1], tuple(row[2]), row[3], row[4], tuple(row[5]), tuple(row[6]), row[7], tuple(row[8])
+            row[0], row[1], tuple(row[2]), row[3], row[4], tuple(row[5]), tuple(row[6]), row[7], tuple(row[8]),
+            tuple(row[9]), tuple(row[10]),
         )
         for row in payload["synsets"]
     }

@@ -92,25 +92,34 @@ def surface_forms(index: NounIndex) -> dict[str, tuple[str, ...]]:
     """Every normalised surface form of every noun lemma -> the sorted wnids it tags."""
     lemma_synsets = index.lemma_synsets
     lemmas = list(lemma_synsets)
-    normalised = _normalize_all(lemmas)
+    normalised = normalize_all(lemmas)
     table: dict[str, set[str]] = {}
     base_wnids: dict[str, set[str]] = {}  # the lemmas alone, without inflections
-    irregular = _irregular_forms(index)
+    irregular = irregular_forms(index)
     for lemma, form in zip(lemmas, normalised):
         wnids = lemma_synsets[lemma]
         _add(table, form, wnids)
         _add(base_wnids, form, wnids)
         if is_common_noun(lemma):
-            words = form.split(" ")
-            for i in _inflected_words(words):
-                for plural in regular_plurals(words[i]) + irregular.get(words[i], []):
-                    _add(table, " ".join([*words[:i], plural, *words[i + 1 :]]), wnids)
+            for plural in inflections(form, irregular):
+                _add(table, plural, wnids)
     # Whole-lemma entries of noun.exc, for bases inflected elsewhere than in their last word
     # ("aides-de-camp") and bases WordNet capitalises ("Ashkenazim" -> "Ashkenazi").
     for base, forms in irregular.items():
         for form in forms:
             _add(table, form, base_wnids.get(base, ()))
     return {form: tuple(sorted(wnids)) for form, wnids in sorted(table.items()) if wnids}
+
+
+def inflections(word: str, irregular: dict[str, list[str]]) -> set[str]:
+    """The plural forms `surface_forms` gives a normalised common-noun lemma ("crane" -> "cranes");
+    `irregular`: `irregular_forms(index)`."""
+    words = word.split(" ")
+    return {
+        " ".join([*words[:i], plural, *words[i + 1 :]])
+        for i in _inflected_words(words)
+        for plural in regular_plurals(words[i]) + irregular.get(words[i], [])
+    }
 
 
 def _inflected_words(words: list[str]) -> set[int]:
@@ -120,17 +129,17 @@ def _inflected_words(words: list[str]) -> set[int]:
     return {len(words) - 1, next(heads, len(words) - 1)}
 
 
-def _irregular_forms(index: NounIndex) -> dict[str, list[str]]:
+def irregular_forms(index: NounIndex) -> dict[str, list[str]]:
     """noun.exc inverted and normalised: base ("mouse", "aide de camp") -> forms ("mice", ...)."""
     pairs = [(form, base) for form, bases in index.irregular.items() for base in bases]
-    forms = _normalize_all(form for form, _ in pairs)
+    forms = normalize_all(form for form, _ in pairs)
     inverted: dict[str, list[str]] = {}
-    for form, base in zip(forms, _normalize_all(base for _, base in pairs)):
+    for form, base in zip(forms, normalize_all(base for _, base in pairs)):
         inverted.setdefault(base, []).append(form)
     return inverted
 
 
-def _normalize_all(texts: Iterable[str]) -> list[str]:
+def normalize_all(texts: Iterable[str]) -> list[str]:
     return normalize_text(pa.array(list(texts), pa.string())).to_pylist()
 
 

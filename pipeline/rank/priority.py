@@ -34,12 +34,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config import Config, Sampling
 from imagenot.pipeline.keyed_hash import sample_keys
-from imagenot.pipeline.layout import SCORE_COLUMN
-from imagenot.pipeline.run_files import read_json, read_table, write_json
+from imagenot.pipeline.layout import SCORE_COLUMN, SENSE_COLUMNS
+from imagenot.pipeline.run_files import read_json, read_schema, read_table, write_json
 from imagenot.pipeline.runner import make_pipeline
 from imagenot.pipeline.sampling_order import (
     bin_rounds,
     reference_edges,
+    sense_kept,
     settle_duplicates,
     similarity_bins,
     strategy_order,
@@ -50,10 +51,13 @@ from imagenot.pipeline.shards import ShardWorker, sum_tallies
 SETTLE_COLUMNS = ["row_id", "wnid", "url", "caption", SCORE_COLUMN]
 
 
-def list_settled(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None) -> bool:
+def list_settled(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, sense_margin: float | None = None) -> bool:
     """Whether `rows`, the scored captions of one class with the smallest priority keys, settle
-    its list whatever the scores of its other captions (see the module's notes)."""
+    its list whatever the scores of its other captions (see the module's notes). Captions another
+    sense wins (`sense_kept`) are out first, as the sample takes them out: whether a caption is
+    out depends on its own scores only, so the notes hold for the captions left."""
     need = sampling.images_per_class + sampling.reserve
+    rows, _ = sense_kept(rows, sense_margin)
     rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
     similarity = rows.column(SCORE_COLUMN).to_numpy()
     priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
@@ -69,7 +73,9 @@ def list_settled(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None) -
     return int(np.bincount(bins[final], minlength=n_bins).min()) * n_bins >= need
 
 
-def settled_classes(scored: pa.Table, classes: list[str], sampling: Sampling, edges: np.ndarray | None) -> set[str]:
+def settled_classes(
+    scored: pa.Table, classes: list[str], sampling: Sampling, edges: np.ndarray | None, sense_margin: float | None = None
+) -> set[str]:
     """The `classes` whose scored rows in `scored` settle their list."""
     order = pc.sort_indices(scored, [("wnid", "ascending")])
     scored = scored.take(order)
@@ -77,7 +83,7 @@ def settled_classes(scored: pa.Table, classes: list[str], sampling: Sampling, ed
     settled = set()
     for wnid in classes:
         start, end = np.searchsorted(wnids, wnid, "left"), np.searchsorted(wnids, wnid, "right")
-        if end > start and list_settled(scored.slice(start, end - start), sampling, edges):
+        if end > start and list_settled(scored.slice(start, end - start), sampling, edges, sense_margin):
             settled.add(wnid)
     return settled
 
@@ -138,7 +144,7 @@ def key_cutoffs(config: Config, shards: list[str], classes: list[str], size: int
 def scored_rows(files: list[str], classes: list[str]) -> pa.Table:
     """The rows of `classes` in the scored files, with what settling a list reads."""
     wanted = pa.array(sorted(classes), pa.string())
-    tables = [read_table(f, SETTLE_COLUMNS) for f in files]
+    tables = [read_table(f, [*SETTLE_COLUMNS, *(c for c in SENSE_COLUMNS if c in read_schema(f).names)]) for f in files]
     table = pa.concat_tables(tables)
     return table.filter(pc.is_in(table.column("wnid"), value_set=wanted))
 
@@ -158,7 +164,8 @@ def priority_rounds(config: Config, classes: list[str], stage_dir: str, shards: 
         tallies.append(score_round(functools.partial(PriorityGate, sampling.seed, bounds), part))
         rounds.append({"prefix": size, "classes": len(open_classes), "rows_scored": tallies[-1]["rows_scored"]})
         exhausted = {w for w in open_classes if cutoffs[w][1] < size}
-        settled = settled_classes(scored_rows(scored_files(), open_classes), open_classes, sampling, edges)
+        scored = scored_rows(scored_files(), open_classes)
+        settled = settled_classes(scored, open_classes, sampling, edges, config.scoring.sense_margin)
         lower.update({w: upper for w, (_, upper) in bounds.items()})
         open_classes = [w for w in open_classes if w not in settled and w not in exhausted]
         size = next_size(size, cap)

@@ -14,6 +14,8 @@ from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.report.no_classes import describe
+from imagenot.wordnet.index import load_index
+from imagenot.wordnet.senses import sense_label
 
 LISTED = 10  # classes named per list in the card; the report and the run's files hold them all
 # (label, key of wordnet.stats_report's set figures) shown beside ImageNet-1k's
@@ -155,6 +157,33 @@ def _classes(facts: RunFacts) -> list[str]:
         verdict = "satisfied" if not broken else f"not satisfied, {count_of(len(broken), 'class')} break it:"
         lines.append(f"- **{reading}**: {verdict}")
         lines += [f"  {line}" for line in _listed(broken)]
+    return [*lines, ""]
+
+
+def _senses(facts: RunFacts) -> list[str]:
+    """Per class, the captions another noun sense of its word won (sense contrast)."""
+    margin = facts.config.scoring.sense_margin
+    if margin is None:
+        return ["## Senses", "", "Sense contrast is off (`scoring.sense_margin` null).", ""]
+    lost = facts.sample.get("other_sense_by_class", {})
+    names = {c["wnid"]: c["name"] for c in facts.classes}
+    lines = [
+        "## Senses",
+        "",
+        f"Each caption was scored against every noun sense of the word it matched; it stays in its class only when "
+        f"the class's sense beats the best other sense by `scoring.sense_margin` = {margin}. "
+        f"{count_of(facts.sample.get('other_sense', 0), 'caption')} went to another sense"
+        + (":" if lost else "."),
+    ]
+    if lost:
+        index = load_index()
+        rows = [
+            f"{names.get(wnid, wnid)} (`{wnid}`): "
+            + ", ".join(f"{n:,} captions went to {sense_label(index, other)}" for other, n in
+                        sorted(by_sense.items(), key=lambda item: (-item[1], item[0])))
+            for wnid, by_sense in sorted(lost.items(), key=lambda item: (-sum(item[1].values()), item[0]))
+        ]  # fmt: skip
+        lines += ["", *_listed(rows)]
     return [*lines, ""]
 
 
@@ -389,6 +418,6 @@ def _safety(facts: RunFacts) -> list[str]:
 
 
 def render_card(facts: RunFacts) -> str:
-    sections = (_what, _built, _classes, _safety, _splits, _download, _using, _limitations, _audits, _human_review,
-                _licences, datasheet.datasheet, _rebuild, _config)  # fmt: skip
+    sections = (_what, _built, _classes, _senses, _safety, _splits, _download, _using, _limitations, _audits,
+                _human_review, _licences, datasheet.datasheet, _rebuild, _config)  # fmt: skip
     return "\n".join(line for section in sections for line in section(facts))

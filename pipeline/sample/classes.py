@@ -4,7 +4,7 @@ Exact duplicates are kept out before anything is taken: walking the candidates i
 order, a row whose url an earlier row has is a `duplicate_url`; of the rest, a row whose caption
 an earlier row has is a `duplicate_caption`. The survivors are ordered again (which changes only
 the matched strategy's round robin) and the first N + reserve of them make the class's list.
-Every candidate is accounted for: candidates = below_threshold + duplicate_url +
+Every candidate is accounted for: candidates = other_sense + below_threshold + duplicate_url +
 duplicate_caption + listed + not_listed.
 """
 
@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from imagenot.pipeline.config import Sampling
 from imagenot.pipeline.keyed_hash import sample_keys
 from imagenot.pipeline.layout import SCORE_COLUMN
-from imagenot.pipeline.sampling_order import settle_duplicates, similarity_bins, strategy_order
+from imagenot.pipeline.sampling_order import sense_kept, settle_duplicates, similarity_bins, strategy_order
 
 ORDER_COLUMN = "order"
 
@@ -28,12 +28,17 @@ ORDER_COLUMN = "order"
 
 
 
-def sample_class(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = None) -> tuple[pa.Table, dict[str, int]]:
+def sample_class(
+    rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = None, sense_margin: float | None = None
+) -> tuple[pa.Table, dict]:
     """`rows` (one class's candidates, any order) as the class's ordered list, with an int32
     `order` column: positions 0..N-1 are the images, the rest the reserve. `edges`: the matched
-    strategy's reference bin edges (see `sampling_order.reference_edges`)."""
+    strategy's reference bin edges (see `sampling_order.reference_edges`). Rows another sense of their
+    word wins (`sense_kept`) are out first: `other_sense`, and by winner `other_sense_to`."""
     if rows.column(SCORE_COLUMN).null_count:
         raise ValueError(f"{SCORE_COLUMN} is null in {rows.column(SCORE_COLUMN).null_count} scored rows")
+    candidates = rows.num_rows
+    rows, lost_to = sense_kept(rows, sense_margin)
     rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
     similarity = rows.column(SCORE_COLUMN).to_numpy()
     priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
@@ -46,7 +51,9 @@ def sample_class(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = 
     listed = ordered[: sampling.images_per_class + sampling.reserve]
     table = rows.take(pa.array(listed)).append_column(ORDER_COLUMN, pa.array(np.arange(len(listed)), pa.int32()))
     counts = {
-        "candidates": rows.num_rows,
+        "candidates": candidates,
+        "other_sense": candidates - rows.num_rows,
+        "other_sense_to": lost_to,
         "below_threshold": rows.num_rows - len(ranked),
         "duplicate_url": int((~new_url).sum()),
         "duplicate_caption": int((~new_caption).sum()),

@@ -37,6 +37,7 @@ from imagenot.pipeline.layout import (
     DATASET_DIR,
     MANIFEST_FILE,
     RANK,
+    SENSE_COLUMNS,
     RESERVE_DIR,
     SAMPLE,
     SCORE_COLUMN,
@@ -73,8 +74,9 @@ ORDERED_DIR = "ordered"
 COUNTS_FILE, CHECKSUMS_FILE = "class_counts.json", "corpus_checksums.json"
 TALLY_FILE = "sample_tally.json"
 SOURCE_COLUMNS = ("width", "height", "similarity", "license", "sample_id")  # kept where present
-# candidates = below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images + reserve + not_listed
-COUNT_KEYS = ("candidates", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed")
+# candidates = other_sense + below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images
+# + reserve + not_listed
+COUNT_KEYS = ("candidates", "other_sense", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed")
 CLASS_FILE = "class_sampling.tsv"
 CLASS_COLUMNS = ("class_index", "wnid", "name", *COUNT_KEYS, "images", "reserve", "shortfall")
 
@@ -94,12 +96,12 @@ def class_parts(shard: str, columns: list[str]):
 
 
 class _SampleClass(beam.DoFn):
-    def __init__(self, sampling: Sampling, edges: np.ndarray | None, ordered_dir: str):
-        self._sampling, self._edges, self._ordered_dir = sampling, edges, ordered_dir
+    def __init__(self, sampling: Sampling, edges: np.ndarray | None, ordered_dir: str, sense_margin: float | None):
+        self._sampling, self._edges, self._ordered_dir, self._margin = sampling, edges, ordered_dir, sense_margin
 
     def process(self, keyed):
         wnid, parts = keyed
-        ordered, counts = sample_class(pa.concat_tables(parts), self._sampling, self._edges)
+        ordered, counts = sample_class(pa.concat_tables(parts), self._sampling, self._edges, self._margin)
         with atomic_output(FileSystems.join(self._ordered_dir, f"{wnid}.parquet")) as stream:
             pq.write_table(ordered, stream)
         yield wnid, counts
@@ -154,8 +156,13 @@ def split_list(ordered: pa.Table, class_index: int, lost: set[str], sampling: Sa
 
 
 
-def tally(rows: list[dict]) -> dict:
-    per_class = {row["wnid"]: {k: row[k] for k in ("images", "reserve", "shortfall")} for row in rows}
+def tally(rows: list[dict], counts: dict) -> dict:
+    """Totals, and per class its images, reserve, shortfall and the captions other senses won (by sense)."""
+    per_class = {
+        row["wnid"]: {**{k: row[k] for k in ("images", "reserve", "shortfall")},
+                      "other_sense_to": counts.get(row["wnid"], {}).get("other_sense_to", {})}
+        for row in rows
+    }
     totals = {key: sum(row[key] for row in rows) for key in (*COUNT_KEYS, "images", "reserve", "shortfall")}
     return {"classes": len(rows), "classes_short": sum(row["shortfall"] > 0 for row in rows), **totals, "per_class": per_class}
 
@@ -205,7 +212,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
     corpus = read_json(stage_path(run_dir, TAG, CORPUS_SHARDS_FILE))
     scored_schema = read_schema(shards[0])
     schema = output_schema(scored_schema)
-    read = [name for name in schema.names if name in scored_schema.names]
+    read = [name for name in (*schema.names, *SENSE_COLUMNS) if name in scored_schema.names]
     ordered_dir = FileSystems.join(stage_dir, ORDERED_DIR)
     counts_path, checksums_path = (FileSystems.join(stage_dir, name) for name in (COUNTS_FILE, CHECKSUMS_FILE))
 
@@ -216,7 +223,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
             | "SpreadScored" >> beam.Reshuffle()
             | "ByClass" >> beam.FlatMap(class_parts, read)
             | "Group" >> beam.GroupByKey()
-            | "Sample" >> beam.ParDo(_SampleClass(sampling, edges, ordered_dir))
+            | "Sample" >> beam.ParDo(_SampleClass(sampling, edges, ordered_dir, config.scoring.sense_margin))
             | "Counts" >> beam.combiners.ToDict()
             | "WriteCounts" >> beam.Map(lambda counts: write_json(counts_path, counts))
         )
@@ -232,7 +239,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
 
     lists = {c["index"]: FileSystems.join(ordered_dir, f"{c['wnid']}.parquet") for c in classes if c["wnid"] in counts}
     rows, outputs = write_dataset(stage_dir, classes, counts, lists, schema, sampling)
-    result = tally(rows)
+    result = tally(rows, counts)
     write_json(FileSystems.join(stage_dir, TALLY_FILE), result)
     manifest = build_manifest(run_dir, config.model_dump(mode="json"), settings(config), read_json(checksums_path), outputs)
     write_json(FileSystems.join(stage_dir, MANIFEST_FILE), manifest)
@@ -243,9 +250,11 @@ def run_sample(config: Config, run_dir: str) -> dict:
 
 
 def summarize(result: dict) -> dict:
-    """The tally's totals, and the shortfall of each class that has one."""
+    """The tally's totals, the shortfall of each class that has one, and per class the captions
+    other senses of its word won (by sense) where there are any."""
     short = {wnid: c["shortfall"] for wnid, c in result["per_class"].items() if c["shortfall"] > 0}
-    return {**{k: v for k, v in result.items() if k != "per_class"}, "shortfall_by_class": short}
+    lost = {wnid: c["other_sense_to"] for wnid, c in result["per_class"].items() if c.get("other_sense_to")}
+    return {**{k: v for k, v in result.items() if k != "per_class"}, "shortfall_by_class": short, "other_sense_by_class": lost}
 
 
 DECLARATION = Stage(

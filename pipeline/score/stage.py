@@ -28,7 +28,16 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config import Config, Runner, Scoring
 from imagenot.pipeline.keyed_hash import sample_keys
-from imagenot.pipeline.layout import FIRST_PASS_DIR, SCORE, SCORE_COLUMN, SELECT, SELECTED_DIR, stage_path
+from imagenot.pipeline.layout import (
+    FIRST_PASS_DIR,
+    MARGIN_COLUMN,
+    OTHER_SENSE_COLUMN,
+    SCORE,
+    SCORE_COLUMN,
+    SELECT,
+    SELECTED_DIR,
+    stage_path,
+)
 from imagenot.pipeline.preflight import check_text_models
 from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.registry import Stage
@@ -36,6 +45,7 @@ from imagenot.pipeline.run_files import read_json, read_schema, stage_shards, wr
 from imagenot.pipeline.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import load_encoder
+from imagenot.pipeline.score.sense_contrast import SenseContrast, SenseQueries
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.shards import (
     ShardWorker,
@@ -92,7 +102,8 @@ def merge_smallest(parts: Iterable[dict[str, list[int]]], per_synset: int) -> di
 
 
 class CaptionScorer:
-    """Embeds captions (through the cache) and scores each against its synset's query."""
+    """Embeds captions (through the cache) and scores each against its synset's query and, with
+    sense contrast on, against every noun sense of the word that matched it (`sense_contrast.py`)."""
 
     def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
         encoder = load_encoder(
@@ -100,12 +111,23 @@ class CaptionScorer:
         )
         self.encoder = CachedEncoder(encoder, scoring.cache_dir or FileSystems.join(str(cache_dir()), "embeddings"))
         self.queries = QueryEmbeddings.build(load_index(), wnids, scoring.query_template, self.encoder)
+        self.contrast = None if scoring.sense_margin is None else SenseContrast(SenseQueries(scoring, self.encoder))
+        self.added = [SCORE_COLUMN] + ([] if self.contrast is None else [OTHER_SENSE_COLUMN, MARGIN_COLUMN])
+        self.reads = ["caption", "wnid"] + ([] if self.contrast is None else ["matched"])
 
     def score(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """`batch` (with `caption` and `wnid`) with a float32 `gloss_similarity` appended."""
+        """`batch` (with `caption`, `wnid` and, for sense contrast, `matched`) with a float32
+        `gloss_similarity` appended, and with sense contrast the best other sense's wnid
+        (`other_sense`, null when the word has one sense) and float32 `sense_margin` over it."""
         vectors = self.encoder.encode(batch.column("caption").to_pylist())
-        scores = score_batch(vectors, batch.column("wnid").to_pylist(), self.queries)
-        return batch.append_column(SCORE_COLUMN, pa.array(scores, pa.float32()))
+        wnids = batch.column("wnid").to_pylist()
+        scores = score_batch(vectors, wnids, self.queries)
+        batch = batch.append_column(SCORE_COLUMN, pa.array(scores, pa.float32()))
+        if self.contrast is None:
+            return batch
+        other, margin = self.contrast.margins(vectors, wnids, batch.column("matched").to_pylist())
+        batch = batch.append_column(OTHER_SENSE_COLUMN, pa.array(other, pa.string()))
+        return batch.append_column(MARGIN_COLUMN, pa.array(margin, pa.float32()))
 
 
 def _encoder_options(scoring: Scoring) -> dict:
@@ -131,11 +153,11 @@ def _score_into(path: str, shard: str, scorer: CaptionScorer, admit, columns: li
     scored = 0
 
     def kept(result: pa.RecordBatch) -> pa.RecordBatch:
-        return result if columns is None else result.select([*columns, SCORE_COLUMN])
+        return result if columns is None else result.select([*columns, *scorer.added])
 
     def scored_batches():
         nonlocal scored
-        read = None if columns is None else sorted({"row_id", "wnid", "caption", *columns})
+        read = None if columns is None else sorted({"row_id", *scorer.reads, *columns})
         for batch in read_batches(shard, read):
             chosen = batch.filter(admit(batch))
             scored += chosen.num_rows

