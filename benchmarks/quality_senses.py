@@ -48,7 +48,7 @@ EXAMPLES = "{lemma}: {gloss}; {examples}"
 HYPONYMS = "{lemma}, a kind of {hypernym} ({category}): {hyponyms}"
 SEVERAL = [LEMMA, HYPERNYM, HYPONYMS]
 VARIANTS = {  # name -> scoring settings beside the defaults
-    "default": {},
+    "default": {},  # three, mean, prior 0.03
     "gloss": {"sense_templates": ["{gloss}"]},
     "lemma+gloss": {"sense_templates": [LEMMA]},
     "lemmas+hypernym+gloss": {"sense_templates": [HYPERNYM]},

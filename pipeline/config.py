@@ -198,15 +198,19 @@ class Scoring(Section):
     query_template: QueryTemplate = Field(
         "{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss} {hypernym} {examples}"
     )
-    sense_templates: list[QueryTemplate] = Field(
-        default_factory=lambda: ["{lemma}: {gloss}"],
+    sense_templates: list[QueryTemplate] = Field(  # the best on benchmarks/data/sense_dev (benchmarks/README.md)
+        default_factory=lambda: [
+            "{lemma}: {gloss}",
+            "{lemmas}, a kind of {hypernym}: {gloss}",
+            "{lemma}, a kind of {hypernym} ({category}): {hyponyms}",
+        ],
         min_length=1,
         max_length=8,
         description="sense contrast: the query texts of every noun sense of a caption's word (fields as query_template)",
     )
-    sense_pooling: Literal["max", "mean"] = Field("max", description="sense contrast: pools a sense's query similarities")
+    sense_pooling: Literal["max", "mean"] = Field("mean", description="sense contrast: pools a sense's query similarities")
     sense_prior: float = Field(
-        0.0, ge=0, le=1, description="sense contrast: weight of log P(sense | word) from WordNet's tagged counts"
+        0.03, ge=0, le=1, description="sense contrast: weight of log P(sense | word) from WordNet's tagged counts"
     )
     sense_margin: float | None = Field(
         0.0,

@@ -1,0 +1,101 @@
+"""Sense contrast: the caption rule, the sample's other_sense drop, the priority path's agreement
+with it, and `imagenot senses` run as a user runs it (real MiniLM, real WordNet)."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from cli_runner import invoke
+
+from imagenot.filters.caption_rule import caption_decision
+from imagenot.pipeline.config import Sampling
+from imagenot.pipeline.rank.priority import list_settled
+from imagenot.pipeline.sample.classes import sample_class
+from imagenot.pipeline.score.senses_command import senses_command
+
+CRANE_MACHINE, CRANE_BIRD = "n03126707", "n02000954"  # crane.n.04, crane.n.05
+
+
+def test_rule_names_the_reason_and_other_sense_wins_over_threshold():
+    passes, reason = caption_decision(np.array([0.6, 0.2, 0.6, 0.2]), np.array([0.1, 0.1, -0.1, -0.1]), 0.5, 0.0)
+    assert passes.tolist() == [True, False, False, False]
+    assert reason.tolist() == ["", "below_threshold", "other_sense", "other_sense"]
+    assert caption_decision(np.array([0.1]), np.array([-1.0]), None, None)[0].tolist() == [True]
+
+
+def _class_rows(n: int = 40) -> pa.Table:
+    margin = np.where(np.arange(n) % 4 == 0, -0.05, 0.2).astype(np.float32)
+    return pa.table({
+        "row_id": [f"r{i:03d}" for i in range(n)],
+        "url": [f"http://127.0.0.1:9/{i}" for i in range(n)],
+        "caption": [f"caption {i}" for i in range(n)],
+        "wnid": [CRANE_BIRD] * n,
+        "gloss_similarity": np.linspace(0.2, 0.8, n).astype(np.float32),
+        "other_sense": [CRANE_MACHINE] * n,
+        "sense_margin": margin,
+    })
+
+
+def test_sample_drops_captions_another_sense_wins_and_counts_them_by_winner():
+    rows = _class_rows()
+    sampling = Sampling(images_per_class=5, test_per_class=1, reserve_factor=0.2)
+    table, counts = sample_class(rows, sampling, sense_margin=0.0)
+    assert counts["other_sense"] == 10 and counts["other_sense_to"] == {CRANE_MACHINE: 10}
+    assert counts["candidates"] == 40
+    lost = {f"r{i:03d}" for i in range(0, 40, 4)}
+    assert not lost & set(table.column("row_id").to_pylist())
+    assert "sense_margin" not in table.column_names  # the dataset's schema stays as it was
+    off, off_counts = sample_class(rows, sampling, sense_margin=None)
+    assert off_counts["other_sense"] == 0 and lost & set(off.column("row_id").to_pylist())
+
+
+def test_priority_settling_leaves_out_the_same_captions_as_the_sample():
+    rows = _class_rows(12)  # 3 of them lost to the machine sense
+    sampling = Sampling(images_per_class=10, test_per_class=1, reserve_factor=0.0, strategy="threshold", threshold=0.0)
+    assert not list_settled(rows, sampling, None, 0.0)  # 9 left of the 10 needed: the list may still grow
+    assert list_settled(rows, sampling, None, None)
+    assert sample_class(rows, sampling, sense_margin=0.0)[1]["listed"] == 9
+
+
+@pytest.fixture(scope="module")
+def scored_file(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("senses")
+    captions = pa.table({
+        "caption": ["Liebherr mobile crane lifting steel beams at the port", "sandhill cranes in flight over the marsh",
+                    "hot dog with mustard and onions on a paper plate"],
+        "lemma": ["crane", "crane", "hot_dog"],
+        "id": [1, 2, 3],
+    })  # fmt: skip
+    pq.write_table(captions, folder / "in.parquet")
+    result = invoke(senses_command, ["--input", str(folder / "in.parquet"), "--out", str(folder / "out.parquet")])
+    assert result.exit_code == 0, result.output
+    return folder, pq.read_table(folder / "out.parquet")
+
+
+def test_senses_file_predicts_each_caption_s_sense(scored_file):
+    _, table = scored_file
+    assert table.column("id").to_pylist() == [1, 2, 3]  # other columns carried through
+    assert table.column("predicted").to_pylist()[:2] == ["crane.n.04", "crane.n.05"]
+    assert table.column("predicted")[2].as_py().startswith(("hotdog", "frank", "hot_dog"))
+    for row in table.to_pylist():
+        scores = [s["score"] for s in row["senses"]]
+        assert scores == sorted(scores, reverse=True) and row["senses"][0]["synset"] == row["predicted"]
+        assert row["margin"] == pytest.approx(scores[0] - scores[1], abs=1e-5)
+        assert row["passes"] == (row["margin"] >= 0)  # the default rule: margin 0, no caption threshold
+    assert len(table.column("senses")[0].as_py()) == 5  # every noun sense of crane
+
+
+def test_senses_file_names_the_row_of_a_lemma_that_is_no_noun(scored_file):
+    folder, _ = scored_file
+    pq.write_table(pa.table({"caption": ["a", "b"], "lemma": ["crane", "quickly"]}), folder / "bad.parquet")
+    result = invoke(senses_command, ["--input", str(folder / "bad.parquet"), "--out", str(folder / "bad-out.parquet")])
+    assert result.exit_code == 1
+    assert "row 1" in result.output and "'quickly' is not a WordNet noun" in result.output
+
+
+def test_senses_caption_says_what_a_build_would_do():
+    result = invoke(senses_command, ["crane lifting steel beams at the port", "--lemma", "crane"])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines()[1:] if line.strip()}
+    assert lines["crane.n.04"].endswith("kept")
+    assert "other_sense: goes to crane.n.04 (lifting device)" in lines["crane.n.05"]
