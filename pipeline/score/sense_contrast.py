@@ -46,6 +46,7 @@ class SenseQueries:
         self.encoder = encoder
         self.senses = senses or word_senses()
         self._vectors: dict[str, np.ndarray] = {}  # wnid -> float64 (templates, dim)
+        self.embedded = 0  # query texts the model embedded (cache misses), kept apart from captions
 
     def vectors(self, wnids: Sequence[str]) -> np.ndarray:
         """float64 (len(wnids), templates, dim), embedding the senses not seen yet in one call."""
@@ -53,8 +54,10 @@ class SenseQueries:
         if missing:
             index = self.senses.index
             texts = [query_text(index[w], t, index) for w in missing for t in self.templates]
+            before = getattr(self.encoder, "embedded", 0)  # a caching encoder's model calls
             embedded = self.encoder.encode(texts).astype(np.float64).reshape(len(missing), len(self.templates), -1)
             self._vectors.update(zip(missing, embedded))
+            self.embedded += getattr(self.encoder, "embedded", 0) - before
         return np.stack([self._vectors[w] for w in wnids])
 
     def scores(self, caption_vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> np.ndarray:

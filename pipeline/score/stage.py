@@ -115,6 +115,10 @@ class CaptionScorer:
         self.added = [SCORE_COLUMN] + ([] if self.contrast is None else [OTHER_SENSE_COLUMN, MARGIN_COLUMN])
         self.reads = ["caption", "wnid"] + ([] if self.contrast is None else ["matched"])
 
+    def captions_embedded(self) -> int:
+        """Captions the model embedded so far (cache misses), sense queries not counted."""
+        return self.encoder.embedded - (0 if self.contrast is None else self.contrast.queries.embedded)
+
     def score(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """`batch` (with `caption`, `wnid` and, for sense contrast, `matched`) with a float32
         `gloss_similarity` appended, and with sense contrast the best other sense's wnid
@@ -149,7 +153,7 @@ def score_shard(
 
 
 def _score_into(path: str, shard: str, scorer: CaptionScorer, admit, columns: list[str] | None) -> dict:
-    embedded_before = scorer.encoder.embedded
+    embedded_before = scorer.captions_embedded()
     scored = 0
 
     def kept(result: pa.RecordBatch) -> pa.RecordBatch:
@@ -167,7 +171,7 @@ def _score_into(path: str, shard: str, scorer: CaptionScorer, admit, columns: li
         return kept(scorer.score(pa.RecordBatch.from_pylist([], schema=read_schema(shard)))).schema
 
     write_batches(path, scored_batches(), empty_schema)
-    return {"rows_scored": scored, "captions_embedded": scorer.encoder.embedded - embedded_before}
+    return {"rows_scored": scored, "captions_embedded": scorer.captions_embedded() - embedded_before}
 
 
 class _ScoreFirstPass(beam.DoFn):
