@@ -22,7 +22,9 @@ written, with its case and neighbours, and names why the word does not name the 
   caption, where WordNet also has the word in that part of speech.
 
 `pair_rule` returns the first rule that fires, in the order above, or None. The select stage
-runs it over each pair step 6 keeps, `imagenot senses` over its rows: one function, one answer.
+runs it (`pair_rules`) over each pair step 6 keeps, `imagenot senses` over its rows: one function,
+one answer. `caption_decision` is the whole verdict on a caption for a synset, as the build reaches
+it: a caption rule first (select), then sense contrast and the caption threshold (sample).
 """
 
 from __future__ import annotations
@@ -32,11 +34,15 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from imagenot.filters.batches import Drops, require_column
 
 STEP = "caption_rules"
+OTHER_SENSE = "other_sense"
+BELOW_THRESHOLD = "below_threshold"
+KEPT = ""
 RULES = ("size_code", "number", "foreign_word", "case", "name", "title", "part_of_speech", "rare_sense")
 
 _WORD = re.compile(r"[^\W_]+")
@@ -216,6 +222,17 @@ def matched_form(matched: list[str], sense: Sense) -> str | None:
     return next((form for form in matched if any(_spells(form, lemma) for lemma in sense.lemma_forms)), None)
 
 
+def pair_rules(
+    captions: list, matched: list, wnids: list[str], rules: CaptionRules, senses: Mapping[str, Sense]
+) -> list[str | None]:
+    """Per (caption, its matched surface forms, wnid) pair, the rule that drops it, or None."""
+    fired = []
+    for caption, forms, wnid in zip(captions, matched, wnids):
+        form = matched_form(forms or [], senses[wnid])
+        fired.append(pair_rule(caption, form, senses[wnid], rules) if caption and form else None)
+    return fired
+
+
 def keep_passing_rows(
     batch: pa.RecordBatch, rules: CaptionRules, senses: Mapping[str, Sense]
 ) -> tuple[pa.RecordBatch, Drops]:
@@ -226,9 +243,30 @@ def keep_passing_rows(
     captions = require_column(batch, "caption", "the caption rules read it").to_pylist()
     matched = require_column(batch, "matched", "the tag stage writes it").to_pylist()
     wnids = require_column(batch, "wnid", "added by step 6").to_pylist()
-    fired = []
-    for caption, forms, wnid in zip(captions, matched, wnids):
-        form = matched_form(forms or [], senses[wnid])
-        fired.append(pair_rule(caption, form, senses[wnid], rules) if caption and form else None)
+    fired = pair_rules(captions, matched, wnids, rules, senses)
     drops = Counter((STEP, rule) for rule in fired if rule)
     return batch.filter(pa.array([rule is None for rule in fired])), dict(drops)
+
+
+def caption_decision(
+    similarity: np.ndarray,
+    margin: np.ndarray,
+    threshold: float | None,
+    sense_margin: float | None,
+    rule: list[str | None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(passes, reason) per caption for the synset it is scored for. `rule`: the caption rule that
+    drops each pair (`pair_rules`; None: none did, or rules not run); it names the reason first, as
+    select drops the pair before scoring. Then a sense margin (the caption's score for its synset
+    minus the best other noun sense's of the same word) under `sense_margin` is `other_sense`, and
+    a similarity under `threshold` `below_threshold`; a None threshold or margin tests nothing."""
+    similarity, margin = np.asarray(similarity, np.float32), np.asarray(margin, np.float32)
+    reason = np.full(len(similarity), KEPT, object)
+    if threshold is not None:
+        reason[similarity < np.float32(threshold)] = BELOW_THRESHOLD
+    if sense_margin is not None:
+        reason[margin < np.float32(sense_margin)] = OTHER_SENSE
+    if rule is not None:
+        fired = np.array([name is not None for name in rule], bool)
+        reason[fired] = np.array([name for name in rule if name is not None], object)
+    return reason == KEPT, reason

@@ -206,9 +206,12 @@ class Scoring(Section):
         ],
         min_length=1,
         max_length=8,
-        description="sense contrast: the query texts of every noun sense of a caption's word (fields as query_template)",
+        description="sense contrast: the query texts of every noun sense of a caption's word (fields as "
+        "query_template)",
     )
-    sense_pooling: Literal["max", "mean"] = Field("mean", description="sense contrast: pools a sense's query similarities")
+    sense_pooling: Literal["max", "mean"] = Field(
+        "mean", description="sense contrast: pools a sense's query similarities"
+    )
     sense_prior: float = Field(
         0.03, ge=0, le=1, description="sense contrast: weight of log P(sense | word) from WordNet's tagged counts"
     )

@@ -22,7 +22,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rule import caption_decision
+from imagenot.filters.caption_rules import caption_decision
 from imagenot.pipeline.config import Sampling
 from imagenot.pipeline.layout import MARGIN_COLUMN, OTHER_SENSE_COLUMN, SCORE_COLUMN, SENSE_COLUMNS
 

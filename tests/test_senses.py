@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.filters.caption_rule import caption_decision
+from imagenot.filters.caption_rules import caption_decision
 from imagenot.pipeline.config import Sampling
 from imagenot.pipeline.rank.priority import list_settled
 from imagenot.pipeline.sample.classes import sample_class
@@ -62,9 +62,10 @@ def scored_file(tmp_path_factory):
     folder = tmp_path_factory.mktemp("senses")
     captions = pa.table({
         "caption": ["Liebherr mobile crane lifting steel beams at the port", "sandhill cranes in flight over the marsh",
-                    "hot dog with mustard and onions on a paper plate"],
-        "lemma": ["crane", "crane", "hot_dog"],
-        "id": [1, 2, 3],
+                    "hot dog with mustard and onions on a paper plate", "Apple iPhone 8 Plus case 64GB",
+                    "Harry Potter and the Goblet of Fire (2005) DVD"],
+        "lemma": ["crane", "crane", "hot_dog", "eight", "potter"],
+        "id": [1, 2, 3, 4, 5],
     })  # fmt: skip
     pq.write_table(captions, folder / "in.parquet")
     result = invoke(senses_command, ["--input", str(folder / "in.parquet"), "--out", str(folder / "out.parquet")])
@@ -74,15 +75,25 @@ def scored_file(tmp_path_factory):
 
 def test_senses_file_predicts_each_caption_s_sense(scored_file):
     _, table = scored_file
-    assert table.column("id").to_pylist() == [1, 2, 3]  # other columns carried through
+    assert table.column("id").to_pylist() == [1, 2, 3, 4, 5]  # other columns carried through
     assert table.column("predicted").to_pylist()[:2] == ["crane.n.04", "crane.n.05"]
     assert table.column("predicted")[2].as_py().startswith(("hotdog", "frank", "hot_dog"))
-    for row in table.to_pylist():
+    for row in table.to_pylist()[:3]:
         scores = [s["score"] for s in row["senses"]]
         assert scores == sorted(scores, reverse=True) and row["senses"][0]["synset"] == row["predicted"]
         assert row["margin"] == pytest.approx(scores[0] - scores[1], abs=1e-5)
         assert row["passes"] == (row["margin"] >= 0)  # the default rule: margin 0, no caption threshold
+        assert row["reason"] == (None if row["passes"] else "other_sense")
     assert len(table.column("senses")[0].as_py()) == 5  # every noun sense of crane
+
+
+def test_senses_file_drops_what_the_build_s_caption_rules_drop(scored_file):
+    """The select stage's caption rules decide here as in a build: "8" in a model name is no
+    number, "Potter" beside "Harry" is a name; `reason` names the rule."""
+    _, table = scored_file
+    rows = table.to_pylist()[3:]
+    assert [(row["passes"], row["reason"]) for row in rows] == [(False, "number"), (False, "name")]
+    assert rows[1]["margin"] == float("inf")  # potter has one noun sense: nothing but the rule drops it
 
 
 def test_senses_file_names_the_row_of_a_lemma_that_is_no_noun(scored_file):
@@ -99,3 +110,12 @@ def test_senses_caption_says_what_a_build_would_do():
     lines = {line.split()[0]: line for line in result.output.splitlines()[1:] if line.strip()}
     assert lines["crane.n.04"].endswith("kept")
     assert "other_sense: goes to crane.n.04 (lifting device)" in lines["crane.n.05"]
+    result = invoke(senses_command, ["Harry Potter and the Goblet of Fire (2005) DVD"])
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if "potter.n.01" in line][0].endswith("caption rule name")
+
+
+def test_decision_names_the_caption_rule_before_sense_and_threshold():
+    similarity, margin = np.array([0.6, 0.2, 0.6]), np.array([0.1, -0.1, 0.1])
+    passes, reason = caption_decision(similarity, margin, 0.5, 0.0, [None, "case", None])
+    assert passes.tolist() == [True, False, True] and reason.tolist() == ["", "case", ""]

@@ -159,8 +159,8 @@ def _save(index: NounIndex, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "synsets": [
-            [s.wnid, s.name, s.lemmas, s.gloss, s.lexname, s.hypernyms, s.hyponyms, s.depth, s.usage_domains, s.examples,
-             s.lemma_counts]
+            [s.wnid, s.name, s.lemmas, s.gloss, s.lexname, s.hypernyms, s.hyponyms, s.depth, s.usage_domains,
+             s.examples, s.lemma_counts]
             for s in index
         ],
         "irregular": index.irregular,

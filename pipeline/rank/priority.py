@@ -51,7 +51,9 @@ from imagenot.pipeline.shards import ShardWorker, sum_tallies
 SETTLE_COLUMNS = ["row_id", "wnid", "url", "caption", SCORE_COLUMN]
 
 
-def list_settled(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, sense_margin: float | None = None) -> bool:
+def list_settled(
+    rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, sense_margin: float | None = None
+) -> bool:
     """Whether `rows`, the scored captions of one class with the smallest priority keys, settle
     its list whatever the scores of its other captions (see the module's notes). Captions another
     sense wins (`sense_kept`) are out first, as the sample takes them out: whether a caption is
@@ -74,7 +76,11 @@ def list_settled(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, s
 
 
 def settled_classes(
-    scored: pa.Table, classes: list[str], sampling: Sampling, edges: np.ndarray | None, sense_margin: float | None = None
+    scored: pa.Table,
+    classes: list[str],
+    sampling: Sampling,
+    edges: np.ndarray | None,
+    sense_margin: float | None = None,
 ) -> set[str]:
     """The `classes` whose scored rows in `scored` settle their list."""
     order = pc.sort_indices(scored, [("wnid", "ascending")])

@@ -90,7 +90,8 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
     )
     sample, n = facts.sample, facts.config.sampling.images_per_class
     # candidates = images + reserve + the rest, by reason (pipeline.sample.stage.COUNT_KEYS)
-    reasons = ("other_sense", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed", "reserve")
+    reasons = ("other_sense", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class",
+               "not_listed", "reserve")  # fmt: skip
     empty = sum(1 for short in sample["shortfall_by_class"].values() if short == n)
     rows.append(
         FunnelRow(

@@ -76,7 +76,8 @@ TALLY_FILE = "sample_tally.json"
 SOURCE_COLUMNS = ("width", "height", "similarity", "license", "sample_id")  # kept where present
 # candidates = other_sense + below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images
 # + reserve + not_listed
-COUNT_KEYS = ("candidates", "other_sense", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed")
+COUNT_KEYS = ("candidates", "other_sense", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class",
+              "not_listed")  # fmt: skip
 CLASS_FILE = "class_sampling.tsv"
 CLASS_COLUMNS = ("class_index", "wnid", "name", *COUNT_KEYS, "images", "reserve", "shortfall")
 
@@ -254,7 +255,8 @@ def summarize(result: dict) -> dict:
     other senses of its word won (by sense) where there are any."""
     short = {wnid: c["shortfall"] for wnid, c in result["per_class"].items() if c["shortfall"] > 0}
     lost = {wnid: c["other_sense_to"] for wnid, c in result["per_class"].items() if c.get("other_sense_to")}
-    return {**{k: v for k, v in result.items() if k != "per_class"}, "shortfall_by_class": short, "other_sense_by_class": lost}
+    totals = {k: v for k, v in result.items() if k != "per_class"}
+    return {**totals, "shortfall_by_class": short, "other_sense_by_class": lost}
 
 
 DECLARATION = Stage(

@@ -5,7 +5,7 @@ Each noun sense of the word (all of them: candidates or not) has one or more que
 (`scoring.sense_templates`); a caption's score for a sense is its cosine similarity with those
 queries, pooled (`scoring.sense_pooling`: max or mean), plus `scoring.sense_prior` x log P(sense |
 word) from WordNet's tagged counts. The caption's margin is S's score minus the best other
-sense's; `filters.caption_rule.caption_decision` is the rule that keeps or drops it. Sense queries are embedded once
+sense's; `filters.caption_rules.caption_decision` is the rule that keeps or drops it. Sense queries are embedded once
 per worker (and through the embedding cache, once per model); captions reuse the embedding
 their gloss similarity already computed.
 

@@ -5,11 +5,14 @@
 
 The first prints, for each word the tagger finds in the caption (or the `--lemma` given), every
 noun sense with its gloss and sense score, and what a build would do with the caption were it
-a candidate of that sense: kept, `other_sense` naming the sense that wins it, or
-`below_threshold`. The second reads `caption` and `lemma` columns (others carried through) and
-adds `predicted` (the best sense's WordNet name), `score`, `margin` (over the runner-up),
-`passes` (the build's rule would keep the caption for `predicted`) and `senses` (every noun
-sense of the lemma with its score, best first). The rule is `filters.caption_rule`.
+a candidate of that sense: kept, the caption rule that drops it (`selection.caption_rules`),
+`other_sense` naming the sense that wins it, or `below_threshold`. The second reads `caption`
+and `lemma` columns (others carried through) and adds `predicted` (the best sense's WordNet
+name), `score`, `margin` (over the runner-up), `passes` (the build would keep the caption for
+`predicted`), `reason` (why not: the rule's name, `other_sense` or `below_threshold`; null when
+it passes) and `senses` (every noun sense of the lemma with its score, best first). The verdict
+is the build's own: the tagger's matched forms, `PairChecker` (select's caption rules) and
+`filters.caption_rules.caption_decision` (the sample's sense and threshold tests).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rule import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
+from imagenot.filters.caption_rules import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
+from imagenot.pipeline.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.config import Config, load_config
 from imagenot.pipeline.run_files import atomic_output, read_table
 from imagenot.pipeline.score.runtimes import load_encoder
@@ -47,7 +51,9 @@ def scorer(config: Config) -> SenseQueries:
     return SenseQueries(scoring, encoder)
 
 
-def sense_rows(queries: SenseQueries, vectors: np.ndarray, lemmas: list[str]) -> list[tuple[tuple[str, ...], np.ndarray]]:
+def sense_rows(
+    queries: SenseQueries, vectors: np.ndarray, lemmas: list[str]
+) -> list[tuple[tuple[str, ...], np.ndarray]]:
     """Per caption, the noun senses of its lemma and their scores, best first (ties by wnid)."""
     out: list = [None] * len(lemmas)
     by_lemma: dict[str, list[int]] = {}
@@ -82,17 +88,35 @@ def senses_table(table: pa.Table, config: Config, queries: SenseQueries, path: s
     vectors = queries.encoder.encode(captions)
     ranked = sense_rows(queries, vectors, lemmas)
     index = queries.senses.index
+    predicted = [wnids[0] for wnids, _ in ranked]
+    rule = PairChecker(caption_rules(config.selection.caption_rules), predicted, index).rules_fired(
+        captions, matched_forms(captions, config), predicted
+    )
     score = np.array([s[0] for _, s in ranked], np.float32)
     margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for _, s in ranked], np.float32)
-    passes, _ = caption_decision(score, margin, caption_threshold(config), config.scoring.sense_margin)
+    passes, reason = caption_decision(score, margin, caption_threshold(config), config.scoring.sense_margin, rule)
     return (
-        table.append_column("predicted", pa.array([index[w[0]].name for w, _ in ranked], pa.string()))
+        table.append_column("predicted", pa.array([index[wnid].name for wnid in predicted], pa.string()))
         .append_column("score", pa.array(score))
         .append_column("margin", pa.array(margin))
         .append_column("passes", pa.array(passes))
+        .append_column("reason", pa.array([None if r == KEPT else r for r in reason], pa.string()))
         .append_column("senses", pa.array(
-            [[{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, s)] for wnids, s in ranked], SENSE_TYPE))
+            [[{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, s)] for wnids, s in ranked],
+            SENSE_TYPE,
+        ))
     )  # fmt: skip
+
+
+def _tags(captions: list[str], config: Config):
+    from imagenot.pipeline.tag.stage import build_matcher  # the build's tagger: its matched forms
+
+    return build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array(captions, pa.string()))
+
+
+def matched_forms(captions: list[str], config: Config) -> list[list[str]]:
+    """Per caption, the surface forms the tag stage would match: what the caption rules read."""
+    return [forms or [] for forms in _tags(captions, config).matched.to_pylist()]
 
 
 def caption_words(caption: str, lemma: str | None, config: Config, queries: SenseQueries) -> list[str]:
@@ -101,9 +125,7 @@ def caption_words(caption: str, lemma: str | None, config: Config, queries: Sens
         if not queries.senses.senses(lemma):
             raise click.BadParameter(f"{lemma!r} is not a WordNet noun", param_hint="--lemma")
         return [lemma]
-    from imagenot.pipeline.tag.stage import build_matcher
-
-    tags = build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array([caption]))
+    tags = _tags([caption], config)
     wnids, matched = tags.wnids[0].as_py(), tags.matched[0].as_py()
     words = []
     for form in matched:
@@ -115,17 +137,24 @@ def describe(caption: str, words: list[str], config: Config, queries: SenseQueri
     """Lines for a person: per word, every sense with gloss and score, and the build's fate."""
     index, scoring = queries.senses.index, config.scoring
     vector = queries.encoder.encode([caption])
+    matched = matched_forms([caption], config)[0]
+    rules = caption_rules(config.selection.caption_rules)
     lines = []
     for word in words:
         wnids, scores = sense_rows(queries, vector, [word])[0]
+        fired = PairChecker(rules, wnids, index).rules_fired([caption] * len(wnids), [matched] * len(wnids), wnids)
         lines.append(f"{word}: {len(wnids)} noun senses (sense margin {scoring.sense_margin}, "
                      f"caption threshold {caption_threshold(config)})")  # fmt: skip
         for rank, (wnid, score) in enumerate(zip(wnids, scores)):
             other = 1 if rank == 0 else 0
             margin = score - scores[other] if len(wnids) > 1 else np.inf
-            _, reason = caption_decision([score], [margin], caption_threshold(config), scoring.sense_margin)
+            _, reason = caption_decision(
+                [score], [margin], caption_threshold(config), scoring.sense_margin, [fired[rank]]
+            )
             fate = {KEPT: "kept", BELOW_THRESHOLD: BELOW_THRESHOLD}.get(reason[0])
-            fate = fate or f"{OTHER_SENSE}: goes to {sense_label(index, wnids[other])}"
+            if reason[0] == OTHER_SENSE:
+                fate = f"{OTHER_SENSE}: goes to {sense_label(index, wnids[other])}"
+            fate = fate or f"caption rule {reason[0]}"
             lines.append(f"  {sense_label(index, wnid):40s} {score:6.3f}  {index[wnid].gloss[:60]:60s}  {fate}")
     return lines
 
