@@ -40,6 +40,14 @@ class Backfilled:
     still_flagged: int  # flagged after the last pass (passes ran out)
 
 
+def require_download(config: Config, run_dir: str, command: str) -> None:
+    """Refuse `command` unless the run fetches images and its download stage finished."""
+    if not config.download.enabled:
+        raise ImagenotError(f"{command} replaces images by downloading from the reserve: it needs download.enabled")
+    if not is_done(run_dir, download_stage.STAGE):
+        raise ImagenotError(f"{run_dir}: no finished download/ stage; run `imagenot download` first")
+
+
 def drop_and_backfill(
     config: Config,
     run_dir: str,
@@ -51,10 +59,7 @@ def drop_and_backfill(
     """Drop what `flagged` returns and backfill, until it returns nothing or the passes run out.
     `before_drop(rows)` runs before rows join the dropped list, `after_backfill()` after the
     download stage ran again (an audit reruns itself there)."""
-    if not config.download.enabled:
-        raise ImagenotError(f"{command} replaces images by downloading from the reserve: it needs download.enabled")
-    if not is_done(run_dir, download_stage.STAGE):
-        raise ImagenotError(f"{run_dir}: no finished download/ stage; run `imagenot download` first")
+    require_download(config, run_dir, command)
     download_dir = stage_path(run_dir, DOWNLOAD)
     dropped: Counter[str] = Counter()
     passes = 0

@@ -25,7 +25,7 @@ import click
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.backfill import drop_and_backfill, refresh_outputs
+from imagenot.pipeline.backfill import drop_and_backfill, refresh_outputs, require_download
 from imagenot.pipeline.config import Config, load_run_config
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
@@ -80,6 +80,7 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
         for tar, tar_keys in sorted(keys.items()):
             samples_removed += remove_samples(FileSystems.join(run_dir, tar), tar_keys)
 
+    require_download(config, run_dir, "blocklist apply")
     images_before = stage_figures(run_dir, download_stage.STAGE)["images"]
     result = drop_and_backfill(
         config, run_dir, "blocklist apply", lambda: _matches(run_dir, blocklist, candidates()), before_drop=remove_from_tars

@@ -12,6 +12,7 @@ the model checks are skipped and the worker's loader refuses with the same line.
 
 from __future__ import annotations
 
+import errno
 import logging
 import uuid
 from collections.abc import Iterable
@@ -82,7 +83,11 @@ def check_writable(folder: str) -> None:
             f.write(b"imagenot preflight")
         listed = FileSystems.match([probe])[0].metadata_list
         FileSystems.delete([probe])
-    except Exception as err:  # BeamIOError, OSError, google.api_core errors: all mean "cannot use"
+    except OSError as err:
+        if err.errno in (errno.EEXIST, errno.ENOTDIR):  # a file where the folder, or a folder above it, would be
+            raise PreflightError(f"{folder}: a file is in the way; it cannot be a run directory or output folder") from err
+        raise PreflightError(f"{folder}: cannot write and list there: {type(err).__name__}: {err}") from err
+    except Exception as err:  # BeamIOError, google.api_core errors: all mean "cannot use"
         raise PreflightError(f"{folder}: cannot write and list there: {type(err).__name__}: {err}") from err
     finally:
         if not existed and folder_exists(folder):
@@ -99,15 +104,15 @@ def output_places(config: Config, run_dir: str | None) -> list[str]:
 
 
 def preflight(config: Config, run_dir: str | None, stages: Iterable[Stage]) -> None:
-    """The declared checks of `stages` (each check once), then the places the run writes; raises
+    """The places the run writes, then the declared checks of `stages` (each check once); raises
     a PreflightError (or the check's own ImagenotError) on the first problem."""
+    for place in output_places(config, run_dir):  # first: the declared checks may read the run folder
+        check_writable(place)
     checks: list[Check] = []
     for stage in stages:
         checks += [check for check in stage.preflight if check not in checks]
     for check in checks:
         check(config, run_dir)
-    for place in output_places(config, run_dir):
-        check_writable(place)
 
 
 def build_stages(config: Config) -> list[Stage]:

@@ -168,7 +168,9 @@ def test_funnel_accounting(index, run):
         "min_captions": (5, 10),
         "leaves": (4, 9),
         "nsfw_synsets": (3, 7),
+        "picturable": (3, 7),
         "single_synset": (2, 4),
+        "caption_rules": (2, 4),
     }
     dropped_synsets = sum(sum(s.synsets_dropped.values()) for s in funnel.steps)
     dropped_captions = sum(sum(s.captions_dropped.values()) for s in funnel.steps)
@@ -230,6 +232,6 @@ def test_why_command_reads_the_run_folder(index, run, tmp_path):
     result = invoke(why, ["hammer.n.02", "--run", str(tmp_path)])
     assert result.output.splitlines()[0] == "n03481172: not found, no tagged caption mentions it"
     result = invoke(why, ["hammer.n.99", "--run", str(tmp_path)])
-    assert result.exit_code == 2 and "is neither a wnid, a noun synset name" in result.output
+    assert result.exit_code == 2 and "hammer.n.99 is not a WordNet 3.0 noun synset; did you mean hammer.n.01" in result.output
     result = invoke(why, ["cat.n.01", "--run", str(tmp_path / "missing")])
-    assert result.exit_code == 1 and "synset_fates.tsv does not exist" in result.output
+    assert result.exit_code == 1 and f"run directory {tmp_path / 'missing'} does not exist" in result.output

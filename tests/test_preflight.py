@@ -92,7 +92,7 @@ def test_a_run_folder_that_cannot_be_written_is_refused(tmp_path, corpus):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     output = _refused(build_command, ["--config", _config(tmp_path, corpus), "--out", str(blocker / "run")])
-    assert f"{blocker / 'run'}: cannot write and list there" in output
+    assert f"{blocker / 'run'}: a file is in the way; it cannot be a run directory" in output
 
 
 def test_the_audit_refuses_clip_weights_that_are_not_there(tmp_path, corpus):

@@ -36,9 +36,19 @@ def holder(tmp_path):
     process.wait(timeout=30)
 
 
+def _corpus(tmp_path) -> str:
+    """A one-row LAION-shaped corpus: preflight passes, so the lock is what refuses."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"URL": ["http://127.0.0.1:9/a.jpg"], "TEXT": ["a crane"], "NSFW": ["UNLIKELY"]}), path)
+    return str(path)
+
+
 def _config(tmp_path) -> str:
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"corpus": {"paths": [str(tmp_path / "none-*.parquet")]}}))
+    path.write_text(yaml.safe_dump({"corpus": {"paths": [_corpus(tmp_path)]}}))
     return str(path)
 
 
@@ -47,7 +57,7 @@ def test_a_second_writer_is_refused_at_once_naming_the_holder(tmp_path, holder):
     started = time.monotonic()
     for command, args in (
         (build_command, ["--config", _config(tmp_path), "--out", str(run_dir)]),
-        (tag_command, ["--input", str(tmp_path / "x.parquet"), "--out", str(run_dir)]),
+        (tag_command, ["--input", _corpus(tmp_path), "--out", str(run_dir)]),
         (select_command, ["--run", str(run_dir)]),
         (apply_command, ["--run", str(run_dir), "--list", str(tmp_path / "list.txt")]),
         (label_noise_command, ["--run", str(run_dir), "--probs", str(tmp_path / "probs.parquet")]),

@@ -14,8 +14,6 @@ from __future__ import annotations
 from imagenot.pipeline.config import Config
 from imagenot.pipeline.corpus.formats import CorpusError, Source, corpus_stem, file_format
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
-from imagenot.pipeline.layout import TAG
-from imagenot.pipeline.stage_dir import is_done
 
 
 def check_corpus_schema(config: Config, missing_ok: bool = False) -> None:
@@ -50,10 +48,14 @@ def check_corpus_schema(config: Config, missing_ok: bool = False) -> None:
 
 
 def check_corpus(config: Config, run_dir: str | None) -> None:
-    """The preflight check of the stages that read the corpus: `check_corpus_schema`, where a
-    corpus that matches no file passes once tag has finished in the run (later stages read only
-    its outputs)."""
-    check_corpus_schema(config, missing_ok=run_dir is not None and is_done(run_dir, TAG))
+    """Tag's preflight check: the corpus is there and has what the config needs."""
+    check_corpus_schema(config)
+
+
+def check_corpus_if_there(config: Config, run_dir: str | None) -> None:
+    """Select's: the corpus's columns, where it can still be found (select reads tag's outputs;
+    its own command says when tag has not run)."""
+    check_corpus_schema(config, missing_ok=True)
 
 
 def check_distinct_stems(shards: list[str]) -> None:

@@ -30,7 +30,7 @@ from imagenot.filters.unsafe_rows import drop_unsafe_rows
 from imagenot.pipeline.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.class_lists import reference_wnids
 from imagenot.pipeline.config import Config, Selection
-from imagenot.pipeline.corpus.preflight import check_corpus
+from imagenot.pipeline.corpus.preflight import check_corpus_if_there
 from imagenot.pipeline.layout import (
     SELECT,
     SELECT_TALLY_FILE,
@@ -200,6 +200,6 @@ DECLARATION = Stage(
     settings,
     run_select,
     "Filter synsets (offensive, identity, ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
-    preflight=(check_corpus, check_tagged_columns),
+    preflight=(check_corpus_if_there, check_tagged_columns),
 )
 select_command = stage_command(DECLARATION)
