@@ -46,6 +46,7 @@ class Stage:
     options: tuple[Callable[[Callable], Callable], ...] = ()  # click options passed on to `run` by name
     wanted: Callable[[Config], bool] = _always  # whether `build` runs it for this config
     revision: Revision | None = None  # see pipeline.stage_dir
+    unwanted: str | None = None  # why its command refuses a config that does not run it (None: it runs anyway)
     preflight: tuple[Check, ...] = ()  # what `pipeline.preflight` checks before any command writes
 
     def upstream_of(self, config: Config) -> str | None:

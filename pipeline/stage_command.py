@@ -7,6 +7,7 @@ import json
 import click
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.config import load_run_config
 from imagenot.pipeline.layout import RUN_CONFIG
 from imagenot.pipeline.lock_option import break_lock_option
 from imagenot.pipeline.preflight import preflight, stages_from
@@ -32,6 +33,8 @@ def stage_command(stage: Stage) -> click.Command:
     @run_config_option
     @break_lock_option
     def command(run_dir: str, config_path: str | None, break_lock: bool, **values: object) -> None:
+        if stage.unwanted and not stage.wanted(load_run_config(run_dir, config_path)):
+            raise ImagenotError(stage.unwanted)  # the first thing to say, before what the run's stages recorded
         config, note = settled_config(run_dir, config_path, stage)
         preflight(config, run_dir, stages_from(config, stage))  # before the lock: nothing left if refused
         with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):

@@ -91,12 +91,14 @@ def test_after_the_drop_the_card_counts_what_went_and_what_is_short(reports):
     duplicates, download = _figures(run_dir, "audit/duplicates"), _figures(run_dir, "download")
     dropped = sum(download["dropped_by_audits"].values())
     assert dropped == sum(duplicates["drop"]["dropped"].values()) > 0
-    assert f"Audits dropped {dropped:,} images" in card and f"Audits dropped {dropped:,} images" in html
+    said = f"Audits dropped {dropped:,} image{'' if dropped == 1 else 's'} "
+    assert said in card and said in html
     assert f"`--drop` ran {duplicates['drop']['passes']} pass" in card
     assert "imagenot audit duplicates --run NEW_RUN --drop" in card[card.index("## How to rebuild") :]
     assert duplicates["images"] == download["images"] == pq.read_table(run_dir / "download/dataset").num_rows
-    if duplicates["drop"]["still_flagged"] == 0:
-        assert duplicates["pairs"] == {"within_class": 0, "cross_class": 0, "train_test": 0, "reference": 0}
+    if duplicates["drop"]["still_flagged"] == 0:  # random CLIP weights: --drop takes out byte-identical copies only
+        pairs = pq.read_table(run_dir / "audit/duplicates/pairs.parquet")
+        assert not any(pairs.column("exact").to_pylist()), pairs.to_pylist()
 
 
 def test_an_audit_made_before_the_drop_is_reported_out_of_date_until_rerun(reports):

@@ -330,12 +330,13 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
     return figures
 
 
+NOT_ENABLED = "download.enabled is false: the download stage fetches images from the web; enable it in the config"
+
+
 def run_download(config: Config, run_dir: str) -> dict:
     settings = config.download
     if not settings.enabled:
-        raise ImagenotError(
-            "download.enabled is false: the download stage fetches images from the web; enable it in the config"
-        )
+        raise ImagenotError(NOT_ENABLED)
     return download_images(run_dir, settings, config.sampling, config.runner)
 
 
@@ -347,6 +348,7 @@ DECLARATION = Stage(
     "Fetch the sampled images with img2dataset, backfilling failures from each class's reserve.",
     wanted=download_enabled,
     revision=drops.revision,
+    unwanted=NOT_ENABLED,
     preflight=(files_exist("download.blocklists"),),
 )
 download_command = stage_command(DECLARATION)

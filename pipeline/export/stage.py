@@ -189,9 +189,12 @@ def export_dataset(run_dir: str, config: Config) -> dict:
     return figures
 
 
+NOT_ENABLED = "download.enabled is false: the export copies the downloaded images; there are none"
+
+
 def run_export(config: Config, run_dir: str) -> dict:
     if not config.download.enabled:
-        raise ImagenotError("download.enabled is false: the export copies the downloaded images; there are none")
+        raise ImagenotError(NOT_ENABLED)
     return export_dataset(run_dir, config)
 
 
@@ -202,5 +205,6 @@ DECLARATION = Stage(
     run_export,
     "Write RUN/dataset/: the final images as train/test webdataset tars, parquet metadata, classes.txt, README.md.",
     wanted=download_enabled,
+    unwanted=NOT_ENABLED,
 )
 export_command = stage_command(DECLARATION)
