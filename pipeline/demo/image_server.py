@@ -325,16 +325,20 @@ class _Server(ThreadingHTTPServer):
         self.stopping = threading.Event()
         self.hits: Counter[str] = Counter()
         self.log: list[tuple[str, float, float]] = []
-        self._lock = threading.Lock()
+        self.in_flight = 0
+        self._lock = threading.Condition()
 
     def count(self, path: str) -> float:
         with self._lock:
             self.hits[path] += 1
+            self.in_flight += 1
         return time.monotonic()
 
     def done(self, path: str, start: float) -> None:
         with self._lock:
             self.log.append((path, start, time.monotonic()))
+            self.in_flight -= 1
+            self._lock.notify_all()
 
 
 class LoopbackImageServer:
@@ -388,6 +392,9 @@ class LoopbackImageServer:
 
     @property
     def log(self) -> list[tuple[str, float, float]]:
-        """Every request answered so far: (path with query, start, end), time.monotonic()."""
+        """Every request answered so far: (path with query, start, end), time.monotonic(). Waits
+        (up to 5 s) for requests in flight: a client may have read its whole answer before the
+        handler's thread logs it."""
         with self._server._lock:
+            self._server._lock.wait_for(lambda: self._server.in_flight == 0, timeout=5)
             return list(self._server.log)
