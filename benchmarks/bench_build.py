@@ -65,9 +65,9 @@ def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, fir
 
 def run_child(stage: str, config_path: str, run_dir: str, result_path: str) -> None:
     """The child process: one stage, its own wall time and peak RSS written to `result_path`."""
-    from imagenot.pipeline.config import load_config
+    from imagenot.pipeline.config.schema import load_config
     from imagenot.pipeline.registry import declared
-    from imagenot.pipeline.stage_dir import stage_figures
+    from imagenot.pipeline.run.stage_dir import stage_figures
 
     config = load_config(config_path)
     step = declared(stage)
@@ -110,8 +110,8 @@ def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...
     """Every stage with `scoring.first_phase: off`; then, for each of `first_phases`, rank and
     sample again on a copy of the run's tag, select and score (and of the embedding cache as
     score left it), so each mode's rank meets the same cache."""
-    from imagenot.pipeline import layout
     from imagenot.pipeline.corpus.synth import synth_corpus
+    from imagenot.pipeline.run import layout
 
     corpus_dir, run_dir, cache_dir = root / f"corpus-{rows}", root / f"run-{rows}", root / f"embeddings-{rows}"
     run_dir.mkdir(parents=True)
@@ -231,7 +231,7 @@ def measured_rates(results: list[dict]):
     candidates x first-pass captions (fill), the captions score did not embed in a fresh cache
     (first-pass duplicates), the repeats among the classes' captions in rank (class duplicates),
     one class's captions per corpus row."""
-    from imagenot.pipeline.plan import Rates
+    from imagenot.pipeline.plan.estimate import Rates
 
     def fit(x: list[float], y: list[float]) -> tuple[float, float]:
         slope, fixed = np.polyfit(x, y, 1)
@@ -278,8 +278,8 @@ def projection(results: list[dict], args: argparse.Namespace) -> dict[str, dict]
     """LAION-2B-en as `imagenot plan` projects it (first_phase off and static) with the rates this
     run measured and the largest size's class share, on the fleet, prices and first-pass fill of
     the flags (README: "LAION-2B-en projection")."""
-    from imagenot.pipeline.config import Config
-    from imagenot.pipeline.plan import make_plan
+    from imagenot.pipeline.config.schema import Config
+    from imagenot.pipeline.plan.estimate import make_plan
 
     rates, largest = measured_rates(results), results[-1]
     rank = largest["stages"]["rank"]["figures"]
@@ -341,7 +341,7 @@ def main() -> None:
     project = projection(results, args) if len(results) > 1 else {}  # rates are fitted over the sizes
     if project:
         print(f"\nrates measured by this run (imagenot plan's Rates): {measured_rates(results)}")
-    from imagenot.pipeline.plan import render
+    from imagenot.pipeline.plan.estimate import render
 
     for mode, plan in project.items():
         print(f"\nLAION-2B-en ({LAION_2B_EN_ROWS:,} rows), scoring.first_phase {mode}, as imagenot plan prints it:\n{render(plan)}")

@@ -34,7 +34,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from imagenot.pipeline.config import FUNCTION_WORDS, Columns
+from imagenot.pipeline.config.schema import FUNCTION_WORDS, Columns
 from imagenot.pipeline.corpus.reader import read_shard
 from imagenot.pipeline.corpus.synth import synth_corpus
 

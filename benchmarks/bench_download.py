@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from image_server import PHOTOS, LoopbackImageServer, write_sample_stage  # noqa: E402
 
-from imagenot.pipeline.config import Download, Runner, Sampling  # noqa: E402
+from imagenot.pipeline.config.schema import Download, Runner, Sampling  # noqa: E402
 
 
 def _serve(hosts: list[str], ports, ready, stop) -> None:

@@ -38,9 +38,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_build import SHARD_ROWS, bench_config, bench_size, load_text, measured_rates  # noqa: E402
 
-from imagenot.pipeline.config import Config, load_config  # noqa: E402
-from imagenot.pipeline.plan import SAMPLE_ROWS, Rates, corpus_footers, make_plan  # noqa: E402
-from imagenot.pipeline.plan_projection import plan_from_sample  # noqa: E402
+from imagenot.pipeline.config.schema import Config, load_config  # noqa: E402
+from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_footers, make_plan  # noqa: E402
+from imagenot.pipeline.plan.projection import plan_from_sample  # noqa: E402
 
 MODES = ("off", "static")
 ONE_PROCESS = {"vcpus_per_worker": 1, "processes_per_worker": 1}  # process_seconds = CPU seconds here

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from ports import free_loopback_port  # noqa: E402
 
-from imagenot.pipeline.config import load_run_config  # noqa: E402
+from imagenot.pipeline.config.schema import load_run_config  # noqa: E402
 from imagenot.pipeline.review import plan as review_plan  # noqa: E402
 from imagenot.pipeline.review.app import create_app  # noqa: E402
 from imagenot.pipeline.review.session import ReviewSession  # noqa: E402

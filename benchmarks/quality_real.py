@@ -25,10 +25,10 @@ import numpy as np
 
 from imagenot.filters.caption_rules import RULES, pair_rule
 from imagenot.filters.picturable import unpicturable_removals
-from imagenot.pipeline.caption_rules import caption_rules, senses_of
-from imagenot.pipeline.config import Scoring, Selection
+from imagenot.pipeline.config.schema import Scoring, Selection
 from imagenot.pipeline.score.encoders import load_encoder
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
+from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
 from imagenot.wordnet.index import load_index
 
 DATA = Path(__file__).parent / "data"

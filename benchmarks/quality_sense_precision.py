@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from imagenot.pipeline.build import build
-from imagenot.pipeline.config import Config, Corpus, Ranking, Sampling, Scoring, Selection, Synth
+from imagenot.pipeline.config.schema import Config, Corpus, Ranking, Sampling, Scoring, Selection, Synth
 from imagenot.pipeline.corpus.synth import GROUND_TRUTH
 from imagenot.pipeline.score.encoders import DEFAULT_MODEL
 

@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from imagenot.pipeline.config import Config, Scoring
+from imagenot.filters.caption_rules import caption_decision
+from imagenot.pipeline.config.schema import Config, Scoring
 from imagenot.pipeline.score.encoders import DEFAULT_MODEL
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.filters.caption_rules import caption_decision
 from imagenot.pipeline.score.sense_contrast import SenseQueries
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.queries import query_text

@@ -2,7 +2,7 @@
 
 A stage that finished for the same settings and upstream outputs is skipped; an interrupted
 stage picks up its finished shards; a changed setting reruns that stage and everything after it
-(see `pipeline.stage_dir`). `--from STAGE` reruns from STAGE on regardless.
+(see `pipeline.run.stage_dir`). `--from STAGE` reruns from STAGE on regardless.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import logging
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import DOWNLOAD, RANK, SAMPLE, SCORE
-from imagenot.pipeline.paths import delete_folder
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.registry import run_stage, stage_config, stages
-from imagenot.pipeline.run_config import write_run_config
-from imagenot.pipeline.stage_dir import is_current, stage_fingerprint
+from imagenot.pipeline.run.config_file import write_run_config
+from imagenot.pipeline.run.layout import DOWNLOAD, RANK, SAMPLE, SCORE
+from imagenot.pipeline.run.paths import delete_folder
+from imagenot.pipeline.run.stage_dir import is_current, stage_fingerprint
+from imagenot.pipeline.run.summary import read_summary, record_stage
 from imagenot.pipeline.stage_order import STAGE_NAMES
-from imagenot.pipeline.summary import read_summary, record_stage
 
 log = logging.getLogger(__name__)
 

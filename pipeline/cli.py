@@ -16,13 +16,13 @@ import traceback
 import click
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.worker_errors import unwrapped
+from imagenot.pipeline.run.worker_errors import unwrapped
 
 # name -> (module, attribute, the line `--help` lists it with)
 COMMANDS = {
-    "build": ("imagenot.pipeline.build_command", "build_command", "Build a dataset from a config: every stage in order."),
-    "why": ("imagenot.pipeline.why", "why", "Say why a synset (or each sense of a word) is or is not a class."),
-    "stats": ("imagenot.pipeline.stats", "stats", "A class set's place in WordNet beside a reference's."),
+    "build": ("imagenot.pipeline.commands.build", "build_command", "Build a dataset from a config: every stage in order."),
+    "why": ("imagenot.pipeline.commands.why", "why", "Say why a synset (or each sense of a word) is or is not a class."),
+    "stats": ("imagenot.pipeline.commands.stats", "stats", "A class set's place in WordNet beside a reference's."),
     "synth": ("imagenot.pipeline.corpus.synth", "synth_command", "Write a synthetic LAION-schema corpus."),
     "tag": ("imagenot.pipeline.tag.stage", "tag_command", "Stage 1: tag captions with the noun synsets they name."),
     "select": ("imagenot.pipeline.select.stage", "select_command", "Stage 2: filter synsets and captions."),
@@ -35,9 +35,9 @@ COMMANDS = {
     "compare-rankings": ("imagenot.pipeline.audit.rankings", "compare_rankings_command", "Compare model rankings on two datasets."),
     "prepare-models": ("imagenot.pipeline.score.prepare", "prepare_models_command", "Build the scoring model artifacts once, offline."),
     "senses": ("imagenot.pipeline.score.senses_command", "senses_command", "Score a caption against every noun sense of its word."),
-    "plan": ("imagenot.pipeline.plan_command", "plan_command", "Project a build's work, jobs and cost; refuse what will fail."),
+    "plan": ("imagenot.pipeline.plan.command", "plan_command", "Project a build's work, jobs and cost; refuse what will fail."),
     "review": ("imagenot.pipeline.review.command", "review_command", "Human review: raters check labels in a browser."),
-    "blocklist": ("imagenot.pipeline.blocklist_apply", "blocklist_command", "Blocklists: apply a new list to a finished dataset."),
+    "blocklist": ("imagenot.pipeline.amend.blocklist", "blocklist_command", "Blocklists: apply a new list to a finished dataset."),
 }
 AUDITS = {
     "embed": ("imagenot.pipeline.audit.embeddings", "embed_command", "CLIP-embed every downloaded image and caption."),

@@ -16,13 +16,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.demo.serving import serving_demo_images
-from imagenot.pipeline.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, stage_path
-from imagenot.pipeline.run_files import read_json
-from imagenot.pipeline.stage_dir import Revision
+from imagenot.pipeline.run.files import read_json
+from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, stage_path
+from imagenot.pipeline.run.stage_dir import Revision
+from imagenot.pipeline.run.summary import run_and_record
 from imagenot.pipeline.stage_order import STAGE_NAMES
-from imagenot.pipeline.summary import run_and_record
 
 Check = Callable[[Config, str], None]  # (config, run dir): raises an ImagenotError naming what to fix
 
@@ -45,9 +45,9 @@ class Stage:
     doc: str  # its command's help
     options: tuple[Callable[[Callable], Callable], ...] = ()  # click options passed on to `run` by name
     wanted: Callable[[Config], bool] = _always  # whether `build` runs it for this config
-    revision: Revision | None = None  # see pipeline.stage_dir
+    revision: Revision | None = None  # see pipeline.run.stage_dir
     unwanted: str | None = None  # why its command refuses a config that does not run it (None: it runs anyway)
-    preflight: tuple[Check, ...] = ()  # what `pipeline.preflight` checks before any command writes
+    preflight: tuple[Check, ...] = ()  # what `pipeline.config.preflight` checks before any command writes
 
     def upstream_of(self, config: Config) -> str | None:
         return self.upstream(config) if callable(self.upstream) else self.upstream
@@ -88,7 +88,7 @@ def settings_differences(stage: Stage, config: Config, run_dir: str) -> list[str
 
 
 def run_stage(stage: Stage, config: Config, run_dir: str, **options: object) -> dict:
-    """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.preflight`), and record its figures in the
+    """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.config.preflight`), and record its figures in the
     run's summary. The demo config's images are served while the download stage fetches them."""
     config = stage_config(config, run_dir, stage.name)
     serving = serving_demo_images(config.download) if stage.name == DOWNLOAD else contextlib.nullcontext()

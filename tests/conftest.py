@@ -8,10 +8,18 @@ from pathlib import Path
 import pytest
 from ports import free_loopback_port
 from shared_runs import build_once
-from small_build import SmallRun, TaggedCorpus, build_small_run, download_small_run, small_run_in, tag_corpus, tagged_corpus_in
+from small_build import (
+    SmallRun,
+    TaggedCorpus,
+    build_small_run,
+    download_small_run,
+    small_run_in,
+    tag_corpus,
+    tagged_corpus_in,
+)
 
-from imagenot.pipeline import storage_auth
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.run import storage_auth
 from imagenot.pipeline.tag import LemmaMatcher
 from imagenot.pipeline.tag.stage import build_matcher
 from imagenot.wordnet.index import load_index

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from imagenot.pipeline.demo.image_server import PHOTOS, LoopbackImageServer, bomb_png, photo_jpeg
-from imagenot.pipeline.stage_dir import finish_stage, open_stage
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage
 
 __all__ = ["PHOTOS", "LoopbackImageServer", "bomb_png", "photo_jpeg", "write_sample_stage"]
 

@@ -10,7 +10,7 @@ import yaml
 from ports import kept_loopback_port
 
 from imagenot.pipeline.build import build
-from imagenot.pipeline.config import Config, Corpus, load_config
+from imagenot.pipeline.config.schema import Config, Corpus, load_config
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.tag.stage import run_tag
 

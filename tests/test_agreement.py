@@ -14,7 +14,7 @@ from test_image_embeddings import build_image_run
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit.agreement import agreement_rows, class_similarities, measure_agreement, quantiles
 from imagenot.pipeline.audit.embeddings import ImageAudit, embed_images, vectors_array
-from imagenot.pipeline.config import Runner
+from imagenot.pipeline.config.schema import Runner
 
 
 def test_intra_and_inter_class_similarity_by_hand():

@@ -10,7 +10,7 @@ import urllib.error
 
 from image_server import LoopbackImageServer
 
-from imagenot.pipeline.config import Download
+from imagenot.pipeline.config.schema import Download
 from imagenot.pipeline.download.crawler import Crawler
 
 THREADS, RATE, BASE = 8, 10, 0.4

@@ -33,16 +33,16 @@ from imagenot.pipeline.audit.agreement import agreement_command
 from imagenot.pipeline.audit.duplicates import duplicates_command
 from imagenot.pipeline.audit.embeddings import embed_command
 from imagenot.pipeline.build import build
-from imagenot.pipeline.config import Config, load_config
+from imagenot.pipeline.commands.stats import stats
+from imagenot.pipeline.commands.why import why
+from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.corpus.stage import run_corpus
 from imagenot.pipeline.corpus.synth import synth_command
-from imagenot.pipeline.paths import folder_exists
 from imagenot.pipeline.report.stage import report_command
-from imagenot.pipeline.run_files import read_bytes, read_json, read_tsv, write_text
+from imagenot.pipeline.run.files import read_bytes, read_json, read_tsv, write_text
+from imagenot.pipeline.run.paths import folder_exists
 from imagenot.pipeline.score.cache import EmbeddingCache, text_keys
 from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.stats import stats
-from imagenot.pipeline.why import why
 
 # What a dataset is: compared byte for byte between the local and the bucket run (the tars by
 # their members: img2dataset stamps each member with the time it was written).

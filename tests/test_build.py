@@ -13,8 +13,8 @@ from cli_runner import invoke
 from shared_runs import copy_run
 
 from imagenot.pipeline.build import build
-from imagenot.pipeline.build_command import build_command
-from imagenot.pipeline.config import load_config
+from imagenot.pipeline.commands.build import build_command
+from imagenot.pipeline.config.schema import load_config
 
 OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "sample/dataset", "sample/reserve")
 
@@ -111,7 +111,7 @@ def test_why_gives_index_counts_and_reference_relation(uninterrupted, index):
     import csv
     import json
 
-    from imagenot.pipeline.why import why
+    from imagenot.pipeline.commands.why import why
 
     run_dir, _ = uninterrupted
     c = json.loads((run_dir / "rank" / "classes.json").read_text())[1]

@@ -2,8 +2,8 @@
 
 import json
 
-from imagenot.pipeline.build_summary import class_shortfall, closing_summary
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.commands.build_summary import class_shortfall, closing_summary
+from imagenot.pipeline.config.schema import Config
 
 SUMMARY = {
     "select": {"candidates": 96},

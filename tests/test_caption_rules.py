@@ -12,13 +12,13 @@ import yaml
 from cli_runner import invoke
 
 from imagenot.filters.caption_rules import pair_rule
-from imagenot.pipeline.caption_rules import caption_rules, senses_of
 from imagenot.filters.picturable import unpicturable_removals
-from imagenot.pipeline.config import PICTURABLE_ROOTS, Selection
+from imagenot.pipeline.commands.why import why
+from imagenot.pipeline.config.schema import PICTURABLE_ROOTS, Selection
 from imagenot.pipeline.report.glossary import CAPTION_REASONS
+from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command
-from imagenot.pipeline.why import why
 
 CAPTIONS = Path(__file__).parent / "data" / "real_captions.tsv"
 

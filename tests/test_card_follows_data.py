@@ -5,8 +5,8 @@ import json
 
 import pyarrow.parquet as pq
 
-from imagenot.pipeline.blocklist_apply import blocklist_command
-from imagenot.pipeline.stage_dir import is_done, made_from
+from imagenot.pipeline.amend.blocklist import blocklist_command
+from imagenot.pipeline.run.stage_dir import is_done, made_from
 from tests.cli_runner import invoke
 from tests.shared_runs import copy_run
 

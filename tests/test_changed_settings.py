@@ -15,7 +15,7 @@ from ports import kept_loopback_port
 from shared_runs import copy_run
 
 from imagenot.pipeline.build import build
-from imagenot.pipeline.config import Config, Download, load_config
+from imagenot.pipeline.config.schema import Config, Download, load_config
 from imagenot.pipeline.demo.image_server import PHOTOS, photo_jpeg
 from imagenot.pipeline.export.stage import export_command
 from imagenot.pipeline.report.stage import report_command

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from imagenot.pipeline.class_lists import read_class_list
+from imagenot.pipeline.config.reference_lists import read_class_list
 from imagenot.wordnet.classlists import ClassListError, parse_class_list
 
 TEXT = "# my classes\nn02084071 dog\nn03430313\n"

@@ -1,6 +1,6 @@
 import pytest
 
-from imagenot.pipeline.config import Config, ConfigError, load_config
+from imagenot.pipeline.config.schema import Config, ConfigError, load_config
 
 
 def test_defaults_fit_laion(tmp_path):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from imagenot.pipeline.config import load_config
+from imagenot.pipeline.config.schema import load_config
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from cli_runner import invoke
 
-from imagenot.pipeline.build_command import build_command
-from imagenot.pipeline.config import Columns, Config, load_config
+from imagenot.pipeline.commands.build import build_command
+from imagenot.pipeline.config.schema import Columns, Config, load_config
 from imagenot.pipeline.corpus.reader import CorpusError, Layout, read_shard
-from imagenot.pipeline.plan_command import plan_command
+from imagenot.pipeline.plan.command import plan_command
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command
 

@@ -4,7 +4,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from imagenot.pipeline.config import Columns
+from imagenot.pipeline.config.schema import Columns
 from imagenot.pipeline.corpus.reader import (
     DROP_REASONS,
     CorpusError,

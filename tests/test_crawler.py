@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from image_server import LoopbackImageServer, photo_jpeg, write_sample_stage
 
-from imagenot.pipeline.blocklist_apply import apply_blocklist
-from imagenot.pipeline.config import Config, Download, Runner, Sampling
+from imagenot.pipeline.amend.blocklist import apply_blocklist
+from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling
 from imagenot.pipeline.download.drops import read_drops
 from imagenot.pipeline.download.stage import download_images
 

@@ -15,8 +15,8 @@ import pytest
 from cli_runner import invoke
 from image_server import LoopbackImageServer, photo_jpeg
 
-from imagenot.pipeline.blocklist_apply import apply_command
-from imagenot.pipeline.config import Download
+from imagenot.pipeline.amend.blocklist import apply_command
+from imagenot.pipeline.config.schema import Download
 from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused, refusal
 from imagenot.pipeline.download.blocklists import Blocklist, BlocklistError, hash_problem
 from imagenot.pipeline.download.crawler import Crawler
@@ -244,7 +244,7 @@ def test_the_datasheet_names_each_blocklist_and_what_it_removed():
 def test_the_card_opens_with_the_opt_outs_honoured_and_any_safeguard_turned_off():
     from types import SimpleNamespace
 
-    from imagenot.pipeline.config import Config
+    from imagenot.pipeline.config.schema import Config
     from imagenot.pipeline.report.datasheet import crawl_notice
 
     on = crawl_notice(SimpleNamespace(config=Config(download=Download(enabled=True)), download={}))

@@ -11,7 +11,7 @@ import pytest
 from image_server import LoopbackImageServer, bomb_png, photo_jpeg
 from PIL import Image
 
-from imagenot.pipeline.config import Download
+from imagenot.pipeline.config.schema import Download
 from imagenot.pipeline.download.crawler import Crawler
 from imagenot.pipeline.download.http_guard import ResponseTooLarge, is_fetchable
 from imagenot.pipeline.download.image_guard import GuardedResizer, image_problem

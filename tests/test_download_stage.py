@@ -18,7 +18,7 @@ from image_server import LoopbackImageServer, photo_jpeg, write_sample_stage
 from PIL import Image
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Download, Runner, Sampling
+from imagenot.pipeline.config.schema import Download, Runner, Sampling
 from imagenot.pipeline.download.stage import download_command, download_images
 from imagenot.pipeline.sample.splits import assign_splits
 
@@ -220,7 +220,7 @@ def test_the_command_runs_only_when_enabled(downloaded):
 def test_a_busy_demo_port_is_a_clear_error(tmp_path):
     import socket
 
-    from imagenot.pipeline.config import Config
+    from imagenot.pipeline.config.schema import Config
     from imagenot.pipeline.download.stage import DECLARATION
     from imagenot.pipeline.registry import run_stage
 

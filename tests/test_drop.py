@@ -29,7 +29,7 @@ from imagenot.pipeline.audit.agreement import agreement_command
 from imagenot.pipeline.audit.clip_model import ClipModel
 from imagenot.pipeline.audit.duplicates import duplicates_command, rows_to_drop
 from imagenot.pipeline.audit.embeddings import embedding_table
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.drops import read_drops
 from imagenot.pipeline.export import stage as export_stage

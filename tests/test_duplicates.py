@@ -24,7 +24,7 @@ from imagenot.pipeline.audit.duplicates import (
     pair_kinds,
 )
 from imagenot.pipeline.audit.embeddings import ImageAudit, embed_images, embedding_table, vectors_array
-from imagenot.pipeline.config import Runner
+from imagenot.pipeline.config.schema import Runner
 
 
 def unit(*rows):

@@ -25,7 +25,7 @@ import torch
 from cli_runner import invoke
 from image_server import LoopbackImageServer, write_sample_stage
 
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.drops import add_drops
 from imagenot.pipeline.export import stage as export_stage
@@ -248,7 +248,7 @@ def test_timm_reads_split_sizes_and_shard_files_from_info_json(exported):
 
 
 def test_each_loaders_two_lines_from_the_readme_load_the_export(exported):
-    from imagenot.pipeline.dataset_usage import LOADERS, loader_lines
+    from imagenot.pipeline.dataset.usage import LOADERS, loader_lines
 
     run_dir, figures, _, _ = exported
     folder = str(run_dir / "dataset")

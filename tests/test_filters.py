@@ -10,7 +10,7 @@ from imagenot.filters.min_captions import too_few_captions
 from imagenot.filters.nsfw_synsets import nsfw_removals, nsfw_scores, synset_text
 from imagenot.filters.overlap import overlap_removals
 from imagenot.filters.select import select_synsets
-from imagenot.pipeline.class_lists import reference_wnids
+from imagenot.pipeline.config.reference_lists import reference_wnids
 
 IMAGENOT_2024_05 = "wordnet/data/imagenot_classes_2024-05-25.txt"
 

@@ -16,9 +16,9 @@ from imagenot.filters.min_captions import synset_caption_counts
 from imagenot.filters.select import select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
-from imagenot.pipeline.class_lists import reference_wnids
+from imagenot.pipeline.commands.why import why
+from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.select.funnel_files import read_synset_fates, write_funnel
-from imagenot.pipeline.why import why
 
 # (synset names, LAION NSFW tag, punsafe), one tagged row each; row_id "part-00000:<position>"
 ROWS = [

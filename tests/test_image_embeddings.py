@@ -23,8 +23,8 @@ from PIL import Image
 from imagenot.pipeline.audit import clip_model, embeddings
 from imagenot.pipeline.audit.clip_model import ClipModel, preprocess
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors, embed_images, embedding_table
-from imagenot.pipeline.config import Runner
-from imagenot.pipeline.stage_dir import finish_stage, open_stage
+from imagenot.pipeline.config.schema import Runner
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage
 from imagenot.wordnet.index import load_index
 
 TINY_VIT = {

@@ -87,16 +87,12 @@ def test_optional_extras_are_imported_only_where_their_commands_live():
 
 # Pipeline modules that sit above every stage: commands over several stages' outputs.
 ABOVE_STAGES = {
+    "imagenot.pipeline.amend",  # drop and backfill (reruns the download stage, rewrites the export), blocklists
     "imagenot.pipeline.audit",  # the audits of a finished dataset
-    "imagenot.pipeline.backfill",  # drop and backfill: reruns the download stage, rewrites the export
-    "imagenot.pipeline.blocklist_apply",
-    "imagenot.pipeline.build_command",
-    "imagenot.pipeline.plan",
-    "imagenot.pipeline.plan_command",
-    "imagenot.pipeline.plan_projection",  # the sample through the tag and select stages' functions
-    "imagenot.pipeline.plan_sample",
+    "imagenot.pipeline.commands.build",
+    "imagenot.pipeline.commands.why",
+    "imagenot.pipeline.plan",  # the sample through the tag and select stages' functions
     "imagenot.pipeline.review",  # human review of a finished dataset
-    "imagenot.pipeline.why",
 }
 
 

@@ -1,4 +1,4 @@
-"""The run folder's layout lives in pipeline/layout.py: the names of what one stage writes and
+"""The run folder's layout lives in pipeline/run/layout.py: the names of what one stage writes and
 others read are spelled there only (read from the source), and one function says where a run's
 dataset lies."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from imagenot.pipeline import layout
+from imagenot.pipeline.run import layout
 
 REPO = Path(__file__).resolve().parent.parent
 # Names only layout.py may spell: the shared run files, the score column and the audit folders.
@@ -43,7 +43,7 @@ def test_shared_run_file_names_are_spelled_only_in_layout():
         if path.name != "layout.py"
         for line, value in _spelled(ast.parse(path.read_text(encoding="utf-8")), values)
     ]
-    assert found == [], "use the names in pipeline/layout.py:\n" + "\n".join(found)
+    assert found == [], "use the names in pipeline/run/layout.py:\n" + "\n".join(found)
 
 
 def test_the_dataset_lies_with_the_download_when_it_runs_else_with_the_sample(tmp_path):

@@ -5,7 +5,7 @@ import pytest
 import yaml
 from cli_runner import invoke
 
-from imagenot.pipeline.build_command import build_command
+from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.report.stage import report_command
 from imagenot.wordnet import hierarchy
 

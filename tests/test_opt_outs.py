@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from image_server import LoopbackImageServer, write_sample_stage
 
-from imagenot.pipeline.config import Download, Runner, Sampling
+from imagenot.pipeline.config.schema import Download, Runner, Sampling
 from imagenot.pipeline.download.crawler import Crawler
 from imagenot.pipeline.download.opt_outs import (
     Malformed,

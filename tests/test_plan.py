@@ -8,7 +8,7 @@ import yaml
 from cli_runner import invoke
 
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.plan_command import plan_command
+from imagenot.pipeline.plan.command import plan_command
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +51,8 @@ def test_a_gpu_moves_the_encoder_work_to_gpu_hours(tmp_path):
     dataflow = {"project": "p", "region": "r", "temp_location": "gs://b/tmp", "worker_image": "w",
                 "scoring_accelerator": "type:nvidia-tesla-t4;count:1"}  # fmt: skip
     config = _config(tmp_path, corpus={"synth": {"rows": 1_000_000}}, runner={"kind": "dataflow", "dataflow": dataflow})
-    from imagenot.pipeline.config import load_config
-    from imagenot.pipeline.plan import Rates, make_plan
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.plan.estimate import Rates, make_plan
 
     on_gpu = make_plan(load_config(config), 1_000_000, 10, Rates(), workers=10)["stages"]["rank"]
     on_cpu = make_plan(load_config(_config(tmp_path, corpus={"synth": {"rows": 1_000_000}})), 1_000_000, 10, Rates(), workers=10)["stages"]["rank"]
@@ -61,8 +61,8 @@ def test_a_gpu_moves_the_encoder_work_to_gpu_hours(tmp_path):
 
 
 def _rank_and_score(tmp_path, rows: int, first_phase: str, rates, **sampling) -> dict:
-    from imagenot.pipeline.config import load_config
-    from imagenot.pipeline.plan import make_plan
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.plan.estimate import make_plan
 
     config = _config(tmp_path, scoring={"first_phase": first_phase}, ranking={"classes": 10},
                      sampling={"images_per_class": 100, "reserve_factor": 0.5, **sampling})  # fmt: skip
@@ -70,7 +70,7 @@ def _rank_and_score(tmp_path, rows: int, first_phase: str, rates, **sampling) ->
 
 
 def test_the_encoder_embeds_each_distinct_caption_once_and_not_again_in_rank(tmp_path):
-    from imagenot.pipeline.plan import Rates
+    from imagenot.pipeline.plan.estimate import Rates
 
     rates = Rates(candidates=100, first_pass_fill=0.5, class_share=1e-3, first_pass_duplicate_share=0.1, class_duplicate_share=0.25)
     stages = _rank_and_score(tmp_path, 1_000_000, "off", rates)
@@ -82,7 +82,7 @@ def test_the_encoder_embeds_each_distinct_caption_once_and_not_again_in_rank(tmp
 
 
 def test_the_static_first_phase_bounds_the_encoder_whatever_the_corpus_size(tmp_path):
-    from imagenot.pipeline.plan import Rates
+    from imagenot.pipeline.plan.estimate import Rates
 
     rates = Rates(class_share=1e-3)
     small, large = (_rank_and_score(tmp_path, rows, "static", rates)["rank"] for rows in (1_000_000, 10_000_000))
@@ -119,7 +119,7 @@ def test_a_bucket_it_cannot_write_is_refused(gcs_bucket, corpus, tmp_path):
 
 
 def test_the_priority_path_scores_a_multiple_of_m_and_embeds_what_the_first_pass_did_not(tmp_path):
-    from imagenot.pipeline.plan import Rates
+    from imagenot.pipeline.plan.estimate import Rates
 
     rates = Rates(class_share=1e-3, priority_rounds=3.0, priority_miss_share=0.2)
     small, large = (
@@ -176,8 +176,8 @@ def test_the_sampled_plan_matches_the_build_and_warns_when_and_only_when_it_fall
 
 
 def test_the_sample_is_spread_over_shards_and_seeded(corpus):
-    from imagenot.pipeline.config import Config
-    from imagenot.pipeline.plan_sample import sample_batches
+    from imagenot.pipeline.config.schema import Config
+    from imagenot.pipeline.plan.sample import sample_batches
 
     config = Config.model_validate({"corpus": {"paths": [str(corpus / "part-*.parquet")]}})
     ids = [b.batch.column("row_id").to_pylist() for b in sample_batches(config, 90, seed=1)]

@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from imagenot.pipeline.audit.embeddings import embed_command
-from imagenot.pipeline.build_command import build_command
-from imagenot.pipeline.plan_command import plan_command
+from imagenot.pipeline.commands.build import build_command
+from imagenot.pipeline.plan.command import plan_command
 from imagenot.pipeline.score.stage import score_command
 from imagenot.pipeline.tag.stage import tag_command
 from tests.cli_runner import invoke
@@ -115,7 +115,7 @@ def test_an_unknown_open_clip_model_is_refused(tmp_path, corpus):
 
 def test_a_model_folder_copied_in_passes(tmp_path, corpus):
     """A local folder holding a real model (the packaged MiniLM, copied) is accepted as it is."""
-    from imagenot.pipeline.model_files import DEFAULT_MODEL, resolve_model, text_model_problem
+    from imagenot.pipeline.config.model_files import DEFAULT_MODEL, resolve_model, text_model_problem
 
     folder = tmp_path / "minilm"
     shutil.copytree(resolve_model(DEFAULT_MODEL)[0], folder)

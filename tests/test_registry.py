@@ -7,10 +7,10 @@ import importlib
 import pytest
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Config, load_config
+from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.registry import declared, module_of, settings_differences, stage_config, stages
 from imagenot.pipeline.report.stage import check_config
-from imagenot.pipeline.stage_dir import is_done
+from imagenot.pipeline.run.stage_dir import is_done
 from imagenot.pipeline.stage_order import STAGE_NAMES
 
 

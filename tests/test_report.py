@@ -17,7 +17,7 @@ from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import STEPS
 from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.audit.rankings import compare_rankings_command
-from imagenot.pipeline.config import load_config
+from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.registry import run_stage
 from imagenot.pipeline.report.page import SECTIONS
 from imagenot.pipeline.report.stage import DECLARATION, report_command
@@ -243,7 +243,7 @@ def test_the_card_counts_the_safety_rules_removals_as_the_report_file_lists_them
 
 
 def test_a_safety_rule_turned_off_warns_at_the_top_of_the_card(run):
-    from imagenot.pipeline.config import Selection, load_config
+    from imagenot.pipeline.config.schema import Selection, load_config
     from imagenot.pipeline.report.card import render_card
     from imagenot.pipeline.report.facts import gather
     from imagenot.wordnet.index import load_index

@@ -24,7 +24,7 @@ from imagenot.pipeline.audit.agreement import agreement_command
 from imagenot.pipeline.audit.duplicates import duplicates_command
 from imagenot.pipeline.audit.embeddings import embed_command
 from imagenot.pipeline.build import build
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.report.card import REPRODUCE_AUDITS
 from imagenot.pipeline.report.stage import report_command
 
@@ -122,7 +122,7 @@ def test_the_card_is_a_datasheet_with_the_crawl_policy(reports):
 
 
 def test_why_tells_what_the_download_did_for_a_class(reports):
-    from imagenot.pipeline.why import why
+    from imagenot.pipeline.commands.why import why
 
     run_dir = reports[0]
     fates = json.loads((run_dir / "download/class_fates.json").read_text())

@@ -22,8 +22,9 @@ from ports import free_loopback_port
 from scipy import stats
 from shared_runs import copy_run
 
-from imagenot.pipeline.config import Review, load_run_config
-from imagenot.pipeline.review import aggregate, plan as review_plan
+from imagenot.pipeline.config.schema import Review, load_run_config
+from imagenot.pipeline.review import aggregate
+from imagenot.pipeline.review import plan as review_plan
 from imagenot.pipeline.review.app import create_app
 from imagenot.pipeline.review.session import ReviewSession
 from imagenot.pipeline.review.sizing import clopper_pearson, sample_size, worst_half_width

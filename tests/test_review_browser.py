@@ -35,9 +35,9 @@ from ports import free_loopback_port
 from scipy import stats
 from shared_runs import copy_run
 
+from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.report.stage import report_command
 from imagenot.pipeline.review.command import review_command
-from imagenot.pipeline.why import why
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from imagenot.pipeline.run_files import atomic_output, write_json
+from imagenot.pipeline.run.files import atomic_output, write_json
 
 
 def test_write_json_is_sorted_and_replaces(tmp_path):

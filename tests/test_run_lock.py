@@ -13,15 +13,15 @@ import pytest
 import yaml
 from cli_runner import invoke
 
+from imagenot.pipeline.amend.blocklist import apply_command
 from imagenot.pipeline.audit.label_noise import label_noise_command
-from imagenot.pipeline.blocklist_apply import apply_command
-from imagenot.pipeline.build_command import build_command
-from imagenot.pipeline.layout import LOCK_FILE
-from imagenot.pipeline.run_lock import RunLockedError, process_start, run_lock
+from imagenot.pipeline.commands.build import build_command
+from imagenot.pipeline.run.layout import LOCK_FILE
+from imagenot.pipeline.run.lock import RunLockedError, process_start, run_lock
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command
 
-HOLD = "import sys, time\nfrom imagenot.pipeline.run_lock import run_lock\nwith run_lock(sys.argv[1], 3600):\n    print('held', flush=True)\n    time.sleep(120)\n"
+HOLD = "import sys, time\nfrom imagenot.pipeline.run.lock import run_lock\nwith run_lock(sys.argv[1], 3600):\n    print('held', flush=True)\n    time.sleep(120)\n"
 
 
 @pytest.fixture

@@ -14,14 +14,14 @@ ALLOWED = {
     # transformers and open_clip load from the worker's own disk (the worker image): not run paths.
     "pipeline/score/encoders.py",
     "pipeline/audit/clip_model.py",
-    "pipeline/model_files.py",  # checks that those files are there before a run starts
+    "pipeline/config/model_files.py",  # checks that those files are there before a run starts
     # Models prepared once into the local cache (IMAGENOT_CACHE, inside the worker image).
     "pipeline/score/model_cache.py",
     "pipeline/score/onnx_runtime.py",
     "pipeline/score/static_model.py",
     # The run lock's local branch: an O_EXCL file is what makes it exclusive on a local disk (a
     # bucket run takes a create-only object instead, in the same module).
-    "pipeline/run_lock.py",
+    "pipeline/run/lock.py",
     # The review's SQLite database: sqlite3 needs a local file (a bucket run keeps it in a local
     # working folder and copies it into the run on export).
     "pipeline/review/store.py",

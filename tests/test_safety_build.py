@@ -17,9 +17,9 @@ import yaml
 from cli_runner import invoke
 from shared_runs import copy_run
 
-from imagenot.pipeline.build_command import build_command
+from imagenot.pipeline.commands.build import build_command
+from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.why import why
 
 CAPTIONS = 6  # per synset, above selection.min_captions
 # caption text -> (synset, the step and reason that must remove it)

@@ -15,7 +15,7 @@ from imagenot.filters.person_synsets import (
     person_removals,
 )
 from imagenot.filters.select import select_synsets
-from imagenot.pipeline.class_lists import reference_wnids
+from imagenot.pipeline.config.reference_lists import reference_wnids
 
 DATA = Path(__file__).parent / "data"
 README = Path(__file__).parent.parent / "README.md"

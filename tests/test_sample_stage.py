@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.config import Config, Ranking, Runner, Sampling, Scoring, Selection
+from imagenot.pipeline.config.schema import Config, Ranking, Runner, Sampling, Scoring, Selection
 from imagenot.pipeline.rank.stage import run_rank
 from imagenot.pipeline.report.card import _scoring_path
 from imagenot.pipeline.sample.stage import run_sample, sample_command

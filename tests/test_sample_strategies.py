@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 from pydantic import ValidationError
 
-from imagenot.pipeline.config import Sampling
+from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.sample import writer as writer_module
 from imagenot.pipeline.sample.classes import sample_class
 from imagenot.pipeline.sample.splits import assign_splits
@@ -203,8 +203,8 @@ def test_a_failure_mid_shard_leaves_no_file_under_the_final_name(tmp_path, monke
 
 @pytest.mark.parametrize("strategy", ["threshold", "matched"])
 def test_a_prefix_the_priority_path_calls_settled_lists_what_the_whole_class_lists(strategy):
-    from imagenot.pipeline.keyed_hash import sample_keys
     from imagenot.pipeline.rank.priority import list_settled
+    from imagenot.pipeline.run.keyed_hash import sample_keys
 
     sampling = _settings(images_per_class=3, reserve_factor=0.4, test_per_class=1, **STRATEGIES[strategy])  # lists 3 + 2
     rng = np.random.default_rng(3)

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.config import Config, Ranking, Runner, Scoring, Selection
+from imagenot.pipeline.config.schema import Config, Ranking, Runner, Scoring, Selection
 from imagenot.pipeline.rank.stage import run_rank
 from imagenot.pipeline.score.stage import run_score
 from imagenot.pipeline.select.stage import run_select
@@ -138,8 +138,8 @@ def test_first_pass_choice_does_not_depend_on_sharding(tmp_path):
 
 
 def test_the_wnid_filter_holds_for_every_batch_of_a_shard(tmp_path):
+    from imagenot.pipeline.run.shards import BATCH_ROWS
     from imagenot.pipeline.score.stage import smallest_keys
-    from imagenot.pipeline.shards import BATCH_ROWS
 
     path = tmp_path / "0.parquet"
     rows = BATCH_ROWS + 2  # two batches; n02 only in the second
@@ -168,7 +168,7 @@ def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path
 
 def test_why_answers_from_the_rank_stage_too(ranked_run, index):
     
-    from imagenot.pipeline.why import why
+    from imagenot.pipeline.commands.why import why
 
     run_dir, _, _, ranking, _ = ranked_run
     some_class = ranking.classes[0]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.keyed_hash import sample_key, sample_keys
 from imagenot.pipeline.rank.ranking import BELOW_THRESHOLD, BEYOND_TOP_K, NO_CAPTIONS, rank_synsets, top_n_mean
+from imagenot.pipeline.run.keyed_hash import sample_key, sample_keys
 from imagenot.pipeline.score.cache import CachedEncoder, EmbeddingCache
 from imagenot.pipeline.score.encoders import SentenceTransformerEncoder
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch

@@ -6,11 +6,11 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.config import Config, Corpus, Runner, Selection
+from imagenot.pipeline.commands.why import why
+from imagenot.pipeline.config.schema import Config, Corpus, Runner, Selection
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.select.stage import run_select
 from imagenot.pipeline.tag.stage import run_tag
-from imagenot.pipeline.why import why
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 from cli_runner import invoke
 
 from imagenot.filters.caption_rules import caption_decision
-from imagenot.pipeline.config import Sampling
+from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.priority import list_settled
 from imagenot.pipeline.sample.classes import sample_class
 from imagenot.pipeline.score.senses_command import senses_command

@@ -1,4 +1,4 @@
-from imagenot.pipeline.shards import sum_tallies
+from imagenot.pipeline.run.shards import sum_tallies
 
 
 def test_sum_tallies_adds_counts_and_nested_counts():
@@ -20,7 +20,7 @@ def test_sum_of_partial_sums_is_the_sum():
 
 
 def test_progress_counts_only_the_shards_this_run_processes(tmp_path):
-    from imagenot.pipeline.progress import _Done
+    from imagenot.pipeline.run.progress import _Done
 
     (tmp_path / "tallies").mkdir()
     for name, rows in (("a", 3), ("b", 4), ("stale", 100)):  # "stale": a shard the dataset no longer has
@@ -29,7 +29,7 @@ def test_progress_counts_only_the_shards_this_run_processes(tmp_path):
 
 
 def test_progress_takes_the_rows_its_caller_counted_and_opens_no_shard(tmp_path):
-    from imagenot.pipeline.progress import _Done
+    from imagenot.pipeline.run.progress import _Done
 
     shards = [str(tmp_path / "absent" / f"{name}.parquet") for name in ("a", "b")]  # never opened
     done = _Done(str(tmp_path), shards, "rows_read", [30, 50])
@@ -45,9 +45,9 @@ def test_time_left_moves_with_the_rows_read_inside_running_shards(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from imagenot.pipeline import shard_progress
-    from imagenot.pipeline.progress import _Done, time_left
-    from imagenot.pipeline.shards import read_batches, resumable_shard, shard_files
+    from imagenot.pipeline.run import shard_progress
+    from imagenot.pipeline.run.progress import _Done, time_left
+    from imagenot.pipeline.run.shards import read_batches, resumable_shard, shard_files
 
     shards = []
     for name, rows in (("a", 30), ("b", 50)):

@@ -1,6 +1,6 @@
 """Stage folders and fingerprints: what keeps a stage's work and what makes downstream stages rerun."""
 
-from imagenot.pipeline.stage_dir import finish_stage, is_current, made_from, open_stage, stage_fingerprint
+from imagenot.pipeline.run.stage_dir import finish_stage, is_current, made_from, open_stage, stage_fingerprint
 
 
 def _revision_file(stage_dir: str) -> str | None:
@@ -45,8 +45,8 @@ def test_a_changed_setting_clears_the_folder(tmp_path):
 
 KILLED_MID_WRITE = """
 import sys, time
-from imagenot.pipeline.run_files import atomic_output
-from imagenot.pipeline.stage_dir import open_stage
+from imagenot.pipeline.run.files import atomic_output
+from imagenot.pipeline.run.stage_dir import open_stage
 stage_dir = open_stage(sys.argv[1], "a", {"x": 1})
 with atomic_output(stage_dir + "/tagged/part-0.parquet") as stream:
     stream.write(b"half")

@@ -13,8 +13,8 @@ import networkx as nx
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.class_lists import read_class_list, reference_wnids
-from imagenot.pipeline.stats import PLOTS, stats
+from imagenot.pipeline.commands.stats import PLOTS, stats
+from imagenot.pipeline.config.reference_lists import read_class_list, reference_wnids
 from imagenot.wordnet import hierarchy
 
 DATA = Path(__file__).resolve().parents[1] / "wordnet" / "data"

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.config import Columns
+from imagenot.pipeline.config.schema import Columns
 from imagenot.pipeline.corpus.reader import DROP_REASONS, read_shard
 from imagenot.pipeline.corpus.synth import (
     BAD_SHARES,

@@ -7,7 +7,7 @@ from cli_runner import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from imagenot.pipeline.config import Columns
+from imagenot.pipeline.config.schema import Columns
 from imagenot.pipeline.corpus.reader import DROP_REASONS, read_shard
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.tag.stage import tag_batch, tag_command

@@ -5,11 +5,11 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.config import Config, Corpus, Runner
+from imagenot.pipeline.config.schema import Config, Corpus, Runner
 from imagenot.pipeline.corpus.reader import CorpusError, read_shard
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.layout import TAG_TALLY_FILE
-from imagenot.pipeline.summary import read_summary
+from imagenot.pipeline.run.layout import TAG_TALLY_FILE
+from imagenot.pipeline.run.summary import read_summary
 from imagenot.pipeline.tag.stage import run_tag, tag_batch, tag_command
 
 
@@ -110,7 +110,7 @@ def test_command_writes_counts_and_summary(corpus, tmp_path):
 
 
 def test_progress_counts_the_rows_validation_read_from_the_footers(corpus, tmp_path, monkeypatch, caplog):
-    from imagenot.pipeline import progress
+    from imagenot.pipeline.run import progress
 
     def read_again(path):
         raise AssertionError(f"{path}: footer read a second time")

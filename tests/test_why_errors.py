@@ -3,7 +3,7 @@ what exists instead, never a generic refusal."""
 
 import pytest
 
-from imagenot.pipeline.why import why
+from imagenot.pipeline.commands.why import why
 from tests.cli_runner import invoke
 
 

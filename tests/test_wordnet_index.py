@@ -2,7 +2,7 @@ import gzip
 
 import pytest
 
-from imagenot.pipeline.class_lists import read_class_list, reference_wnids
+from imagenot.pipeline.config.reference_lists import read_class_list, reference_wnids
 from imagenot.wordnet import nltk_data
 from imagenot.wordnet.classlists import ClassListError
 from imagenot.wordnet.index import ROOT_WNID

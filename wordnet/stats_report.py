@@ -1,5 +1,5 @@
 """A class set's place in WordNet beside a reference set's (the ImageNot paper's appendix B.1,
-Table 3, and more), as a JSON-ready report and its Markdown; `imagenot.pipeline.stats` writes
+Table 3, and more), as a JSON-ready report and its Markdown; `imagenot.pipeline.commands.stats` writes
 them with the plots."""
 
 from __future__ import annotations

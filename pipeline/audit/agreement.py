@@ -32,19 +32,19 @@ from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_flagged, drop_option
 from imagenot.pipeline.audit.duplicates import load_reference
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
-from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run.files import atomic_output, read_table, write_bytes
+from imagenot.pipeline.run.layout import (
     AGREEMENT_PLOT_FILE,
     AUDIT_AGREEMENT,
     AUDIT_EMBEDDINGS,
     CLASS_QUERIES_FILE,
     stage_path,
 )
-from imagenot.pipeline.registry import Stage
-from imagenot.pipeline.run_files import atomic_output, read_table, write_bytes
-from imagenot.pipeline.shards import read_batches
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.run.shards import read_batches
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 STAGE = AUDIT_AGREEMENT
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)

@@ -1,6 +1,6 @@
 """`--drop`: take the images an audit flags out of the dataset and backfill them from the reserve.
 
-The passes are `pipeline.backfill`'s: after each rerun of the download stage, the
+The passes are `pipeline.amend.backfill`'s: after each rerun of the download stage, the
 embeddings stage (only the new tars are embedded) and the audit run again, and the audit
 flags what remains. The audit's outputs always describe the final dataset; its figures gain a
 `drop` section: passes run, rows dropped by reason, rows still flagged.
@@ -16,13 +16,13 @@ import click
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline import backfill
+from imagenot.pipeline.amend import backfill
 from imagenot.pipeline.audit import embeddings
-from imagenot.pipeline.config import Config, ImageAudit
-from imagenot.pipeline.layout import FIGURES_FILE
-from imagenot.pipeline.run_files import write_json
-from imagenot.pipeline.stage_dir import stage_figures
-from imagenot.pipeline.summary import run_and_record
+from imagenot.pipeline.config.schema import Config, ImageAudit
+from imagenot.pipeline.run.files import write_json
+from imagenot.pipeline.run.layout import FIGURES_FILE
+from imagenot.pipeline.run.stage_dir import stage_figures
+from imagenot.pipeline.run.summary import run_and_record
 
 log = logging.getLogger(__name__)
 

@@ -40,14 +40,14 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_flagged, drop_option
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
-from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import AUDIT_DUPLICATES, DUPLICATE_PAIRS_HTML_FILE, classes_path, read_classes
-from imagenot.pipeline.preflight import files_exist
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.preflight import files_exist
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
-from imagenot.pipeline.run_files import atomic_output, read_table, write_text
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.run.files import atomic_output, read_table, write_text
+from imagenot.pipeline.run.layout import AUDIT_DUPLICATES, DUPLICATE_PAIRS_HTML_FILE, classes_path, read_classes
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ zeros), so no row is lost.
 
 The shards hold no class or split: those are the dataset's, joined on read (`embedding_table`).
 When audits drop images and the download stage backfills them (its revision changes, see
-`pipeline.stage_dir`), this folder is kept: a tar's shard is reused while the tar has the same
+`pipeline.run.stage_dir`), this folder is kept: a tar's shard is reused while the tar has the same
 bytes (its sha256 is in the shard's metadata) and the shard covers every current row of the tar,
 so only the new rounds' tars are embedded.
 """
@@ -36,8 +36,12 @@ from PIL import Image
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit.clip_model import ClipModel
-from imagenot.pipeline.config import Config, ImageAudit, Runner
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.preflight import check_clip_model
+from imagenot.pipeline.config.schema import Config, ImageAudit, Runner
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run.files import atomic_output, read_table, sha256_file, stage_shards
+from imagenot.pipeline.run.layout import (
     AUDIT_EMBEDDINGS,
     CLASS_QUERIES_FILE,
     DATASET_DIR,
@@ -45,14 +49,10 @@ from imagenot.pipeline.layout import (
     dataset_shards,
     read_classes,
 )
-from imagenot.pipeline.preflight import check_clip_model
-from imagenot.pipeline.progress import watch_shards
-from imagenot.pipeline.registry import Stage
-from imagenot.pipeline.run_files import atomic_output, read_table, sha256_file, stage_shards
-from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.shards import ShardWorker, process_shards, read_batches, resumable_shard, shard_files
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.run.progress import watch_shards
+from imagenot.pipeline.run.runner import make_pipeline
+from imagenot.pipeline.run.shards import ShardWorker, process_shards, read_batches, resumable_shard, shard_files
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.queries import query_text, validate_template
 

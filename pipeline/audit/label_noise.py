@@ -39,8 +39,10 @@ from cleanlab.filter import find_label_issues
 from cleanlab.rank import get_label_quality_scores
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import load_run_config
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.commands.lock_option import break_lock_option
+from imagenot.pipeline.config.schema import load_run_config
+from imagenot.pipeline.run.files import atomic_output, read_table, write_json, write_text
+from imagenot.pipeline.run.layout import (
     AUDIT_LABEL_NOISE,
     DATASET_DIR,
     DATASET_STAGES,
@@ -49,9 +51,7 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
-from imagenot.pipeline.lock_option import break_lock_option
-from imagenot.pipeline.run_files import atomic_output, read_table, write_json, write_text
-from imagenot.pipeline.run_lock import run_lock
+from imagenot.pipeline.run.lock import run_lock
 
 SUM_TOLERANCE = 1e-3  # probabilities saved as float32 or rounded still sum to 1 within this
 EXAMPLE_IDS = 5  # unmatched row ids quoted in the summary

@@ -29,8 +29,8 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.layout import MODEL_RANKINGS_FILE, MODEL_RANKINGS_PLOT_FILE
-from imagenot.pipeline.run_files import read_bytes, read_table, write_bytes, write_json, write_text
+from imagenot.pipeline.run.files import read_bytes, read_table, write_bytes, write_json, write_text
+from imagenot.pipeline.run.layout import MODEL_RANKINGS_FILE, MODEL_RANKINGS_PLOT_FILE
 
 COLUMNS = ("model", "accuracy_a", "n_a", "accuracy_b", "n_b")
 MIN_MODELS = 3  # adjusted R^2 of a one-predictor fit needs n - 2 > 0

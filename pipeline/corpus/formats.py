@@ -39,7 +39,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.paths import name as path_name
+from imagenot.pipeline.run.paths import name as path_name
 
 FORMATS = ("parquet", "csv", "tsv", "json", "jsonl")
 _EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}

@@ -11,7 +11,7 @@ naming the column, the `corpus.columns` key that maps it and the setting with ho
 
 from __future__ import annotations
 
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.formats import CorpusError, Source, corpus_stem, file_format
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
 

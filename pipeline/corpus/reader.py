@@ -38,10 +38,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Columns, Corpus
+from imagenot.pipeline.config.schema import Columns, Corpus
 from imagenot.pipeline.corpus.formats import CorpusError, Layout, Source, corpus_stem
-from imagenot.pipeline.paths import name as path_name
-from imagenot.pipeline.shard_progress import rows_read as report_rows_read
+from imagenot.pipeline.run.paths import name as path_name
+from imagenot.pipeline.run.shard_progress import rows_read as report_rows_read
 
 __all__ = ["CorpusError", "Layout"]  # with the reader, for its callers
 MALFORMED_LISTED = 20  # malformed lines of a shard named in its tally

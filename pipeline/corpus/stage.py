@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.layout import CORPUS, CORPUS_PARTS
-from imagenot.pipeline.paths import delete_folder
 from imagenot.pipeline.registry import Stage
-from imagenot.pipeline.stage_dir import finish_stage, is_current, open_stage
+from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS
+from imagenot.pipeline.run.paths import delete_folder
+from imagenot.pipeline.run.stage_dir import finish_stage, is_current, open_stage
 
 STAGE = CORPUS
 

@@ -53,9 +53,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
 from imagenot.pipeline.corpus.lexicon import Lexicon
-from imagenot.pipeline.layout import CORPUS_PARTS
-from imagenot.pipeline.paths import name
-from imagenot.pipeline.run_files import atomic_output
+from imagenot.pipeline.run.files import atomic_output
+from imagenot.pipeline.run.layout import CORPUS_PARTS
+from imagenot.pipeline.run.paths import name
 from imagenot.wordnet.index import NounIndex, load_index
 
 DEFAULT_URL_BASE = "http://127.0.0.1:8000/img"

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Download
+from imagenot.pipeline.config.schema import Download
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-from imagenot.pipeline.networks import parse_networks
+from imagenot.pipeline.config.networks import parse_networks
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Checked in order; the first that fits names the refusal.

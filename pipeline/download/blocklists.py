@@ -19,7 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.download.hosts import host_of
-from imagenot.pipeline.run_files import read_bytes, read_json
+from imagenot.pipeline.run.files import read_bytes, read_json
 
 KINDS = ("url", "domain", "sha256", "md5")
 HEX_DIGITS = {"sha256": 64, "md5": 32}

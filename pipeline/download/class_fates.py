@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.layout import DOWNLOAD, stage_path
-from imagenot.pipeline.run_files import read_json, write_json
+from imagenot.pipeline.run.files import read_json, write_json
+from imagenot.pipeline.run.layout import DOWNLOAD, stage_path
 
 FATES_FILE = "class_fates.json"
 

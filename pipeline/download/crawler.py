@@ -41,14 +41,14 @@ from collections.abc import Iterator
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Download
+from imagenot.pipeline.config.schema import Download
 from imagenot.pipeline.download.address_guard import AddressGuard, AddressRefused
 from imagenot.pipeline.download.blocklists import Blocklist
 from imagenot.pipeline.download.deadline import FetchDeadline, Watchdog
 from imagenot.pipeline.download.hosts import host_of
 from imagenot.pipeline.download.http_guard import ResponseTooLarge
-from imagenot.pipeline.download.politeness import HostLimits, Politeness
 from imagenot.pipeline.download.opt_outs import TDMREP_PATH
+from imagenot.pipeline.download.politeness import HostLimits, Politeness
 from imagenot.pipeline.download.robots import MAX_REDIRECTS, RobotsCache, SiteFileCache
 from imagenot.pipeline.download.signal_guard import SignalGuard, tdmrep_file
 

@@ -4,7 +4,7 @@
 `in_reference`, `image_class_disagreement`), the image or reference vector it duplicates, and the
 drop pass that removed it. The download stage passes these rows over as it walks each class's
 candidates, so the next ones in the reserve take their place. The list is the stage's revision
-(see `pipeline.stage_dir`): dropping images reruns what depends on the dataset, and keeps the
+(see `pipeline.run.stage_dir`): dropping images reruns what depends on the dataset, and keeps the
 fetched rounds. It only grows; it is cleared with the download stage, when the sample or the
 download settings change.
 """
@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.run_files import atomic_output, read_table
-from imagenot.pipeline.stage_dir import digest
+from imagenot.pipeline.run.files import atomic_output, read_table
+from imagenot.pipeline.run.stage_dir import digest
 
 DROPS_FILE = "dropped.parquet"
 REVIEW_REJECTED = "review_rejected"  # `imagenot review apply`'s reason: the raters rejected the image

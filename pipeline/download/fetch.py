@@ -32,14 +32,14 @@ from apache_beam.io.filesystems import FileSystems
 from img2dataset.downloader import Downloader
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Download, Runner
+from imagenot.pipeline.config.schema import Download, Runner
 from imagenot.pipeline.download.blocklists import Blocklist
 from imagenot.pipeline.download.crawler import process_crawler
 from imagenot.pipeline.download.hosts import shard_hosts
 from imagenot.pipeline.download.image_guard import GuardedResizer
 from imagenot.pipeline.download.tars import SortedSampleWriter
-from imagenot.pipeline.run_files import read_schema, read_table, write_bytes, write_json
-from imagenot.pipeline.runner import make_pipeline
+from imagenot.pipeline.run.files import read_schema, read_table, write_bytes, write_json
+from imagenot.pipeline.run.runner import make_pipeline
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.run_files import read_json
+from imagenot.pipeline.run.files import read_json
 
 
 def host_of(url: str | None) -> str:

@@ -39,7 +39,7 @@ from imagenot.pipeline.download.opt_outs import (
     robots_lines,
     signal_declined,
 )
-from imagenot.pipeline.run_files import read_json, write_json
+from imagenot.pipeline.run.files import read_json, write_json
 
 MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: at least five consecutive redirects
 ROBOTS_PATH = "/robots.txt"

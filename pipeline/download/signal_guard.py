@@ -16,7 +16,7 @@ from collections import Counter
 from email.message import Message
 from urllib.parse import urlsplit
 
-from imagenot.pipeline.config import Download
+from imagenot.pipeline.config.schema import Download
 from imagenot.pipeline.download.opt_outs import (
     Malformed,
     OptedOut,

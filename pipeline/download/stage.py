@@ -32,20 +32,20 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Config, Download, Runner, Sampling
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.preflight import files_exist
+from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import drops, fetch
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.class_fates import write_class_fates
 from imagenot.pipeline.download.hosts import busiest_hosts, host_of, malformed_signals
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
-from imagenot.pipeline.layout import DATASET_DIR, DOWNLOAD, RESERVE_DIR, SAMPLE, SCORE_COLUMN, stage_path
-from imagenot.pipeline.preflight import files_exist
 from imagenot.pipeline.registry import Stage, download_enabled
-from imagenot.pipeline.run_files import atomic_output, read_table, stage_shards, write_tsv
+from imagenot.pipeline.run.files import atomic_output, read_table, stage_shards, write_tsv
+from imagenot.pipeline.run.layout import DATASET_DIR, DOWNLOAD, RESERVE_DIR, SAMPLE, SCORE_COLUMN, stage_path
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.sample.splits import assign_splits
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 log = logging.getLogger(__name__)
 

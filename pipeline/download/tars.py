@@ -19,7 +19,7 @@ os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would c
 import webdataset as wds
 from img2dataset.writer import WebDatasetSampleWriter
 
-from imagenot.pipeline.run_files import read_bytes, write_bytes
+from imagenot.pipeline.run.files import read_bytes, write_bytes
 
 _FIXED = {"user": "", "group": "", "mtime": 0}
 

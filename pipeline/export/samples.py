@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from imagenot.pipeline.layout import SCORE_COLUMN
+from imagenot.pipeline.run.layout import SCORE_COLUMN
 from imagenot.wordnet.index import NounIndex
 
 # The columns of train.parquet / test.parquet, in order; all but `shard` are also in each sample's .json.

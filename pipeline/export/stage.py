@@ -6,8 +6,8 @@ those samples, so an image an audit dropped never reaches the export, into new w
 shards: `train-NNNNN.tar` and `test-NNNNN.tar`, keys unique (the row id), samples in key order,
 `export.samples_per_shard` each. Beside them: `train.parquet`/`test.parquet` (the same rows'
 metadata), `classes.txt` (ImageNet's LOC_synset_mapping.txt format), `_info.json` (timm's index of the
-shards, `pipeline.dataset_loaders`) and a README.md that `datasets.load_dataset` and the Hub read
-(see `pipeline.dataset_usage`); with `export.formats` holding `imagefolder`, also
+shards, `pipeline.dataset.loaders`) and a README.md that `datasets.load_dataset` and the Hub read
+(see `pipeline.dataset.usage`); with `export.formats` holding `imagefolder`, also
 `SPLIT/WNID/KEY.EXT`; with `hf-parquet`, also `data/SPLIT-NNNNN.parquet` (images and labels, the
 README then pointing `datasets` at these).
 
@@ -28,11 +28,15 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Config, Export
-from imagenot.pipeline.dataset_loaders import HUB_FOLDER, TIMM_INFO, hub_table, timm_info
-from imagenot.pipeline.dataset_usage import hf_readme
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.schema import Config, Export
+from imagenot.pipeline.dataset.loaders import HUB_FOLDER, TIMM_INFO, hub_table, timm_info
+from imagenot.pipeline.dataset.usage import hf_readme
+from imagenot.pipeline.dataset.webdataset import read_samples, write_tar
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.registry import Stage, download_enabled
+from imagenot.pipeline.run.files import atomic_output, read_table, stage_shards, write_bytes, write_text
+from imagenot.pipeline.run.layout import (
     DOWNLOAD,
     EXPORT,
     SCORE_COLUMN,
@@ -41,13 +45,9 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
-from imagenot.pipeline.paths import delete_folder, name
-from imagenot.pipeline.registry import Stage, download_enabled
-from imagenot.pipeline.run_files import atomic_output, read_table, stage_shards, write_bytes, write_text
-from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
-from imagenot.pipeline.webdataset import read_samples, write_tar
+from imagenot.pipeline.run.paths import delete_folder, name
+from imagenot.pipeline.run.runner import make_pipeline
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.wordnet.index import load_index
 
 STAGE = EXPORT

@@ -17,10 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from imagenot.pipeline.config import Scoring
+from imagenot.pipeline.config.schema import Scoring
+from imagenot.pipeline.run.shards import read_batches
 from imagenot.pipeline.score.similarity import QueryEmbeddings
 from imagenot.pipeline.score.static_model import StaticEncoder, load_static_encoder
-from imagenot.pipeline.shards import read_batches
 from imagenot.wordnet.index import load_index
 
 Cutoff = tuple[float, str]  # (static score, row id) of a class's M-th best caption

@@ -32,12 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Config, Sampling
-from imagenot.pipeline.keyed_hash import sample_keys
-from imagenot.pipeline.layout import SCORE_COLUMN, SENSE_COLUMNS
-from imagenot.pipeline.run_files import read_json, read_schema, read_table, write_json
-from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.sampling_order import (
+from imagenot.pipeline.config.schema import Config, Sampling
+from imagenot.pipeline.rank.sampling_order import (
     bin_rounds,
     reference_edges,
     sense_kept,
@@ -45,8 +41,12 @@ from imagenot.pipeline.sampling_order import (
     similarity_bins,
     strategy_order,
 )
+from imagenot.pipeline.run.files import read_json, read_schema, read_table, write_json
+from imagenot.pipeline.run.keyed_hash import sample_keys
+from imagenot.pipeline.run.layout import SCORE_COLUMN, SENSE_COLUMNS
+from imagenot.pipeline.run.runner import make_pipeline
+from imagenot.pipeline.run.shards import ShardWorker, sum_tallies
 from imagenot.pipeline.score.stage import merge_smallest, smallest_keys
-from imagenot.pipeline.shards import ShardWorker, sum_tallies
 
 SETTLE_COLUMNS = ["row_id", "wnid", "url", "caption", SCORE_COLUMN]
 

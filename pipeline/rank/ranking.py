@@ -6,7 +6,7 @@ step, with its own minimum). Synsets under the threshold are dropped, the best K
 classes, and ties are broken by wnid so the same scores always give the same classes.
 
 Cost bound: classes are ranked on at most M captions per synset, chosen by a seeded hash of
-`row_id` (`pipeline/keyed_hash.py`). Only the captions of the chosen classes are then scored in
+`row_id` (`pipeline/run/keyed_hash.py`). Only the captions of the chosen classes are then scored in
 full, for picking their images.
 """
 

@@ -27,8 +27,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.preflight import check_text_models
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
+from imagenot.pipeline.rank.priority import priority_rounds
+from imagenot.pipeline.rank.ranking import Ranking, rank_synsets
+from imagenot.pipeline.rank.sampling_order import reference_edges
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run.files import read_json, stage_shards, write_json, write_tsv
+from imagenot.pipeline.run.layout import (
     CLASS_LIST_FILE,
     CLASSES_FILE,
     RANK,
@@ -40,21 +48,13 @@ from imagenot.pipeline.layout import (
     SELECTED_DIR,
     stage_path,
 )
-from imagenot.pipeline.paths import stem
-from imagenot.pipeline.preflight import check_text_models
-from imagenot.pipeline.progress import watch_shards
-from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
-from imagenot.pipeline.rank.priority import priority_rounds
-from imagenot.pipeline.rank.ranking import Ranking, rank_synsets
-from imagenot.pipeline.registry import Stage
-from imagenot.pipeline.run_files import read_json, stage_shards, write_json, write_tsv
-from imagenot.pipeline.runner import make_pipeline, scoring_hints
-from imagenot.pipeline.sampling_order import reference_edges
+from imagenot.pipeline.run.paths import stem
+from imagenot.pipeline.run.progress import watch_shards
+from imagenot.pipeline.run.runner import make_pipeline, scoring_hints
+from imagenot.pipeline.run.shards import process_shards
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.score.static_model import describe, load_static_encoder
-from imagenot.pipeline.shards import process_shards
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.wordnet.index import NounIndex, load_index
 
 STAGE = RANK

@@ -6,7 +6,7 @@ import statistics
 
 import yaml
 
-from imagenot.pipeline.dataset_usage import usage_markdown
+from imagenot.pipeline.dataset.usage import usage_markdown
 from imagenot.pipeline.report import datasheet, safety
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
@@ -399,7 +399,7 @@ def _config(facts: RunFacts) -> list[str]:
 
 
 def _using(facts: RunFacts) -> list[str]:
-    """Where the export is and how to load it (`pipeline.dataset_usage`, shared with its README)."""
+    """Where the export is and how to load it (`pipeline.dataset.usage`, shared with its README)."""
     if facts.download is None:
         note = ("The export stage (`RUN/dataset/`) runs only with `download.enabled`: without downloaded images, "
                 "the dataset is the URL lists in `sample/dataset/`.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
 
 
 class Choice(NamedTuple):

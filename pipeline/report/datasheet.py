@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from imagenot.pipeline.config import Config, Download
+from imagenot.pipeline.config.schema import Config, Download
 from imagenot.pipeline.report.facts import RunFacts
 from imagenot.pipeline.report.markdown import count_of, table
 

@@ -16,9 +16,12 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.filters.overlap import overlap_removals
-from imagenot.pipeline.class_lists import reference_wnids
-from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.config.reference_lists import reference_wnids
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.report.safety import Safety, gather_safety
+from imagenot.pipeline.report.similarity import ClassSimilarities, caption_similarities
+from imagenot.pipeline.run.files import read_bytes, read_json, read_tsv, stage_shards
+from imagenot.pipeline.run.layout import (
     AGREEMENT_PLOT_FILE,
     AUDIT_AGREEMENT,
     AUDIT_DUPLICATES,
@@ -47,10 +50,7 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
-from imagenot.pipeline.report.safety import Safety, gather_safety
-from imagenot.pipeline.report.similarity import ClassSimilarities, caption_similarities
-from imagenot.pipeline.run_files import read_bytes, read_json, read_tsv, stage_shards
-from imagenot.pipeline.stage_dir import is_done, made_from
+from imagenot.pipeline.run.stage_dir import is_done, made_from
 from imagenot.wordnet import hierarchy
 from imagenot.wordnet.index import NounIndex
 from imagenot.wordnet.stats_report import build_report

@@ -7,7 +7,7 @@ import html
 
 import pyarrow as pa
 
-from imagenot.pipeline.config import Config
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
 
 COLUMNS = ["class_index", "order", "split", "caption", "tar", "key"]

@@ -13,10 +13,10 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
+from imagenot.pipeline.commands.stats import SIBLING_BUCKETS, plot_shares
 from imagenot.pipeline.report.facts import RunFacts
 from imagenot.pipeline.report.funnel import FunnelRow, funnel_rows
 from imagenot.pipeline.report.similarity import EDGES, ClassSimilarities
-from imagenot.pipeline.stats import SIBLING_BUCKETS, plot_shares
 
 BOXES = 30  # classes shown as box plots (evenly spread over the ranking)
 SHORT = "tab:red"

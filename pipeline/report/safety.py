@@ -17,10 +17,10 @@ from imagenot.filters import nsfw_synsets, offensive_synsets, person_synsets
 from imagenot.filters.funnel import FATE_COLUMNS
 from imagenot.filters.offensive_synsets import marked_synsets
 from imagenot.filters.person_synsets import ANY_PERSON, IDENTITY_LABELS, PERSON_LEXNAME, identity_synsets
-from imagenot.pipeline.config import Config
-from imagenot.pipeline.layout import REMOVED_SYNSETS_FILE, SELECT, SYNSET_FATES_FILE, stage_path
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.report.markdown import table
-from imagenot.pipeline.run_files import write_tsv
+from imagenot.pipeline.run.files import write_tsv
+from imagenot.pipeline.run.layout import REMOVED_SYNSETS_FILE, SELECT, SYNSET_FATES_FILE, stage_path
 from imagenot.pipeline.select.funnel_files import read_synset_fates
 from imagenot.wordnet.index import NounIndex
 

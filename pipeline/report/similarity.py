@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.layout import SCORE_COLUMN
-from imagenot.pipeline.shards import read_batches
+from imagenot.pipeline.run.layout import SCORE_COLUMN
+from imagenot.pipeline.run.shards import read_batches
 
 BIN_WIDTH = 0.005
 EDGES = np.linspace(-1.0, 1.0, round(2 / BIN_WIDTH) + 1)  # cosine similarity lies in [-1, 1]

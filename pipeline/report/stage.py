@@ -14,10 +14,10 @@ import click
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Config, load_run_config
-from imagenot.pipeline.layout import CARD_FILE, PAGE_FILE, REPORT, dataset_stage, stage_path
-from imagenot.pipeline.lock_option import break_lock_option
-from imagenot.pipeline.preflight import preflight, stages_from
+from imagenot.pipeline.commands.lock_option import break_lock_option
+from imagenot.pipeline.commands.stage import run_config_option
+from imagenot.pipeline.config.preflight import preflight, stages_from
+from imagenot.pipeline.config.schema import Config, load_run_config
 from imagenot.pipeline.registry import Stage, run_stage, settings_differences, stages
 from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
@@ -26,10 +26,10 @@ from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.page import render_page
 from imagenot.pipeline.report.plots import draw_all
 from imagenot.pipeline.report.safety import write_removed
-from imagenot.pipeline.run_files import write_text
-from imagenot.pipeline.run_lock import run_lock
-from imagenot.pipeline.stage_command import run_config_option
-from imagenot.pipeline.stage_dir import finish_stage, is_done, open_stage, stage_fingerprint
+from imagenot.pipeline.run.files import write_text
+from imagenot.pipeline.run.layout import CARD_FILE, PAGE_FILE, REPORT, dataset_stage, stage_path
+from imagenot.pipeline.run.lock import run_lock
+from imagenot.pipeline.run.stage_dir import finish_stage, is_done, open_stage, stage_fingerprint
 from imagenot.wordnet.index import load_index
 
 STAGE = REPORT

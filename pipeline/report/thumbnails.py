@@ -15,7 +15,7 @@ from collections import defaultdict
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
-from imagenot.pipeline.webdataset import read_samples
+from imagenot.pipeline.dataset.webdataset import read_samples
 
 IMAGE_EXTENSIONS = {"jpg", "png", "webp"}  # img2dataset's encode formats
 CAPTION_CHARACTERS = 90  # shown beneath a thumbnail; the whole caption is its hover text

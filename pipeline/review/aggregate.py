@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 
 import pyarrow as pa
 
-from imagenot.pipeline.config import Review
+from imagenot.pipeline.config.schema import Review
 from imagenot.pipeline.review.sizing import clopper_pearson
 
 AS_LABEL_CHECK = {"yes": "yes", "given": "yes", "both": "yes", "no": "no", "suggested": "no", "neither": "no", "unsure": None}

@@ -17,18 +17,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline import backfill
-from imagenot.pipeline.config import Config, load_run_config
+from imagenot.pipeline.amend import backfill
+from imagenot.pipeline.commands.lock_option import break_lock_option
+from imagenot.pipeline.commands.stage import run_config_option
+from imagenot.pipeline.config.schema import Config, load_run_config
 from imagenot.pipeline.download import drops
-from imagenot.pipeline.layout import DOWNLOAD, read_classes, stage_path
-from imagenot.pipeline.lock_option import break_lock_option
 from imagenot.pipeline.registry import run_stage
 from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.review import plan as review_plan
 from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
 from imagenot.pipeline.review.store import Store, database_path
-from imagenot.pipeline.run_lock import run_lock
-from imagenot.pipeline.stage_command import run_config_option
+from imagenot.pipeline.run.layout import DOWNLOAD, read_classes, stage_path
+from imagenot.pipeline.run.lock import run_lock
 
 run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished download/ stage")
 

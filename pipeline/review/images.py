@@ -14,8 +14,8 @@ import threading
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from imagenot.pipeline.dataset.webdataset import split_member
 from imagenot.pipeline.report.thumbnails import IMAGE_EXTENSIONS
-from imagenot.pipeline.webdataset import split_member
 
 MEDIA_TYPES = {"jpg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 

@@ -25,9 +25,12 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Config, Review
-from imagenot.pipeline.keyed_hash import sample_keys
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.config.schema import Config, Review
+from imagenot.pipeline.report.facts import is_current_audit
+from imagenot.pipeline.review.sizing import sample_size
+from imagenot.pipeline.run.files import atomic_output, read_table
+from imagenot.pipeline.run.keyed_hash import sample_keys
+from imagenot.pipeline.run.layout import (
     AUDIT_AGREEMENT,
     AUDIT_EMBEDDINGS,
     AUDIT_LABEL_NOISE,
@@ -38,10 +41,7 @@ from imagenot.pipeline.layout import (
     dataset_shards,
     stage_path,
 )
-from imagenot.pipeline.report.facts import is_current_audit
-from imagenot.pipeline.review.sizing import sample_size
-from imagenot.pipeline.run_files import atomic_output, read_table
-from imagenot.pipeline.stage_dir import is_done
+from imagenot.pipeline.run.stage_dir import is_done
 
 DATASET_COLUMNS = ["row_id", "class_index", "wnid", "caption", "split", "order", "tar", "key", "sha256"]
 SCHEMA = pa.schema([

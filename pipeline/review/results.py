@@ -19,10 +19,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Review
+from imagenot.pipeline.config.schema import Review
 from imagenot.pipeline.download.drops import REVIEW_REJECTED as REVIEW_REASON
 from imagenot.pipeline.download.drops import read_drops
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.review import aggregate
+from imagenot.pipeline.review.pages import CLASS_INSTRUCTIONS, FLAGGED_INSTRUCTIONS
+from imagenot.pipeline.review.plan import read_plan
+from imagenot.pipeline.review.store import Store, copy_back
+from imagenot.pipeline.run.files import atomic_output, read_json, read_table, write_bytes, write_json
+from imagenot.pipeline.run.layout import (
     DOWNLOAD,
     REVIEW,
     REVIEW_ANSWERS_FILE,
@@ -32,11 +37,6 @@ from imagenot.pipeline.layout import (
     read_classes,
     stage_path,
 )
-from imagenot.pipeline.review import aggregate
-from imagenot.pipeline.review.pages import CLASS_INSTRUCTIONS, FLAGGED_INSTRUCTIONS
-from imagenot.pipeline.review.plan import read_plan
-from imagenot.pipeline.review.store import Store, copy_back
-from imagenot.pipeline.run_files import atomic_output, read_json, read_table, write_bytes, write_json
 
 ANSWERS_SCHEMA = pa.schema([("rater", pa.string()), ("image", pa.string()), ("task", pa.string()),
                             ("answer", pa.string()), ("answered_at", pa.float64())])  # fmt: skip

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from imagenot.pipeline.config import Review
-from imagenot.pipeline.layout import read_classes
+from imagenot.pipeline.config.schema import Review
 from imagenot.pipeline.review.images import ImageSource
 from imagenot.pipeline.review.plan import CLASS, FLAGGED, image_id, read_dataset, read_plan
 from imagenot.pipeline.review.store import Store
+from imagenot.pipeline.run.layout import read_classes
 from imagenot.wordnet.index import NounIndex
 
 LEASE_SECONDS = 15 * 60  # a page opened and not sent counts as being answered for this long

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.layout import REVIEW, REVIEW_DB_FILE, stage_path
-from imagenot.pipeline.run_files import read_bytes, write_bytes
+from imagenot.pipeline.run.files import read_bytes, write_bytes
+from imagenot.pipeline.run.layout import REVIEW, REVIEW_DB_FILE, stage_path
 from imagenot.wordnet.nltk_data import cache_dir
 
 SCHEMA = """

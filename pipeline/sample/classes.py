@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from imagenot.pipeline.config import Sampling
-from imagenot.pipeline.keyed_hash import sample_keys
-from imagenot.pipeline.layout import SCORE_COLUMN
-from imagenot.pipeline.sampling_order import sense_kept, settle_duplicates, similarity_bins, strategy_order
+from imagenot.pipeline.config.schema import Sampling
+from imagenot.pipeline.rank.sampling_order import sense_kept, settle_duplicates, similarity_bins, strategy_order
+from imagenot.pipeline.run.keyed_hash import sample_keys
+from imagenot.pipeline.run.layout import SCORE_COLUMN
 
 ORDER_COLUMN = "order"
 

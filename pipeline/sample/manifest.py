@@ -9,9 +9,9 @@ from apache_beam.io.filesystems import FileSystems
 from packaging.requirements import Requirement
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.layout import FINGERPRINT_FILE, RANK, SAMPLE, SCORE, SELECT, TAG, stage_path
-from imagenot.pipeline.model_files import resolve_model
-from imagenot.pipeline.run_files import read_json, sha256_file
+from imagenot.pipeline.config.model_files import resolve_model
+from imagenot.pipeline.run.files import read_json, sha256_file
+from imagenot.pipeline.run.layout import FINGERPRINT_FILE, RANK, SAMPLE, SCORE, SELECT, TAG, stage_path
 
 PROJECT = "imagenot"
 STAGES = (TAG, SELECT, SCORE, RANK, SAMPLE)

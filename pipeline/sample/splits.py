@@ -6,7 +6,7 @@ from typing import Literal
 
 import numpy as np
 
-from imagenot.pipeline.keyed_hash import sample_key
+from imagenot.pipeline.run.keyed_hash import sample_key
 
 SPLIT_SALT = 0x5A17_5EED  # keys the split apart from the sampling priority of the same seed
 

@@ -31,25 +31,12 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config import Config, Sampling
-from imagenot.pipeline.layout import (
-    CORPUS_SHARDS_FILE,
-    DATASET_DIR,
-    MANIFEST_FILE,
-    RANK,
-    SENSE_COLUMNS,
-    RESERVE_DIR,
-    SAMPLE,
-    SCORE_COLUMN,
-    SCORED_DIR,
-    TAG,
-    read_classes,
-    stage_path,
-)
-from imagenot.pipeline.paths import delete_folder, name
-from imagenot.pipeline.preflight import files_exist
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.preflight import files_exist
+from imagenot.pipeline.config.schema import Config, Sampling
+from imagenot.pipeline.rank.sampling_order import reference_edges
 from imagenot.pipeline.registry import Stage
-from imagenot.pipeline.run_files import (
+from imagenot.pipeline.run.files import (
     atomic_output,
     read_json,
     read_schema,
@@ -58,15 +45,28 @@ from imagenot.pipeline.run_files import (
     write_json,
     write_tsv,
 )
-from imagenot.pipeline.runner import make_pipeline
+from imagenot.pipeline.run.layout import (
+    CORPUS_SHARDS_FILE,
+    DATASET_DIR,
+    MANIFEST_FILE,
+    RANK,
+    RESERVE_DIR,
+    SAMPLE,
+    SCORE_COLUMN,
+    SCORED_DIR,
+    SENSE_COLUMNS,
+    TAG,
+    read_classes,
+    stage_path,
+)
+from imagenot.pipeline.run.paths import delete_folder, name
+from imagenot.pipeline.run.runner import make_pipeline
+from imagenot.pipeline.run.shards import read_batches
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.sample.classes import ORDER_COLUMN, sample_class
 from imagenot.pipeline.sample.manifest import build_manifest, checked_corpus_entry
 from imagenot.pipeline.sample.splits import assign_splits
 from imagenot.pipeline.sample.writer import ShardWriter
-from imagenot.pipeline.sampling_order import reference_edges
-from imagenot.pipeline.shards import read_batches
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
 
 STAGE = SAMPLE
 UPSTREAM = RANK

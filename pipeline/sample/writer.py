@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.run_files import atomic_output
+from imagenot.pipeline.run.files import atomic_output
 
 
 class ShardWriter:

@@ -21,8 +21,8 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.paths import name
-from imagenot.pipeline.run_files import atomic_output, read_bytes, write_text
+from imagenot.pipeline.run.files import atomic_output, read_bytes, write_text
+from imagenot.pipeline.run.paths import name
 from imagenot.pipeline.score.encoders import TextEncoder
 
 KEY_BYTES = 20  # sha1

@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.model_files import DEFAULT_MODEL, resolve_model, text_model_problem
+from imagenot.pipeline.config.model_files import DEFAULT_MODEL, resolve_model, text_model_problem
 
 EncoderKind = Literal["sentence-transformers", "transformers"]
 Pooling = Literal["mean", "cls"]

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from imagenot.pipeline.config import load_config
+from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.score.model_cache import PROVENANCE_FILE
 from imagenot.pipeline.score.onnx_runtime import export_onnx
 from imagenot.pipeline.score.runtimes import load_encoder

@@ -3,6 +3,7 @@ runs it (torch, or ONNX Runtime over the same weights)."""
 
 from __future__ import annotations
 
+from imagenot.pipeline.config.model_files import text_model_problem
 from imagenot.pipeline.score.encoders import (
     DEFAULT_MODEL,
     EncoderError,
@@ -12,7 +13,6 @@ from imagenot.pipeline.score.encoders import (
     TextEncoder,
     TransformersEncoder,
 )
-from imagenot.pipeline.model_files import text_model_problem
 from imagenot.pipeline.score.onnx_runtime import OnnxEncoder
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from imagenot.pipeline.config import Scoring
+from imagenot.pipeline.config.schema import Scoring
 from imagenot.pipeline.score.encoders import TextEncoder
 from imagenot.wordnet.queries import query_text
 from imagenot.wordnet.senses import WordSenses, word_senses

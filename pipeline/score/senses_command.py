@@ -23,12 +23,12 @@ import pyarrow as pa
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
-from imagenot.pipeline.caption_rules import PairChecker, caption_rules
-from imagenot.pipeline.config import Config, load_config
-from imagenot.pipeline.run_files import atomic_output, read_table
+from imagenot.pipeline.config.schema import Config, load_config
+from imagenot.pipeline.run.files import atomic_output, read_table
 from imagenot.pipeline.score.runtimes import load_encoder
 from imagenot.pipeline.score.sense_contrast import SenseQueries
 from imagenot.pipeline.score.stage import _encoder_options
+from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.senses import sense_label
 

@@ -26,9 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Config, Runner, Scoring
-from imagenot.pipeline.keyed_hash import sample_keys
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.preflight import check_text_models
+from imagenot.pipeline.config.schema import Config, Runner, Scoring
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run.files import read_json, read_schema, stage_shards, write_json
+from imagenot.pipeline.run.keyed_hash import sample_keys
+from imagenot.pipeline.run.layout import (
     FIRST_PASS_DIR,
     MARGIN_COLUMN,
     OTHER_SENSE_COLUMN,
@@ -38,16 +42,9 @@ from imagenot.pipeline.layout import (
     SELECTED_DIR,
     stage_path,
 )
-from imagenot.pipeline.preflight import check_text_models
-from imagenot.pipeline.progress import watch_shards
-from imagenot.pipeline.registry import Stage
-from imagenot.pipeline.run_files import read_json, read_schema, stage_shards, write_json
-from imagenot.pipeline.runner import make_pipeline, scoring_hints
-from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseContrast, SenseQueries
-from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
-from imagenot.pipeline.shards import (
+from imagenot.pipeline.run.progress import watch_shards
+from imagenot.pipeline.run.runner import make_pipeline, scoring_hints
+from imagenot.pipeline.run.shards import (
     ShardWorker,
     process_shards,
     read_batches,
@@ -55,8 +52,11 @@ from imagenot.pipeline.shards import (
     shard_files,
     write_batches,
 )
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.score.cache import CachedEncoder
+from imagenot.pipeline.score.runtimes import load_encoder
+from imagenot.pipeline.score.sense_contrast import SenseContrast, SenseQueries
+from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.nltk_data import cache_dir
 

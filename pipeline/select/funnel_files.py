@@ -9,9 +9,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import FATE_COLUMNS, Funnel
-from imagenot.pipeline import run_files as atomic
-from imagenot.pipeline.layout import FUNNEL_FILE, SYNSET_FATES_FILE
-from imagenot.pipeline.run_files import read_tsv
+from imagenot.pipeline.run import files as atomic
+from imagenot.pipeline.run.files import read_tsv
+from imagenot.pipeline.run.layout import FUNNEL_FILE, SYNSET_FATES_FILE
 
 FUNNEL_FILES = ("funnel.tsv", FUNNEL_FILE, SYNSET_FATES_FILE)
 

@@ -27,11 +27,13 @@ from imagenot.filters.person_synsets import identity_synsets
 from imagenot.filters.select import SynsetSelection, select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
-from imagenot.pipeline.caption_rules import PairChecker, caption_rules
-from imagenot.pipeline.class_lists import reference_wnids
-from imagenot.pipeline.config import Config, Selection
+from imagenot.pipeline.commands.stage import stage_command
+from imagenot.pipeline.config.reference_lists import reference_wnids
+from imagenot.pipeline.config.schema import Config, Selection
 from imagenot.pipeline.corpus.preflight import check_corpus_if_there
-from imagenot.pipeline.layout import (
+from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.run.files import read_json, read_schema, stage_shards
+from imagenot.pipeline.run.layout import (
     SELECT,
     SELECT_TALLY_FILE,
     SELECTED_DIR,
@@ -40,12 +42,9 @@ from imagenot.pipeline.layout import (
     TAGGED_DIR,
     stage_path,
 )
-from imagenot.pipeline.progress import watch_shards
-from imagenot.pipeline.registry import Stage
-from imagenot.pipeline.run_files import read_json, read_schema, stage_shards
-from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.select.funnel_files import write_funnel
-from imagenot.pipeline.shards import (
+from imagenot.pipeline.run.progress import watch_shards
+from imagenot.pipeline.run.runner import make_pipeline
+from imagenot.pipeline.run.shards import (
     ShardWorker,
     process_shards,
     read_batches,
@@ -53,8 +52,9 @@ from imagenot.pipeline.shards import (
     shard_files,
     write_batches,
 )
-from imagenot.pipeline.stage_command import stage_command
-from imagenot.pipeline.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.run.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
+from imagenot.pipeline.select.funnel_files import write_funnel
 from imagenot.wordnet.index import load_index
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The tag stage: corpus shards in, tagged shards and per-synset caption counts out.
 
 `tag_shard` is the whole stage for one shard as a plain function; Beam spreads the shards over
-workers (one matcher per worker, see `pipeline.shards`). Outputs go to `<run dir>/tag/`: per
+workers (one matcher per worker, see `pipeline.run.shards`). Outputs go to `<run dir>/tag/`: per
 input shard `tagged/<stem>.parquet` (the rows with at least one match: `row_id`, `wnids`,
 `matched`, then the source columns) and `tallies/<stem>.json`; then `tag_tally.json` (the sum)
 and `synset_counts.tsv`. Every row read is counted once: dropped by a reason, tagged, or
@@ -20,22 +20,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.config import Columns, Config
+from imagenot.pipeline.commands.lock_option import break_lock_option
+from imagenot.pipeline.config.preflight import preflight, stages_from
+from imagenot.pipeline.config.schema import Columns, Config
 from imagenot.pipeline.corpus.formats import Layout
 from imagenot.pipeline.corpus.preflight import check_corpus, check_distinct_stems
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, read_shard, shard_identities, validate_shard
-from imagenot.pipeline.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
-from imagenot.pipeline.lock_option import break_lock_option
-from imagenot.pipeline.paths import name
-from imagenot.pipeline.preflight import preflight, stages_from
-from imagenot.pipeline.progress import watch_shards
 from imagenot.pipeline.registry import Stage, run_stage
-from imagenot.pipeline.run_config import record_run_config, settled_config
-from imagenot.pipeline.run_files import read_json, write_json, write_text
-from imagenot.pipeline.run_lock import run_lock
-from imagenot.pipeline.runner import make_pipeline
-from imagenot.pipeline.shards import ShardWorker, process_shards, resumable_shard, shard_files, write_batches
-from imagenot.pipeline.stage_dir import finish_stage, open_stage
+from imagenot.pipeline.run.config_file import record_run_config, settled_config
+from imagenot.pipeline.run.files import read_json, write_json, write_text
+from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
+from imagenot.pipeline.run.lock import run_lock
+from imagenot.pipeline.run.paths import name
+from imagenot.pipeline.run.progress import watch_shards
+from imagenot.pipeline.run.runner import make_pipeline
+from imagenot.pipeline.run.shards import ShardWorker, process_shards, resumable_shard, shard_files, write_batches
+from imagenot.pipeline.run.stage_dir import finish_stage, open_stage
 from imagenot.pipeline.tag.matcher import LemmaMatcher, count_synsets
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.lemmas import normalize, surface_forms

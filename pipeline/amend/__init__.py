@@ -1,0 +1,1 @@
+"""Changes to a finished run: drop rows and backfill, apply a blocklist."""

@@ -1,0 +1,85 @@
+"""Take rows out of a finished dataset and backfill each class from its reserve, pass after pass.
+
+The one loop behind an audit's `--drop` and `imagenot blocklist apply`. A pass asks what is
+flagged, adds it to the download stage's dropped list (`pipeline.download.drops`) and reruns
+the download stage: each class walks on to its next reserve candidates and fetches them. A
+replacement can be flagged in turn, so passes repeat until nothing new is flagged or
+`image_audit.drop_passes` ran. A pass killed part way resumes: the dropped list is the stage's
+revision, and what the caller does before a drop (`before_drop`) must be safe to repeat. Once the
+caller has recorded what it did, `refresh_outputs` writes the report and the export again, so the
+card and `RUN/dataset/` never describe images that are gone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.commands.build_summary import image_shortfall
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.download import drops
+from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.export import stage as export_stage
+from imagenot.pipeline.registry import run_stage
+from imagenot.pipeline.report import stage as report_stage
+from imagenot.pipeline.run.layout import DOWNLOAD, stage_path
+from imagenot.pipeline.run.stage_dir import is_done, made_from
+
+Flagged = Callable[[], pa.Table]  # rows to drop now: row_id, reason, duplicate_of (more columns allowed)
+
+
+@dataclass(frozen=True)
+class Backfilled:
+    passes: int
+    dropped: dict[str, int]  # reason -> rows
+    still_flagged: int  # flagged after the last pass (passes ran out)
+
+
+def require_download(config: Config, run_dir: str, command: str) -> None:
+    """Refuse `command` unless the run fetches images and its download stage finished."""
+    if not config.download.enabled:
+        raise ImagenotError(f"{command} replaces images by downloading from the reserve: it needs download.enabled")
+    if not is_done(run_dir, download_stage.STAGE):
+        raise ImagenotError(f"{run_dir}: no finished download/ stage; run `imagenot download` first")
+
+
+def drop_and_backfill(
+    config: Config,
+    run_dir: str,
+    command: str,
+    flagged: Flagged,
+    before_drop: Callable[[pa.Table], None] = lambda rows: None,
+    after_backfill: Callable[[], None] = lambda: None,
+) -> Backfilled:
+    """Drop what `flagged` returns and backfill, until it returns nothing or the passes run out.
+    `before_drop(rows)` runs before rows join the dropped list, `after_backfill()` after the
+    download stage ran again (an audit reruns itself there)."""
+    require_download(config, run_dir, command)
+    download_dir = stage_path(run_dir, DOWNLOAD)
+    dropped: Counter[str] = Counter()
+    passes = 0
+    pending = flagged()
+    while pending.num_rows and passes < config.image_audit.drop_passes:
+        passes += 1
+        before_drop(pending)
+        dropped.update(drops.add_drops(download_dir, pending).column("reason").to_pylist())
+        run_stage(download_stage.DECLARATION, config, run_dir)
+        after_backfill()
+        pending = flagged()
+    return Backfilled(passes, dict(sorted(dropped.items())), pending.num_rows)
+
+
+def refresh_outputs(config: Config, run_dir: str) -> str | None:
+    """Write the report, then the export, again where they no longer describe the download stage
+    as it is now (a run built stage by stage without them is left alone); then the warning about
+    classes short of images, or None."""
+    for stage in (report_stage.DECLARATION, export_stage.DECLARATION):
+        upstream = stage.upstream_of(config)
+        if FileSystems.exists(stage_path(run_dir, stage.name)) and not made_from(run_dir, stage.name, upstream):
+            run_stage(stage, config, run_dir)
+    return image_shortfall(config, run_dir)

@@ -1,0 +1,130 @@
+"""`imagenot blocklist apply --run DIR --list FILE`: clean a finished dataset against a new list.
+
+A pass matches the dataset's images against the list: their URL and host (url, domain
+entries) and the sha256 of their original bytes, which the dataset records (sha256 entries;
+md5 entries cannot be checked without the original bytes, and are counted as such). Matching
+images, and reserve candidates whose URL or host is listed, join the download stage's dropped
+list (`pipeline.download.drops`, as an audit's `--drop` does) under their `blocklist_<kind>`
+reason; the matching images' samples are taken out of their tars (no bytes of them stay in the
+run); then the download stage runs again and each class walks on to its next reserve candidates.
+A replacement can match a hash in turn, so passes repeat (`pipeline.amend.backfill`, the loop
+an audit's `--drop` uses too). Each application is recorded in `download/blocklists_applied.json`
+(the list's name, size, sha256, entries, what it removed, and what stayed listed when the passes
+ran out), which the dataset card shows.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+import logging
+from collections import defaultdict
+
+import click
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.pipeline.amend.backfill import drop_and_backfill, refresh_outputs, require_download
+from imagenot.pipeline.commands.lock_option import break_lock_option
+from imagenot.pipeline.commands.stage import run_config_option
+from imagenot.pipeline.config.schema import Config, load_run_config
+from imagenot.pipeline.download import drops
+from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.download.blocklists import APPLIED_FILE, Blocklist, load_blocklists, read_applied
+from imagenot.pipeline.download.tars import remove_samples
+from imagenot.pipeline.run.files import read_table, stage_shards, write_json
+from imagenot.pipeline.run.layout import DATASET_DIR, DOWNLOAD, FIGURES_FILE, stage_path
+from imagenot.pipeline.run.lock import run_lock
+from imagenot.pipeline.run.stage_dir import stage_figures
+
+log = logging.getLogger(__name__)
+
+def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> pa.Table:
+    """Rows to drop (row_id, reason, duplicate_of), with the tar and key of those in the dataset."""
+    download_dir = stage_path(run_dir, DOWNLOAD)
+    reasons = download_stage.blocked_rows(candidates, blocklist)
+    samples: dict[str, tuple[str, str]] = {}
+    for path in stage_shards(download_dir, DATASET_DIR):
+        for row in read_table(path, ["row_id", "url", "tar", "key", "sha256"]).to_pylist():
+            if row["sha256"] in blocklist.entries["sha256"]:
+                reasons[row["row_id"]] = "blocklist_sha256"
+            if row["row_id"] in reasons:
+                samples[row["row_id"]] = (row["tar"], row["key"])
+    already = set(drops.reasons(drops.read_drops(download_dir)))
+    rows = [(row_id, reason) for row_id, reason in sorted(reasons.items()) if row_id not in already]
+    return pa.table(
+        {
+            "row_id": pa.array([r for r, _ in rows], pa.string()),
+            "reason": pa.array([reason for _, reason in rows], pa.string()),
+            "duplicate_of": pa.nulls(len(rows), pa.string()),
+            "tar": pa.array([samples.get(r, (None, None))[0] for r, _ in rows], pa.string()),
+            "key": pa.array([samples.get(r, (None, None))[1] for r, _ in rows], pa.string()),
+        }
+    )
+
+
+def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
+    """Apply the list to the run's dataset, backfilling from the reserve; what it removed."""
+    blocklist = load_blocklists([list_path])
+    candidates = functools.cache(lambda: download_stage.load_candidates(run_dir)[0])  # once the stage is known done
+    samples_removed = 0
+
+    def remove_from_tars(rows: pa.Table) -> None:
+        """No bytes of a listed image stay in the run (safe to repeat: a removed member is gone)."""
+        nonlocal samples_removed
+        keys: dict[str, set[str]] = defaultdict(set)
+        for row in rows.select(["tar", "key"]).to_pylist():
+            if row["tar"] is not None:
+                keys[row["tar"]].add(row["key"])
+        for tar, tar_keys in sorted(keys.items()):
+            samples_removed += remove_samples(FileSystems.join(run_dir, tar), tar_keys)
+
+    require_download(config, run_dir, "blocklist apply")
+    images_before = stage_figures(run_dir, download_stage.STAGE)["images"]
+    result = drop_and_backfill(
+        config, run_dir, "blocklist apply", lambda: _matches(run_dir, blocklist, candidates()), before_drop=remove_from_tars
+    )
+    source = blocklist.sources[0]
+    record = {
+        **source,
+        "passes": result.passes,
+        "removed": result.dropped,
+        "still_listed": result.still_flagged,
+        "tar_members_removed": samples_removed,
+        # each image taken out of the dataset left a place the reserve filled, or did not
+        "backfilled": stage_figures(run_dir, download_stage.STAGE)["images"] - images_before + samples_removed,
+        "applied_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "md5_not_checked": source["entries"]["md5"],
+    }
+    download_dir = stage_path(run_dir, DOWNLOAD)
+    applied = [*read_applied(download_dir), record]
+    write_json(FileSystems.join(download_dir, APPLIED_FILE), applied)
+    figures = {**stage_figures(run_dir, download_stage.STAGE), "blocklists_applied": applied}
+    write_json(FileSystems.join(download_dir, FIGURES_FILE), figures)
+    return record
+
+
+@click.group("blocklist")
+def blocklist_command() -> None:
+    """Blocklists of URLs, domains and image hashes (see download.blocklists)."""
+
+
+@blocklist_command.command("apply")
+@click.option("--run", "run_dir", required=True, help="run directory holding a finished download/ stage")
+@click.option("--list", "list_path", required=True, help="blocklist file (local or gs://): `url|domain|sha256|md5 VALUE` lines")
+@run_config_option
+@break_lock_option
+def apply_command(run_dir: str, list_path: str, config_path: str | None, break_lock: bool) -> None:
+    """Take a new list's matches out of a finished dataset and backfill them from the reserve."""
+    config = load_run_config(run_dir, config_path)
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
+        record = apply_blocklist(config, run_dir, list_path)
+        shortfall = refresh_outputs(config, run_dir)  # the card and export follow what the list removed
+    if record["still_listed"]:
+        log.warning("%s: %d listed images remain after %d passes; run blocklist apply again", list_path, record["still_listed"], record["passes"])
+    if record["md5_not_checked"]:
+        log.warning("%s: %d md5 entries cannot be checked without the original bytes", list_path, record["md5_not_checked"])
+    click.echo(f"blocklist apply: {json.dumps(record, indent=2)}")
+    if shortfall:
+        click.echo(f"Warning: {shortfall}", err=True)

@@ -1,0 +1,33 @@
+"""`imagenot build`: the command, apart from the stages so that its `--help` loads none of them."""
+
+from __future__ import annotations
+
+import click
+
+from imagenot.pipeline.commands.lock_option import break_lock_option
+from imagenot.pipeline.stage_order import STAGE_NAMES
+
+
+@click.command("build")
+@click.option("--config", "config_path", required=True, help="YAML run configuration")
+@click.option("--out", "run_dir", help="run directory (default: runs/<config file name>)")
+@click.option("--from", "from_stage", type=click.Choice(STAGE_NAMES), help="rerun this stage and all after it")
+@break_lock_option
+def build_command(config_path: str, run_dir: str | None, from_stage: str | None, break_lock: bool) -> None:
+    """Build a dataset from a config: every stage in order, skipping what is done; ends with what
+    came out and where."""
+    from imagenot.pipeline.build import build
+    from imagenot.pipeline.commands.build_summary import class_shortfall, closing_summary, image_shortfall
+    from imagenot.pipeline.config.preflight import build_stages, preflight
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.run.lock import run_lock
+    from imagenot.pipeline.run.paths import stem
+
+    config = load_config(config_path, needs_corpus=True)
+    run_dir = run_dir or f"runs/{stem(config_path)}"
+    preflight(config, run_dir, build_stages(config))  # before the lock or config.yaml is written
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
+        ran = build(config, run_dir, from_stage)
+    click.echo(closing_summary(config, run_dir, ran))
+    for warning in filter(None, (class_shortfall(config, run_dir), image_shortfall(config, run_dir))):
+        click.echo(f"Warning: {warning}", err=True)

@@ -1,0 +1,49 @@
+"""The `imagenot plan` command: checks the config, corpus and run folder (`pipeline.config.preflight`), then
+prints the plan, projected from a sample of the corpus (`projection.py`) or from the footers alone (`estimate.py`)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from imagenot.pipeline.config.preflight import build_stages, preflight
+from imagenot.pipeline.config.schema import load_config
+from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_footers, make_plan, render
+
+
+def _rate_options(command):
+    for field in reversed(list(Rates.__dataclass_fields__.values())):
+        flag = "--" + field.name.replace("_", "-")
+        option = click.option(flag, field.name, type=type(field.default), default=field.default, show_default=True)
+        command = option(command)
+    return command
+
+
+@click.command("plan")
+@click.option("--config", "config_path", required=True, help="YAML run configuration (any FileSystems path)")
+@click.option("--out", "run_dir", help="the run folder the build will write: checked for write and list")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="workers [default: runner.dataflow.max_workers, else runner.workers]")
+@click.option("--json", "as_json", is_flag=True, help="print the plan as one JSON object")
+@click.option("--sample", "sample_rows", type=click.IntRange(min=0), default=SAMPLE_ROWS, show_default=True,
+              help="corpus rows to tag and select (spread over the shards); 0: the footers only, candidates a guess")
+@click.option("--sample-seed", type=int, default=0, show_default=True, help="which rows the sample reads")
+@_rate_options
+def plan_command(config_path: str, run_dir: str | None, workers: int | None, as_json: bool, sample_rows: int,
+                 sample_seed: int, **rates: float) -> None:  # fmt: skip
+    """Project a build's work, jobs and cost from a sample of the corpus; refuse what will fail."""
+    # the sample reads through the tag and select stages: loaded only when the command runs, not for --help
+    from imagenot.pipeline.plan.projection import plan_from_sample, summary
+
+    config = load_config(config_path)
+    preflight(config, run_dir, build_stages(config))
+    rows, shards = corpus_footers(config)
+    dataflow = config.runner.dataflow
+    workers = workers or (dataflow.max_workers if dataflow else config.runner.workers)
+    if sample_rows:
+        plan = plan_from_sample(config, rows, shards, Rates(**rates), workers, sample_rows, sample_seed)
+    else:
+        plan = make_plan(config, rows, shards, Rates(**rates), workers)
+        plan = {**plan, **summary(plan, config, rates["candidates"]), "warnings": []}
+    click.echo(json.dumps(plan) if as_json else render(plan))

@@ -1,0 +1,254 @@
+"""`imagenot plan --config FILE`: the work, the jobs and the bill of a build, before it starts.
+
+Reads only the corpus's parquet footers (row counts and schemas, many shards at once), so it
+takes seconds even for thousands of shards in a bucket. It refuses what it can tell will fail
+without reading rows: an invalid config (for example a threshold table without the scoring
+model: `load_config`), what `pipeline.config.preflight` refuses (a model that is not there, a missing
+file, a place it cannot write), no shard matched, a shard missing a mapped column or unreadable.
+
+The figures are projections from rates and shares measured by `benchmarks/bench_plan.py` (see
+benchmarks/README.md: "`imagenot plan` beside these measurements", "LAION-2B-en projection");
+every rate, share and price is a flag and is printed as an assumption. The plan follows
+`scoring.first_phase`: with `static` or `priority`, the encoder's work is bounded by a multiple of
+K x `exact_per_class`.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.corpus.formats import Source
+from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
+
+FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
+SAMPLE_ROWS = 200_000  # `--sample`: at 10 us a row for tag and select, under a minute on one core
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Assumptions, each a flag and printed. CPU rates of one stage process and the corpus's
+    shares were measured by benchmarks/bench_plan.py on the project machine (2 shared cores; see
+    benchmarks/README.md, "`imagenot plan` beside these measurements"); what only a build can know
+    (candidates) and prices are stated guesses."""
+
+    # CPU seconds of one stage process: a fixed part (process, WordNet, model and Beam start)
+    # plus a part per corpus row (tag, select; score hashes every selected row; sample reads one
+    # rank shard per corpus shard), and the encoders' rates (measured per CPU second of a stage).
+    tag_fixed_s: float = 6.3
+    tag_us_per_row: float = 10.5
+    select_fixed_s: float = 3.1
+    select_us_per_row: float = 6.4
+    score_fixed_s: float = 6.4
+    score_us_per_row: float = 1.3
+    rank_fixed_s: float = 5.0
+    sample_fixed_s: float = 0.79
+    sample_us_per_row: float = 0.69
+    encoder_captions_per_s: float = 271.0  # MiniLM, embedded captions per CPU second in rank (not a dedicated worker)
+    static_captions_per_s: float = 5_950.0  # static first phase: class captions per CPU second of rank beyond the rest
+    priority_pass_captions_per_s: float = 3_600.0  # priority path: class captions per CPU second of its passes (bench_scoring)
+    gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
+    # The work: shares of the corpus and of the configured caps.
+    candidates: int = 10_000  # candidate synsets after select (known only after select)
+    first_pass_fill: float = 0.40  # score's captions / (candidates x first_pass_captions): small candidates fill less
+    class_share: float = 5.0e-4  # one class's captions per corpus row (the mean over the classes)
+    first_pass_duplicate_share: float = 0.15  # score's captions that repeat another (embedded once)
+    class_duplicate_share: float = 0.29  # the same among a class's captions in rank
+    exact_repeat_share: float = 0.65  # the same among static's exact captions (fitted: it favours frequent ones)
+    priority_rounds: float = 2.8  # priority path: captions scored per class / exact_per_class (bench_scoring: 2.6-2.9)
+    priority_miss_share: float = 0.16  # priority path: its scored captions not in the cache (bench_scoring: 0.14-0.19)
+    # What a sample cannot know (`--sample`): the share of the candidates able to fill a class that
+    # score at or above the threshold (measured by builds: benchmarks/README.md, "`imagenot plan
+    # --sample` against builds"), and the web's dead URLs (10-30% of LAION's: docs, method).
+    threshold_keep_low: float = 0.5
+    threshold_keep_share: float = 0.7
+    threshold_keep_high: float = 0.9
+    dead_url_low: float = 0.1
+    dead_url_share: float = 0.2
+    dead_url_high: float = 0.3
+    download_images_per_s: float = 107.0  # one download process (16 threads), loopback hosts: bench_download
+    download_bytes_per_image: int = 150_000  # assumed: an image as fetched, before resizing
+    # The fleet and its prices.
+    vcpus_per_worker: int = 4  # n1-standard-4
+    processes_per_worker: int = 2  # stage processes per worker, each as fast as one here
+    price_vcpu_hour: float = 0.04  # USD, assumed: check the region's list price
+    price_gpu_hour: float = 0.35  # USD, assumed (T4)
+    price_traffic_gb: float = 0.045  # USD, assumed: Cloud NAT's processing of the workers' fetched bytes
+
+
+def caption_work(config: Config, rows: int, rates: Rates) -> dict:
+    """Captions per stage: what score and rank score, what their encoder embeds (each distinct
+    text once, and not again in rank if score's first pass embedded it), and what the static first
+    phase reads.
+
+    Score's first pass scores up to `first_pass_captions` (f) rows of each candidate, a keyed-hash
+    sample, and embeds the distinct ones. A class has c captions, spread (assumed) exponentially
+    around the mean `class_share x rows`, so over the classes the captions beyond their first pass
+    are a share exp(-f / mean) of all, and E[min(M, c)] = mean x (1 - exp(-M / mean)). With
+    `scoring.first_phase: static` the encoder scores at most M = `exact_per_class` captions of a
+    class (`Config.exact_per_class`, 2 x (N + reserve) by default), whatever the corpus size; a
+    static model reads them all first. With `priority` it scores a class's captions in the sample's
+    priority order until its list is settled: about `priority_rounds` x M, and most of them are the
+    first pass's (the same keyed order when the seeds agree), so only `priority_miss_share` is embedded.
+    """
+    scoring, classes = config.scoring, config.ranking.classes
+    first_pass = min(rates.candidates * scoring.first_pass_captions * rates.first_pass_fill, rows)
+    mean = max(rates.class_share * rows, 1e-9)
+    bound = {"off": math.inf, "static": config.exact_per_class, "priority": rates.priority_rounds * config.exact_per_class}
+    per_class = mean * -math.expm1(-bound[scoring.first_phase] / mean)  # E[min(bound, c)]
+    if scoring.first_phase == "priority":
+        embedded_share = rates.priority_miss_share
+    else:
+        repeats = rates.class_duplicate_share if scoring.first_phase == "off" else rates.exact_repeat_share
+        embedded_share = math.exp(-scoring.first_pass_captions / mean) * (1 - repeats)
+    return {
+        "score_captions": round(first_pass),
+        "score_embedded": round(first_pass * (1 - rates.first_pass_duplicate_share)),
+        "class_captions": round(classes * mean),
+        "rank_captions": round(classes * per_class),
+        "rank_embedded": round(classes * per_class * embedded_share),
+    }
+
+
+def corpus_footers(config: Config) -> tuple[int, int]:
+    """(rows, shards) of the configured corpus, from parquet footers (a text file's rows are
+    estimated from its size and its first megabyte); raises on any shard that a build would
+    refuse (missing mapped column, unreadable footer or header)."""
+    if config.corpus.synth is not None:
+        synth = config.corpus.synth
+        return synth.rows, math.ceil(synth.rows / synth.shard_rows)
+    shards = list_shards(config.corpus.paths)
+    layout = layout_of(config.corpus)
+
+    def rows(path: str) -> int:
+        validate_shard(path, config.corpus.columns, layout)
+        return Source(path, layout).estimated_rows()
+
+    with ThreadPoolExecutor(FOOTER_THREADS) as pool:
+        return sum(pool.map(rows, shards)), len(shards)
+
+
+def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int) -> dict:
+    """Per stage: the work, the Beam jobs it submits and its vCPU- and GPU-hours."""
+    sampling, download = config.sampling, config.download
+    work = caption_work(config, rows, rates)
+    gpu = config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator is not None
+    processes = workers * rates.processes_per_worker
+
+    def hours(cpu_seconds: float, embedded: int = 0) -> dict:
+        """One process's CPU seconds here (and the encoder's captions, on a GPU if configured)
+        -> billed vCPU- and GPU-hours (a process holds vcpus / processes of a worker)."""
+        if not gpu:
+            cpu_seconds += embedded / rates.encoder_captions_per_s
+        vcpu = cpu_seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker
+        gpu_hours = embedded / rates.gpu_captions_per_s / 3600 if gpu else 0.0
+        return {"process_seconds": round(cpu_seconds, 1), "vcpu_hours": vcpu, "gpu_hours": gpu_hours}
+
+    def per_row(fixed_s: float, us_per_row: float) -> float:
+        return us_per_row * rows / 1e6 + fixed_s * min(processes, shards)
+
+    rank_work = {"classes": config.ranking.classes, "captions_scored": work["rank_captions"], "captions_to_embed": work["rank_embedded"]}
+    rank_cpu = rates.rank_fixed_s * min(processes, shards)
+    pass_rate = {"static": rates.static_captions_per_s, "priority": rates.priority_pass_captions_per_s}.get(config.scoring.first_phase)
+    if pass_rate:  # the first phase reads every class caption
+        rank_work = {"first_phase_captions": work["class_captions"], **rank_work}
+        rank_cpu += work["class_captions"] / pass_rate
+    stages = {
+        "tag": {"work": {"rows": rows, "shards": shards}, "jobs": 1, **hours(per_row(rates.tag_fixed_s, rates.tag_us_per_row))},
+        "select": {"work": {"rows": rows}, "jobs": 2, **hours(per_row(rates.select_fixed_s, rates.select_us_per_row))},
+        "score": {"work": {"candidate_synsets": rates.candidates, "captions_scored": work["score_captions"], "captions_to_embed": work["score_embedded"]},
+                  "jobs": 2, **hours(per_row(rates.score_fixed_s, rates.score_us_per_row), work["score_embedded"])},
+        "rank": {"work": rank_work, "jobs": 1, **hours(rank_cpu, work["rank_embedded"])},
+        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, **hours(per_row(rates.sample_fixed_s, rates.sample_us_per_row))},
+    }  # fmt: skip
+    traffic_usd = 0.0
+    if download.enabled:
+        fetch = download_work(config, rates.dead_url_share, rates)
+        traffic_usd = fetch["bytes"] / 1e9 * rates.price_traffic_gb
+        at_most = config.ranking.classes * (sampling.images_per_class + sampling.reserve)
+        stages["download"] = {
+            "work": {"images_to_fetch_at_most": at_most, "requests": fetch["requests"], "bytes": fetch["bytes"]},
+            "jobs": download.max_rounds,
+            **hours(fetch["requests"] / rates.download_images_per_s),
+        }
+    vcpu = sum(s["vcpu_hours"] for s in stages.values())
+    gpu_hours = sum(s["gpu_hours"] for s in stages.values())
+    return {
+        "corpus": {"rows": rows, "shards": shards},
+        "first_phase": config.scoring.first_phase,
+        "stages": {name: {**s, "vcpu_hours": _round(s["vcpu_hours"]), "gpu_hours": _round(s["gpu_hours"])} for name, s in stages.items()},
+        "jobs": sum(s["jobs"] for s in stages.values()),
+        "vcpu_hours": _round(vcpu),
+        "gpu_hours": _round(gpu_hours),
+        "cost_usd": round(vcpu * rates.price_vcpu_hour + gpu_hours * rates.price_gpu_hour + traffic_usd, 2),
+        "traffic_usd": round(traffic_usd, 2),
+        "wall_hours_at_workers": _round(vcpu / (workers * rates.vcpus_per_worker) + gpu_hours / workers),
+        "workers": workers,
+        "assumptions": asdict(rates),
+    }
+
+
+def download_work(config: Config, dead_share: float, rates: Rates) -> dict:
+    """The download's requests and bytes: each class's N images, and for each dead URL another
+    from its reserve (the reserve at most)."""
+    sampling = config.sampling
+    per_class = min(sampling.images_per_class / (1 - dead_share), sampling.images_per_class + sampling.reserve)
+    requests = round(config.ranking.classes * per_class)
+    return {"requests": requests, "bytes": requests * rates.download_bytes_per_image}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def render(plan: dict) -> str:
+    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers; "
+             "text files' rows estimated from their size); "
+             f"scoring.first_phase: {plan['first_phase']}"]  # fmt: skip
+    for name, stage in plan["stages"].items():
+        work = ", ".join(f"{k} {v:,}" for k, v in stage["work"].items())
+        hours = f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"
+        lines.append(f"  {name:<9} {work}; {stage['jobs']} job(s); {hours}")
+    lines.append(
+        f"total: {plan['jobs']} Beam jobs, {_span(plan['vcpu_hours'])} vCPU-hours, "
+        f"{_span(plan['gpu_hours'])} GPU-hours, "
+        f"USD {_span(plan['cost_usd'])} (about {plan['wall_hours_at_workers']:,} h on {plan['workers']} workers)"
+    )
+    if "sample" in plan:
+        lines += _render_sample(plan)
+    lines.append("assumptions (flags): " + ", ".join(f"{k}={v}" for k, v in plan["assumptions"].items()))
+    return "\n".join(lines)
+
+
+def _span(figure) -> str:
+    if not isinstance(figure, dict):
+        return f"{figure:,}"
+    if figure["low"] == figure["high"]:
+        return f"{figure['mid']:,}"
+    return f"{figure['mid']:,} ({figure['low']:,} to {figure['high']:,})"
+
+
+def _render_sample(plan: dict) -> list[str]:
+    sample = plan["sample"]
+    lines = [f"sample: {sample['rows']:,} rows read, each stands for {sample['scale']:,} corpus rows; "
+             f"rows tagged {_span(sample['rows_tagged'])}, synsets found {_span(sample['synsets_found'])}"]  # fmt: skip
+    for step in sample["select_steps"]:
+        left = f"synsets left {_span(step['synsets_left'])}, rows left {_span(step['rows_left'])}"
+        lines.append(f"  select {step['step']:<16} {left}")
+    per = sample["captions_per_candidate"]
+    keeps = sample["threshold_keeps"]
+    lines += [
+        f"candidates {_span(plan['candidates'])}: captions per candidate median {per['median']:,}, "
+        f"mean {per['mean']:,}, max {per['max']:,}; {_span(sample['eligible'])} with min_captions "
+        f"{sample['min_class_captions']:,}, "
+        f"{_span(sample['can_fill'])} with N + reserve {sample['n_plus_reserve']:,}",
+        f"classes {_span(plan['classes'])} (the threshold keeps {keeps['mid']} of them, "
+        f"{keeps['low']} to {keeps['high']}: "
+        f"{keeps['source']}); images {_span(plan['images'])}",
+        f"captions scored {_span(plan['captions_scored'])}, embedded {_span(plan['captions_embedded'])}; download "
+        f"{_span(plan['download_requests'])} requests, {_span(plan['download_bytes'])} bytes; "
+        f"{_span(plan['vcpu_hours'])} vCPU-h, {_span(plan['gpu_hours'])} GPU-h, USD {_span(plan['cost_usd'])}",
+    ]  # fmt: skip
+    return lines + [f"warning: {warning}" for warning in plan["warnings"]]

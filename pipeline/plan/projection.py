@@ -1,0 +1,156 @@
+"""The plan of a build projected from a sample of its corpus (`imagenot plan --sample ROWS`).
+
+From the sample's steps 2-6 (`plan/sample.py`), per bound (low, mid, high): the candidates and their
+single-synset captions; those that can enter the ranking (`Config.min_class_captions` captions)
+and those that can fill N + reserve; the expected classes, min(K, eligible x the share the
+threshold keeps), a share no sample can measure without the encoder (`Rates.threshold_keep_*`,
+measured by builds); then `make_plan` with what the sample measured in place of the footer-only
+plan's guesses: the candidates, the first pass's fill and the mean captions of a class.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.plan.estimate import Rates, make_plan
+from imagenot.pipeline.plan.sample import (
+    BOUNDS,
+    SampleTally,
+    Selected,
+    projector,
+    sample_batches,
+    select_sample,
+    tag_sample,
+)
+
+SUMMARY_KEYS = ("candidates", "classes", "captions_scored", "captions_embedded", "images", "download_requests",
+                "download_bytes", "vcpu_hours", "gpu_hours", "cost_usd")  # fmt: skip
+RESOLUTION = 10  # sample captions a class needs at the least for its figures to mean much
+
+
+def summary(plan: dict, config: Config, candidates: float) -> dict:
+    """The figures a builder asks first, from one plan."""
+    stages, download = plan["stages"], plan["stages"].get("download", {"work": {"requests": 0, "bytes": 0}})
+    return {
+        "candidates": round(candidates),
+        "classes": config.ranking.classes,
+        "captions_scored": stages["score"]["work"]["captions_scored"] + stages["rank"]["work"]["captions_scored"],
+        "captions_embedded": stages["score"]["work"]["captions_to_embed"] + stages["rank"]["work"]["captions_to_embed"],
+        "images": config.ranking.classes * config.sampling.images_per_class,
+        "download_requests": download["work"]["requests"],
+        "download_bytes": download["work"]["bytes"],
+        **{key: plan[key] for key in ("vcpu_hours", "gpu_hours", "cost_usd")},
+    }
+
+
+def _ranged(values: list) -> dict:
+    """{low, mid, high} of the figures of the low, mid and high counts (fewer captions can mean more
+    candidates: step 6 drops fewer captions for naming two of them)."""
+    return {"low": min(values), "mid": values[1], "high": max(values)}
+
+
+def _with_classes(config: Config, classes: int) -> Config:
+    return config.model_copy(update={"ranking": config.ranking.model_copy(update={"classes": max(classes, 1)})})
+
+
+def sampled_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int, tally: SampleTally) -> dict:
+    project = projector(tally.rows, rows)
+    selected = select_sample(config, tally, project)
+    sampling, k = config.sampling, config.ranking.classes
+    need_rank, need_fill = config.min_class_captions, sampling.images_per_class + sampling.reserve
+    keep = dict(zip(BOUNDS, (rates.threshold_keep_low, rates.threshold_keep_share, rates.threshold_keep_high)))
+    dead = dict(zip(BOUNDS, (rates.dead_url_low, rates.dead_url_share, rates.dead_url_high)))
+    plans, per_bound = {}, {}
+    for bound in BOUNDS:
+        captions = list(selected[bound].captions.values())
+        eligible = [c for c in captions if c >= need_rank]
+        classes = min(k, round(len(eligible) * keep[bound]))
+        first_pass = config.scoring.first_pass_captions
+        candidates = len(captions) + selected[bound].unseen  # an unseen one: a caption or so
+        first_passes = sum(min(first_pass, c) for c in captions) + selected[bound].unseen
+        fill = first_passes / (candidates * first_pass) if captions else 0.0
+        share = statistics.fmean(eligible) / rows if eligible else 0.0
+        bound_rates = replace(rates, candidates=round(candidates), first_pass_fill=fill, class_share=share,
+                              dead_url_share=dead[bound])  # fmt: skip
+        bound_config = _with_classes(config, classes)
+        plans[bound] = make_plan(bound_config, rows, shards, bound_rates, workers)
+        per_bound[bound] = {**summary(plans[bound], bound_config, candidates), "classes": classes,
+                            "images": classes * sampling.images_per_class, "eligible": len(eligible),
+                            "can_fill": sum(c >= need_fill for c in captions)}  # fmt: skip
+    figures = {key: _ranged([per_bound[b][key] for b in BOUNDS]) for key in (*SUMMARY_KEYS, "eligible", "can_fill")}
+    mid = selected["mid"]
+    return {
+        **plans["mid"],
+        **{key: figures[key] for key in SUMMARY_KEYS},
+        "sample": _sample_section(config, tally, project, selected, figures, keep),
+        "warnings": warnings(config, tally, rows, mid, figures),
+    }
+
+
+def _sample_section(
+    config: Config, tally: SampleTally, project, selected: dict[str, Selected], figures: dict, keep: dict
+) -> dict:
+    mid = selected["mid"]
+    captions = sorted(mid.captions.values())
+    steps = []
+    for b, step in enumerate(mid.funnel.steps):
+        synsets = [selected[bound].funnel.steps[b].synsets_left for bound in BOUNDS]
+        steps.append({"step": step.step, "synsets_left": _ranged(synsets),
+                      "rows_left": _ranged([round(v) for v in project(step.captions_left)])})  # fmt: skip
+    return {
+        "rows": tally.rows,
+        "scale": round(project(1)[1], 3),
+        "rows_dropped_by_reader": _ranged([round(v) for v in project(sum(tally.dropped.values()))]),
+        "rows_tagged": _ranged([round(v) for v in project(tally.tagged_rows)]),
+        "synsets_found": _ranged([_found(selected[b]) for b in BOUNDS]),
+        "select_steps": steps,
+        "captions_per_candidate": {"median": round(statistics.median(captions)) if captions else 0,
+                                   "mean": round(statistics.fmean(captions)) if captions else 0,
+                                   "max": round(captions[-1]) if captions else 0},  # fmt: skip
+        "min_class_captions": config.min_class_captions,
+        "eligible": figures["eligible"],
+        "n_plus_reserve": config.sampling.images_per_class + config.sampling.reserve,
+        "can_fill": figures["can_fill"],
+        "threshold_keeps": {**keep, "source": "Rates.threshold_keep_*: the share measured by builds "
+                            "(benchmarks/README.md, `imagenot plan --sample` against builds); not from this sample"},
+    }
+
+
+def _found(selected: Selected) -> int:
+    return len(selected.funnel.classes) + len(selected.funnel.removals)
+
+
+def warnings(config: Config, tally: SampleTally, rows: int, mid: Selected, figures: dict) -> list[str]:
+    """Whether the corpus can give the classes asked, naming the step that binds; whether the
+    sample is large enough to say."""
+    k, classes = config.ranking.classes, figures["classes"]
+    need_fill = config.sampling.images_per_class + config.sampling.reserve
+    found = [("tag: synsets found", _found(mid))]
+    found += [(f"select: {s.step}", s.synsets_left) for s in mid.funnel.steps]
+    found += [(f"rank: min_captions ({config.min_class_captions} captions)", figures["eligible"]["mid"]),
+              ("rank: threshold (expected share)", classes["mid"])]  # fmt: skip
+    out = []
+    if classes["mid"] < k:
+        step, left = next((step, n) for step, n in found if n < k)
+        out.append(f"cannot fill ranking.classes {k}: about {classes['mid']:,} classes "
+                   f"({classes['low']:,} to {classes['high']:,}); binding step {step} leaves {left:,}")  # fmt: skip
+    elif classes["low"] < k:
+        out.append(f"may not fill ranking.classes {k}: the low end of the range is {classes['low']:,} classes")
+    if figures["can_fill"]["mid"] < classes["mid"]:
+        out.append(f"only about {figures['can_fill']['mid']:,} candidates have N + reserve = {need_fill:,} captions: "
+                   f"some of the {classes['mid']:,} classes will lack images or reserve")  # fmt: skip
+    per_class = min(config.min_class_captions, need_fill) * tally.rows / rows
+    if per_class < RESOLUTION:
+        larger = RESOLUTION / per_class * tally.rows
+        out.append(f"the sample holds about {per_class:.1f} captions of a class that has just enough: figures on "
+                   f"candidates and classes are rough; a larger --sample ({larger:,.0f} rows) says more")  # fmt: skip
+    return out
+
+
+def plan_from_sample(
+    config: Config, rows: int, shards: int, rates: Rates, workers: int, sample_rows: int, seed: int
+) -> dict:
+    tally = tag_sample(config, sample_batches(config, sample_rows, seed))
+    return sampled_plan(config, rows, shards, rates, workers, tally)

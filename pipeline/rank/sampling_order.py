@@ -1,0 +1,136 @@
+"""The three orders a class's candidates can be taken in (ImageNetV2's sampling strategies), and
+the duplicates that walking them settles: shared by the rank stage (which predicts them) and
+the sample stage (which applies them); and the captions another sense of their word wins, which
+both take out first.
+
+Each function gets one class's candidates as arrays, already sorted by row id, and returns the
+positions of the rows it takes, in the order they should be taken: the first N become images,
+the next ones the reserve. Randomness comes only from `sample_keys`, a keyed hash of (seed,
+row id), so the order is the same whatever the sharding, the runner or the number of workers;
+sorts are stable, so rows tied on every key stay in row-id order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.errors import ImagenotError
+from imagenot.filters.caption_rules import caption_decision
+from imagenot.pipeline.config.schema import Sampling
+from imagenot.pipeline.run.layout import MARGIN_COLUMN, OTHER_SENSE_COLUMN, SCORE_COLUMN, SENSE_COLUMNS
+
+REFERENCE_BINS = 10  # deciles of another run's scores
+
+
+def order_top(similarity: np.ndarray, priority: np.ndarray) -> np.ndarray:
+    """Highest similarity first; equal similarities by priority."""
+    return np.lexsort((priority, -similarity.astype(np.float64)))
+
+
+def order_threshold(similarity: np.ndarray, priority: np.ndarray, threshold: float) -> np.ndarray:
+    """Rows at or above the threshold, in priority order: a uniform random sample of them."""
+    eligible = np.flatnonzero(similarity >= np.float32(threshold))
+    return eligible[np.argsort(priority[eligible], kind="stable")]
+
+
+def similarity_bins(similarity: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The bin (0..len(edges)-2) of each similarity; values beyond the reference go to the end bins."""
+    return np.searchsorted(edges[1:-1], similarity.astype(np.float64), side="right")
+
+
+def order_matched(similarity: np.ndarray, priority: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Round robin over the reference's equal-mass bins, each bin in priority order.
+
+    `edges` are the reference's quantiles at equally spaced probabilities, so each bin holds an
+    equal share of the reference and any prefix of the order (the images, the images plus the
+    reserve taken so far) has an equal share of each bin, give or take one. When a bin runs out
+    of candidates, the rounds go on without it: its share is filled by the other bins equally,
+    so a class still reaches N where it has N candidates (`bins_short` counts such bins).
+    """
+    return np.lexsort((priority, bin_rounds(similarity_bins(similarity, edges), priority)))
+
+
+def bin_rounds(bins: np.ndarray, priority: np.ndarray) -> np.ndarray:
+    """Each row's position within its bin in priority order: the round robin's round it is taken in."""
+    by_bin = np.lexsort((priority, bins))
+    starts = np.searchsorted(bins[by_bin], bins[by_bin])  # first position of each row's bin
+    round_of = np.empty(len(bins), np.int64)
+    round_of[by_bin] = np.arange(len(bins)) - starts
+    return round_of
+
+
+def reference_edges(sampling: Sampling) -> np.ndarray | None:
+    """The matched strategy's bin edges: the configured quantiles or another run's deciles."""
+    if sampling.reference_quantiles is not None:
+        return np.asarray(sampling.reference_quantiles, np.float64)
+    if sampling.reference_scores is None:
+        return None
+    scores = read_reference_scores(sampling.reference_scores)
+    return np.quantile(scores, np.linspace(0, 1, REFERENCE_BINS + 1))
+
+
+def read_reference_scores(path: str) -> np.ndarray:
+    """The gloss similarities of a parquet file, or of every parquet file in a folder."""
+    files = [path] if path.endswith(".parquet") else sorted(
+        m.path for m in FileSystems.match([FileSystems.join(path, "*.parquet")])[0].metadata_list
+    )
+    parts = []
+    for file in files:
+        with FileSystems.open(file, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            parquet = pq.ParquetFile(f)
+            names = parquet.schema_arrow.names
+            if SCORE_COLUMN not in names:
+                raise ImagenotError(f"sampling.reference_scores: {file} has no {SCORE_COLUMN} column (found {names})")
+            column = parquet.read(columns=[SCORE_COLUMN]).column(SCORE_COLUMN)
+        parts.append(pc.drop_null(column).to_numpy().astype(np.float64))
+    scores = np.concatenate(parts) if parts else np.empty(0)
+    if len(scores) == 0:
+        raise ImagenotError(f"sampling.reference_scores: no {SCORE_COLUMN} values found in {path}")
+    return scores
+
+
+def strategy_order(
+    similarity: np.ndarray, priority: np.ndarray, sampling: Sampling, edges: np.ndarray | None
+) -> np.ndarray:
+    if sampling.strategy == "top":
+        return order_top(similarity, priority)
+    if sampling.strategy == "threshold":
+        return order_threshold(similarity, priority, sampling.threshold)
+    return order_matched(similarity, priority, edges)
+
+
+def first_occurrences(values: np.ndarray) -> np.ndarray:
+    """Mask of the entries whose value no earlier entry has."""
+    keep = np.zeros(len(values), bool)
+    keep[np.unique(values, return_index=True)[1]] = True
+    return keep
+
+
+def settle_duplicates(rows: pa.Table, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Walking `rows` in `ranked` order: the mask of rows whose url is new, and, of those, the mask
+    of rows whose caption is new. The survivors are `ranked[new_url][new_caption]`."""
+    new_url = first_occurrences(rows.column("url").to_numpy(zero_copy_only=False)[ranked])
+    new_caption = first_occurrences(rows.column("caption").to_numpy(zero_copy_only=False)[ranked[new_url]])
+    return new_url, new_caption
+
+
+def sense_kept(rows: pa.Table, sense_margin: float | None) -> tuple[pa.Table, dict[str, int]]:
+    """The rows that fit their synset better than every other sense of their word by
+    `sense_margin` (`caption_decision`), without the sense columns, and the others counted by the
+    sense that won them. Rows scored without sense contrast (no `sense_margin` column) all stay."""
+    if MARGIN_COLUMN not in rows.column_names:
+        return rows, {}
+    if sense_margin is None:
+        return rows.drop_columns(list(SENSE_COLUMNS)), {}
+    similarity, margin = rows.column(SCORE_COLUMN).to_numpy(), rows.column(MARGIN_COLUMN).to_numpy()
+    passes, _ = caption_decision(similarity, margin, None, sense_margin)
+    lost = rows.column(OTHER_SENSE_COLUMN).to_numpy(zero_copy_only=False)[~passes]
+    kept = rows.filter(pa.array(passes)).drop_columns(list(SENSE_COLUMNS))
+    return kept, dict(sorted(Counter(lost.tolist()).items()))

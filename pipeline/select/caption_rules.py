@@ -1,0 +1,121 @@
+"""The caption rules of a config, ready to run: word lists read, the tagger and WordNet attached,
+and each synset's facts (filters/caption_rules.py holds the rules themselves)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.errors import ImagenotError
+from imagenot.filters.batches import Drops
+from imagenot.filters.caption_rules import RULES, CaptionRules, Sense, keep_passing_rows, pair_rules
+from imagenot.pipeline.config.schema import FUNCTION_WORDS
+from imagenot.pipeline.config.schema import CaptionRules as CaptionRulesConfig
+from imagenot.wordnet.index import NounIndex
+from imagenot.wordnet.lemmas import normalize_text
+from imagenot.wordnet.nltk_data import load_nltk_wordnet
+
+_NAME_RULES = {"name", "title"}
+# English words that never count as a given name or as a name's surname, though the list may hold
+# them (Debian's propernames has "The").
+_NOT_NAMES = frozenset({*FUNCTION_WORDS, *"the of and with by for to on from".split()})
+_NUMBER_ROOT = "number.n.02"
+
+
+def caption_rules(config: CaptionRulesConfig) -> CaptionRules:
+    """The rules `config` turns on; the given names are read only when a rule needs them."""
+    unknown = set(config.rules) - set(RULES)
+    if unknown:
+        raise ImagenotError(f"selection.caption_rules.rules: unknown {sorted(unknown)}; known: {', '.join(RULES)}")
+    names = read_given_names(config.given_names) if _NAME_RULES & set(config.rules) else []
+    return CaptionRules(
+        enabled=frozenset(config.rules),
+        foreign_words=frozenset(w.lower() for w in config.foreign_words),
+        given_names=frozenset(n.lower() for n in names) - _NOT_NAMES,
+        function_words=_NOT_NAMES,
+        tag_words=tag_words,
+        word_pos=word_pos,
+    )
+
+
+def read_given_names(path: str) -> list[str]:
+    """One name a line; a gzip file (by its .gz ending) is unpacked."""
+    try:
+        with FileSystems.open(path) as file:
+            text = file.read().decode("utf-8")
+    except Exception as err:  # FileSystems raises its own error types per scheme
+        raise ImagenotError(
+            f"selection.caption_rules.given_names: cannot read {path!r} ({err}); install Debian's miscfiles, "
+            "give another list, or take 'name' and 'title' out of selection.caption_rules.rules"
+        ) from None
+    names = [line.strip() for line in text.splitlines() if line.strip()]
+    if not names:
+        raise ImagenotError(f"selection.caption_rules.given_names: {path!r} holds no names")
+    return names
+
+
+def senses_of(index: NounIndex, wnids: Iterable[str]) -> dict[str, Sense]:
+    """Each synset's facts the rules read, WordNet's tagged-sense counts among them."""
+    wnids = sorted(set(wnids))
+    lemmas = sorted({lemma for wnid in wnids for lemma in index[wnid].lemmas})
+    normal = dict(zip(lemmas, normalize_text(pa.array(lemmas, pa.string())).to_pylist()))  # one batch: fast
+    number = index.by_name(_NUMBER_ROOT).wnid
+    wordnet = _wordnet()
+    senses = {}
+    for wnid in wnids:
+        synset = index[wnid]
+        outranked = set()
+        for lemma in synset.lemmas:
+            counts = {s.name(): _count(s, lemma) for s in wordnet.synsets(lemma, "n")}
+            if counts and max(counts.values()) > counts.get(synset.name, 0):
+                outranked.add(normal[lemma])
+        forms = frozenset(normal[lemma] for lemma in synset.lemmas)
+        senses[wnid] = Sense(synset.lemmas, synset.lexname, number in index.ancestors(wnid), forms, frozenset(outranked))
+    return senses
+
+
+def _count(synset, lemma: str) -> int:
+    """How often SemCor tagged `lemma` with this synset (WordNet's sense order follows it)."""
+    return sum(l.count() for l in synset.lemmas() if l.name().lower() == lemma.lower())
+
+
+def tag_words(words: tuple[str, ...]) -> list[str]:
+    """Penn part-of-speech tags of lower-cased words, by TextBlob's pattern tagger (its lexicon ships
+    in the wheel; no NLTK data is needed), one per word."""
+    return [tag for _, tag in _tagger().tag(" ".join(words))][: len(words)]
+
+
+def word_pos(word: str) -> set[str]:
+    """WordNet's parts of speech of a word, inflected or not ("gets" -> {"n", "v"})."""
+    wordnet = _wordnet()
+    return {pos for pos in "nvasr" if wordnet.morphy(word, pos)}
+
+
+@functools.cache
+def _tagger():
+    from textblob.en.taggers import PatternTagger
+
+    return PatternTagger()
+
+
+@functools.cache
+def _wordnet():
+    return load_nltk_wordnet()
+
+
+class PairChecker:
+    """The caption rules with every candidate's facts, built on the driver; pickles to workers."""
+
+    def __init__(self, rules: CaptionRules, candidates: Iterable[str], index: NounIndex):
+        self.rules = rules
+        self.senses = senses_of(index, candidates) if rules.enabled else {}
+
+    def keep_passing_rows(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Drops]:
+        return keep_passing_rows(batch, self.rules, self.senses)
+
+    def rules_fired(self, captions: list, matched: list, wnids: list[str]) -> list[str | None]:
+        """Per (caption, matched forms, candidate) pair, the rule that drops it, or None."""
+        return pair_rules(captions, matched, wnids, self.rules, self.senses)
