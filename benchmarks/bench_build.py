@@ -56,7 +56,11 @@ def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, fir
     return {
         "corpus": {"paths": [str(corpus_dir / "part-*.parquet")]},
         "selection": {"min_captions": max(1, rows // 1000)},
-        "scoring": {"first_pass_captions": FIRST_PASS_CAPTIONS, "cache_dir": str(cache_dir), "first_phase": first_phase},
+        "scoring": {
+            "first_pass_captions": FIRST_PASS_CAPTIONS,
+            "cache_dir": str(cache_dir),
+            "first_phase": first_phase,
+        },
         "ranking": {"classes": 100, "top_n": 10},
         "sampling": {"images_per_class": 20, "test_per_class": 2},
         "runner": {"workers": workers},
@@ -74,7 +78,12 @@ def run_child(stage: str, config_path: str, run_dir: str, result_path: str) -> N
     started, cpu_started = time.perf_counter(), time.process_time()
     step.run(config, run_dir)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
-    result = {"seconds": seconds, "cpu_seconds": cpu_seconds, "figures": stage_figures(run_dir, stage), "vm_hwm_mb": vm_hwm_mb()}
+    result = {
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "figures": stage_figures(run_dir, stage),
+        "vm_hwm_mb": vm_hwm_mb(),
+    }
     Path(result_path).write_text(json.dumps(result), encoding="utf-8")
 
 
@@ -135,7 +144,9 @@ def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...
         mode_config.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, mode_cache, workers, mode)))
         modes[mode] = {stage: _measure_printed(stage, mode_config, mode_dir, mode) for stage in ("rank", "sample")}
     ranked = {"off": run_dir, **{mode: root / f"run-{rows}-{mode}" for mode in first_phases}}
-    distinct = {"rank": {mode: distinct_captions(folder / layout.RANK / layout.SCORED_DIR) for mode, folder in ranked.items()}}
+    distinct = {
+        "rank": {mode: distinct_captions(folder / layout.RANK / layout.SCORED_DIR) for mode, folder in ranked.items()}
+    }
     return {"rows": rows, "stages": stages, "first_phase": modes, "distinct_captions": distinct}
 
 
@@ -147,7 +158,10 @@ def distinct_captions(folder: Path) -> int:
 
 def _measure_printed(stage: str, config_path: Path, run_dir: Path, mode: str) -> dict:
     m = measure_stage(stage, config_path, run_dir)
-    print(f"  {stage:7s} {mode:6s} {m['seconds']:8.1f} s  {m['cpu_seconds']:8.1f} cpu s  {m['peak_rss_mb']:7.0f} MB  {load_text()}", flush=True)
+    print(
+        f"  {stage:7s} {mode:6s} {m['seconds']:8.1f} s  {m['cpu_seconds']:8.1f} cpu s  {m['peak_rss_mb']:7.0f} MB  {load_text()}",
+        flush=True,
+    )
     return m
 
 
@@ -163,7 +177,9 @@ def table(results: list[dict]) -> str:
         cells = []
         for r in results:
             m = r["stages"][stage]
-            cells.append(f"{m['seconds']:.1f} / {m['cpu_seconds']:.1f} / {m['peak_rss_mb']:.0f} / {r['rows'] / m['seconds']:,.0f}")
+            cells.append(
+                f"{m['seconds']:.1f} / {m['cpu_seconds']:.1f} / {m['peak_rss_mb']:.0f} / {r['rows'] / m['seconds']:,.0f}"
+            )
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -172,7 +188,10 @@ def ratios(results: list[dict], key: str) -> dict[str, dict[str, float]]:
     """Per stage, `key` (seconds or cpu_seconds) at each size over its value at the smallest size."""
     base = results[0]
     return {
-        stage: {f"{r['rows']}/{base['rows']}": round(r["stages"][stage][key] / base["stages"][stage][key], 2) for r in results[1:]}
+        stage: {
+            f"{r['rows']}/{base['rows']}": round(r["stages"][stage][key] / base["stages"][stage][key], 2)
+            for r in results[1:]
+        }
         for stage in STAGES
     }
 
@@ -187,7 +206,11 @@ def linear_fits(results: list[dict], key: str) -> dict[str, dict[str, float]]:
         seconds = [r["stages"][stage][key] for r in results]
         slope, fixed = np.polyfit(millions, seconds, 1)
         worst = max(abs(fixed + slope * m - s) / s for m, s in zip(millions, seconds))
-        fits[stage] = {"fixed_s": round(float(fixed), 1), "s_per_million_rows": round(float(slope), 1), "worst_miss": round(worst, 3)}
+        fits[stage] = {
+            "fixed_s": round(float(fixed), 1),
+            "s_per_million_rows": round(float(slope), 1),
+            "worst_miss": round(worst, 3),
+        }
     return fits
 
 
@@ -206,7 +229,10 @@ def stage_work(results: list[dict]) -> list[str]:
 
 
 def first_phase_table(results: list[dict], modes: tuple[str, ...]) -> str:
-    lines = ["| rows | first_phase | rank cpu s | rank captions scored (embedded) | rank peak MB | sample peak MB |", "|---" * 6 + "|"]
+    lines = [
+        "| rows | first_phase | rank cpu s | rank captions scored (embedded) | rank peak MB | sample peak MB |",
+        "|---" * 6 + "|",
+    ]
     for r in results:
         for mode in modes:
             stages = r["first_phase"].get(mode) or r["stages"]
@@ -249,27 +275,46 @@ def measured_rates(results: list[dict]):
     score_cpu = [c - e * seconds_per_caption for c, e in zip(cpu("score"), figure("score", "captions_embedded"))]
     score_fixed, score_slope = fit(rows, score_cpu)
     static = [(r, r["first_phase"]["static"]) for r in results if "static" in r["first_phase"]]
-    sample_fixed, sample_slope = fit(rows + [r["rows"] for r, _ in static], cpu("sample") + [m["sample"]["cpu_seconds"] for _, m in static])
-    class_mean = {r["rows"]: r["stages"]["rank"]["figures"]["rows_scored"] / r["stages"]["rank"]["figures"]["classes"] for r in results}
+    sample_fixed, sample_slope = fit(
+        rows + [r["rows"] for r, _ in static], cpu("sample") + [m["sample"]["cpu_seconds"] for _, m in static]
+    )
+    class_mean = {
+        r["rows"]: r["stages"]["rank"]["figures"]["rows_scored"] / r["stages"]["rank"]["figures"]["classes"]
+        for r in results
+    }
     rates = dict(
-        tag_fixed_s=round(tag_fixed, 1), tag_us_per_row=round(tag_slope * 1e6, 1),
-        select_fixed_s=round(select_fixed, 1), select_us_per_row=round(select_slope * 1e6, 1),
-        score_fixed_s=round(score_fixed, 1), score_us_per_row=round(score_slope * 1e6, 1),
+        tag_fixed_s=round(tag_fixed, 1),
+        tag_us_per_row=round(tag_slope * 1e6, 1),
+        select_fixed_s=round(select_fixed, 1),
+        select_us_per_row=round(select_slope * 1e6, 1),
+        score_fixed_s=round(score_fixed, 1),
+        score_us_per_row=round(score_slope * 1e6, 1),
         rank_fixed_s=round(rank_fixed, 1),
-        sample_fixed_s=round(sample_fixed, 2), sample_us_per_row=round(sample_slope * 1e6, 2),
+        sample_fixed_s=round(sample_fixed, 2),
+        sample_us_per_row=round(sample_slope * 1e6, 2),
         encoder_captions_per_s=round(1 / seconds_per_caption, 1),
-        first_pass_fill=round(sum(figure("score", "rows_scored")) / (sum(figure("select", "candidates")) * FIRST_PASS_CAPTIONS), 3),
+        first_pass_fill=round(
+            sum(figure("score", "rows_scored")) / (sum(figure("select", "candidates")) * FIRST_PASS_CAPTIONS), 3
+        ),
         class_share=float(f"{np.mean([class_mean[n] / n for n in rows]):.2g}"),
-        first_pass_duplicate_share=round(1 - sum(figure("score", "captions_embedded")) / sum(figure("score", "rows_scored")), 3),
-        class_duplicate_share=round(1 - sum(r["distinct_captions"]["rank"]["off"] for r in results) / sum(figure("rank", "rows_scored")), 3),
-    )  # fmt: skip
+        first_pass_duplicate_share=round(
+            1 - sum(figure("score", "captions_embedded")) / sum(figure("score", "rows_scored")), 3
+        ),
+        class_duplicate_share=round(
+            1 - sum(r["distinct_captions"]["rank"]["off"] for r in results) / sum(figure("rank", "rows_scored")), 3
+        ),
+    )
     if static:  # the static pass: rank's CPU beyond its fixed part and its encoder; the exact captions' repeats
         ranks = [(r["rows"], m["rank"]["cpu_seconds"], m["rank"]["figures"]) for r, m in static]
         pass_cpu = sum(c - rank_fixed - f["captions_embedded"] * seconds_per_caption for _, c, f in ranks)
         beyond_first_pass = sum(f["rows_scored"] * np.exp(-FIRST_PASS_CAPTIONS / class_mean[n]) for n, _, f in ranks)
         rates.update(
-            static_captions_per_s=round(sum(f["rows_scored"] + f["rows_beyond_first_phase"] for _, _, f in ranks) / pass_cpu),
-            exact_repeat_share=round(float(1 - sum(f["captions_embedded"] for _, _, f in ranks) / beyond_first_pass), 3),
+            static_captions_per_s=round(
+                sum(f["rows_scored"] + f["rows_beyond_first_phase"] for _, _, f in ranks) / pass_cpu
+            ),
+            exact_repeat_share=round(
+                float(1 - sum(f["captions_embedded"] for _, _, f in ranks) / beyond_first_pass), 3
+            ),
         )
     return Rates(**rates)
 
@@ -283,18 +328,33 @@ def projection(results: list[dict], args: argparse.Namespace) -> dict[str, dict]
 
     rates, largest = measured_rates(results), results[-1]
     rank = largest["stages"]["rank"]["figures"]
-    rates = replace(rates, candidates=args.project_candidates, first_pass_fill=args.project_fill,
-                    class_share=float(f"{rank['rows_scored'] / rank['classes'] / largest['rows']:.2g}"),
-                    vcpus_per_worker=args.project_vcpus, processes_per_worker=args.project_processes,
-                    price_vcpu_hour=args.price, encoder_captions_per_s=args.encoder_rate or rates.encoder_captions_per_s)  # fmt: skip
+    rates = replace(
+        rates,
+        candidates=args.project_candidates,
+        first_pass_fill=args.project_fill,
+        class_share=float(f"{rank['rows_scored'] / rank['classes'] / largest['rows']:.2g}"),
+        vcpus_per_worker=args.project_vcpus,
+        processes_per_worker=args.project_processes,
+        price_vcpu_hour=args.price,
+        encoder_captions_per_s=args.encoder_rate or rates.encoder_captions_per_s,
+    )
     shards = -(-LAION_2B_EN_ROWS // LAION_SHARD_ROWS)
     return {
-        mode: make_plan(Config.model_validate({
-            "scoring": {"first_pass_captions": args.project_first_pass, "first_phase": mode},
-            "ranking": {"classes": args.project_classes}, "sampling": {"images_per_class": args.project_images},
-        }), LAION_2B_EN_ROWS, shards, rates, args.project_workers)
+        mode: make_plan(
+            Config.model_validate(
+                {
+                    "scoring": {"first_pass_captions": args.project_first_pass, "first_phase": mode},
+                    "ranking": {"classes": args.project_classes},
+                    "sampling": {"images_per_class": args.project_images},
+                }
+            ),
+            LAION_2B_EN_ROWS,
+            shards,
+            rates,
+            args.project_workers,
+        )
         for mode in ("off", "static")
-    }  # fmt: skip
+    }
 
 
 def main() -> None:
@@ -303,16 +363,25 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="local Beam worker processes per stage")
     parser.add_argument("--project-workers", type=int, default=100, help="Dataflow workers in the projection")
     parser.add_argument("--project-vcpus", type=int, default=4, help="vCPUs per worker (n1-standard-4)")
-    parser.add_argument("--project-processes", type=int, default=2, help="stage processes per worker as fast as one here")
+    parser.add_argument(
+        "--project-processes", type=int, default=2, help="stage processes per worker as fast as one here"
+    )
     parser.add_argument("--project-candidates", type=int, default=10_000, help="candidate synsets after select (C)")
     parser.add_argument("--project-first-pass", type=int, default=200, help="first-pass captions per candidate (f)")
-    parser.add_argument("--project-fill", type=float, default=1.0, help="first-pass fill: candidates have >= min_captions 1,000")
+    parser.add_argument(
+        "--project-fill", type=float, default=1.0, help="first-pass fill: candidates have >= min_captions 1,000"
+    )
     parser.add_argument("--project-classes", type=int, default=1000, help="classes (K)")
     parser.add_argument("--project-images", type=int, default=1000, help="images per class (N)")
     parser.add_argument("--encoder-rate", type=float, help="captions/s per process [default: as this run measured it]")
     parser.add_argument("--price", type=float, default=0.04, help="assumed price per vCPU-hour (USD)")
-    parser.add_argument("--first-phase", nargs="*", default=[], choices=["static"],
-                        help="also run rank and sample with this scoring.first_phase (off is always run)")  # fmt: skip
+    parser.add_argument(
+        "--first-phase",
+        nargs="*",
+        default=[],
+        choices=["static"],
+        help="also run rank and sample with this scoring.first_phase (off is always run)",
+    )
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
     parser.add_argument("--child", nargs=4, metavar=("STAGE", "CONFIG", "RUN", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -332,7 +401,9 @@ def main() -> None:
         for stage, by_size in all_ratios[key].items():
             print(f"  {stage:7s} " + "  ".join(f"{k}: {v}x" for k, v in by_size.items()))
         for stage, fit in all_fits.get(key, {}).items():
-            print(f"  {stage:7s} linear fit: fixed {fit['fixed_s']} s + {fit['s_per_million_rows']} s per million rows, worst miss {fit['worst_miss']:.0%}")
+            print(
+                f"  {stage:7s} linear fit: fixed {fit['fixed_s']} s + {fit['s_per_million_rows']} s per million rows, worst miss {fit['worst_miss']:.0%}"
+            )
     print("\nscore and rank work (bounded by candidates x first-pass captions, and the K classes' captions):")
     print("\n".join("  " + line for line in stage_work(results)))
     if args.first_phase:
@@ -344,8 +415,15 @@ def main() -> None:
     from imagenot.pipeline.plan.estimate import render
 
     for mode, plan in project.items():
-        print(f"\nLAION-2B-en ({LAION_2B_EN_ROWS:,} rows), scoring.first_phase {mode}, as imagenot plan prints it:\n{render(plan)}")
-    print(json.dumps({"sizes": results, "ratios": all_ratios, "fits": all_fits, "projection": project, "workers": args.workers}))
+        print(
+            f"\nLAION-2B-en ({LAION_2B_EN_ROWS:,} rows), scoring.first_phase {mode}, as imagenot plan prints it:\n{render(plan)}"
+        )
+    print(
+        json.dumps(
+            {"sizes": results, "ratios": all_ratios, "fits": all_fits, "projection": project, "workers": args.workers}
+        )
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -48,7 +48,9 @@ def main(repeats: int) -> None:
         print(f"{name:24s} {seconds:7.3f} s  {seconds / floor:7.1f}x python")
     ratios = {name: round(seconds / floor, 1) for name, seconds in best.items()}
     passed = max(ratios["imagenot --help"], ratios["imagenot build --help"]) < MAX_HELP_RATIO
-    print(json.dumps({"seconds": {k: round(v, 3) for k, v in best.items()}, "ratio_to_python": ratios, "passed": passed}))
+    print(
+        json.dumps({"seconds": {k: round(v, 3) for k, v in best.items()}, "ratio_to_python": ratios, "passed": passed})
+    )
 
 
 if __name__ == "__main__":

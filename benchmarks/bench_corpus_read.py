@@ -91,7 +91,9 @@ def caption_cost(paths: list[str]) -> dict:
 
     captions = pa.chunked_array([pq.read_table(p, columns=["TEXT"])["TEXT"] for p in paths]).combine_chunks()
     captions = captions.filter(pc.invert(pc.is_null(captions)))
-    synsets = pc.list_value_length(build_matcher(load_index(), FUNCTION_WORDS).tag(captions).wnids).to_numpy(zero_copy_only=False)
+    synsets = pc.list_value_length(build_matcher(load_index(), FUNCTION_WORDS).tag(captions).wnids).to_numpy(
+        zero_copy_only=False
+    )
     tagged = synsets[synsets > 0]
     return {
         "captions": len(captions),
@@ -122,10 +124,21 @@ def main() -> None:
     results = {}
     for extension in FORMATS:
         path = write_as(table, folder / f"bench.{extension}")
-        ours = best_rate(lambda: sum(p.rows_read for p in read_shard(str(path), Columns(), args.batch_rows)), table.num_rows, args.repeats)
+        ours = best_rate(
+            lambda: sum(p.rows_read for p in read_shard(str(path), Columns(), args.batch_rows)),
+            table.num_rows,
+            args.repeats,
+        )
         theirs = best_rate(lambda: pyarrow_rows(path, columns, args.batch_rows), table.num_rows, args.repeats)
-        results[extension] = {"imagenot_rows_per_cpu_s": round(ours), "pyarrow_rows_per_cpu_s": round(theirs), "ratio": round(ours / theirs, 2)}
-        print(f"{extension:<9} imagenot {ours:>12,.0f} rows/s   pyarrow {theirs:>12,.0f} rows/s   ratio {ours / theirs:.2f}", flush=True)
+        results[extension] = {
+            "imagenot_rows_per_cpu_s": round(ours),
+            "pyarrow_rows_per_cpu_s": round(theirs),
+            "ratio": round(ours / theirs, 2),
+        }
+        print(
+            f"{extension:<9} imagenot {ours:>12,.0f} rows/s   pyarrow {theirs:>12,.0f} rows/s   ratio {ours / theirs:.2f}",
+            flush=True,
+        )
     print(json.dumps({"rows": table.num_rows, "batch_rows": args.batch_rows, "formats": results}))
 
 

@@ -56,20 +56,36 @@ def _serve(hosts: list[str], ports, ready, stop) -> None:
 
 
 def _urls(hosts: list[str], ports, count: int) -> list[str]:
-    return [f"http://{hosts[i % len(hosts)]}:{ports[i % len(hosts)]}/photo/{PHOTOS[i % len(PHOTOS)]}.jpg?id={i}" for i in range(count)]
+    return [
+        f"http://{hosts[i % len(hosts)]}:{ports[i % len(hosts)]}/photo/{PHOTOS[i % len(PHOTOS)]}.jpg?id={i}"
+        for i in range(count)
+    ]
 
 
 def plain_img2dataset(urls: list[str], folder: Path, threads: int) -> dict:
     from img2dataset import download
 
-    pq.write_table(pa.table({"url": urls, "caption": [f"photo {i}" for i in range(len(urls))]}), folder / "urls.parquet")
+    pq.write_table(
+        pa.table({"url": urls, "caption": [f"photo {i}" for i in range(len(urls))]}), folder / "urls.parquet"
+    )
     started = time.monotonic()
     download(
-        url_list=str(folder / "urls.parquet"), input_format="parquet", url_col="url", caption_col="caption",
-        output_format="webdataset", output_folder=str(folder / "out"), processes_count=1, thread_count=threads,
-        image_size=256, resize_mode="keep_ratio", number_sample_per_shard=1000, timeout=10, extract_exif=False,
-        user_agent_token="imagenot", disallowed_header_directives=["noai", "noimageai", "noindex", "noimageindex"],
-    )  # fmt: skip
+        url_list=str(folder / "urls.parquet"),
+        input_format="parquet",
+        url_col="url",
+        caption_col="caption",
+        output_format="webdataset",
+        output_folder=str(folder / "out"),
+        processes_count=1,
+        thread_count=threads,
+        image_size=256,
+        resize_mode="keep_ratio",
+        number_sample_per_shard=1000,
+        timeout=10,
+        extract_exif=False,
+        user_agent_token="imagenot",
+        disallowed_header_directives=["noai", "noimageai", "noindex", "noimageindex"],
+    )
     return _rates(list((folder / "out").glob("*_stats.json")), time.monotonic() - started)
 
 
@@ -77,8 +93,13 @@ def _rates(stats_files: list[Path], wall_s: float) -> dict:
     stats = [json.loads(p.read_text()) for p in stats_files]
     images = sum(s["successes"] for s in stats)
     fetching_s = max(s["end_time"] for s in stats) - min(s["start_time"] for s in stats)
-    return {"images": images, "fetching_s": round(fetching_s, 2), "wall_s": round(wall_s, 2),
-            "images_per_s": round(images / fetching_s, 1), "images_per_wall_s": round(images / wall_s, 1)}  # fmt: skip
+    return {
+        "images": images,
+        "fetching_s": round(fetching_s, 2),
+        "wall_s": round(wall_s, 2),
+        "images_per_s": round(images / fetching_s, 1),
+        "images_per_wall_s": round(images / wall_s, 1),
+    }
 
 
 def guarded_stage(urls: list[str], folder: Path, threads: int, hosts: list[str]) -> dict:
@@ -89,9 +110,16 @@ def guarded_stage(urls: list[str], folder: Path, threads: int, hosts: list[str])
     lines += [f"url http://127.0.0.1:1/never/{i}.jpg" for i in range(500)]
     blocklist.write_text("\n".join(lines) + "\n")
     settings = Download(
-        enabled=True, threads=threads, timeout_s=10, shard_rows=1000, image_size=256, per_host_connections=threads,
-        per_host_rate=100_000, allowed_networks=[f"{host}/32" for host in hosts], blocklists=[str(blocklist)],
-    )  # fmt: skip
+        enabled=True,
+        threads=threads,
+        timeout_s=10,
+        shard_rows=1000,
+        image_size=256,
+        per_host_connections=threads,
+        per_host_rate=100_000,
+        allowed_networks=[f"{host}/32" for host in hosts],
+        blocklists=[str(blocklist)],
+    )
     write_sample_stage(folder / "run", {"n00000001": (urls, [])}, test_per_class=0)
     started = time.monotonic()
     download_images(str(folder / "run"), settings, Sampling(images_per_class=len(urls), test_per_class=0), Runner())
@@ -123,13 +151,23 @@ def main() -> None:
     finally:
         stop.set()
         server.join(30)
+
     def ratio(key: str) -> float:
         return round(statistics.median(r[key] for r in stage) / statistics.median(r[key] for r in plain), 3)
 
-    print(json.dumps({
-        "urls": args.urls, "hosts": args.hosts, "threads": args.threads, "img2dataset": plain, "stage": stage,
-        "ratio": ratio("images_per_s"), "ratio_wall": ratio("images_per_wall_s"),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "urls": args.urls,
+                "hosts": args.hosts,
+                "threads": args.threads,
+                "img2dataset": plain,
+                "stage": stage,
+                "ratio": ratio("images_per_s"),
+                "ratio_wall": ratio("images_per_wall_s"),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -134,7 +134,10 @@ def main(n: int, repeats: int, seed: int, threads: int) -> None:
         captions = laion_like_captions(n, seed, Path(tmp) / "corpus")
         encoder = SentenceTransformerEncoder(DEFAULT_MODEL, threads=threads)
         distinct_texts = len(set(captions))
-        sequences = {tuple(ids) for ids in encoder.tokenizer(captions, truncation=True, max_length=encoder.max_length)["input_ids"]}
+        sequences = {
+            tuple(ids)
+            for ids in encoder.tokenizer(captions, truncation=True, max_length=encoder.max_length)["input_ids"]
+        }
         distinct_inputs = len(sequences)
         flops, peak = useful_flops(encoder, sequences), matmul_flops_per_s(encoder, threads)
         onnx_encoder = OnnxEncoder(encoder, threads)  # exported here once if set-up has not

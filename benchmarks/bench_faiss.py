@@ -54,7 +54,9 @@ def clustered_vectors(n: int, dim: int, clusters: int, planted: int, seed: int) 
     return vectors, pairs
 
 
-def numpy_neighbours(database: np.ndarray, queries: np.ndarray, k: int, block: int = 100_000) -> tuple[np.ndarray, np.ndarray]:
+def numpy_neighbours(
+    database: np.ndarray, queries: np.ndarray, k: int, block: int = 100_000
+) -> tuple[np.ndarray, np.ndarray]:
     """Exhaustive k-NN by matrix products, block by block: (cosines, indices), best first."""
     best_sims = np.full((len(queries), k), -np.inf, np.float32)
     best_ids = np.full((len(queries), k), -1, np.int64)
@@ -89,15 +91,22 @@ def main(n: int, dim: int, clusters: int, planted: int, queries: int | None, sam
     queries = n if queries is None else queries
     click.echo(f"{n:,} vectors, dim {dim}, {faiss.omp_get_max_threads()} threads; searching {queries:,} queries, k={k}")
 
-    audit_s, (sims, ids) = timed(lambda: knn(vectors, vectors[:queries], k, settings.exact_search_max, settings.ivf_probes, settings.ann_rerank))
+    audit_s, (sims, ids) = timed(
+        lambda: knn(vectors, vectors[:queries], k, settings.exact_search_max, settings.ivf_probes, settings.ann_rerank)
+    )
     audit_all_s = audit_s * n / queries
-    click.echo(f"audit search (build included): {audit_s:.1f} s" + ("" if queries == n else f", all {n:,}: ~{audit_all_s:.0f} s"))
+    click.echo(
+        f"audit search (build included): {audit_s:.1f} s"
+        + ("" if queries == n else f", all {n:,}: ~{audit_all_s:.0f} s")
+    )
 
     rows = np.sort(np.random.default_rng(seed + 1).choice(queries, sample, replace=False))
     numpy_s, (true_sims, true_ids) = timed(lambda: numpy_neighbours(vectors, vectors[rows], k))
     flat_s, (flat_sims, _) = timed(lambda: knn(vectors, vectors[rows], k, n, 1))
     flat_all_s = flat_s * n / sample
-    click.echo(f"exhaustive on {sample:,} queries: numpy {numpy_s:.1f} s, faiss flat {flat_s:.1f} s (all {n:,}: ~{flat_all_s / 60:.0f} min)")
+    click.echo(
+        f"exhaustive on {sample:,} queries: numpy {numpy_s:.1f} s, faiss flat {flat_s:.1f} s (all {n:,}: ~{flat_all_s / 60:.0f} min)"
+    )
     disagreements = int(np.sum(np.abs(np.sort(flat_sims, 1) - np.sort(true_sims, 1)) > 1e-4))
     click.echo(f"faiss flat vs numpy: {disagreements} differing cosines")
 
@@ -114,11 +123,21 @@ def main(n: int, dim: int, clusters: int, planted: int, queries: int | None, sam
     click.echo(
         json.dumps(
             {
-                "vectors": n, "dim": dim, "queries": queries, "k": k, "index": "flat" if n <= settings.exact_search_max else "ivf-pq4fs-refine",
-                "ivf_probes": settings.ivf_probes, "ann_rerank": settings.ann_rerank, "audit_s": round(audit_s, 1), "audit_all_queries_s": round(audit_all_s, 1),
-                "flat_all_queries_s_extrapolated": round(flat_all_s, 1), "speedup_vs_flat": round(flat_all_s / audit_all_s, 1),
-                "numpy_sample_s": round(numpy_s, 1), "near_duplicate_recall": round(pair_recall, 4),
-                "planted_recall": round(planted_recall, 4), "flat_vs_numpy_disagreements": disagreements,
+                "vectors": n,
+                "dim": dim,
+                "queries": queries,
+                "k": k,
+                "index": "flat" if n <= settings.exact_search_max else "ivf-pq4fs-refine",
+                "ivf_probes": settings.ivf_probes,
+                "ann_rerank": settings.ann_rerank,
+                "audit_s": round(audit_s, 1),
+                "audit_all_queries_s": round(audit_all_s, 1),
+                "flat_all_queries_s_extrapolated": round(flat_all_s, 1),
+                "speedup_vs_flat": round(flat_all_s / audit_all_s, 1),
+                "numpy_sample_s": round(numpy_s, 1),
+                "near_duplicate_recall": round(pair_recall, 4),
+                "planted_recall": round(planted_recall, 4),
+                "flat_vs_numpy_disagreements": disagreements,
             }
         )
     )

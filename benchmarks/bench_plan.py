@@ -87,14 +87,28 @@ def against_build(config_path: str, run: str, rates: Rates) -> dict:
         "captions_scored": summary["score"]["rows_scored"] + summary["rank"]["rows_scored"],
         "captions_embedded": summary["score"]["captions_embedded"] + summary["rank"]["captions_embedded"],
     }
-    figures = {key: [plan[key]["low"], plan[key]["mid"], plan[key]["high"], value,
-                     round(plan[key]["mid"] / value, 3) if value else None]
-               for key, value in built.items()}  # fmt: skip
+    figures = {
+        key: [
+            plan[key]["low"],
+            plan[key]["mid"],
+            plan[key]["high"],
+            value,
+            round(plan[key]["mid"] / value, 3) if value else None,
+        ]
+        for key, value in built.items()
+    }
     warns = any(w.startswith("cannot fill") for w in plan["warnings"])
     short = built["classes"] < config.ranking.classes
-    return {"config": config_path, "rows": rows, "sample": plan["sample"]["rows"], "figures": figures,
-            "warns_cannot_fill": warns, "build_short": short, "agree": warns == short,
-            "plan_seconds": round(seconds, 1)}  # fmt: skip
+    return {
+        "config": config_path,
+        "rows": rows,
+        "sample": plan["sample"]["rows"],
+        "figures": figures,
+        "warns_cannot_fill": warns,
+        "build_short": short,
+        "agree": warns == short,
+        "plan_seconds": round(seconds, 1),
+    }
 
 
 def parse_rates(overrides: list[str]) -> Rates:
@@ -113,18 +127,24 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--workers", type=int, default=1, help="local Beam worker processes per stage")
     parser.add_argument("--save", help="write the measured runs here (JSON)")
-    parser.add_argument("--measured", nargs="+", help="compare with these saved runs (--save files) instead of building")
+    parser.add_argument(
+        "--measured", nargs="+", help="compare with these saved runs (--save files) instead of building"
+    )
     parser.add_argument("--rate", action="append", default=[], metavar="NAME=VALUE", help="override a Rates field")
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
-    parser.add_argument("--against", nargs="+", metavar="CONFIG RUN",
-                        help="compare the sampled plan with finished builds")
+    parser.add_argument(
+        "--against", nargs="+", metavar="CONFIG RUN", help="compare the sampled plan with finished builds"
+    )
     args = parser.parse_args()
     if args.against:
         for config_path, run in zip(args.against[::2], args.against[1::2]):
             print(json.dumps(against_build(config_path, run, parse_rates(args.rate))), flush=True)
         return
     if args.measured:
-        results = sorted((r for path in args.measured for r in json.loads(Path(path).read_text(encoding="utf-8"))), key=lambda r: r["rows"])
+        results = sorted(
+            (r for path in args.measured for r in json.loads(Path(path).read_text(encoding="utf-8"))),
+            key=lambda r: r["rows"],
+        )
     else:
         print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
         with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:

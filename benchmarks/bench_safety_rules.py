@@ -52,13 +52,17 @@ def main(repeats: int) -> None:
     for name, seconds in best.items():
         print(f"{name:34s} {seconds:7.3f} s  {seconds / base:6.3f}x the index load")
     marked, identity = marked_synsets(index), identity_synsets(index)
-    print(json.dumps({
-        "nouns": len(index),
-        "offensive_synsets": len(marked),
-        "identity_synsets": len(identity),
-        "cpu_seconds": {k: round(v, 3) for k, v in best.items()},
-        "rules_to_index_load": round(best["safety rules, all nouns"] / base, 3),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "nouns": len(index),
+                "offensive_synsets": len(marked),
+                "identity_synsets": len(identity),
+                "cpu_seconds": {k: round(v, 3) for k, v in best.items()},
+                "rules_to_index_load": round(best["safety rules, all nouns"] / base, 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -98,7 +98,9 @@ def bench_size(rows: int, workers: int, root: Path, bounded: str, sampling: dict
         )
     exact, chosen = chosen_rows(runs[EXACT]), chosen_rows(runs[bounded])
     shared = sum(len(rows_ & chosen.get(wnid, set())) for wnid, rows_ in exact.items())
-    same_classes = (runs[EXACT] / "rank" / "class_list.tsv").read_bytes() == (runs[bounded] / "rank" / "class_list.tsv").read_bytes()
+    same_classes = (runs[EXACT] / "rank" / "class_list.tsv").read_bytes() == (
+        runs[bounded] / "rank" / "class_list.tsv"
+    ).read_bytes()
     return {
         "rows": rows,
         "bounded": bounded,
@@ -159,7 +161,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[300_000, 1_000_000])
     parser.add_argument("--workers", type=int, default=1, help="local Beam worker processes per stage")
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
-    parser.add_argument("--bounded", choices=["static", "priority"], default="static", help="the scoring.first_phase compared with off")
+    parser.add_argument(
+        "--bounded", choices=["static", "priority"], default="static", help="the scoring.first_phase compared with off"
+    )
     parser.add_argument("--strategy", choices=["top", "threshold"], default="top", help="sampling.strategy")
     parser.add_argument("--threshold", type=float, help="sampling.threshold (strategy threshold)")
     args = parser.parse_args()

@@ -122,10 +122,7 @@ def compare(args: argparse.Namespace) -> int:
     matcher = LemmaMatcher(forms)
     build_s = time.perf_counter() - start
     baseline = ReferenceMatcher(forms)
-    print(
-        f"{len(forms):,} surface forms of {len(index.lemma_synsets):,} lemmas; "
-        f"tagger built in {build_s:.1f} s"
-    )
+    print(f"{len(forms):,} surface forms of {len(index.lemma_synsets):,} lemmas; tagger built in {build_s:.1f} s")
 
     tagger_s = baseline_s = 0.0
     rows = tagged = 0
@@ -144,9 +141,7 @@ def compare(args: argparse.Namespace) -> int:
         got = zip(tags.wnids.to_pylist(), tags.matched.to_pylist())
         for position, (text, want, have) in enumerate(zip(texts, expected, got)):
             if tuple(want) != have and len(disagreements) < 20:
-                disagreements.append(
-                    f"row {rows + position}: {text!r}\n  baseline {want}\n  tagger   {have}"
-                )
+                disagreements.append(f"row {rows + position}: {text!r}\n  baseline {want}\n  tagger   {have}")
         tagged += sum(1 for wnids, _ in expected if wnids)
         rows += len(texts)
         laionet_sample += texts[: args.laionet_sample - len(laionet_sample)]
@@ -186,17 +181,13 @@ def compare(args: argparse.Namespace) -> int:
             f"(RSS {probe['built_mb']:.0f} MB once the matcher is built)"
         )
     if disagreements:
-        print(
-            f"tagger and baseline disagree ({len(disagreements)} shown):", *disagreements, sep="\n"
-        )
+        print(f"tagger and baseline disagree ({len(disagreements)} shown):", *disagreements, sep="\n")
     print(json.dumps(figures))
     return 1 if disagreements else 0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--corpus", type=Path, help="folder of part-*.parquet shards")
     parser.add_argument("--text-column", default="TEXT")

@@ -81,7 +81,10 @@ def main() -> None:
     )
     scores = similarities(pairs, index)
     similar = scores >= args.threshold
-    rows = {"all pairs": figures(pairs, np.ones(len(pairs), bool)), f"today: similarity >= {args.threshold}": figures(pairs, similar)}
+    rows = {
+        "all pairs": figures(pairs, np.ones(len(pairs), bool)),
+        f"today: similarity >= {args.threshold}": figures(pairs, similar),
+    }
     for rule in RULES:
         # each rule alone: the pairs it would drop were it the only one on
         alone = caption_rules(Selection().caption_rules.model_copy(update={"rules": [rule]}))
@@ -91,7 +94,9 @@ def main() -> None:
     rows["all rules"] = figures(pairs, np.array([f is None for f in fired]))
     selection = Selection()
     unpicturable = unpicturable_removals(
-        {index.by_name(p["synset"]).wnid for p in pairs}, index, selection.picturable_roots,
+        {index.by_name(p["synset"]).wnid for p in pairs},
+        index,
+        selection.picturable_roots,
         selection.picturable_excluded_lexnames,
     )
     picturable = np.array([index.by_name(p["synset"]).wnid not in unpicturable for p in pairs])

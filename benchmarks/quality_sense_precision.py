@@ -64,12 +64,20 @@ def judged_captions(run_dir: Path, folder: str = "rank/scored") -> pa.Table:
     """The captions of `folder` (row_id, wnid, gloss_similarity) with `correct`, `lenient`, `kind`."""
     scored = pq.read_table(run_dir / folder, columns=["row_id", "wnid", "gloss_similarity"])
     truth = pq.read_table(run_dir / "corpus" / GROUND_TRUTH, columns=["row_id", "wnid", "kind", "mentioned"])
-    keys = pa.table({"row_id": truth.column("row_id"), "true_wnid": truth.column("wnid"), "kind": truth.column("kind"),
-                     "truth_row": np.arange(truth.num_rows)})  # Arrow joins carry no list columns
+    keys = pa.table(
+        {
+            "row_id": truth.column("row_id"),
+            "true_wnid": truth.column("wnid"),
+            "kind": truth.column("kind"),
+            "truth_row": np.arange(truth.num_rows),
+        }
+    )  # Arrow joins carry no list columns
     joined = scored.join(keys, "row_id", join_type="left outer").sort_by("row_id")
     if joined.column("truth_row").null_count:
         raise ValueError(f"{joined.column('truth_row').null_count} scored rows have no ground truth row")
-    correct = pc.fill_null(pc.equal(joined.column("wnid"), joined.column("true_wnid")), False).to_numpy(zero_copy_only=False)
+    correct = pc.fill_null(pc.equal(joined.column("wnid"), joined.column("true_wnid")), False).to_numpy(
+        zero_copy_only=False
+    )
     mentioned = truth.column("mentioned").take(joined.column("truth_row")).combine_chunks()
     parents = pc.list_parent_indices(mentioned).to_numpy()
     assigned = joined.column("wnid").combine_chunks().take(pa.array(parents))
@@ -91,14 +99,18 @@ def precision_row(captions: pa.Table, keep: np.ndarray, label: float | str) -> d
     wnids = kept.column("wnid").to_numpy(zero_copy_only=False)
     correct = kept.column("correct").to_numpy(zero_copy_only=False)
     classes, inverse = np.unique(wnids, return_inverse=True)
-    per_class = np.bincount(inverse, weights=correct, minlength=len(classes)) / np.bincount(inverse, minlength=len(classes))
+    per_class = np.bincount(inverse, weights=correct, minlength=len(classes)) / np.bincount(
+        inverse, minlength=len(classes)
+    )
     return {
         "threshold": label,
         "classes": len(classes),
         "captions": kept.num_rows,
         "precision": round(float(correct.mean()), 4) if kept.num_rows else None,
         "class_mean_precision": round(float(per_class.mean()), 4) if len(classes) else None,
-        "lenient_precision": round(float(kept.column("lenient").to_numpy(zero_copy_only=False).mean()), 4) if kept.num_rows else None,
+        "lenient_precision": round(float(kept.column("lenient").to_numpy(zero_copy_only=False).mean()), 4)
+        if kept.num_rows
+        else None,
     }
 
 
@@ -163,7 +175,9 @@ def main() -> None:
         "first_pass_captions": config.scoring.first_pass_captions,
         "first_phase": args.first_phase,
         "dataset_images": precision_row(images, np.ones(images.num_rows, bool), "images"),
-        "dataset_images_at_0.5": precision_row(images, np.array([scores[w] >= 0.5 for w in images.column("wnid").to_pylist()], bool), 0.5),
+        "dataset_images_at_0.5": precision_row(
+            images, np.array([scores[w] >= 0.5 for w in images.column("wnid").to_pylist()], bool), 0.5
+        ),
         "load": [round(x, 2) for x in os.getloadavg()],
         "synset_threshold": synset_rows,
         "caption_threshold": caption_rows,

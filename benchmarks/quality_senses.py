@@ -102,10 +102,12 @@ def evaluate(scores: list[np.ndarray], rows, labels, first, keep) -> dict:
 
 def contrast_keep(margin: float | None, threshold: float | None):
     """The build's rule over one caption's sense scores: which senses it would be kept for."""
+
     def keep(scores: np.ndarray) -> np.ndarray:
         others = np.array([np.max(np.delete(scores, j)) if len(scores) > 1 else np.inf for j in range(len(scores))])
         passes, _ = caption_decision(scores, scores - others, threshold, margin)
         return passes
+
     return keep
 
 
@@ -131,7 +133,12 @@ def run_encoder(name: str, dev, threshold: float | None) -> dict:
         if missing:
             old_queries.update(zip(missing, encoder.encode([query_text(index[w], template, index) for w in missing])))
         old_scores.append(np.array([float(vectors[i] @ old_queries[w]) for w in wnids]))
-    results = {"old_rule": {**evaluate(old_scores, rows, labels, first, lambda s: s >= old_threshold), "threshold": old_threshold}}
+    results = {
+        "old_rule": {
+            **evaluate(old_scores, rows, labels, first, lambda s: s >= old_threshold),
+            "threshold": old_threshold,
+        }
+    }
 
     for variant, settings in VARIANTS.items():
         scoring = Scoring(**settings)
@@ -139,11 +146,23 @@ def run_encoder(name: str, dev, threshold: float | None) -> dict:
         scores = [queries.scores(vectors[i : i + 1], lemma, wnids)[0] for i, lemma, wnids in rows]
         figures = evaluate(scores, rows, labels, first, contrast_keep(scoring.sense_margin, threshold))
         sweep = {m: evaluate(scores, rows, labels, first, contrast_keep(m, threshold)) for m in MARGINS}
-        reaching = [m for m, f in sweep.items() if f["wrong_kept"] is not None and f["wrong_kept"] <= TARGETS["wrong_kept"]
-                    and f["right_kept"] >= TARGETS["right_kept"]]
-        best_margin = max(sweep, key=lambda m: sweep[m]["right_kept"] - 4 * max(0, (sweep[m]["wrong_kept"] or 0) - 0.05))
-        results[variant] = {**figures, "settings": scoring.model_dump(include=set(settings) | {"sense_margin"}),
-                            "margins_reaching_targets": reaching, "best_margin": best_margin, "at_best_margin": sweep[best_margin]}
+        reaching = [
+            m
+            for m, f in sweep.items()
+            if f["wrong_kept"] is not None
+            and f["wrong_kept"] <= TARGETS["wrong_kept"]
+            and f["right_kept"] >= TARGETS["right_kept"]
+        ]
+        best_margin = max(
+            sweep, key=lambda m: sweep[m]["right_kept"] - 4 * max(0, (sweep[m]["wrong_kept"] or 0) - 0.05)
+        )
+        results[variant] = {
+            **figures,
+            "settings": scoring.model_dump(include=set(settings) | {"sense_margin"}),
+            "margins_reaching_targets": reaching,
+            "best_margin": best_margin,
+            "at_best_margin": sweep[best_margin],
+        }
         print(f"{name:7s} {variant:26s} {figures}  best margin {best_margin}: {sweep[best_margin]}", file=sys.stderr)
     results["captions_per_s"] = round(len(captions) / caption_seconds, 1)
     return results

@@ -42,8 +42,9 @@ def pair_rows(run: Path) -> list[dict]:
     for row in table.to_pylist():
         synset = index[row["wnid"]]
         matched = next(form for form in row["matched"] if row["wnid"] in forms.get(form, ()))
-        rows.append(dict(row_id=row["row_id"], caption=row["caption"], matched=matched,
-                         synset=synset.name, gloss=synset.gloss))
+        rows.append(
+            dict(row_id=row["row_id"], caption=row["caption"], matched=matched, synset=synset.name, gloss=synset.gloss)
+        )
     return sorted(rows, key=lambda r: int(r["row_id"].rsplit(":", 1)[1]))
 
 

@@ -17,9 +17,7 @@ class FilterInputError(ImagenotError, ValueError):
 
 def require_column(batch: pa.RecordBatch, name: str, why: str) -> pa.Array:
     if name not in batch.schema.names:
-        raise FilterInputError(
-            f"tagged batch has no column {name!r} ({why}); columns: {', '.join(batch.schema.names)}"
-        )
+        raise FilterInputError(f"tagged batch has no column {name!r} ({why}); columns: {', '.join(batch.schema.names)}")
     return batch.column(name)
 
 
@@ -43,8 +41,7 @@ def wnid_lists(batch: pa.RecordBatch) -> tuple[pa.Array, np.ndarray]:
     empty = np.flatnonzero(lengths == 0)
     if empty.size:
         raise FilterInputError(
-            f"{row_label(batch, int(empty[0]))}: 'wnids' is null or empty; "
-            "a tagged row must name at least one synset"
+            f"{row_label(batch, int(empty[0]))}: 'wnids' is null or empty; a tagged row must name at least one synset"
         )
     values = pc.list_flatten(column)
     if values.null_count:

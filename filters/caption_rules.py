@@ -170,7 +170,7 @@ def _is_given_name(word: str, rules: CaptionRules) -> bool:
 
 
 def _title(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
-    if not caption[start:start + 1].isupper():
+    if not caption[start : start + 1].isupper():
         return False
     if _YEAR_IN_BRACKETS.search(caption):
         return True

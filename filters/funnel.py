@@ -56,13 +56,9 @@ class Funnel:
         """wnid -> its row of `synset_fates.tsv` (FATE_COLUMNS), for every found synset; the
         synsets left after step 6 are candidates (`classes` here), the rank step picks the classes."""
         kept = (
-            (wnid, name, KEPT, CANDIDATE, "", f"{n} single-synset captions")
-            for wnid, (name, n) in self.classes.items()
+            (wnid, name, KEPT, CANDIDATE, "", f"{n} single-synset captions") for wnid, (name, n) in self.classes.items()
         )
-        dropped = (
-            (r.wnid, r.name, r.step, r.reason, r.cause or "", r.detail)
-            for r in self.removals.values()
-        )
+        dropped = ((r.wnid, r.name, r.step, r.reason, r.cause or "", r.detail) for r in self.removals.values())
         return {row[0]: dict(zip(FATE_COLUMNS, row)) for row in sorted([*kept, *dropped])}
 
     def explain(self, wnid: str) -> str:
@@ -76,10 +72,7 @@ def describe_fate(wnid: str, fate: Mapping[str, str] | None) -> str:
         return f"{wnid}: not found, no tagged caption mentions it"
     if fate["step"] == KEPT:
         return f"{wnid} {fate['name']}: passed every filter, a candidate for step 'rank' ({fate['detail']})"
-    return (
-        f"{wnid} {fate['name']}: dropped at step '{fate['step']}' ({fate['reason']}): "
-        f"{fate['detail']}"
-    )
+    return f"{wnid} {fate['name']}: dropped at step '{fate['step']}' ({fate['reason']}): {fate['detail']}"
 
 
 def build_funnel(
@@ -127,22 +120,16 @@ def build_funnel(
     synsets_left, captions_left = len(selection.found), tagged_rows
     for step in STEPS:
         synsets_dropped = _tally(r.reason for r in removals.values() if r.step == step)
-        captions_dropped = dict(
-            sorted((reason, n) for (s, reason), n in caption_drops.items() if s == step and n)
-        )
+        captions_dropped = dict(sorted((reason, n) for (s, reason), n in caption_drops.items() if s == step and n))
         synsets_left -= sum(synsets_dropped.values())
         captions_left -= sum(captions_dropped.values())
-        steps.append(
-            FunnelStep(step, synsets_left, captions_left, synsets_dropped, captions_dropped)
-        )
+        steps.append(FunnelStep(step, synsets_left, captions_left, synsets_dropped, captions_dropped))
     if captions_left != sum(kept_counts.values()) or captions_left < 0:
         raise FunnelError(
             f"{tagged_rows} tagged rows minus {tagged_rows - captions_left} dropped leaves "
             f"{captions_left}, but {sum(kept_counts.values())} rows were kept"
         )
-    classes = {
-        wnid: (index[wnid].name, kept_counts[wnid]) for wnid in candidates if wnid not in removals
-    }
+    classes = {wnid: (index[wnid].name, kept_counts[wnid]) for wnid in candidates if wnid not in removals}
     return Funnel(tuple(steps), classes, dict(sorted(removals.items())))
 
 

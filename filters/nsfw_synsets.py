@@ -39,9 +39,7 @@ def nsfw_scores(wnids: Iterable[str], index: NounIndex) -> dict[str, float]:
     return {wnid: float(score) for wnid, score in zip(wnids, scores)}
 
 
-def nsfw_removals(
-    candidates: Iterable[str], index: NounIndex, threshold: float
-) -> dict[str, Removal]:
+def nsfw_removals(candidates: Iterable[str], index: NounIndex, threshold: float) -> dict[str, Removal]:
     """The candidates whose score is at least `threshold` (in (0, 1])."""
     if not 0 < threshold <= 1:
         raise ValueError(f"NSFW threshold must be in (0, 1], got {threshold}")

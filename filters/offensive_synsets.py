@@ -88,7 +88,5 @@ def offensive_removals(candidates: Iterable[str], index: NounIndex) -> dict[str,
     """The candidates WordNet marks as offensive, each with its mark."""
     marked = marked_synsets(index)
     return {
-        wnid: Removal(wnid, index[wnid].name, STEP, *marked[wnid])
-        for wnid in sorted(set(candidates))
-        if wnid in marked
+        wnid: Removal(wnid, index[wnid].name, STEP, *marked[wnid]) for wnid in sorted(set(candidates)) if wnid in marked
     }

@@ -62,19 +62,13 @@ def overlap_removals(
         shared = next((lemma for lemma in synset.lemmas if lemma.casefold() in by_lemma), None)
         if shared is not None:
             owner = by_lemma[shared.casefold()]
-            removals[wnid] = removal(
-                "shares_lemma", f"shares lemma {shared!r} with reference {label(owner)}", owner
-            )
+            removals[wnid] = removal("shares_lemma", f"shares lemma {shared!r} with reference {label(owner)}", owner)
         elif wnid in below:
             owner = below[wnid]
-            removals[wnid] = removal(
-                "descendant_of_reference", f"is a descendant of reference {label(owner)}", owner
-            )
+            removals[wnid] = removal("descendant_of_reference", f"is a descendant of reference {label(owner)}", owner)
         elif wnid in above:
             owner = above[wnid]
-            removals[wnid] = removal(
-                "ancestor_of_reference", f"is an ancestor of reference {label(owner)}", owner
-            )
+            removals[wnid] = removal("ancestor_of_reference", f"is an ancestor of reference {label(owner)}", owner)
     return removals
 
 

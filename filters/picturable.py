@@ -33,4 +33,3 @@ def unpicturable_removals(
                 wnid, synset.name, STEP, "not_picturable", f"descends from none of {', '.join(sorted(roots))}"
             )
     return removals
-

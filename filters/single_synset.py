@@ -33,14 +33,10 @@ class CandidateLookup:
         rank = {step: position for position, step in enumerate(SYNSET_STEPS)}
         self.wnids = pa.array(selection.found, pa.string())
         removals = selection.removals
-        self.ranks = np.array(
-            [rank[removals[w].step] if w in removals else _KEPT for w in selection.found], np.int8
-        )
+        self.ranks = np.array([rank[removals[w].step] if w in removals else _KEPT for w in selection.found], np.int8)
 
 
-def keep_single_synset_rows(
-    batch: pa.RecordBatch, lookup: CandidateLookup
-) -> tuple[pa.RecordBatch, Drops]:
+def keep_single_synset_rows(batch: pa.RecordBatch, lookup: CandidateLookup) -> tuple[pa.RecordBatch, Drops]:
     """The rows with exactly one candidate, with a `wnid` column, and the other rows counted."""
     if "wnid" in batch.schema.names:
         raise FilterInputError("tagged batch already has a 'wnid' column; step 6 adds it")

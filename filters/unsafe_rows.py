@@ -41,9 +41,7 @@ def drop_unsafe_rows(
         allowed = pa.array(sorted(allowed_tags), pa.string())
         failures["nsfw_tag"] = ~missing & ~_mask(pc.is_in(tags.cast(pa.string()), allowed))
     if max_punsafe is not None:
-        column = require_column(
-            batch, "punsafe", "needed by the punsafe check; disable it with null"
-        )
+        column = require_column(batch, "punsafe", "needed by the punsafe check; disable it with null")
         if not pa.types.is_floating(column.type):
             raise FilterInputError(f"column 'punsafe' has type {column.type}, expected float64")
         scores = column.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN

@@ -1,4 +1,3 @@
-
 from imagenot.pipeline.run.storage_auth import configure as _configure_storage_auth
 
 # Every process that runs our stages imports this package first (the driver, each Beam worker,

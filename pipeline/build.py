@@ -35,8 +35,9 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
         stage_dir = FileSystems.join(run_dir, stage.name)
         if STAGE_NAMES.index(stage.name) >= forced:
             delete_folder(stage_dir)
-        elif is_current(run_dir, stage.name, stage.settings(stage_config(config, run_dir, stage.name)), upstream,
-                        stage.revision):
+        elif is_current(
+            run_dir, stage.name, stage.settings(stage_config(config, run_dir, stage.name)), upstream, stage.revision
+        ):
             log.info("%s: up to date, skipped", stage.name)
             continue
         log.info("%s: running", stage.name)

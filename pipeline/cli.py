@@ -20,8 +20,16 @@ from imagenot.pipeline.run.worker_errors import unwrapped
 
 # name -> (module, attribute, the line `--help` lists it with)
 COMMANDS = {
-    "build": ("imagenot.pipeline.commands.build", "build_command", "Build a dataset from a config: every stage in order."),
-    "why": ("imagenot.pipeline.commands.why", "why", "Say why a synset (or each sense of a word) is or is not a class."),
+    "build": (
+        "imagenot.pipeline.commands.build",
+        "build_command",
+        "Build a dataset from a config: every stage in order.",
+    ),
+    "why": (
+        "imagenot.pipeline.commands.why",
+        "why",
+        "Say why a synset (or each sense of a word) is or is not a class.",
+    ),
     "stats": ("imagenot.pipeline.commands.stats", "stats", "A class set's place in WordNet beside a reference's."),
     "synth": ("imagenot.pipeline.corpus.synth", "synth_command", "Write a synthetic LAION-schema corpus."),
     "tag": ("imagenot.pipeline.tag.stage", "tag_command", "Stage 1: tag captions with the noun synsets they name."),
@@ -29,21 +37,53 @@ COMMANDS = {
     "score": ("imagenot.pipeline.score.stage", "score_command", "Stage 3: score candidates' captions against glosses."),
     "rank": ("imagenot.pipeline.rank.stage", "rank_command", "Stage 4: rank synsets, write the class list."),
     "sample": ("imagenot.pipeline.sample.stage", "sample_command", "Stage 5: pick images per class, split train/test."),
-    "download": ("imagenot.pipeline.download.stage", "download_command", "Stage 6: fetch the images, backfill failures."),
+    "download": (
+        "imagenot.pipeline.download.stage",
+        "download_command",
+        "Stage 6: fetch the images, backfill failures.",
+    ),
     "report": ("imagenot.pipeline.report.stage", "report_command", "Stage 7: write the dataset card and HTML report."),
     "export": ("imagenot.pipeline.export.stage", "export_command", "Stage 8: write RUN/dataset/, ready to train on."),
-    "compare-rankings": ("imagenot.pipeline.audit.rankings", "compare_rankings_command", "Compare model rankings on two datasets."),
-    "prepare-models": ("imagenot.pipeline.score.prepare", "prepare_models_command", "Build the scoring model artifacts once, offline."),
-    "senses": ("imagenot.pipeline.score.senses_command", "senses_command", "Score a caption against every noun sense of its word."),
-    "plan": ("imagenot.pipeline.plan.command", "plan_command", "Project a build's work, jobs and cost; refuse what will fail."),
+    "compare-rankings": (
+        "imagenot.pipeline.audit.rankings",
+        "compare_rankings_command",
+        "Compare model rankings on two datasets.",
+    ),
+    "prepare-models": (
+        "imagenot.pipeline.score.prepare",
+        "prepare_models_command",
+        "Build the scoring model artifacts once, offline.",
+    ),
+    "senses": (
+        "imagenot.pipeline.score.senses_command",
+        "senses_command",
+        "Score a caption against every noun sense of its word.",
+    ),
+    "plan": (
+        "imagenot.pipeline.plan.command",
+        "plan_command",
+        "Project a build's work, jobs and cost; refuse what will fail.",
+    ),
     "review": ("imagenot.pipeline.review.command", "review_command", "Human review: raters check labels in a browser."),
-    "blocklist": ("imagenot.pipeline.amend.blocklist", "blocklist_command", "Blocklists: apply a new list to a finished dataset."),
+    "blocklist": (
+        "imagenot.pipeline.amend.blocklist",
+        "blocklist_command",
+        "Blocklists: apply a new list to a finished dataset.",
+    ),
 }
 AUDITS = {
     "embed": ("imagenot.pipeline.audit.embeddings", "embed_command", "CLIP-embed every downloaded image and caption."),
-    "duplicates": ("imagenot.pipeline.audit.duplicates", "duplicates_command", "Exact and near duplicates (--drop: take them out)."),
+    "duplicates": (
+        "imagenot.pipeline.audit.duplicates",
+        "duplicates_command",
+        "Exact and near duplicates (--drop: take them out).",
+    ),
     "agreement": ("imagenot.pipeline.audit.agreement", "agreement_command", "Image-class and image-caption agreement."),
-    "label-noise": ("imagenot.pipeline.audit.label_noise", "label_noise_command", "Label errors by confident learning."),
+    "label-noise": (
+        "imagenot.pipeline.audit.label_noise",
+        "label_noise_command",
+        "Label errors by confident learning.",
+    ),
 }
 # The loggers through which Beam repeats an error raised in a worker, traceback and all: the command
 # says it in one line (the traceback only under -v).
@@ -52,7 +92,14 @@ WORKER_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.porta
 # Set before any model library loads: their download and loading bars show only with -v.
 QUIET_MODEL_LOADING = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
 # Modules of the optional extras (pyproject.toml), by the extra that installs them.
-OPTIONAL_MODULES = {"skimage": "demo", "faiss": "audit", "cleanlab": "audit", "flask": "review", "waitress": "review", "crowdkit": "review"}
+OPTIONAL_MODULES = {
+    "skimage": "demo",
+    "faiss": "audit",
+    "cleanlab": "audit",
+    "flask": "review",
+    "waitress": "review",
+    "crowdkit": "review",
+}
 
 
 class LazyGroup(click.Group):
@@ -73,8 +120,10 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from the table, without importing any command."""
-        rows = [(name, self.lazy[name][2] if name in self.lazy else self.commands[name].get_short_help_str())
-                for name in self.list_commands(ctx)]  # fmt: skip
+        rows = [
+            (name, self.lazy[name][2] if name in self.lazy else self.commands[name].get_short_help_str())
+            for name in self.list_commands(ctx)
+        ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -90,7 +139,9 @@ class Commands(LazyGroup):
             extra = OPTIONAL_MODULES.get((err.name or "").split(".")[0])
             if extra is None:
                 raise
-            raise click.ClickException(f"{err.name} is not installed; it comes with imagenot[{extra}]: pip install 'imagenot[{extra}]'") from err
+            raise click.ClickException(
+                f"{err.name} is not installed; it comes with imagenot[{extra}]: pip install 'imagenot[{extra}]'"
+            ) from err
         except Exception as err:  # an ImagenotError, or one a Beam worker raised, wrapped by Beam
             error = unwrapped(err) or (err if isinstance(err, ImagenotError) else None)
             if error is None:
@@ -102,10 +153,14 @@ class Commands(LazyGroup):
 
 @click.group(cls=Commands, lazy=COMMANDS)
 @click.version_option(package_name="imagenot", message="imagenot %(version)s")
-@click.option("-v", "--verbose", is_flag=True, help="log progress at INFO level, show model loading (and tracebacks of errors)")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="log progress at INFO level, show model loading (and tracebacks of errors)"
+)
 def main(verbose: bool) -> None:
     """Build and describe ImageNot-style contrast datasets."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s", force=True)
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s", force=True
+    )
     logging.getLogger("apache_beam").setLevel(logging.WARNING)  # its INFO lines drown ours
     # Local worker processes forward a harmless "No semi_persistent_directory" warning each.
     for name in WORKER_ERROR_LOGGERS:

@@ -15,8 +15,15 @@ from pathlib import Path
 
 import pytest
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", "--disable-gpu"]  # fmt: skip
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-gpu",
+]
 PROBE = """<script>window.addEventListener("load", () => {
   const images = [...document.images];
   const seen = {images: images.length, broken: images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.alt),
@@ -40,10 +47,20 @@ def open_page(page: Path, folder: Path, width: int = 420) -> dict:
     probe = folder / "probe.html"
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
     result = subprocess.run(
-        [chromium(), *FLAGS, f"--user-data-dir={folder / 'profile'}", f"--window-size={width},900",
-         "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,  # a failed load is reported below
-    )  # fmt: skip
+        [
+            chromium(),
+            *FLAGS,
+            f"--user-data-dir={folder / 'profile'}",
+            f"--window-size={width},900",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,  # a failed load is reported below
+    )
     seen = re.search(r'<pre id="probe">(.*?)</pre>', result.stdout)
     assert seen, f"the page did not finish loading in chromium: {result.stderr[-2000:]}"
     return json.loads(seen.group(1).replace("&quot;", '"').replace("&amp;", "&"))

@@ -96,7 +96,7 @@ def _wait_until_serving(url: str, process: subprocess.Popen, log: Path, seconds:
 
 @pytest.fixture(scope="session")
 def gcs_bucket(tmp_path_factory):
-    """"gs://imagenot-test": a bucket of a real GCS JSON API (gcp-storage-emulator, in memory)
+    """ "gs://imagenot-test": a bucket of a real GCS JSON API (gcp-storage-emulator, in memory)
     served on a free loopback port by its own process, stopped at teardown. STORAGE_EMULATOR_HOST
     points Beam, google-cloud-storage and gcsfs at it, here and in every process a test starts;
     no credentials are looked for. One bucket per session: give each test its own folder."""
@@ -104,13 +104,23 @@ def gcs_bucket(tmp_path_factory):
     log = folder / "emulator.log"
     port = free_loopback_port()
     command = [
-        str(Path(sys.executable).with_name("gcp-storage-emulator")), "start", "--host", "127.0.0.1",
-        "--port", str(port), "--default-bucket", BUCKET, "--in-memory",
-    ]  # fmt: skip
+        str(Path(sys.executable).with_name("gcp-storage-emulator")),
+        "start",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--default-bucket",
+        BUCKET,
+        "--in-memory",
+    ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=folder, stdout=out, stderr=subprocess.STDOUT)
     host = f"http://127.0.0.1:{port}"
-    saved = {name: os.environ.get(name) for name in (storage_auth.EMULATOR_HOST, storage_auth.FSSPEC_GS_TOKEN, storage_auth.GCSFS_BUCKET_TYPE_PROBE)}
+    saved = {
+        name: os.environ.get(name)
+        for name in (storage_auth.EMULATOR_HOST, storage_auth.FSSPEC_GS_TOKEN, storage_auth.GCSFS_BUCKET_TYPE_PROBE)
+    }
     try:
         _wait_until_serving(f"{host}/storage/v1/b/{BUCKET}", process, log)
         os.environ[storage_auth.EMULATOR_HOST] = host

@@ -43,8 +43,7 @@ class ReferenceMatcher:
         text = f" {normalize_caption(strip_markup(caption or ''))} "
         # A key " form " ending at `end` covers the characters end - len(form) ... end - 1.
         spans = sorted(
-            (end - length, -length, form, wnids)
-            for end, (length, form, wnids) in self._automaton.iter(text)
+            (end - length, -length, form, wnids) for end, (length, form, wnids) in self._automaton.iter(text)
         )
         taken_until = 0
         wnids: set[str] = set()

@@ -70,7 +70,13 @@ def tag_corpus(folder: Path) -> None:
 
 
 # The download settings of a small run whose images are fetched from the demo's loopback server.
-SMALL_DOWNLOAD = {"enabled": True, "image_size": 64, "shard_rows": 20, "timeout_s": 5, "allowed_networks": ["127.0.0.1/32"]}
+SMALL_DOWNLOAD = {
+    "enabled": True,
+    "image_size": 64,
+    "shard_rows": 20,
+    "timeout_s": 5,
+    "allowed_networks": ["127.0.0.1/32"],
+}
 
 
 def download_small_run(folder: Path, small: SmallRun) -> None:

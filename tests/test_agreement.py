@@ -38,7 +38,9 @@ def test_inter_class_similarity_matches_brute_force():
     table = class_similarities(vectors, labels)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     cosines = unit @ unit.T
-    for label, intra, inter in zip(*(table.column(c).to_pylist() for c in ("label", "intra_class_similarity", "inter_class_similarity"))):
+    for label, intra, inter in zip(
+        *(table.column(c).to_pylist() for c in ("label", "intra_class_similarity", "inter_class_similarity"))
+    ):
         inside = labels == label
         block = cosines[np.ix_(inside, inside)]
         assert intra == pytest.approx((block.sum() - np.trace(block)) / (inside.sum() * (inside.sum() - 1)), abs=1e-5)
@@ -57,7 +59,9 @@ def _images(image, caption, classes):
     )
 
 
-QUERIES = pa.table({"class_index": pa.array([0, 1], pa.int32()), "embedding": vectors_array(np.array([[1, 0], [0, 1]], np.float32))})
+QUERIES = pa.table(
+    {"class_index": pa.array([0, 1], pa.int32()), "embedding": vectors_array(np.array([[1, 0], [0, 1]], np.float32))}
+)
 
 
 def test_rows_get_cosines_to_their_class_query_and_caption():
@@ -91,7 +95,9 @@ def measured(tmp_path_factory):
     settings = build_image_run(run_dir, tmp_path_factory.mktemp("model"))
     embed_images(str(run_dir), settings, Runner(workers=1))
     rng = np.random.default_rng(1)
-    reference = pa.table({"embedding": rng.standard_normal((40, 32)).astype(np.float32).tolist(), "label": rng.integers(0, 5, 40)})
+    reference = pa.table(
+        {"embedding": rng.standard_normal((40, 32)).astype(np.float32).tolist(), "label": rng.integers(0, 5, 40)}
+    )
     pq.write_table(reference, run_dir / "reference.parquet")
     settings = settings.model_copy(
         update={"min_image_caption_similarity": 0.0, "reference_embeddings": str(run_dir / "reference.parquet")}

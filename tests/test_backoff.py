@@ -29,12 +29,24 @@ def _window(path: str) -> float:
 
 def test_no_request_goes_to_a_host_inside_its_backoff_window():
     settings = Download(
-        allowed_networks=["127.0.0.26/32"], threads=THREADS, timeout_s=5, per_host_connections=4, per_host_rate=RATE,
-        backoff_base_s=BASE, host_max_failures=100, robots_txt=False, tdmrep=False, ai_preferences=False,
+        allowed_networks=["127.0.0.26/32"],
+        threads=THREADS,
+        timeout_s=5,
+        per_host_connections=4,
+        per_host_rate=RATE,
+        backoff_base_s=BASE,
+        host_max_failures=100,
+        robots_txt=False,
+        tdmrep=False,
+        ai_preferences=False,
         content_signal=False,
-    )  # fmt: skip
-    throttles = ["/busy/429/1/coffee.jpg", "/busy/503/date2/moon.jpg", "/busy/503/none/coins.jpg",
-                 "/busy/429/none/camera.jpg"]  # fmt: skip
+    )
+    throttles = [
+        "/busy/429/1/coffee.jpg",
+        "/busy/503/date2/moon.jpg",
+        "/busy/503/none/coins.jpg",
+        "/busy/429/none/camera.jpg",
+    ]
     paths = []
     for i in range(28):
         paths.append(f"/delay/20/coffee.jpg?id={i}")

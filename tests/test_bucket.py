@@ -47,10 +47,18 @@ from imagenot.pipeline.select.stage import select_command
 # What a dataset is: compared byte for byte between the local and the bucket run (the tars by
 # their members: img2dataset stamps each member with the time it was written).
 DATASET_FILES = (
-    "sample/dataset/*.parquet", "sample/reserve/*.parquet", "sample/manifest.json", "rank/class_list.tsv",
-    "download/dataset/*.parquet", "download/class_downloads.tsv", "download/rounds/*/*.tar",
-    "dataset/*.tar", "dataset/*.parquet", "dataset/classes.txt", "dataset/README.md",
-)  # fmt: skip
+    "sample/dataset/*.parquet",
+    "sample/reserve/*.parquet",
+    "sample/manifest.json",
+    "rank/class_list.tsv",
+    "download/dataset/*.parquet",
+    "download/class_downloads.tsv",
+    "download/rounds/*/*.tar",
+    "dataset/*.tar",
+    "dataset/*.parquet",
+    "dataset/classes.txt",
+    "dataset/README.md",
+)
 
 
 def _members(tar: bytes) -> dict[str, bytes]:
@@ -83,17 +91,38 @@ def config_path(gcs_bucket, tmp_path_factory):
     (local / "tiny-vit.json").write_text(json.dumps(TINY_VIT))  # open_clip reads model files locally
     root, port = f"{gcs_bucket}/small", free_loopback_port()
     synth = SMALL_BUILD["corpus"]["synth"]
-    _ok(synth_command, "--out", f"{root}/corpus", "--rows", str(synth["rows"]), "--seed", str(synth["seed"]),
-        "--shard-rows", str(synth["shard_rows"]), "--url-base", f"http://127.0.0.1:{port}/img")  # fmt: skip
+    _ok(
+        synth_command,
+        "--out",
+        f"{root}/corpus",
+        "--rows",
+        str(synth["rows"]),
+        "--seed",
+        str(synth["seed"]),
+        "--shard-rows",
+        str(synth["shard_rows"]),
+        "--url-base",
+        f"http://127.0.0.1:{port}/img",
+    )
     config = {
         **SMALL_BUILD,
         "corpus": {"paths": [f"{root}/corpus/part-*.parquet"]},
         "scoring": {**SMALL_BUILD["scoring"], "cache_dir": f"{root}/embeddings"},
-        "download": {"enabled": True, "demo_server_port": port, "image_size": 64, "shard_rows": 20, "timeout_s": 5,
-                     "allowed_networks": ["127.0.0.1/32"]},
-        "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(local / "tiny-vit.json"), "batch_size": 16,
-                        "near_duplicate_threshold": 0.9999},
-    }  # fmt: skip
+        "download": {
+            "enabled": True,
+            "demo_server_port": port,
+            "image_size": 64,
+            "shard_rows": 20,
+            "timeout_s": 5,
+            "allowed_networks": ["127.0.0.1/32"],
+        },
+        "image_audit": {
+            "clip_model": "tiny-vit",
+            "clip_model_config": str(local / "tiny-vit.json"),
+            "batch_size": 16,
+            "near_duplicate_threshold": 0.9999,
+        },
+    }
     path = f"{root}/small.yaml"
     write_text(path, yaml.safe_dump(config))
     return path
@@ -234,7 +263,10 @@ def _serving(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
 def portable_runner(gcs_bucket, tmp_path_factory):
     """Beam's Python job service and an external worker pool, each its own process in its own
     working directory (the pool starts its workers there); they reach the bucket like the driver."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # workers run `python`
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }  # workers run `python`
     job_port, pool_port = free_loopback_port(), free_loopback_port()
     commands = {
         "job-service": ["apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)],
@@ -245,25 +277,38 @@ def portable_runner(gcs_bucket, tmp_path_factory):
         for name, (module, *args) in commands.items():
             folder = tmp_path_factory.mktemp(name)
             with (folder / "log").open("wb") as log:
-                processes.append(subprocess.Popen([sys.executable, "-m", module, *args], cwd=folder, env=env, stdout=log, stderr=log))
+                processes.append(
+                    subprocess.Popen([sys.executable, "-m", module, *args], cwd=folder, env=env, stdout=log, stderr=log)
+                )
         for port, process in zip((job_port, pool_port), processes):
             _serving(port, process)
-        yield {"job_endpoint": f"127.0.0.1:{job_port}", "environment_type": "EXTERNAL", "environment_config": f"127.0.0.1:{pool_port}"}
+        yield {
+            "job_endpoint": f"127.0.0.1:{job_port}",
+            "environment_type": "EXTERNAL",
+            "environment_config": f"127.0.0.1:{pool_port}",
+        }
     finally:
         for process in processes:
             process.terminate()
             process.wait(timeout=30)
 
 
-def test_a_build_on_the_portable_runner_gives_the_local_builds_dataset(gcs_bucket, config_path, local_run, portable_runner):
+def test_a_build_on_the_portable_runner_gives_the_local_builds_dataset(
+    gcs_bucket, config_path, local_run, portable_runner
+):
     """Every stage up to sample (download is the bucket run's: img2dataset runs inside one
     worker's DoFn, as on any runner) on the portable runner, run and corpus in the bucket."""
     config = load_config(config_path)
     runner = config.runner.model_validate({"kind": "portable", "portable": portable_runner})
-    config = config.model_copy(update={"runner": runner, "download": config.download.model_copy(update={"enabled": False})})
+    config = config.model_copy(
+        update={"runner": runner, "download": config.download.model_copy(update={"enabled": False})}
+    )
     run_dir = f"{gcs_bucket}/portable/run"
     assert build(config, run_dir) == ["tag", "select", "score", "rank", "sample", "report"]
-    local, remote = ({k: v for k, v in _files(run).items() if not k.startswith(("download/", "dataset/"))} for run in (local_run, run_dir))
+    local, remote = (
+        {k: v for k, v in _files(run).items() if not k.startswith(("download/", "dataset/"))}
+        for run in (local_run, run_dir)
+    )
     manifests = [json.loads(files.pop("sample/manifest.json")) for files in (local, remote)]
     assert [name for name in local if remote.get(name) != local[name]] == [] and sorted(remote) == sorted(local)
     for manifest in manifests:  # the manifest holds the config, whose runner and download differ

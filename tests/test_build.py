@@ -35,7 +35,13 @@ def _files(run_dir: Path) -> dict[str, bytes]:
     for folder in OUTPUTS:
         for path in sorted((run_dir / folder).iterdir()):
             found[f"{folder}/{path.name}"] = path.read_bytes()
-    for name in ("rank/class_list.tsv", "rank/ranking.tsv", "select/funnel.tsv", "select/synset_fates.tsv", "sample/class_sampling.tsv"):
+    for name in (
+        "rank/class_list.tsv",
+        "rank/ranking.tsv",
+        "select/funnel.tsv",
+        "select/synset_fates.tsv",
+        "sample/class_sampling.tsv",
+    ):
         found[name] = (run_dir / name).read_bytes()
     return found
 
@@ -64,7 +70,16 @@ def test_a_second_build_does_nothing(config_file, uninterrupted, tmp_path):
 def test_a_killed_build_resumes_to_the_same_dataset(config_file, uninterrupted, tmp_path):
     run_dir, _ = uninterrupted
     resumed = tmp_path / "run"
-    command = [sys.executable, "-m", "imagenot.pipeline.cli", "build", "--config", str(config_file), "--out", str(resumed)]
+    command = [
+        sys.executable,
+        "-m",
+        "imagenot.pipeline.cli",
+        "build",
+        "--config",
+        str(config_file),
+        "--out",
+        str(resumed),
+    ]
     process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     while not (resumed / "score" / "fingerprint.json").exists() and process.poll() is None:
@@ -122,7 +137,9 @@ def test_why_gives_index_counts_and_reference_relation(uninterrupted, index):
         ranking = list(csv.DictReader(f, delimiter="\t"))
     below = next(r for r in ranking if r["fate"] == "below_threshold")
     answer = invoke(why, [below["wnid"], "--run", str(run_dir)]).output
-    assert f"score {below['score']} below the threshold 0.3 for packaged:all-MiniLM-L6-v2 (ranking.thresholds)" in answer
+    assert (
+        f"score {below['score']} below the threshold 0.3 for packaged:all-MiniLM-L6-v2 (ranking.thresholds)" in answer
+    )
     beyond = next(r for r in ranking if r["fate"] == "beyond_top_k")
     answer = invoke(why, [beyond["wnid"], "--run", str(run_dir)]).output
     assert "only the best 8 become classes (ranking.classes)" in answer

@@ -28,7 +28,9 @@ def run(tmp_path_factory, index):
     folder = tmp_path_factory.mktemp("real")
     with CAPTIONS.open() as file:
         rows = list(csv.DictReader(file, delimiter="\t"))
-    pq.write_table(pa.Table.from_pylist([{"URL": r["URL"], "TEXT": r["TEXT"]} for r in rows]), folder / "captions.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"URL": r["URL"], "TEXT": r["TEXT"]} for r in rows]), folder / "captions.parquet"
+    )
     # Only the synsets the whole sample kept these captions for are candidates (the "within" reading of a
     # class list), so each caption reaches the rules with its synset, as it did on the whole sample.
     (folder / "synsets.txt").write_text("".join(f"{index.by_name(r['synset']).wnid}\n" for r in rows))
@@ -36,8 +38,11 @@ def run(tmp_path_factory, index):
         "corpus": {"paths": [str(folder / "captions.parquet")]},
         # the picturable step off: it would take the number and verb synsets out before the rules see them
         "selection": {
-            "allowed_nsfw_tags": None, "min_captions": 1, "picturable_roots": None,
-            "reference": str(folder / "synsets.txt"), "overlap": "within",
+            "allowed_nsfw_tags": None,
+            "min_captions": 1,
+            "picturable_roots": None,
+            "reference": str(folder / "synsets.txt"),
+            "overlap": "within",
         },
         "runner": {"workers": 1},
     }
@@ -71,7 +76,9 @@ def test_the_picturable_step_keeps_things_logos_and_cards_not_places_or_numbers(
     names = ["sofa.n.01", "logo.n.01", "business_card.n.01", "texas.n.01", "eight.n.01", "recipe.n.01"]
     removals = unpicturable_removals([index.by_name(n).wnid for n in names], index, PICTURABLE_ROOTS, ["noun.location"])
     assert {r.name: r.reason for r in removals.values()} == {
-        "texas.n.01": "a_place", "eight.n.01": "not_picturable", "recipe.n.01": "not_picturable"
+        "texas.n.01": "a_place",
+        "eight.n.01": "not_picturable",
+        "recipe.n.01": "not_picturable",
     }
 
 

@@ -21,15 +21,34 @@ from imagenot.pipeline.export.stage import export_command
 from imagenot.pipeline.report.stage import report_command
 
 CHANGED_DOWNLOAD = {
-    "enabled": True, "threads": 3, "timeout_s": 4, "retries": 1, "max_rounds": 4, "max_response_bytes": 5_000_000,
-    "max_image_pixels": 40_000_000, "image_size": 48, "resize_mode": "center_crop", "encode_format": "png",
-    "encode_quality": 5, "shard_rows": 15, "user_agent_token": "imagenot-test",
+    "enabled": True,
+    "threads": 3,
+    "timeout_s": 4,
+    "retries": 1,
+    "max_rounds": 4,
+    "max_response_bytes": 5_000_000,
+    "max_image_pixels": 40_000_000,
+    "image_size": 48,
+    "resize_mode": "center_crop",
+    "encode_format": "png",
+    "encode_quality": 5,
+    "shard_rows": 15,
+    "user_agent_token": "imagenot-test",
     "disallowed_header_directives": ["noai"],
-    "fetch_deadline_s": 10, "robots_txt": False, "robots_max_bytes": 600_000, "per_host_connections": 2,
-    "per_host_rate": 200, "backoff_base_s": 0.5, "max_backoff_s": 30, "host_max_failures": 50,
-    "allowed_networks": ["127.0.0.1/32"], "tdmrep": False, "ai_preferences": False,
-    "ai_preferences_categories": ["train-ai"], "content_signal": False,
-}  # fmt: skip; demo_server_port and blocklists are set per run
+    "fetch_deadline_s": 10,
+    "robots_txt": False,
+    "robots_max_bytes": 600_000,
+    "per_host_connections": 2,
+    "per_host_rate": 200,
+    "backoff_base_s": 0.5,
+    "max_backoff_s": 30,
+    "host_max_failures": 50,
+    "allowed_networks": ["127.0.0.1/32"],
+    "tdmrep": False,
+    "ai_preferences": False,
+    "ai_preferences_categories": ["train-ai"],
+    "content_signal": False,
+}  # demo_server_port and blocklists are set per run
 
 
 def _blocklists(folder: Path, sample_url: str) -> list[str]:
@@ -74,24 +93,59 @@ def test_a_build_with_every_download_option_changed_finishes(small_run, tmp_path
 
 
 ALL_CHANGED = {
-    "corpus": {"synth": {"rows": 6_000, "seed": 6, "shard_rows": 2_000},
-               "columns": {"width": None, "height": None, "similarity": None, "punsafe": "punsafe", "nsfw": None,
-                           "sample_id": None, "license": None}},
+    "corpus": {
+        "synth": {"rows": 6_000, "seed": 6, "shard_rows": 2_000},
+        "columns": {
+            "width": None,
+            "height": None,
+            "similarity": None,
+            "punsafe": "punsafe",
+            "nsfw": None,
+            "sample_id": None,
+            "license": None,
+        },
+    },
     "tagging": {"batch_rows": 2_000, "ignore_forms": ["a", "an", "the", "it"]},
-    "selection": {"overlap": "strict", "min_captions": 6, "nsfw_synset_threshold": 0.9, "allowed_nsfw_tags": None,
-                  "max_punsafe": 0.95, "keep_unrated": True},
-    "scoring": {"encoder": "transformers", "pooling": "cls", "max_length": 48, "batch_size": 64,
-                "query_template": "{name}: {gloss}", "first_pass_captions": 8, "seed": 3, "exact_cap": 50},
+    "selection": {
+        "overlap": "strict",
+        "min_captions": 6,
+        "nsfw_synset_threshold": 0.9,
+        "allowed_nsfw_tags": None,
+        "max_punsafe": 0.95,
+        "keep_unrated": True,
+    },
+    "scoring": {
+        "encoder": "transformers",
+        "pooling": "cls",
+        "max_length": 48,
+        "batch_size": 64,
+        "query_template": "{name}: {gloss}",
+        "first_pass_captions": 8,
+        "seed": 3,
+        "exact_cap": 50,
+    },
     "ranking": {"top_n": 4, "min_captions": 3, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.1}, "classes": 5},
-    "sampling": {"images_per_class": 3, "strategy": "threshold", "threshold": 0.1, "reserve_factor": 0.7,
-                 "test_per_class": 2, "seed": 9, "shard_rows": 7},
+    "sampling": {
+        "images_per_class": 3,
+        "strategy": "threshold",
+        "threshold": 0.1,
+        "reserve_factor": 0.7,
+        "test_per_class": 2,
+        "seed": 9,
+        "shard_rows": 7,
+    },
     "image_audit": {"seed": 4, "batch_size": 8, "near_duplicate_threshold": 0.9, "neighbours": 3, "thumbnails": 4},
     "export": {"formats": ["webdataset", "imagefolder"], "samples_per_shard": 4},
     "report": {"thumbnails_per_class": 2, "thumbnail_pixels": 48},
     "runner": {"torch_threads": 2, "lock_stale_after_s": 3600},
-    "datasheet": {"corpus_provenance": "synthetic", "maintainer_contact": "nobody@127.0.0.1", "motivation": "a test",
-                  "intended_uses": "tests", "distribution": "none"},
-}  # fmt: skip
+    "datasheet": {
+        "corpus_provenance": "synthetic",
+        "maintainer_contact": "nobody@127.0.0.1",
+        "motivation": "a test",
+        "intended_uses": "tests",
+        "distribution": "none",
+    },
+}
 
 
 def test_a_build_with_every_option_of_every_stage_changed_finishes(tmp_path):
@@ -101,6 +155,7 @@ def test_a_build_with_every_option_of_every_stage_changed_finishes(tmp_path):
     changed["scoring"]["cache_dir"] = str(tmp_path / "embeddings")
     (tmp_path / "changed.yaml").write_text(yaml.safe_dump(changed))
     config = load_config(tmp_path / "changed.yaml")
-    card = _finishes_and_reruns(config, tmp_path / "run", ["corpus", "tag", "select", "score", "rank", "sample",
-                                                           "download", "report", "export"])  # fmt: skip
+    card = _finishes_and_reruns(
+        config, tmp_path / "run", ["corpus", "tag", "select", "score", "rank", "sample", "download", "report", "export"]
+    )
     assert "nobody@127.0.0.1" in card and "| robots.txt (RFC 9309) | NOT read |" in card

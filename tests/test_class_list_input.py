@@ -48,7 +48,9 @@ def test_other_undecodable_bytes_are_a_clear_error_naming_the_file(tmp_path, ind
 
 
 _LINES = st.one_of(
-    st.sampled_from(["n02084071", "n03430313", "n02084071 dog", "# note", "", "v01234567", "n99999999", "\ufeffn02084071"]),
+    st.sampled_from(
+        ["n02084071", "n03430313", "n02084071 dog", "# note", "", "v01234567", "n99999999", "\ufeffn02084071"]
+    ),
     st.text(max_size=30),
 )
 
@@ -71,16 +73,37 @@ def test_fuzz_any_bytes_parse_or_give_a_class_list_error(index, data):
 
 
 _BLOCKLIST_LINES = st.one_of(
-    st.sampled_from(["url http://a.example/x.jpg", "domain Example.COM.", "sha256 " + "ab" * 32, "md5 " + "0" * 32,
-                     "# note", "", "URL HTTP://A/", "domain", "sha256 xyz", "url a b", "\ufeffdomain a"]),
+    st.sampled_from(
+        [
+            "url http://a.example/x.jpg",
+            "domain Example.COM.",
+            "sha256 " + "ab" * 32,
+            "md5 " + "0" * 32,
+            "# note",
+            "",
+            "URL HTTP://A/",
+            "domain",
+            "sha256 xyz",
+            "url a b",
+            "\ufeffdomain a",
+        ]
+    ),
     st.text(max_size=40),
 )
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.one_of(st.binary(max_size=200), st.lists(_BLOCKLIST_LINES, max_size=8).map(lambda ls: "\n".join(ls).encode("utf-8"))),
-    st.lists(st.one_of(st.none(), st.text(max_size=40), st.sampled_from(["http://a.example/x.jpg", "http://[::1", "http://x:99999/"]))),
+    st.one_of(
+        st.binary(max_size=200), st.lists(_BLOCKLIST_LINES, max_size=8).map(lambda ls: "\n".join(ls).encode("utf-8"))
+    ),
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.text(max_size=40),
+            st.sampled_from(["http://a.example/x.jpg", "http://[::1", "http://x:99999/"]),
+        )
+    ),
 )
 def test_fuzz_any_blocklist_bytes_parse_or_give_a_blocklist_error(data, urls):
     from imagenot.pipeline.download.blocklists import Blocklist, BlocklistError

@@ -21,7 +21,9 @@ def _config_with_no_corpus(tmp_path) -> str:
 
 
 def test_a_corpus_glob_that_matches_nothing_is_one_line(tmp_path):
-    result = CliRunner().invoke(main, ["build", "--config", _config_with_no_corpus(tmp_path), "--out", str(tmp_path / "run")])
+    result = CliRunner().invoke(
+        main, ["build", "--config", _config_with_no_corpus(tmp_path), "--out", str(tmp_path / "run")]
+    )
     assert result.exit_code == 1
     assert result.output.startswith("Error: ") and "none-*.parquet" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
@@ -78,7 +80,9 @@ def test_a_missing_caption_column_is_one_line_naming_the_setting_that_fixes_it(t
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"URL": ["http://127.0.0.1/x.jpg"], "caption_text": ["a dog"]}), tmp_path / "part-0.parquet")
+    pq.write_table(
+        pa.table({"URL": ["http://127.0.0.1/x.jpg"], "caption_text": ["a dog"]}), tmp_path / "part-0.parquet"
+    )
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"corpus": {"paths": [str(tmp_path / "*.parquet")]}}))
     result = CliRunner().invoke(main, ["build", "--config", str(config), "--out", str(tmp_path / "run")])
@@ -88,8 +92,10 @@ def test_a_missing_caption_column_is_one_line_naming_the_setting_that_fixes_it(t
 
 @pytest.mark.parametrize(("args", "hidden"), [(["wordnet-prepare"], True), (["-v", "wordnet-prepare"], False)])
 def test_model_loading_bars_show_only_with_verbose(args, hidden):
-    code = (f"import os; from imagenot.pipeline.cli import main; main({args!r}, standalone_mode=False); "
-            "print(os.environ.get('TQDM_DISABLE'), os.environ.get('HF_HUB_DISABLE_PROGRESS_BARS'))")  # fmt: skip
+    code = (
+        f"import os; from imagenot.pipeline.cli import main; main({args!r}, standalone_mode=False); "
+        "print(os.environ.get('TQDM_DISABLE'), os.environ.get('HF_HUB_DISABLE_PROGRESS_BARS'))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS")}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert result.stdout.splitlines()[-1] == ("1 1" if hidden else "None None")

@@ -12,7 +12,9 @@ def test_defaults_fit_laion(tmp_path):
 
 def test_column_mapping_and_unread_columns(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("corpus:\n  paths: [c.parquet]\n  columns:\n    url: url\n    caption: caption\n    nsfw: null\nselection:\n  allowed_nsfw_tags: null\n")
+    path.write_text(
+        "corpus:\n  paths: [c.parquet]\n  columns:\n    url: url\n    caption: caption\n    nsfw: null\nselection:\n  allowed_nsfw_tags: null\n"
+    )
     columns = load_config(path).corpus.columns
     assert columns.source_columns()["caption"] == "caption"
     assert "nsfw" not in columns.source_columns()
@@ -82,7 +84,9 @@ def test_a_row_nsfw_check_without_its_column_is_refused_before_any_work(tmp_path
 
 def test_a_null_column_is_fine_when_its_row_nsfw_check_is_off(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("corpus:\n  paths: [c.parquet]\n  columns:\n    nsfw: null\n    punsafe: null\nselection:\n  allowed_nsfw_tags: null\n")
+    path.write_text(
+        "corpus:\n  paths: [c.parquet]\n  columns:\n    nsfw: null\n    punsafe: null\nselection:\n  allowed_nsfw_tags: null\n"
+    )
     selection = load_config(path).selection
     assert selection.row_nsfw_columns() == {}
     assert Config().selection.row_nsfw_columns() == {"allowed_nsfw_tags": "nsfw"}
@@ -96,7 +100,9 @@ def _config(tmp_path, text: str):
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n"])
 def test_an_empty_config_is_refused_when_it_loads(tmp_path, text):
-    with pytest.raises(ConfigError, match=r"c.yaml: the config is empty; it needs at least corpus.paths or corpus.synth"):
+    with pytest.raises(
+        ConfigError, match=r"c.yaml: the config is empty; it needs at least corpus.paths or corpus.synth"
+    ):
         load_config(_config(tmp_path, text))
 
 
@@ -110,7 +116,9 @@ def test_a_config_without_a_corpus_is_refused_unless_the_command_gives_one(tmp_p
 
 def test_a_missing_reference_class_list_is_refused_when_the_config_loads(tmp_path):
     path = _config(tmp_path, f"corpus:\n  paths: [c.parquet]\nselection:\n  reference: {tmp_path}/mine.txt\n")
-    with pytest.raises(ConfigError, match=r"selection.reference: '.*mine.txt' is neither imagenet1k nor imagenet21k nor an existing"):
+    with pytest.raises(
+        ConfigError, match=r"selection.reference: '.*mine.txt' is neither imagenet1k nor imagenet21k nor an existing"
+    ):
         load_config(path)
     (tmp_path / "mine.txt").write_text("n02084071\n")
     assert load_config(path).selection.reference.endswith("mine.txt")
@@ -131,7 +139,10 @@ def test_url_and_caption_in_one_column_is_refused(tmp_path):
 @pytest.mark.parametrize(
     ("text", "hint"),
     [
-        ("corpus:\n  paths: [c.parquet]\nselection:\n  min_caption: 5\n", "selection.min_caption: .*did you mean 'min_captions'"),
+        (
+            "corpus:\n  paths: [c.parquet]\nselection:\n  min_caption: 5\n",
+            "selection.min_caption: .*did you mean 'min_captions'",
+        ),
         ("corpus:\n  paths: [c.parquet]\nsampeling:\n  seed: 1\n", "sampeling: .*did you mean 'sampling'"),
         ("corpus:\n  paths: [c.parquet]\n  colums:\n    url: u\n", "corpus.colums: .*did you mean 'columns'"),
         (

@@ -16,7 +16,11 @@ def test_shipped_configs_validate(name):
 
 def test_imagenot_config_has_the_papers_settings():
     config = load_config(CONFIGS / "imagenot.yaml")
-    assert (config.ranking.classes, config.sampling.images_per_class, config.sampling.test_per_class) == (1000, 1000, 100)
+    assert (config.ranking.classes, config.sampling.images_per_class, config.sampling.test_per_class) == (
+        1000,
+        1000,
+        100,
+    )
     assert config.scoring.encoder == "transformers" and config.threshold == 0.82
     assert config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator
 

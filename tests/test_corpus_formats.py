@@ -79,7 +79,9 @@ def test_dictionary_encoded_and_large_string_columns_are_read_as_strings(tmp_pat
     urls = pa.array(["http://a/1.jpg", "http://a/2.jpg"]).dictionary_encode()  # what pandas writes for a category
     captions = pa.array(["a dog", "two mice"], pa.large_string())
     path = tmp_path / "part-0.parquet"
-    pq.write_table(pa.table({"URL": urls, "TEXT": captions, "NSFW": pa.array(["UNLIKELY"] * 2).dictionary_encode()}), path)
+    pq.write_table(
+        pa.table({"URL": urls, "TEXT": captions, "NSFW": pa.array(["UNLIKELY"] * 2).dictionary_encode()}), path
+    )
     table, _, _ = read(path)
     assert table.column("url").to_pylist() == ["http://a/1.jpg", "http://a/2.jpg"]
     assert table.schema.field("url").type == table.schema.field("caption").type == pa.string()
@@ -87,11 +89,20 @@ def test_dictionary_encoded_and_large_string_columns_are_read_as_strings(tmp_pat
 
 
 MALFORMED = {  # file -> (text, the lines that are malformed)
-    "m.tsv": ("URL\tTEXT\tWIDTH\nhttp://a/1\ta dog\t10\nhttp://a/2\tno width\nhttp://a/3\ta cat\twide\nhttp://a/4\tfish\t7\n", [3, 4]),
-    "n.csv": ('URL,TEXT,WIDTH\nhttp://a/1,a dog,10\nhttp://a/2,"unterminated,3\nhttp://a/3,a cat,4,extra\nhttp://a/4,fish,7\n', [3, 4]),
-    "o.jsonl": ('{"URL":"http://a/1","TEXT":"a dog"}\n{"URL":"http://a/2","TEXT":\n{"URL":"http://a/3","TEXT":"a cat","WIDTH":"wide"}\n'
-                '{"URL":"http://a/4","TEXT":"fish"}\n', [2, 3]),
-}  # fmt: skip
+    "m.tsv": (
+        "URL\tTEXT\tWIDTH\nhttp://a/1\ta dog\t10\nhttp://a/2\tno width\nhttp://a/3\ta cat\twide\nhttp://a/4\tfish\t7\n",
+        [3, 4],
+    ),
+    "n.csv": (
+        'URL,TEXT,WIDTH\nhttp://a/1,a dog,10\nhttp://a/2,"unterminated,3\nhttp://a/3,a cat,4,extra\nhttp://a/4,fish,7\n',
+        [3, 4],
+    ),
+    "o.jsonl": (
+        '{"URL":"http://a/1","TEXT":"a dog"}\n{"URL":"http://a/2","TEXT":\n{"URL":"http://a/3","TEXT":"a cat","WIDTH":"wide"}\n'
+        '{"URL":"http://a/4","TEXT":"fish"}\n',
+        [2, 3],
+    ),
+}
 
 
 @pytest.mark.parametrize("name", MALFORMED)
@@ -122,7 +133,9 @@ def test_malformed_lines_through_the_cli_are_counted_and_named_in_the_tally(tmp_
     assert named == sorted(f"{name}:{line}" for name, (_, lines) in MALFORMED.items() for line in lines)
 
     config.write_text(yaml.safe_dump({"corpus": {"strict": True}, "selection": {"allowed_nsfw_tags": None}}))
-    strict = invoke(tag_command, ["--input", str(tmp_path / "m.tsv"), "--out", str(tmp_path / "strict"), "--config", str(config)])
+    strict = invoke(
+        tag_command, ["--input", str(tmp_path / "m.tsv"), "--out", str(tmp_path / "strict"), "--config", str(config)]
+    )
     assert strict.exit_code == 1
     assert "m.tsv: line 3: 2 fields where the header has 3 (corpus.strict is on)" in strict.output.splitlines()[-1]
 
@@ -148,8 +161,11 @@ def test_a_build_from_gzipped_json_lines_gives_the_parquet_builds_classes_sample
         summary = json.loads((run / "summary.json").read_text())
         # what a run takes depends on the machine and on the shared embedding cache, not on the corpus's format
         varying = {"seconds", "exact_seconds", "captions_embedded"}
-        return {stage: {k: v for k, v in f.items() if k not in varying}
-                for stage, f in summary.items() if stage not in ("corpus", "totals")}  # fmt: skip
+        return {
+            stage: {k: v for k, v in f.items() if k not in varying}
+            for stage, f in summary.items()
+            if stage not in ("corpus", "totals")
+        }
 
     assert figures(ours) == figures(theirs)
 
@@ -196,15 +212,39 @@ def test_the_check_reads_one_file_of_thousands(tmp_path):
 
 
 PRESET_FILES = {  # preset -> (file name, its rows as the corpus ships them, what the preset maps url/caption to)
-    "laion": ("part-0.parquet", {"URL": ["http://a/1.jpg"], "TEXT": ["a dog"], "NSFW": ["UNLIKELY"], "punsafe": [0.01]}),
+    "laion": (
+        "part-0.parquet",
+        {"URL": ["http://a/1.jpg"], "TEXT": ["a dog"], "NSFW": ["UNLIKELY"], "punsafe": [0.01]},
+    ),
     "relaion": ("part-0.parquet", {"url": ["http://a/1.jpg"], "caption": ["a dog"], "similarity": [0.31]}),
-    "datacomp": ("part-0.parquet", {"uid": ["0a1b"], "url": ["http://a/1.jpg"], "text": ["a dog"], "original_width": [640],
-                                    "original_height": [480], "clip_b32_similarity_score": [0.3], "sha256": ["ab"]}),
-    "coyo": ("part-0.parquet", {"id": [7], "url": ["http://a/1.jpg"], "text": ["a dog"], "width": [640], "height": [480],
-                                "clip_similarity_vitb32": [0.3], "nsfw_score_opennsfw2": [0.01], "aesthetic_score_laion_v2": [5.1]}),
+    "datacomp": (
+        "part-0.parquet",
+        {
+            "uid": ["0a1b"],
+            "url": ["http://a/1.jpg"],
+            "text": ["a dog"],
+            "original_width": [640],
+            "original_height": [480],
+            "clip_b32_similarity_score": [0.3],
+            "sha256": ["ab"],
+        },
+    ),
+    "coyo": (
+        "part-0.parquet",
+        {
+            "id": [7],
+            "url": ["http://a/1.jpg"],
+            "text": ["a dog"],
+            "width": [640],
+            "height": [480],
+            "clip_similarity_vitb32": [0.3],
+            "nsfw_score_opennsfw2": [0.01],
+            "aesthetic_score_laion_v2": [5.1],
+        },
+    ),
     "cc3m": ("Train_GCC-training.tsv", "a dog on the beach\thttp://a/1.jpg\n"),
     "cc12m": ("cc12m.tsv", "http://a/1.jpg\ta dog on the beach\n"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("preset", PRESET_FILES)
@@ -221,8 +261,12 @@ def test_each_preset_reads_its_corpus_as_shipped_and_its_values_resolve_into_the
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["corpus"] == {"rows": 1, "shards": 1}
     resolved = load_config(config)
-    table, dropped, _ = read(path, Layout(column_names=tuple(resolved.corpus.column_names or ()) or None), resolved.corpus.columns)
-    assert table.column("url").to_pylist() == ["http://a/1.jpg"] and table.column("caption").to_pylist()[0].startswith("a dog")
+    table, dropped, _ = read(
+        path, Layout(column_names=tuple(resolved.corpus.column_names or ()) or None), resolved.corpus.columns
+    )
+    assert table.column("url").to_pylist() == ["http://a/1.jpg"] and table.column("caption").to_pylist()[0].startswith(
+        "a dog"
+    )
     # what the build writes as RUN/config.yaml: the preset's values, resolved
     written = Config.model_validate(yaml.safe_load(yaml.safe_dump(resolved.model_dump())))
     assert written == resolved and written.corpus.preset == preset
@@ -230,8 +274,14 @@ def test_each_preset_reads_its_corpus_as_shipped_and_its_values_resolve_into_the
 
 def test_a_presets_values_are_overridden_key_by_key(tmp_path):
     config = tmp_path / "c.yaml"
-    config.write_text(yaml.safe_dump({"corpus": {"paths": ["x.parquet"], "preset": "coyo", "columns": {"caption": "alt"}},
-                                      "selection": {"max_punsafe": 0.2}}))  # fmt: skip
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "corpus": {"paths": ["x.parquet"], "preset": "coyo", "columns": {"caption": "alt"}},
+                "selection": {"max_punsafe": 0.2},
+            }
+        )
+    )
     resolved = load_config(config)
     assert resolved.corpus.columns.caption == "alt" and resolved.corpus.columns.url == "url"
     assert resolved.corpus.columns.punsafe == "nsfw_score_opennsfw2" and resolved.selection.max_punsafe == 0.2

@@ -85,9 +85,7 @@ def test_column_mapping_reads_only_mapped_columns(tmp_path):
             "url": ["http://a/1", "http://a/2"],
             "caption": ["cat", "dog"],
             "score": pa.array([0, 1], pa.int16()),
-            "junk": pa.array(
-                [[1], [2]], pa.list_(pa.int64())
-            ),  # unreadable as any canonical column
+            "junk": pa.array([[1], [2]], pa.list_(pa.int64())),  # unreadable as any canonical column
         },
     )
     (only,) = read_all(path, OTHER_CORPUS)
@@ -143,9 +141,7 @@ def test_missing_required_column_is_named(tmp_path, missing):
         ("NSFW", pa.array([0, 1], pa.int8()), "int8", "string"),
     ],
 )
-def test_mistyped_column_names_shard_column_found_and_expected(
-    tmp_path, column, values, found, expected
-):
+def test_mistyped_column_names_shard_column_found_and_expected(tmp_path, column, values, found, expected):
     path = laion_shard(tmp_path, **{column: values})
     message = f"shard {path}: column {column!r}"
     for check in (lambda: validate_shard(path, Columns()), lambda: read_all(path)):
@@ -203,9 +199,7 @@ def test_each_drop_reason_is_counted_once_in_fixed_order(tmp_path):
         ("HTTPS://A/14.JPG", "2019", None),  # digits are text; scheme is case-insensitive
         ("https://a/15", "Ελληνικά γράμματα", None),
     ]
-    path = write(
-        tmp_path / "p.parquet", {"URL": [r[0] for r in rows], "TEXT": [r[1] for r in rows]}
-    )
+    path = write(tmp_path / "p.parquet", {"URL": [r[0] for r in rows], "TEXT": [r[1] for r in rows]})
     (only,) = read_all(path)
     expected = {reason: sum(r[2] == reason for r in rows) for reason in DROP_REASONS}
     assert only.dropped == expected
@@ -225,9 +219,7 @@ def test_accounting_and_row_ids_over_a_whole_shard(tmp_path):
     kept = [rid for b in batches for rid in b.batch.column("row_id").to_pylist()]
     assert kept == [f"part-00003:{i}" for i in range(n) if i % 7 and i % 11]
     assert sum(b.dropped["caption_empty"] for b in batches) == len(range(0, n, 11))
-    assert sum(b.dropped["url_missing"] for b in batches) == sum(
-        1 for i in range(n) if i % 7 == 0 and i % 11
-    )
+    assert sum(b.dropped["url_missing"] for b in batches) == sum(1 for i in range(n) if i % 7 == 0 and i % 11)
     captions_out = [c for b in batches for c in b.batch.column("caption").to_pylist()]
     assert captions_out == [f"caption {i}" for i in range(n) if i % 7 and i % 11]
 
@@ -292,9 +284,15 @@ def test_a_shard_with_no_rows_reads_as_one_empty_batch(tmp_path):
 )
 def test_values_out_of_range_are_their_own_counted_reason(tmp_path, column, values, reason):
     six = {
-        "SAMPLE_ID": pa.array(range(6), pa.int64()), "URL": ["http://a/1"] * 6, "TEXT": ["a dog"] * 6,
-        "WIDTH": [640.0] * 6, "HEIGHT": [480] * 6, "similarity": [0.3] * 6, "punsafe": [0.1] * 6,
-        "NSFW": ["UNLIKELY"] * 6, "LICENSE": ["?"] * 6,
+        "SAMPLE_ID": pa.array(range(6), pa.int64()),
+        "URL": ["http://a/1"] * 6,
+        "TEXT": ["a dog"] * 6,
+        "WIDTH": [640.0] * 6,
+        "HEIGHT": [480] * 6,
+        "similarity": [0.3] * 6,
+        "punsafe": [0.1] * 6,
+        "NSFW": ["UNLIKELY"] * 6,
+        "LICENSE": ["?"] * 6,
     }
     path = write(tmp_path / "part-00000.parquet", {**six, column: values})
     (only,) = read_all(path)

@@ -50,7 +50,10 @@ BUSY = ("coffee", "moon", "camera", "coins", "rocket", "astronaut")
 def crawled(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("crawl")
     blocklist = tmp_path_factory.mktemp("lists") / "block.txt"
-    hosts = {name: LoopbackImageServer(host=f"127.0.0.{n}", robots=ROBOTS_A if name == "a" else None) for n, name in enumerate("abcdef", 2)}
+    hosts = {
+        name: LoopbackImageServer(host=f"127.0.0.{n}", robots=ROBOTS_A if name == "a" else None)
+        for n, name in enumerate("abcdef", 2)
+    }
     for server in hosts.values():
         server.start()
     try:
@@ -63,7 +66,10 @@ def crawled(tmp_path_factory):
         )
         busy = [b(f"/delay/150/{BUSY[i % len(BUSY)]}.jpg?id=b{i}") for i in range(24)]
         classes = {
-            "n00000001": ([a("/photo/coffee.jpg?id=a0"), a("/photo/moon.jpg?id=a1")], [a("/delay/0/camera.jpg?id=a2"), a("/photo/coins.jpg")]),
+            "n00000001": (
+                [a("/photo/coffee.jpg?id=a0"), a("/photo/moon.jpg?id=a1")],
+                [a("/delay/0/camera.jpg?id=a2"), a("/photo/coins.jpg")],
+            ),
             "n00000002": (busy[:20], busy[20:]),
             "n00000003": (
                 [c(f"/throttle/{RETRY_AFTER}/coffee.jpg"), c("/photo/moon.jpg?id=c1"), c("/photo/camera.jpg?id=c2")],
@@ -71,14 +77,26 @@ def crawled(tmp_path_factory):
             ),
             "n00000004": (
                 [d("/photo/coffee.jpg?id=d0"), f("/photo/coffee.jpg?id=f0"), b("/photo/chelsea.jpg?id=x0")],
-                [b("/photo/rocket.jpg?id=blockme"), b("/trickle/coffee.jpg"), b("/photo/moon.jpg?id=x1"), e("/photo/coins.jpg?id=e0")],
+                [
+                    b("/photo/rocket.jpg?id=blockme"),
+                    b("/trickle/coffee.jpg"),
+                    b("/photo/moon.jpg?id=x1"),
+                    e("/photo/coins.jpg?id=e0"),
+                ],
             ),
         }
         row_ids = write_sample_stage(run_dir, classes)
         settings = SETTINGS.model_copy(update={"blocklists": [str(blocklist)]})
         figures = download_images(str(run_dir), settings, SAMPLING, Runner())
         logs = {name: s.log for name, s in hosts.items()}
-        yield {"run_dir": run_dir, "figures": figures, "logs": logs, "row_ids": row_ids, "url": hosts, "settings": settings}
+        yield {
+            "run_dir": run_dir,
+            "figures": figures,
+            "logs": logs,
+            "row_ids": row_ids,
+            "url": hosts,
+            "settings": settings,
+        }
     finally:
         for server in hosts.values():
             server.stop()
@@ -152,7 +170,9 @@ def test_blocklisted_url_is_never_requested_and_hashed_image_never_written(crawl
 def test_a_trickling_response_ends_at_the_fetch_deadline(crawled):
     (trickle,) = [(start, end) for path, start, end in crawled["logs"]["b"] if path.startswith("/trickle/")]
     assert trickle[1] - trickle[0] < DEADLINE + 1  # not the photo's 50 kB at 5 bytes a second
-    assert _results(crawled["run_dir"])[crawled["url"]["b"].url("/trickle/coffee.jpg")]["error_message"].startswith("timed out")
+    assert _results(crawled["run_dir"])[crawled["url"]["b"].url("/trickle/coffee.jpg")]["error_message"].startswith(
+        "timed out"
+    )
     assert crawled["figures"]["failures"]["timeout"] == 1
 
 
@@ -160,7 +180,9 @@ def test_every_image_has_the_sha256_of_its_original_bytes(crawled):
     table = pq.read_table(crawled["run_dir"] / "download" / "dataset").to_pylist()
     assert len(table) == crawled["figures"]["images"]
     by_url = {r["url"]: r["sha256"] for r in table}
-    assert by_url[crawled["url"]["a"].url("/photo/coffee.jpg?id=a0")] == hashlib.sha256(photo_jpeg("coffee")).hexdigest()
+    assert (
+        by_url[crawled["url"]["a"].url("/photo/coffee.jpg?id=a0")] == hashlib.sha256(photo_jpeg("coffee")).hexdigest()
+    )
     assert all(len(sha) == 64 for sha in by_url.values())
 
 
@@ -179,19 +201,28 @@ def test_a_new_list_applied_to_the_finished_dataset_takes_rows_and_bytes_out(cra
     run_dir = tmp_path / "run"
     shutil.copytree(crawled["run_dir"], run_dir)
     images = {r["url"]: r for r in pq.read_table(run_dir / "download" / "dataset").to_pylist()}
-    coffee_url, coins_url = crawled["url"]["a"].url("/photo/coffee.jpg?id=a0"), crawled["url"]["e"].url("/photo/coins.jpg?id=e0")
+    coffee_url, coins_url = (
+        crawled["url"]["a"].url("/photo/coffee.jpg?id=a0"),
+        crawled["url"]["e"].url("/photo/coins.jpg?id=e0"),
+    )
     listed = tmp_path / "new.txt"
     listed.write_text(f"sha256 {images[coffee_url]['sha256']}\ndomain 127.0.0.6\nmd5 {'0' * 32}\n")
     record = apply_blocklist(Config(download=crawled["settings"], sampling=SAMPLING), str(run_dir), str(listed))
     coffees = [r for r in images.values() if r["sha256"] == images[coffee_url]["sha256"]]  # class 2 has 4 more
-    assert record["removed"] == {"blocklist_domain": 1, "blocklist_sha256": len(coffees)} and record["md5_not_checked"] == 1
+    assert (
+        record["removed"] == {"blocklist_domain": 1, "blocklist_sha256": len(coffees)}
+        and record["md5_not_checked"] == 1
+    )
     assert record["passes"] == 1 and record["still_listed"] == 0
     after = {r["url"] for r in pq.read_table(run_dir / "download" / "dataset").to_pylist()}
     assert not after & {coins_url, *(r["url"] for r in coffees)}
     for removed in [images[coins_url], *coffees]:  # a key is unique within its round's tars
         assert removed["key"] not in _tar_keys(run_dir, removed["tar"])
         assert removed["key"] in _tar_keys(crawled["run_dir"], removed["tar"])
-    assert {r["reason"] for r in read_drops(str(run_dir / "download")).to_pylist()} == {"blocklist_domain", "blocklist_sha256"}
+    assert {r["reason"] for r in read_drops(str(run_dir / "download")).to_pylist()} == {
+        "blocklist_domain",
+        "blocklist_sha256",
+    }
     assert json.loads((run_dir / "download" / "blocklists_applied.json").read_text())[0]["path"] == str(listed)
     figures = json.loads((run_dir / "download" / "figures.json").read_text())
     assert figures["dropped_by_blocklists"] == record["removed"] and figures["dropped_by_audits"] == {}

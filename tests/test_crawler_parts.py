@@ -108,7 +108,9 @@ def test_robots_answers_as_rfc_9309_reads_them(error, allowed):
 
 
 def test_robots_rules_pick_our_group_and_the_longest_match():
-    rules = rules_of({"body": "User-agent: *\nDisallow: /\n\nUser-agent: imagenot\nDisallow: /p/\nAllow: /p/ok*.jpg$\n"})
+    rules = rules_of(
+        {"body": "User-agent: *\nDisallow: /\n\nUser-agent: imagenot\nDisallow: /p/\nAllow: /p/ok*.jpg$\n"}
+    )
     assert rules.can_fetch("http://h/x.jpg", "imagenot")
     assert not rules.can_fetch("http://h/p/x.jpg", "imagenot")
     assert rules.can_fetch("http://h/p/ok-1.jpg", "imagenot")
@@ -190,7 +192,20 @@ def test_blocklist_errors_name_the_file_and_line(text, problem):
 
 def test_blocklist_parser_parses_or_refuses_any_bytes():
     rng = random.Random(0)
-    alphabet = [b"url ", b"domain ", b"sha256 ", b"md5 ", b"#", b"\n", b" ", b"a", b"0f", b"\xff", b"\xe2\x80\x8b", b"\r"]
+    alphabet = [
+        b"url ",
+        b"domain ",
+        b"sha256 ",
+        b"md5 ",
+        b"#",
+        b"\n",
+        b" ",
+        b"a",
+        b"0f",
+        b"\xff",
+        b"\xe2\x80\x8b",
+        b"\r",
+    ]
     for _ in range(2000):
         data = b"".join(rng.choice(alphabet) for _ in range(rng.randrange(30)))
         try:
@@ -209,7 +224,7 @@ def _tar(samples: list[dict]) -> bytes:
 
 
 def test_tars_have_the_same_bytes_whatever_order_the_samples_came_in(tmp_path):
-    samples = [{"__key__": f"{k:09d}", "jpg": photo_jpeg("coins")[:100 + k], "txt": f"caption {k}"} for k in range(5)]
+    samples = [{"__key__": f"{k:09d}", "jpg": photo_jpeg("coins")[: 100 + k], "txt": f"caption {k}"} for k in range(5)]
     data = _tar(samples)
     assert data == _tar(samples[::-1])
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
@@ -228,9 +243,12 @@ def test_the_datasheet_names_each_blocklist_and_what_it_removed():
 
     source = {"path": "gs://lists/hashes.txt", "bytes": 130, "sha256": "ab" * 32}
     download = {
-        "blocklists": [source], "blocklists_applied": [{**source, "path": "later.txt"}],
-        "failures": {"blocklist_sha256": 2, "http_404": 5}, "dropped_by_audits": {}, "dropped_by_blocklists": {"blocklist_sha256": 1},
-    }  # fmt: skip
+        "blocklists": [source],
+        "blocklists_applied": [{**source, "path": "later.txt"}],
+        "failures": {"blocklist_sha256": 2, "http_404": 5},
+        "dropped_by_audits": {},
+        "dropped_by_blocklists": {"blocklist_sha256": 1},
+    }
     text = "\n".join(_blocklists(download))
     assert f"| gs://lists/hashes.txt | 130 | {'ab' * 32} | during the build |" in text
     assert "| later.txt | 130 |" in text and "They removed: blocklist_sha256 3." in text
@@ -251,8 +269,14 @@ def test_the_card_opens_with_the_opt_outs_honoured_and_any_safeguard_turned_off(
     assert len(on) == 2
     assert on[0].startswith("> Opt-out signals honoured (images a site reserves are never kept): TDMRep")
     assert "AI Preferences category `train-ai`" in on[0] and "NOT" not in on[0]
-    off = Download(enabled=True, robots_txt=False, tdmrep=False, ai_preferences=False, content_signal=False,
-                   disallowed_header_directives=[])  # fmt: skip
+    off = Download(
+        enabled=True,
+        robots_txt=False,
+        tdmrep=False,
+        ai_preferences=False,
+        content_signal=False,
+        disallowed_header_directives=[],
+    )
     lines = crawl_notice(SimpleNamespace(config=Config(download=off), download={}))
     assert lines[0].startswith("> Opt-out signals honoured (images a site reserves are never kept): none.")
     assert [line.split("**")[1] for line in lines[1:5]] == [

@@ -145,9 +145,15 @@ def test_failure_reasons_of_real_fetch_errors(server):
         ("HTTP Error 502: Bad Gateway", "http_5xx"),
         ("HTTP Error 403: Forbidden", "http_4xx"),
         ("HTTP Error 429: Too Many Requests", "throttled"),
-        ("<urlopen error address refused: localhost resolves to 127.0.0.1 (loopback), not in download.allowed_networks>", "address_refused"),
+        (
+            "<urlopen error address refused: localhost resolves to 127.0.0.1 (loopback), not in download.allowed_networks>",
+            "address_refused",
+        ),
         ("disallowed by robots.txt: http://127.0.0.2/a.jpg", "robots_txt"),
-        ("robots.txt unreachable (<urlopen error [Errno 111] Connection refused>): everything on the host is disallowed", "robots_unreachable"),
+        (
+            "robots.txt unreachable (<urlopen error [Errno 111] Connection refused>): everything on the host is disallowed",
+            "robots_unreachable",
+        ),
         ("host given up: 127.0.0.3 (10 failures in a row, the last 429)", "host_given_up"),
         ("timed out: fetch deadline of 3 s passed", "timeout"),
         ("blocklisted image: sha256 match", "blocklist_sha256"),
@@ -192,7 +198,9 @@ def test_a_jpeg_cut_in_its_scans_is_truncated_even_with_a_complete_thumbnail_bef
     progressive, baseline = io.BytesIO(), io.BytesIO()
     photo.save(progressive, format="JPEG", progressive=True)
     photo.save(baseline, format="JPEG")
-    segment = b"\xff\xef" + (len(thumbnail.getvalue()) + 2).to_bytes(2, "big") + thumbnail.getvalue()  # an APP15 segment
+    segment = (
+        b"\xff\xef" + (len(thumbnail.getvalue()) + 2).to_bytes(2, "big") + thumbnail.getvalue()
+    )  # an APP15 segment
     with_thumbnail = baseline.getvalue()[:2] + segment + baseline.getvalue()[2:]
     for data in (progressive.getvalue(), with_thumbnail):
         assert image_problem(data, 50_000_000, 256) is None

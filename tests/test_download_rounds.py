@@ -6,7 +6,9 @@ from imagenot.pipeline.download.rounds import ClassCandidates, next_fetch, walk_
 
 
 def _class(urls: list[str], target: int, class_index: int = 0) -> ClassCandidates:
-    return ClassCandidates(class_index, f"n{class_index:08d}", [f"r{class_index}-{i}" for i in range(len(urls))], urls, target)
+    return ClassCandidates(
+        class_index, f"n{class_index:08d}", [f"r{class_index}-{i}" for i in range(len(urls))], urls, target
+    )
 
 
 def _rounds(classes: list[ClassCandidates], good: set[str], max_rounds: int = 10) -> list[list[str]]:

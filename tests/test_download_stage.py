@@ -24,7 +24,12 @@ from imagenot.pipeline.sample.splits import assign_splits
 
 SAMPLING = Sampling(images_per_class=4, test_per_class=1)
 SETTINGS = Download(
-    enabled=True, timeout_s=1, max_response_bytes=1_000_000, shard_rows=5, image_size=64, allowed_networks=["127.0.0.1/32"]
+    enabled=True,
+    timeout_s=1,
+    max_response_bytes=1_000_000,
+    shard_rows=5,
+    image_size=64,
+    allowed_networks=["127.0.0.1/32"],
 )
 
 
@@ -72,9 +77,15 @@ def downloaded(tmp_path_factory):
         rerun = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
         rerun_hits = server.hits
         yield {
-            "run_dir": run_dir, "server": server, "row_ids": row_ids, "figures": figures, "hits": hits,
-            "rerun": rerun, "rerun_hits": rerun_hits, "local_file": local_file,
-        }  # fmt: skip
+            "run_dir": run_dir,
+            "server": server,
+            "row_ids": row_ids,
+            "figures": figures,
+            "hits": hits,
+            "rerun": rerun,
+            "rerun_hits": rerun_hits,
+            "local_file": local_file,
+        }
 
 
 def _row(d, item_id: str) -> str:
@@ -123,10 +134,16 @@ def test_final_images_are_replacements_in_reserve_order_with_their_splits(downlo
 
 def test_failures_by_reason(downloaded):
     assert downloaded["figures"]["failures"] == {
-        "http_404": 1, "timeout": 1, "not_an_image": 1,
-        "truncated": 2, "too_many_pixels": 1, "too_large": 2,
-        "redirect_loop": 1, "url_not_http": 3, "http_5xx": 1,
-    }  # fmt: skip
+        "http_404": 1,
+        "timeout": 1,
+        "not_an_image": 1,
+        "truncated": 2,
+        "too_many_pixels": 1,
+        "too_large": 2,
+        "redirect_loop": 1,
+        "url_not_http": 3,
+        "http_5xx": 1,
+    }
 
 
 def test_tars_hold_each_image_with_its_class_caption_and_row_id(downloaded):
@@ -137,8 +154,11 @@ def test_tars_hold_each_image_with_its_class_caption_and_row_id(downloaded):
             image = Image.open(io.BytesIO(tar.extractfile(f"{row['key']}.jpg").read()))
             caption = tar.extractfile(f"{row['key']}.txt").read().decode()
         assert (meta["row_id"], meta["class_index"], meta["wnid"], meta["caption"]) == (
-            row["row_id"], row["class_index"], row["wnid"], row["caption"],
-        )  # fmt: skip
+            row["row_id"],
+            row["class_index"],
+            row["wnid"],
+            row["caption"],
+        )
         assert caption == row["caption"] and image.size == (row["width"], row["height"])
 
 

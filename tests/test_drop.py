@@ -48,12 +48,25 @@ def _config(model_dir) -> Config:
     (model_dir / "tiny-vit.json").write_text(json.dumps(TINY_VIT))
     model = ClipModel("tiny-vit", None, str(model_dir / "tiny-vit.json"))
     torch.save(model.model.state_dict(), model_dir / "tiny-vit.pt")
-    return Config.model_validate({
-        "sampling": {"images_per_class": 3, "test_per_class": 1},
-        "download": {"enabled": True, "timeout_s": 5, "shard_rows": 4, "image_size": 64, "allowed_networks": ["127.0.0.1/32"]},
-        "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(model_dir / "tiny-vit.json"), "batch_size": 4,
-                        "clip_weights": str(model_dir / "tiny-vit.pt"), "near_duplicate_threshold": 0.9999},
-    })  # fmt: skip
+    return Config.model_validate(
+        {
+            "sampling": {"images_per_class": 3, "test_per_class": 1},
+            "download": {
+                "enabled": True,
+                "timeout_s": 5,
+                "shard_rows": 4,
+                "image_size": 64,
+                "allowed_networks": ["127.0.0.1/32"],
+            },
+            "image_audit": {
+                "clip_model": "tiny-vit",
+                "clip_model_config": str(model_dir / "tiny-vit.json"),
+                "batch_size": 4,
+                "clip_weights": str(model_dir / "tiny-vit.pt"),
+                "near_duplicate_threshold": 0.9999,
+            },
+        }
+    )
 
 
 def _with_audit(config: Config, **settings) -> Config:
@@ -83,8 +96,15 @@ def served(tmp_path_factory):
     (run_dir / "rank" / "classes.json").write_text(json.dumps(classes))
     config = _config(tmp_path_factory.mktemp("model"))
     with LoopbackImageServer() as server:
-        url = {name: server.url(f"/photo/{name.replace('?', '.jpg?')}") for pair in CLASS_PHOTOS for part in pair for name in part}
-        ids = write_sample_stage(run_dir, {w: ([url[n] for n in d], [url[n] for n in r]) for w, (d, r) in zip(wnids, CLASS_PHOTOS)})
+        url = {
+            name: server.url(f"/photo/{name.replace('?', '.jpg?')}")
+            for pair in CLASS_PHOTOS
+            for part in pair
+            for name in part
+        }
+        ids = write_sample_stage(
+            run_dir, {w: ([url[n] for n in d], [url[n] for n in r]) for w, (d, r) in zip(wnids, CLASS_PHOTOS)}
+        )
         row_of = {name.split("=")[1]: ids[u] for name, u in url.items()}
         download_stage.run_download(config, str(run_dir))
         embeddings.run_embed(config, str(run_dir))
@@ -99,7 +119,9 @@ def dropped_duplicates(served, tmp_path_factory):
     shutil.copytree(source, run_dir)
     table = embedding_table(str(run_dir), ["row_id", "image_embedding"])
     moon = table.column("row_id").to_pylist().index(row_of["c0"])
-    np.save(run_dir / "reference.npy", np.stack([table.column("image_embedding")[moon].values.to_numpy(), -np.ones(32)]))
+    np.save(
+        run_dir / "reference.npy", np.stack([table.column("image_embedding")[moon].values.to_numpy(), -np.ones(32)])
+    )
     config = _with_audit(config, reference_embeddings=str(run_dir / "reference.npy"))
     config_path = _write_config(run_dir, config)
     _invoke(agreement_command, run_dir, "--config", config_path)
@@ -109,8 +131,15 @@ def dropped_duplicates(served, tmp_path_factory):
     figures = _invoke(duplicates_command, run_dir, "--config", config_path, "--drop")
     fetched = server.hits - hits_before
     again = _invoke(duplicates_command, run_dir, "--config", config_path, "--drop")
-    return {"run_dir": run_dir, "row_of": row_of, "figures": figures, "again": again, "round0": (round0, before),
-            "fetched": fetched, "fetched_again": server.hits - hits_before - fetched}  # fmt: skip
+    return {
+        "run_dir": run_dir,
+        "row_of": row_of,
+        "figures": figures,
+        "again": again,
+        "round0": (round0, before),
+        "fetched": fetched,
+        "fetched_again": server.hits - hits_before - fetched,
+    }
 
 
 def _dataset_rows(run_dir) -> dict[str, int]:
@@ -129,8 +158,9 @@ def test_duplicates_and_reference_hits_leave_in_passes_and_the_reserve_replaces_
     }
     assert drops[row["b1"]]["reason"] in {"duplicate_cross_class", "duplicate_train_test"}
     assert drops[row["c0"]]["reason"] == "in_reference"
-    assert _dataset_rows(d["run_dir"]) == {row[i]: int(c) for c, i in (
-        ("0", "a0"), ("0", "a1"), ("0", "a4"), ("1", "b0"), ("1", "b2"), ("2", "c1"))}  # fmt: skip
+    assert _dataset_rows(d["run_dir"]) == {
+        row[i]: int(c) for c, i in (("0", "a0"), ("0", "a1"), ("0", "a4"), ("1", "b0"), ("1", "b2"), ("2", "c1"))
+    }
 
 
 def test_the_final_audit_finds_nothing_and_records_the_passes(dropped_duplicates):
@@ -146,8 +176,9 @@ def test_the_final_audit_finds_nothing_and_records_the_passes(dropped_duplicates
 
 def test_each_url_is_fetched_once_and_old_tars_are_not_embedded_again(dropped_duplicates):
     d = dropped_duplicates
-    assert sorted(d["fetched"]) == sorted(f"/photo/{p}.jpg?id={i}" for p, i in
-                                          (("astronaut", "a3"), ("rocket", "a4"), ("camera", "b2")))  # fmt: skip
+    assert sorted(d["fetched"]) == sorted(
+        f"/photo/{p}.jpg?id={i}" for p, i in (("astronaut", "a3"), ("rocket", "a4"), ("camera", "b2"))
+    )
     assert not d["fetched_again"] and d["again"]["drop"]["passes"] == 0
     shard, before = d["round0"]
     assert (shard.read_bytes(), shard.stat().st_mtime_ns) == before
@@ -179,7 +210,10 @@ def test_agreement_drop_needs_a_threshold_and_real_weights(served, tmp_path):
     source, config, _, _ = served
     run_dir = tmp_path / "run"
     shutil.copytree(source, run_dir)
-    for settings, expected in (({}, "min_image_class_similarity"), ({"min_image_class_similarity": 0.1, "clip_weights": None}, "clip_weights")):
+    for settings, expected in (
+        ({}, "min_image_class_similarity"),
+        ({"min_image_class_similarity": 0.1, "clip_weights": None}, "clip_weights"),
+    ):
         config_path = _write_config(run_dir, _with_audit(config, **settings))
         result = invoke(agreement_command, ["--run", str(run_dir), "--config", config_path, "--drop"])
         assert result.exit_code != 0 and expected in result.output
@@ -189,7 +223,9 @@ def test_with_random_weights_only_byte_identical_copies_are_dropped(served, tmp_
     source, config, _, row_of = served
     run_dir = tmp_path / "run"
     shutil.copytree(source, run_dir)
-    config = _with_audit(config, clip_weights=None, near_duplicate_threshold=0.5)  # a random model finds "duplicates" everywhere
+    config = _with_audit(
+        config, clip_weights=None, near_duplicate_threshold=0.5
+    )  # a random model finds "duplicates" everywhere
     embeddings.run_embed(config, str(run_dir))
     figures = _invoke(duplicates_command, run_dir, "--config", _write_config(run_dir, config), "--drop")
     assert figures["pairs"]["within_class"] + figures["pairs"]["cross_class"] + figures["pairs"]["train_test"] > 0
@@ -198,11 +234,20 @@ def test_with_random_weights_only_byte_identical_copies_are_dropped(served, tmp_
 
 
 def test_rows_to_drop_keeps_the_first_of_each_linked_group():
-    images = pa.table({"row_id": list("abcdef"), "class_index": [0, 0, 1, 1, 2, 2], "split": ["train", "test", "train", "train", "train", "test"]})
-    pairs = pa.table({
-        "row_id_a": ["a", "c", "a", "e", "d"], "row_id_b": ["b", "d", "c", "ref7", "f"],
-        "kind": ["train_test", "within_class", "cross_class", "reference", "cross_class"],
-    })  # fmt: skip
+    images = pa.table(
+        {
+            "row_id": list("abcdef"),
+            "class_index": [0, 0, 1, 1, 2, 2],
+            "split": ["train", "test", "train", "train", "train", "test"],
+        }
+    )
+    pairs = pa.table(
+        {
+            "row_id_a": ["a", "c", "a", "e", "d"],
+            "row_id_b": ["b", "d", "c", "ref7", "f"],
+            "kind": ["train_test", "within_class", "cross_class", "reference", "cross_class"],
+        }
+    )
     everything = ["within_class", "cross_class", "train_test", "reference"]
     assert rows_to_drop(pairs, images, everything).to_pylist() == [
         {"row_id": "b", "reason": "duplicate_train_test", "duplicate_of": "a"},

@@ -119,7 +119,9 @@ def test_reference_overlap_counts_test_images_already_in_the_reference(tmp_path)
     images = images_table(VECTORS, [0, 0, 1, 1], ["test", "train", "test", "test"], ["a", "b", "c", "d"])
     reference = np.array([[0.0, 0.0, 1.0, 0.01], [2.0, 0.1, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]], np.float32)
     np.save(tmp_path / "reference.npy", reference)
-    pairs = duplicate_pairs(images, ImageAudit(near_duplicate_threshold=0.9), load_reference(str(tmp_path / "reference.npy")))
+    pairs = duplicate_pairs(
+        images, ImageAudit(near_duplicate_threshold=0.9), load_reference(str(tmp_path / "reference.npy"))
+    )
     hits = {(r["row_id_a"], r["row_id_b"]) for r in pairs.to_pylist() if r["kind"] == "reference"}
     # Nearest reference of v0: r1 (0.9988); v1: r1 (0.9728); v2: r1 (0.829, too far); v3: r0 (0.01).
     assert hits == {("p:0", "1"), ("p:1", "1")}
@@ -144,7 +146,9 @@ def audited(tmp_path_factory):
     vectors = table.column("image_embedding").combine_chunks()[moon].values.to_numpy()
     reference = pa.table({"embedding": [vectors.tolist(), (-vectors).tolist()], "id": ["val_1", "val_2"]})
     pq.write_table(reference, run_dir / "reference.parquet")
-    settings = settings.model_copy(update={"near_duplicate_threshold": 0.9999, "reference_embeddings": str(run_dir / "reference.parquet")})
+    settings = settings.model_copy(
+        update={"near_duplicate_threshold": 0.9999, "reference_embeddings": str(run_dir / "reference.parquet")}
+    )
     return run_dir, find_duplicates(str(run_dir), settings)
 
 

@@ -40,13 +40,26 @@ def tiny_roberta(tmp_path_factory, index):
     bpe.train_from_iterator(glosses, vocab_size=500, special_tokens=specials, show_progress=False)
     bpe.post_processor = RobertaProcessing(("</s>", bpe.token_to_id("</s>")), ("<s>", bpe.token_to_id("<s>")))
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", cls_token="<s>",
-        sep_token="</s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>",
+        tokenizer_object=bpe._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
     )
     tokenizer.save_pretrained(folder)
     config = RobertaConfig(
-        vocab_size=bpe.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=80, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        vocab_size=bpe.get_vocab_size(),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=80,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
     )
     torch.manual_seed(0)
     RobertaModel(config).save_pretrained(folder)

@@ -38,8 +38,14 @@ CLASS_PHOTOS = (
 )
 CONFIG = {
     "sampling": {"images_per_class": 3, "test_per_class": 1},
-    "download": {"enabled": True, "timeout_s": 5, "shard_rows": 3, "image_size": 32, "resize_mode": "center_crop",
-                 "allowed_networks": ["127.0.0.1/32"]},
+    "download": {
+        "enabled": True,
+        "timeout_s": 5,
+        "shard_rows": 3,
+        "image_size": 32,
+        "resize_mode": "center_crop",
+        "allowed_networks": ["127.0.0.1/32"],
+    },
     "export": {"samples_per_shard": 2},
 }
 
@@ -74,8 +80,15 @@ def downloaded(tmp_path_factory):
     (run_dir / "rank" / "classes.json").write_text(json.dumps([{"index": i, "wnid": w} for i, w in enumerate(wnids)]))
     config = Config.model_validate(CONFIG)
     with LoopbackImageServer() as server:
-        urls = {name: server.url(f"/photo/{name.replace('?', '.jpg?')}") for pair in CLASS_PHOTOS for part in pair for name in part}
-        ids = write_sample_stage(run_dir, {w: ([urls[n] for n in d], [urls[n] for n in r]) for w, (d, r) in zip(wnids, CLASS_PHOTOS)})
+        urls = {
+            name: server.url(f"/photo/{name.replace('?', '.jpg?')}")
+            for pair in CLASS_PHOTOS
+            for part in pair
+            for name in part
+        }
+        ids = write_sample_stage(
+            run_dir, {w: ([urls[n] for n in d], [urls[n] for n in r]) for w, (d, r) in zip(wnids, CLASS_PHOTOS)}
+        )
         download_stage.run_download(config, str(run_dir))
         yield run_dir, config, {name.split("=")[1]: ids[u] for name, u in urls.items()}, wnids
 
@@ -102,7 +115,9 @@ def test_the_export_holds_each_dataset_row_once_with_its_label_caption_and_metad
         for m in metadata:
             sample, row = samples[m["key"]], rows[m["key"]]
             assert int(sample["cls"]) == row["class_index"] == m["class_index"] and m["split"] == row["split"] == split
-            assert sample["txt"].decode() == row["caption"] and json.loads(sample["json"]) == {k: v for k, v in m.items() if k != "shard"}
+            assert sample["txt"].decode() == row["caption"] and json.loads(sample["json"]) == {
+                k: v for k, v in m.items() if k != "shard"
+            }
             assert len(m["sha256"]) == 64 and m["wnid"] == wnids[m["class_index"]]
         seen.update(samples)
     assert sorted(seen) == sorted(rows)
@@ -146,7 +161,11 @@ def test_webdataset_and_a_torch_dataloader_read_the_tars(exported):
     assert all(image.size == (32, 32) for image, _ in pairs)
 
     def to_tensor(image):
-        return torch.frombuffer(bytearray(image.convert("RGB").tobytes()), dtype=torch.uint8).view(32, 32, 3).permute(2, 0, 1)
+        return (
+            torch.frombuffer(bytearray(image.convert("RGB").tobytes()), dtype=torch.uint8)
+            .view(32, 32, 3)
+            .permute(2, 0, 1)
+        )
 
     data = wds.WebDataset(shards, shardshuffle=False).decode("pil").to_tuple("jpg", "cls").map_tuple(to_tensor, int)
     batches = list(torch.utils.data.DataLoader(data, batch_size=2))
@@ -157,7 +176,10 @@ def test_a_dropped_image_leaves_the_export_and_its_reserve_replacement_arrives(d
     source, config, row_of, _ = downloaded
     run_dir = tmp_path / "run"
     shutil.copytree(source, run_dir)
-    add_drops(str(run_dir / "download"), pa.table({"row_id": [row_of["a1"]], "reason": ["duplicate_within_class"], "duplicate_of": [row_of["a0"]]}))
+    add_drops(
+        str(run_dir / "download"),
+        pa.table({"row_id": [row_of["a1"]], "reason": ["duplicate_within_class"], "duplicate_of": [row_of["a0"]]}),
+    )
     download_stage.run_download(config, str(run_dir))
     figures = export_stage.run_export(config, str(run_dir))
     keys = set(_samples(run_dir / "dataset", "train")) | set(_samples(run_dir / "dataset", "test"))
@@ -199,7 +221,9 @@ def test_the_sha256_comes_from_the_download_stages_parquet_not_the_tars_json(dow
     for split in ("train", "test"):
         for key, sample in _samples(run_dir / "dataset", split).items():
             exported[key] = json.loads(sample["json"])["sha256"]
-        exported.update((m["key"], m["sha256"]) for m in pq.read_table(run_dir / "dataset" / f"{split}.parquet").to_pylist())
+        exported.update(
+            (m["key"], m["sha256"]) for m in pq.read_table(run_dir / "dataset" / f"{split}.parquet").to_pylist()
+        )
     assert exported == hashes and all(len(h) == 64 for h in hashes.values())
 
 
@@ -297,4 +321,6 @@ def test_hf_parquet_gives_images_and_class_labels_to_datasets_and_is_reproducibl
 
     header = yaml.safe_load(front)
     assert header["license"] == "other" and header["dataset_info"]["splits"] == [
-        {"name": "train", "num_examples": figures["train"]}, {"name": "test", "num_examples": figures["test"]}]
+        {"name": "train", "num_examples": figures["train"]},
+        {"name": "test", "num_examples": figures["test"]},
+    ]

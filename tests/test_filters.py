@@ -43,12 +43,8 @@ def test_strict_drops_aircraft_as_an_ancestor_of_imagenet_planes(index, imagenet
 
 
 @pytest.mark.parametrize("reading", ["paper", "strict"])
-def test_reference_synset_and_shared_lemma_are_dropped_with_the_lemma_named(
-    index, imagenet1k, reading
-):
-    airliner, piston, stephen_crane = (
-        wnid(index, n) for n in ("airliner.n.01", "piston.n.02", "crane.n.01")
-    )
+def test_reference_synset_and_shared_lemma_are_dropped_with_the_lemma_named(index, imagenet1k, reading):
+    airliner, piston, stephen_crane = (wnid(index, n) for n in ("airliner.n.01", "piston.n.02", "crane.n.01"))
     removals = overlap_removals([airliner, piston, stephen_crane], imagenet1k, index, reading)
     assert removals[airliner].reason == "reference_synset"
     assert removals[piston].reason == "shares_lemma"
@@ -172,13 +168,9 @@ def test_select_runs_steps_in_order_and_each_dropped_synset_once(index, imagenet
         "cunt.n.01": "nsfw_synsets",
     }
     assert [index[w].name for w in selection.candidates] == ["puppy.n.01", "gavel.n.01"]
-    strict = select_synsets(
-        tagged, tagged, index, reference=imagenet1k, reading="strict", min_count=5
-    )
+    strict = select_synsets(tagged, tagged, index, reference=imagenet1k, reading="strict", min_count=5)
     assert strict.removals[wnid(index, "gavel.n.01")].step == "imagenet_overlap"
-    off = select_synsets(
-        tagged, tagged, index, reference=imagenet1k, min_count=5, nsfw_threshold=None
-    )
+    off = select_synsets(tagged, tagged, index, reference=imagenet1k, min_count=5, nsfw_threshold=None)
     assert wnid(index, "cunt.n.01") in off.candidates
 
 

@@ -103,9 +103,7 @@ def test_synset_caption_counts_count_each_row_once_per_synset(index):
 
 
 def test_bad_wnids_name_the_row(index):
-    batch = tagged_batch(index, ROWS[:2]).set_column(
-        1, "wnids", pa.array([["n03430313"], []], pa.list_(pa.string()))
-    )
+    batch = tagged_batch(index, ROWS[:2]).set_column(1, "wnids", pa.array([["n03430313"], []], pa.list_(pa.string())))
     with pytest.raises(FilterInputError, match="row 'part-00000:1': 'wnids' is null or empty"):
         synset_caption_counts(batch)
 
@@ -118,9 +116,7 @@ def run(index):
     for batch in batches:  # pass 1: count tags, and usable tags after the row filter
         tagged.update(synset_caption_counts(batch))
         usable.update(synset_caption_counts(drop_unsafe_rows(batch, **ROW_CHECKS)[0]))
-    selection = select_synsets(
-        tagged, usable, index, reference=reference_wnids("imagenet1k", index), min_count=2
-    )
+    selection = select_synsets(tagged, usable, index, reference=reference_wnids("imagenet1k", index), min_count=2)
     lookup = CandidateLookup(selection)
     drops, kept_counts, kept_batches = Counter(), Counter(), []
     for batch in batches:  # pass 2: row filter, then step 6
@@ -178,7 +174,10 @@ def test_funnel_accounting(index, run):
     assert len(selection.found) == len(funnel.classes) + dropped_synsets
     assert 16 == sum(kept_counts.values()) + dropped_captions
     assert funnel.steps[1].captions_dropped == {
-        "nsfw_tag": 1, "nsfw_tag_missing": 1, "punsafe_high": 1, "punsafe_missing": 1,
+        "nsfw_tag": 1,
+        "nsfw_tag_missing": 1,
+        "punsafe_high": 1,
+        "punsafe_missing": 1,
     }
     classes = {name: n for name, n in funnel.classes.values()}
     assert classes == {"gavel.n.01": 2, "puppy.n.01": 2}
@@ -194,7 +193,10 @@ def test_explain_answers_why_a_synset_is_not_a_class(index, run):
     )
     assert "ancestor of candidate n01322604 puppy.n.01" in why["dog.n.01"]
     assert "'single_synset' (no_single_synset_caption)" in why["seagrass.n.01"]
-    assert why["gavel.n.01"] == "n03430313 gavel.n.01: passed every filter, a candidate for step 'rank' (2 single-synset captions)"
+    assert (
+        why["gavel.n.01"]
+        == "n03430313 gavel.n.01: passed every filter, a candidate for step 'rank' (2 single-synset captions)"
+    )
     assert funnel.explain("n03481172") == "n03481172: not found, no tagged caption mentions it"
 
 
@@ -228,10 +230,16 @@ def test_why_command_reads_the_run_folder(index, run, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.startswith("n02121620 cat.n.01: dropped at step 'min_captions'")
     result = invoke(why, ["n03430313", "--run", str(tmp_path)])
-    assert result.output.splitlines()[0] == "n03430313 gavel.n.01: passed every filter, a candidate for step 'rank' (2 single-synset captions)"
+    assert (
+        result.output.splitlines()[0]
+        == "n03430313 gavel.n.01: passed every filter, a candidate for step 'rank' (2 single-synset captions)"
+    )
     result = invoke(why, ["hammer.n.02", "--run", str(tmp_path)])
     assert result.output.splitlines()[0] == "n03481172: not found, no tagged caption mentions it"
     result = invoke(why, ["hammer.n.99", "--run", str(tmp_path)])
-    assert result.exit_code == 2 and "hammer.n.99 is not a WordNet 3.0 noun synset; did you mean hammer.n.01" in result.output
+    assert (
+        result.exit_code == 2
+        and "hammer.n.99 is not a WordNet 3.0 noun synset; did you mean hammer.n.01" in result.output
+    )
     result = invoke(why, ["cat.n.01", "--run", str(tmp_path / "missing")])
     assert result.exit_code == 1 and f"run directory {tmp_path / 'missing'} does not exist" in result.output

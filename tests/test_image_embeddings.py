@@ -42,7 +42,10 @@ def jpeg(pixels: np.ndarray, quality: int = 90) -> bytes:
     return buffer.getvalue()
 
 
-PHOTOS = {name: jpeg(getattr(skimage.data, name)()) for name in ("astronaut", "chelsea", "coffee", "rocket", "camera", "coins", "moon")}
+PHOTOS = {
+    name: jpeg(getattr(skimage.data, name)())
+    for name in ("astronaut", "chelsea", "coffee", "rocket", "camera", "coins", "moon")
+}
 # (image, class index, split, download round): rows 5 and 7 repeat the bytes of rows 0 and 1, row 9 is row 2's
 # photo encoded again, row 10's image is missing from its tar and row 11's bytes are no image.
 ROWS = [
@@ -100,11 +103,28 @@ def build_image_run(run_dir: Path, model_dir: Path) -> ImageAudit:
         caption = f"a picture of {image} number {position}"
         row_id = f"part-00000:{position}"
         if image != "missing":
-            meta = {"row_id": row_id, "class_index": class_index, "wnid": classes[class_index]["wnid"], "caption": caption}
-            members[t] += [image_member(key, image), (f"{key}.txt", caption.encode()), (f"{key}.json", json.dumps(meta).encode())]
+            meta = {
+                "row_id": row_id,
+                "class_index": class_index,
+                "wnid": classes[class_index]["wnid"],
+                "caption": caption,
+            }
+            members[t] += [
+                image_member(key, image),
+                (f"{key}.txt", caption.encode()),
+                (f"{key}.json", json.dumps(meta).encode()),
+            ]
         records.append(
-            {"row_id": row_id, "url": f"http://127.0.0.1:9/{position}.jpg", "caption": caption, "class_index": class_index,
-             "wnid": classes[class_index]["wnid"], "split": split, "tar": f"{ROUND_DIR.format(t)}/00000.tar", "key": key}
+            {
+                "row_id": row_id,
+                "url": f"http://127.0.0.1:9/{position}.jpg",
+                "caption": caption,
+                "class_index": class_index,
+                "wnid": classes[class_index]["wnid"],
+                "split": split,
+                "tar": f"{ROUND_DIR.format(t)}/00000.tar",
+                "key": key,
+            }
         )
     for t, files in members.items():
         (run_dir / ROUND_DIR.format(t)).mkdir(parents=True)
@@ -113,8 +133,18 @@ def build_image_run(run_dir: Path, model_dir: Path) -> ImageAudit:
                 _add(tar, name, data)
     (run_dir / "download" / "dataset").mkdir()
     table = pa.Table.from_pylist(records).cast(
-        pa.schema([("row_id", pa.string()), ("url", pa.string()), ("caption", pa.string()), ("class_index", pa.int32()),
-                   ("wnid", pa.string()), ("split", pa.string()), ("tar", pa.string()), ("key", pa.string())])
+        pa.schema(
+            [
+                ("row_id", pa.string()),
+                ("url", pa.string()),
+                ("caption", pa.string()),
+                ("class_index", pa.int32()),
+                ("wnid", pa.string()),
+                ("split", pa.string()),
+                ("tar", pa.string()),
+                ("key", pa.string()),
+            ]
+        )
     )
     pq.write_table(table, run_dir / "download" / "dataset" / "part-00000.parquet")
     finish_stage(str(run_dir / "download"), {"images": len(ROWS) - 1})
@@ -171,7 +201,9 @@ def test_the_same_settings_give_the_same_bytes(embedded, tmp_path):
     build_image_run(again, tmp_path)
     embed_images(str(again), settings, Runner(workers=1))
     for name in ("download-rounds-0-00000.parquet", "download-rounds-1-00000.parquet"):
-        assert (again / "audit/embeddings/shards" / name).read_bytes() == (run_dir / "audit/embeddings/shards" / name).read_bytes()
+        assert (again / "audit/embeddings/shards" / name).read_bytes() == (
+            run_dir / "audit/embeddings/shards" / name
+        ).read_bytes()
 
 
 def test_class_queries_follow_the_template(embedded):
@@ -194,7 +226,14 @@ def test_weights_file_takes_the_same_path_as_real_weights(tmp_path, embedded):
 
 
 def test_preprocess_resizes_the_shortest_edge_then_crops_the_centre():
-    cfg = {"size": (4, 4), "mode": "RGB", "mean": (0.5, 0.5, 0.5), "std": (0.25, 0.25, 0.25), "interpolation": "bicubic", "resize_mode": "shortest"}
+    cfg = {
+        "size": (4, 4),
+        "mode": "RGB",
+        "mean": (0.5, 0.5, 0.5),
+        "std": (0.25, 0.25, 0.25),
+        "interpolation": "bicubic",
+        "resize_mode": "shortest",
+    }
     pixels = np.zeros((4, 8, 3), np.uint8)  # height 4, width 8: already 4 on the short edge, no resize
     pixels[:, 2:6] = 255  # the centre 4 columns are white
     out = preprocess(Image.fromarray(pixels), cfg)

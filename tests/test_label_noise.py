@@ -176,7 +176,9 @@ def test_command_writes_the_outputs(tmp_path, stage):
     assert figures["per_class"]["1"]["wnid"] == "n00000001"
     flagged = pq.read_table(out / "flagged.parquet").to_pylist()
     assert [(r["row_id"], r["given_class"], r["suggested_class"], r["rank"]) for r in flagged] == [
-        ("B", 1, 0, 1), ("C", 0, 2, 2), ("A", 1, 0, 3)
+        ("B", 1, 0, 1),
+        ("C", 0, 2, 2),
+        ("A", 1, 0, 3),
     ]
     per_class_lines = (out / "per_class.tsv").read_text().splitlines()
     assert per_class_lines[0].split("\t")[:5] == ["class_index", "wnid", "name", "given", "estimated_true"]

@@ -102,9 +102,7 @@ def test_inflections_tag_their_lemmas_synsets(index, forms):
 
 def test_a_form_shared_by_lemmas_tags_all_their_synsets(index, forms):
     # "glasses" is a lemma (spectacles) and the plural of "glass"; "painter" names four synsets.
-    assert {index.by_name("spectacles.n.01").wnid, index.by_name("glass.n.02").wnid} <= set(
-        forms["glasses"]
-    )
+    assert {index.by_name("spectacles.n.01").wnid, index.by_name("glass.n.02").wnid} <= set(forms["glasses"])
     painter = {index.by_name(n).wnid for n in ("painter.n.01", "cougar.n.01")}
     assert painter <= set(forms["painter"]) and len(forms["painter"]) == 4
 

@@ -48,16 +48,12 @@ def test_glued_punctuation(matcher, wnid, caption):
     assert wnid("dog.n.01") in wnids(matcher, caption)
 
 
-@pytest.mark.parametrize(
-    "caption", ["go-kart", "Go Kart", "go_kart", "GO--KART!", "my go-kart's wheel"]
-)
+@pytest.mark.parametrize("caption", ["go-kart", "Go Kart", "go_kart", "GO--KART!", "my go-kart's wheel"])
 def test_hyphen_underscore_normalised_on_both_sides(matcher, wnid, caption):
     assert wnid("go-kart.n.01") in wnids(matcher, caption)
 
 
-@pytest.mark.parametrize(
-    "caption", ["jack-o'-lantern", "Jack-O-Lantern", "jack o lantern", "JACK-O\u2019-LANTERNS"]
-)
+@pytest.mark.parametrize("caption", ["jack-o'-lantern", "Jack-O-Lantern", "jack o lantern", "JACK-O\u2019-LANTERNS"])
 def test_apostrophes_normalised_on_both_sides(matcher, wnid, caption):
     assert wnid("jack-o'-lantern.n.02") in wnids(matcher, caption)
 
@@ -78,9 +74,7 @@ def test_multi_word_lemmas_across_separators(matcher, wnid, caption):
 
 
 def test_multi_word_lemmas_do_not_cross_captions(matcher, wnid):
-    assert [
-        wnid("golden_retriever.n.01") in set(w) for w, _ in tag(matcher, ["golden", "retriever"])
-    ] == [False, False]
+    assert [wnid("golden_retriever.n.01") in set(w) for w, _ in tag(matcher, ["golden", "retriever"])] == [False, False]
 
 
 @pytest.mark.parametrize(
@@ -101,9 +95,7 @@ def test_regular_and_irregular_plurals(matcher, wnid, caption, name):
     assert wnid(name) in wnids(matcher, f"Two {caption.upper()} playing")
 
 
-@pytest.mark.parametrize(
-    ("caption", "name"), [("Women's shoes", "woman.n.01"), ("the dog's bowl", "dog.n.01")]
-)
+@pytest.mark.parametrize(("caption", "name"), [("Women's shoes", "woman.n.01"), ("the dog's bowl", "dog.n.01")])
 def test_possessives_match_their_noun(matcher, wnid, caption, name):
     assert wnid(name) in wnids(matcher, caption)
 
@@ -159,9 +151,7 @@ def test_sliced_and_chunked_batches_tag_like_single_captions(matcher):
 
 def test_ascii_fast_path_tokenises_like_normalize_text():
     rng = random.Random(0)
-    alphabet = (
-        [chr(c) for c in range(128)] + ["é", "’", "—", "日", "Ø", "\u0301"] + ["'s", "'S", "s"] * 20
-    )
+    alphabet = [chr(c) for c in range(128)] + ["é", "’", "—", "日", "Ø", "\u0301"] + ["'s", "'S", "s"] * 20
     captions = ["".join(rng.choices(alphabet, k=rng.randint(0, 30))) for _ in range(2000)]
     tokens = tokenize(pa.array(captions))
     expected = [t.split() for t in normalize_text(pa.array(captions)).to_pylist()]
@@ -210,9 +200,7 @@ def varied_captions(index, count, seed):
         for _ in range(rng.randint(0, 14)):
             pick = rng.random()
             if pick < 0.35:
-                word = rng.choice(lemmas).replace(
-                    "_", rng.choice([" ", "  ", "-", "_", " - ", "/"])
-                )
+                word = rng.choice(lemmas).replace("_", rng.choice([" ", "  ", "-", "_", " - ", "/"]))
             elif pick < 0.4:
                 word = rng.choice(irregular)
             else:

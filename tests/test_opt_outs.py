@@ -43,9 +43,14 @@ TDMREP_D = json.dumps([{"location": "/", "tdm-reservation": 1, "tdm-policy": "ht
 SITE_FILES = ("/robots.txt", "/.well-known/tdmrep.json")
 SAMPLING = Sampling(images_per_class=6, test_per_class=1)
 SETTINGS = Download(
-    enabled=True, threads=4, timeout_s=2, shard_rows=50, image_size=64, per_host_rate=50,
+    enabled=True,
+    threads=4,
+    timeout_s=2,
+    shard_rows=50,
+    image_size=64,
+    per_host_rate=50,
     allowed_networks=["127.0.0.21/32", "127.0.0.22/31", "127.0.0.24/32"],
-)  # fmt: skip
+)
 
 
 def _headers(name: str, *headers: str) -> str:
@@ -81,9 +86,11 @@ def crawled(tmp_path_factory):
         classes = {
             "n00000001": (list(urls.values())[:5], [a("/photo/coins.jpg?id=a5"), a("/photo/astronaut.jpg?id=a6")]),
             "n00000002": (list(urls.values())[5:], [b("/photo/coffee.jpg?id=b6"), b("/photo/moon.jpg?id=b7")]),
-            "n00000003": ([c("/photo/coffee.jpg?id=c0"), d("/photo/moon.jpg?id=d0")],
-                          [c("/photo/coins.jpg?id=c1"), d("/photo/coins.jpg?id=d1")]),
-        }  # fmt: skip
+            "n00000003": (
+                [c("/photo/coffee.jpg?id=c0"), d("/photo/moon.jpg?id=d0")],
+                [c("/photo/coins.jpg?id=c1"), d("/photo/coins.jpg?id=d1")],
+            ),
+        }
         write_sample_stage(run_dir, classes)
         figures = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
         yield {"run_dir": run_dir, "figures": figures, "logs": {n: s.log for n, s in servers.items()}, "urls": urls}
@@ -157,8 +164,10 @@ def test_each_signal_has_a_switch_that_turns_it_off():
     with LoopbackImageServer(host="127.0.0.25", robots=robots, tdmrep=tdmrep) as server:
         cases = {
             "tdmrep": [server.url("/photo/camera.jpg"), server.url(_headers("coffee", "tdm-reservation: 1"))],
-            "ai_preferences": [server.url("/photo/moon.jpg"),
-                               server.url(_headers("coins", "Content-Usage: train-ai=n"))],
+            "ai_preferences": [
+                server.url("/photo/moon.jpg"),
+                server.url(_headers("coins", "Content-Usage: train-ai=n")),
+            ],
             "content_signal": [server.url("/photo/rocket.jpg")],
         }
         for switch, urls in cases.items():
@@ -201,8 +210,10 @@ def test_the_first_category_a_site_states_decides():
 
 
 def test_robots_lines_come_from_our_group_else_the_star_group():
-    body = ("User-agent: other\nUser-agent: IMAGENOT\nContent-Usage: train-ai=n\n\n"
-            "User-agent: *\nContent-Usage: /a train-ai=y\n")
+    body = (
+        "User-agent: other\nUser-agent: IMAGENOT\nContent-Usage: train-ai=n\n\n"
+        "User-agent: *\nContent-Usage: /a train-ai=y\n"
+    )
     assert robots_lines(body, "imagenot", "content-usage") == [("/", "train-ai=n")]
     assert robots_lines(body, "somebot", "content-usage") == [("/a", "train-ai=y")]
     rules = [PathRule("/", "all"), PathRule("/img/*.png$", "png"), PathRule("/img/", "img")]
@@ -210,10 +221,16 @@ def test_robots_lines_come_from_our_group_else_the_star_group():
 
 
 def test_tdmrep_json_first_matching_rule_applies_and_bad_files_are_malformed():
-    rules = tdmrep_rules(json.dumps([
-        {"location": "/free/*", "tdm-reservation": 0}, {"location": "/*", "tdm-reservation": 1},
-        {"tdm-reservation": 1}, {"location": "/x", "tdm-reservation": "yes"},
-    ]))  # fmt: skip
+    rules = tdmrep_rules(
+        json.dumps(
+            [
+                {"location": "/free/*", "tdm-reservation": 0},
+                {"location": "/*", "tdm-reservation": 1},
+                {"tdm-reservation": 1},
+                {"location": "/x", "tdm-reservation": "yes"},
+            ]
+        )
+    )
     assert len(rules) == 2  # a rule without a location or with an unknown value is skipped
     assert not tdmrep_reserved(rules, "/free/a.jpg") and tdmrep_reserved(rules, "/other.jpg")
     for bad in ("{not json", '{"location": "/"}', "[1, 2]"):

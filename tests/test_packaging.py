@@ -80,14 +80,18 @@ def test_wheel_holds_only_the_imagenot_namespace_and_every_package(wheel):
 
 def test_package_data_resolves_from_an_installed_wheel(wheel, tmp_path):
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)], check=True
+    )
     probe = (
         "from importlib import resources; import imagenot.wordnet as w; "
         "text = (resources.files('imagenot.wordnet') / 'data' / 'imagenet1k_wnids.txt').read_text(); "
         "print(w.__file__); print(len(text.split()))"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
-    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
     module_file, count = result.stdout.split()
     assert module_file.startswith(str(target))
     assert count == "1000"

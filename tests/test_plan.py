@@ -25,10 +25,25 @@ def _config(folder, **sections) -> str:
 
 
 def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp_path):
-    config = _config(tmp_path, corpus={"paths": [str(corpus / "part-*.parquet")]}, ranking={"classes": 10},
-                     download={"enabled": True, "max_rounds": 3})  # fmt: skip
-    args = ["--config", config, "--out", str(tmp_path / "run"), "--json", "--sample", "0", "--candidates", "2",
-            "--price-vcpu-hour", "1"]
+    config = _config(
+        tmp_path,
+        corpus={"paths": [str(corpus / "part-*.parquet")]},
+        ranking={"classes": 10},
+        download={"enabled": True, "max_rounds": 3},
+    )
+    args = [
+        "--config",
+        config,
+        "--out",
+        str(tmp_path / "run"),
+        "--json",
+        "--sample",
+        "0",
+        "--candidates",
+        "2",
+        "--price-vcpu-hour",
+        "1",
+    ]
     result = invoke(plan_command, args)
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
@@ -48,14 +63,21 @@ def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp
 
 
 def test_a_gpu_moves_the_encoder_work_to_gpu_hours(tmp_path):
-    dataflow = {"project": "p", "region": "r", "temp_location": "gs://b/tmp", "worker_image": "w",
-                "scoring_accelerator": "type:nvidia-tesla-t4;count:1"}  # fmt: skip
+    dataflow = {
+        "project": "p",
+        "region": "r",
+        "temp_location": "gs://b/tmp",
+        "worker_image": "w",
+        "scoring_accelerator": "type:nvidia-tesla-t4;count:1",
+    }
     config = _config(tmp_path, corpus={"synth": {"rows": 1_000_000}}, runner={"kind": "dataflow", "dataflow": dataflow})
     from imagenot.pipeline.config.schema import load_config
     from imagenot.pipeline.plan.estimate import Rates, make_plan
 
     on_gpu = make_plan(load_config(config), 1_000_000, 10, Rates(), workers=10)["stages"]["rank"]
-    on_cpu = make_plan(load_config(_config(tmp_path, corpus={"synth": {"rows": 1_000_000}})), 1_000_000, 10, Rates(), workers=10)["stages"]["rank"]
+    on_cpu = make_plan(
+        load_config(_config(tmp_path, corpus={"synth": {"rows": 1_000_000}})), 1_000_000, 10, Rates(), workers=10
+    )["stages"]["rank"]
     assert on_gpu["gpu_hours"] > 0 and on_cpu["gpu_hours"] == 0
     assert on_gpu["vcpu_hours"] < on_cpu["vcpu_hours"] / 10  # the process's own start stays on its CPU
 
@@ -64,15 +86,25 @@ def _rank_and_score(tmp_path, rows: int, first_phase: str, rates, **sampling) ->
     from imagenot.pipeline.config.schema import load_config
     from imagenot.pipeline.plan.estimate import make_plan
 
-    config = _config(tmp_path, scoring={"first_phase": first_phase}, ranking={"classes": 10},
-                     sampling={"images_per_class": 100, "reserve_factor": 0.5, **sampling})  # fmt: skip
+    config = _config(
+        tmp_path,
+        scoring={"first_phase": first_phase},
+        ranking={"classes": 10},
+        sampling={"images_per_class": 100, "reserve_factor": 0.5, **sampling},
+    )
     return make_plan(load_config(config), rows, 10, rates, workers=1)["stages"]
 
 
 def test_the_encoder_embeds_each_distinct_caption_once_and_not_again_in_rank(tmp_path):
     from imagenot.pipeline.plan.estimate import Rates
 
-    rates = Rates(candidates=100, first_pass_fill=0.5, class_share=1e-3, first_pass_duplicate_share=0.1, class_duplicate_share=0.25)
+    rates = Rates(
+        candidates=100,
+        first_pass_fill=0.5,
+        class_share=1e-3,
+        first_pass_duplicate_share=0.1,
+        class_duplicate_share=0.25,
+    )
     stages = _rank_and_score(tmp_path, 1_000_000, "off", rates)
     assert stages["score"]["work"]["captions_scored"] == 100 * 200 * 0.5
     assert stages["score"]["work"]["captions_to_embed"] == 100 * 200 * 0.5 * 0.9
@@ -94,8 +126,11 @@ def test_the_static_first_phase_bounds_the_encoder_whatever_the_corpus_size(tmp_
     assert large["work"]["captions_to_embed"] < exact["work"]["captions_to_embed"] / 30
     # the static pass reads every class caption: its cost grows, at the static model's rate
     growth = large["process_seconds"] - small["process_seconds"]
-    assert growth == pytest.approx((10 * 10_000 - 10 * 1_000) / rates.static_captions_per_s
-                                           + (large["work"]["captions_to_embed"] - small["work"]["captions_to_embed"]) / rates.encoder_captions_per_s, abs=0.2)  # fmt: skip
+    assert growth == pytest.approx(
+        (10 * 10_000 - 10 * 1_000) / rates.static_captions_per_s
+        + (large["work"]["captions_to_embed"] - small["work"]["captions_to_embed"]) / rates.encoder_captions_per_s,
+        abs=0.2,
+    )
 
 
 def test_a_shard_without_a_mapped_column_is_refused(corpus, tmp_path):
@@ -132,8 +167,11 @@ def test_the_priority_path_scores_a_multiple_of_m_and_embeds_what_the_first_pass
     assert large["work"]["captions_scored"] == pytest.approx(small["work"]["captions_scored"], rel=0.05)
     # its passes read every class caption, at their own rate
     growth = large["process_seconds"] - small["process_seconds"]
-    assert growth == pytest.approx((10 * 100_000 - 10 * 10_000) / rates.priority_pass_captions_per_s
-                                   + (large["work"]["captions_to_embed"] - small["work"]["captions_to_embed"]) / rates.encoder_captions_per_s, abs=0.2)  # fmt: skip
+    assert growth == pytest.approx(
+        (10 * 100_000 - 10 * 10_000) / rates.priority_pass_captions_per_s
+        + (large["work"]["captions_to_embed"] - small["work"]["captions_to_embed"]) / rates.encoder_captions_per_s,
+        abs=0.2,
+    )
 
 
 def _build_figures(run) -> dict:
@@ -141,9 +179,12 @@ def _build_figures(run) -> dict:
     K would get (those past the threshold and min_captions: `class` or `beyond_top_k` in ranking.tsv)."""
     summary = json.loads((run / "summary.json").read_text())
     fates = [line.split("\t")[3] for line in (run / "rank" / "ranking.tsv").read_text().splitlines()[1:]]
-    return {"candidates": summary["select"]["candidates"], "classes": summary["rank"]["classes"],
-            "captions_scored": summary["score"]["rows_scored"] + summary["rank"]["rows_scored"],
-            "passing": sum(fate in ("class", "beyond_top_k") for fate in fates)}  # fmt: skip
+    return {
+        "candidates": summary["select"]["candidates"],
+        "classes": summary["rank"]["classes"],
+        "captions_scored": summary["score"]["rows_scored"] + summary["rank"]["rows_scored"],
+        "passing": sum(fate in ("class", "beyond_top_k") for fate in fates),
+    }
 
 
 @pytest.mark.parametrize("more_classes", [False, True])
@@ -170,8 +211,18 @@ def test_the_sampled_plan_matches_the_build_and_warns_when_and_only_when_it_fall
     assert bool(cannot) == (expected_classes < asked)
     if cannot:
         assert "binding step" in cannot[0]
-    for key in ("candidates", "classes", "captions_scored", "captions_embedded", "images", "download_requests",
-                "download_bytes", "vcpu_hours", "gpu_hours", "cost_usd"):  # fmt: skip
+    for key in (
+        "candidates",
+        "classes",
+        "captions_scored",
+        "captions_embedded",
+        "images",
+        "download_requests",
+        "download_bytes",
+        "vcpu_hours",
+        "gpu_hours",
+        "cost_usd",
+    ):
         assert plan[key]["low"] <= plan[key]["mid"] <= plan[key]["high"], key
 
 

@@ -67,8 +67,12 @@ def test_a_stage_command_refuses_it_without_taking_the_lock(tmp_path, corpus):
 
 
 def test_a_hub_id_not_in_the_local_cache_is_refused(tmp_path, corpus):
-    config = _config(tmp_path, corpus, scoring={"model": "no-such-org/no-such-model"},
-                     ranking={"thresholds": {"no-such-org/no-such-model": 0.8}})  # fmt: skip
+    config = _config(
+        tmp_path,
+        corpus,
+        scoring={"model": "no-such-org/no-such-model"},
+        ranking={"thresholds": {"no-such-org/no-such-model": 0.8}},
+    )
     output = _refused(build_command, ["--config", config, "--out", str(tmp_path / "run")])
     assert "not a model in the local Hugging Face cache" in output.replace("nor a model", "not a model")
 
@@ -78,7 +82,10 @@ def test_a_threshold_out_of_range_names_the_key_the_value_and_the_range(tmp_path
     config = _config(tmp_path, corpus, ranking={"thresholds": {"packaged:all-MiniLM-L6-v2": value}})
     result = invoke(build_command, ["--config", config, "--out", str(tmp_path / "run")])
     assert result.exit_code == 1 and not (tmp_path / "run").exists()
-    assert f"ranking.thresholds['packaged:all-MiniLM-L6-v2'] is {value}: a cosine similarity lies in [-1, 1]" in result.output
+    assert (
+        f"ranking.thresholds['packaged:all-MiniLM-L6-v2'] is {value}: a cosine similarity lies in [-1, 1]"
+        in result.output
+    )
 
 
 def test_a_missing_blocklist_is_refused(tmp_path, corpus):
@@ -110,7 +117,9 @@ def test_an_unknown_open_clip_model_is_refused(tmp_path, corpus):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     config = _config(tmp_path, corpus, image_audit={"clip_model": "ViT-B-99"})
-    assert "'ViT-B-99' is not an open_clip model" in _refused(embed_command, ["--run", str(run_dir), "--config", config])
+    assert "'ViT-B-99' is not an open_clip model" in _refused(
+        embed_command, ["--run", str(run_dir), "--config", config]
+    )
 
 
 def test_a_model_folder_copied_in_passes(tmp_path, corpus):

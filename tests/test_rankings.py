@@ -178,8 +178,18 @@ def test_cifar10_panel_reproduces_the_linear_fit():
 
 
 def test_command_writes_the_report_reproducibly(tmp_path):
-    args = ["--input", str(IMAGENET), "--base", "alexnet", "--name-a", "ImageNet", "--name-b", "ImageNetV2",
-            "--resamples", "500"]
+    args = [
+        "--input",
+        str(IMAGENET),
+        "--base",
+        "alexnet",
+        "--name-a",
+        "ImageNet",
+        "--name-b",
+        "ImageNetV2",
+        "--resamples",
+        "500",
+    ]
     runs = [invoke(compare_rankings_command, [*args, "--out", str(tmp_path / d)]) for d in ("x", "y")]
     for outcome in runs:
         assert outcome.exit_code == 0, outcome.output
@@ -222,9 +232,7 @@ def test_bad_csv_names_line_and_field(tmp_path, text, message):
 def test_unknown_base_is_an_error(tmp_path):
     path = tmp_path / "accuracies.csv"
     path.write_text(GOOD)
-    outcome = invoke(
-        compare_rankings_command, ["--input", str(path), "--out", str(tmp_path / "out"), "--base", "w"]
-    )
+    outcome = invoke(compare_rankings_command, ["--input", str(path), "--out", str(tmp_path / "out"), "--base", "w"])
     assert outcome.exit_code == 1
     assert "base model 'w' is not in the table (models: x, y, z)" in outcome.output
 

@@ -68,7 +68,18 @@ def _add_audits(run_dir: Path) -> None:
     result = invoke(label_noise_command, ["--run", str(run_dir), "--probs", str(probs_path)])
     assert result.exit_code == 0, result.output
     out = run_dir / "audit" / "rankings"
-    args = ["--input", str(RANKINGS_CSV), "--out", str(out), "--resamples", "200", "--name-a", "ImageNet", "--name-b", "ImageNetV2"]
+    args = [
+        "--input",
+        str(RANKINGS_CSV),
+        "--out",
+        str(out),
+        "--resamples",
+        "200",
+        "--name-a",
+        "ImageNet",
+        "--name-b",
+        "ImageNetV2",
+    ]
     result = invoke(compare_rankings_command, args)
     assert result.exit_code == 0, result.output
 
@@ -88,7 +99,7 @@ def _table_rows(card: str, first_header: str) -> list[list[str]]:
     lines = card.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_header} |"))
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
@@ -153,7 +164,9 @@ def test_the_card_counts_the_classes_and_splits_of_the_dataset(run, plain):
     split_rows = {row[0]: row[1] for row in _table_rows(card, "split")}
     assert split_rows == {"train": f"{splits['train']:,}", "test": f"{splits['test']:,}"}
     assert classes <= 8 and html.count('<tr class="short">') == sum(
-        1 for line in (run / "sample" / "class_sampling.tsv").read_text().splitlines()[1:] if int(line.split("\t")[-1]) > 0
+        1
+        for line in (run / "sample" / "class_sampling.tsv").read_text().splitlines()[1:]
+        if int(line.split("\t")[-1]) > 0
     )
     # the select stage's own reading holds for the classes it chose
     assert "- **paper**: satisfied" in card
@@ -209,7 +222,10 @@ def test_the_funnel_drops_synsets_and_captions_in_separate_columns_each_reason_d
 
     card, html = plain
     rows = {row[0]: row for row in _table_rows(card, "step")}
-    reasons = {column: {item.split("=")[0] for row in rows.values() for item in row[column].split(", ") if item} for column in (4, 5)}
+    reasons = {
+        column: {item.split("=")[0] for row in rows.values() for item in row[column].split(", ") if item}
+        for column in (4, 5)
+    }
     assert "too_few_captions" in reasons[4] and "several_candidates" in reasons[5]
     assert reasons[4] <= SYNSET_REASONS.keys() and reasons[5] <= CAPTION_REASONS.keys()
     glossary = {row[0] for row in _table_rows(card, "reason")}

@@ -47,15 +47,25 @@ def reports(small_run, tmp_path_factory):
     (folder / "tiny-vit.json").write_text(json.dumps(TINY_VIT))
     built = yaml.safe_load(small_run.config.read_text())
     port = urlsplit(built["corpus"]["synth"]["url_base"]).port  # where its image URLs point
-    config = Config.model_validate({
-        **built,
-        "download": {
-            "enabled": True, "demo_server_port": port, "image_size": 64, "shard_rows": 20, "timeout_s": 5,
-            "allowed_networks": ["127.0.0.1/32"],
-        },
-        "image_audit": {"clip_model": "tiny-vit", "clip_model_config": str(folder / "tiny-vit.json"), "batch_size": 16,
-                        "near_duplicate_threshold": 0.9999},
-    })  # fmt: skip
+    config = Config.model_validate(
+        {
+            **built,
+            "download": {
+                "enabled": True,
+                "demo_server_port": port,
+                "image_size": 64,
+                "shard_rows": 20,
+                "timeout_s": 5,
+                "allowed_networks": ["127.0.0.1/32"],
+            },
+            "image_audit": {
+                "clip_model": "tiny-vit",
+                "clip_model_config": str(folder / "tiny-vit.json"),
+                "batch_size": 16,
+                "near_duplicate_threshold": 0.9999,
+            },
+        }
+    )
     run_dir = copy_run(small_run.run, folder / "run")
     assert build(config, str(run_dir)) == ["download", "report", "export"]  # the sample is the small run's
     _run(embed_command, run_dir)
@@ -113,7 +123,15 @@ def test_the_card_is_a_datasheet_with_the_crawl_policy(reports):
     _, (card, html), _, _ = reports
     top = card.splitlines()[:4]
     assert any("non-public networks: 127.0.0.1/32" in line for line in top)  # the demo server's, allowed explicitly
-    for section in ("Motivation", "Composition", "Collection process", "Preprocessing", "Uses", "Distribution", "Maintenance"):
+    for section in (
+        "Motivation",
+        "Composition",
+        "Collection process",
+        "Preprocessing",
+        "Uses",
+        "Distribution",
+        "Maintenance",
+    ):
         assert f"### {section}\n" in card
     assert "| robots.txt (RFC 9309) | read once per host, obeyed |" in card
     assert "| User-Agent token | imagenot |" in card
@@ -130,7 +148,9 @@ def test_why_tells_what_the_download_did_for_a_class(reports):
     result = invoke(why, [wnid, "--run", str(run_dir)])
     assert result.exit_code == 0, result.output
     assert f"download: {fate['images']} of {fate['target']} images; candidates not kept, by reason:" in result.output
-    assert sum(sum(f["not_kept"].values()) for f in fates.values()) >= sum(_figures(run_dir, "download")["failures"].values())
+    assert sum(sum(f["not_kept"].values()) for f in fates.values()) >= sum(
+        _figures(run_dir, "download")["failures"].values()
+    )
 
 
 def test_the_report_shows_each_class_with_thumbnails_and_marks_short_ones(reports):

@@ -46,32 +46,79 @@ def test_the_sample_size_is_the_smallest_within_the_margin():
 def _plan(rows: list[tuple[str, int, str, bool]]) -> pa.Table:
     """A plan of (image, class, kind, sampled) rows."""
     return pa.Table.from_pylist(
-        [{"task": f"t{c}", "kind": kind, "class_index": c, "wnid": f"n{c}", "row_id": f"r-{image}", "image": image, "tar": "x",
-          "key": image, "caption": "", "split": "train", "sampled": sampled, "flagged_by": None, "suggested_class": None,
-          "added_by": "plan"} for image, c, kind, sampled in rows],
+        [
+            {
+                "task": f"t{c}",
+                "kind": kind,
+                "class_index": c,
+                "wnid": f"n{c}",
+                "row_id": f"r-{image}",
+                "image": image,
+                "tar": "x",
+                "key": image,
+                "caption": "",
+                "split": "train",
+                "sampled": sampled,
+                "flagged_by": None,
+                "suggested_class": None,
+                "added_by": "plan",
+            }
+            for image, c, kind, sampled in rows
+        ],
         review_plan.SCHEMA,
-    )  # fmt: skip
+    )
 
 
 def test_aggregation_on_a_case_worked_out_by_hand():
     """Class 0: a (yes yes yes), b (yes no unsure), c (no no no), d (unsure unsure unsure).
     Class 1: e (yes yes no), and f, a flagged extra (given, suggested, neither).
     Raters A and B agree on every decided answer; C says the opposite of them on a and c."""
-    plan = _plan([("a", 0, "class", True), ("b", 0, "class", True), ("c", 0, "class", True), ("d", 0, "class", True),
-                  ("e", 1, "class", True), ("f", 1, "flagged", False)])  # fmt: skip
+    plan = _plan(
+        [
+            ("a", 0, "class", True),
+            ("b", 0, "class", True),
+            ("c", 0, "class", True),
+            ("d", 0, "class", True),
+            ("e", 1, "class", True),
+            ("f", 1, "flagged", False),
+        ]
+    )
     answers = [
-        ("A", "a", "yes"), ("B", "a", "yes"), ("C", "a", "no"),
-        ("A", "b", "yes"), ("B", "b", "unsure"), ("C", "b", "no"),
-        ("A", "c", "no"), ("B", "c", "no"), ("C", "c", "yes"),
-        ("A", "d", "unsure"), ("B", "d", "unsure"), ("C", "d", "unsure"),
-        ("A", "e", "yes"), ("B", "e", "yes"), ("C", "e", "no"),
-        ("A", "f", "given"), ("B", "f", "both"), ("C", "f", "neither"),
-    ]  # fmt: skip
+        ("A", "a", "yes"),
+        ("B", "a", "yes"),
+        ("C", "a", "no"),
+        ("A", "b", "yes"),
+        ("B", "b", "unsure"),
+        ("C", "b", "no"),
+        ("A", "c", "no"),
+        ("B", "c", "no"),
+        ("C", "c", "yes"),
+        ("A", "d", "unsure"),
+        ("B", "d", "unsure"),
+        ("C", "d", "unsure"),
+        ("A", "e", "yes"),
+        ("B", "e", "yes"),
+        ("C", "e", "no"),
+        ("A", "f", "given"),
+        ("B", "f", "both"),
+        ("C", "f", "neither"),
+    ]
     images, accuracy = aggregate.image_figures(plan, answers, Review(min_selection=0.5))
     by_image = {r["image"]: r for r in images.to_pylist()}
     assert [(by_image[i]["yes"], by_image[i]["no"], by_image[i]["unsure"]) for i in "abcdef"] == [
-        (2, 1, 0), (1, 1, 1), (1, 2, 0), (0, 0, 3), (2, 1, 0), (2, 1, 0)]  # fmt: skip
-    assert [by_image[i]["selection_frequency"] for i in "abcd"] == [pytest.approx(2 / 3), 0.5, pytest.approx(1 / 3), None]
+        (2, 1, 0),
+        (1, 1, 1),
+        (1, 2, 0),
+        (0, 0, 3),
+        (2, 1, 0),
+        (2, 1, 0),
+    ]
+    assert [by_image[i]["selection_frequency"] for i in "abcd"] == [
+        pytest.approx(2 / 3),
+        0.5,
+        pytest.approx(1 / 3),
+        None,
+    ]
     assert [by_image[i]["majority"] for i in "abcd"] == ["yes", "tie", "no", None]
     assert [by_image[i]["accepted"] for i in "abcdef"] == [True, True, False, None, True, True]
     # Dawid-Skene: A and B always agree, C always disagrees with them: C is the unreliable one
@@ -112,7 +159,14 @@ def test_the_plan_samples_each_class_deterministically(run, tmp_path):
     assert set(other_seed.column("row_id").to_pylist()) != set(first.column("row_id").to_pylist())
     table = review_plan.plan_table(first, [{"index": c, "name": f"c{c}"} for c in range(8)], small.review)
     c, m = table[0]["class_index"], min(3, sizes[table[0]["class_index"]])
-    assert table[0] == {"class_index": c, "name": f"c{c}", "images": m, "flagged": 0, "tasks": 3 * m, "rater_minutes": 3 * m * 2.5 / 60}
+    assert table[0] == {
+        "class_index": c,
+        "name": f"c{c}",
+        "images": m,
+        "flagged": 0,
+        "tasks": 3 * m,
+        "rater_minutes": 3 * m * 2.5 / 60,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +192,13 @@ def test_bad_requests_get_a_4xx_and_no_traceback(app, downloaded_run, tmp_path):
     assert client.get(f"/image/{image}").status_code == 200
     other = review_plan.image_id("part-00000:0", "0" * 64)  # an id of an image this run does not have
     bad = {
-        "/task/nope": 404, "/task/c0-99": 404, f"/image/{other}": 404, "/image/../../config.yaml": 404,
-        "/image/..%2F..%2Fconfig.yaml": 404, "/image/%2e%2e%2fconfig.yaml": 404, "/image/" + "a" * 24: 404,
+        "/task/nope": 404,
+        "/task/c0-99": 404,
+        f"/image/{other}": 404,
+        "/image/../../config.yaml": 404,
+        "/image/..%2F..%2Fconfig.yaml": 404,
+        "/image/%2e%2e%2fconfig.yaml": 404,
+        "/image/" + "a" * 24: 404,
         "/static/../config.yaml": 404,
     }
     for path, status in bad.items():
@@ -147,13 +206,15 @@ def test_bad_requests_get_a_4xx_and_no_traceback(app, downloaded_run, tmp_path):
         assert response.status_code == status, path
         _no_traceback(response)
     for response, status in (
-        (client.post(f"/image/{image}"), 405), (client.delete(f"/task/{task.id}"), 405), (client.put("/rater"), 405),
+        (client.post(f"/image/{image}"), 405),
+        (client.delete(f"/task/{task.id}"), 405),
+        (client.put("/rater"), 405),
         (client.post(f"/task/{task.id}", data={f"a-{image}": "maybe"}), 400),
         (client.post(f"/task/{task.id}", data={f"a-{other}": "yes"}), 400),
         (client.post(f"/task/{task.id}", data={"x": "y" * 100_000}), 413),
         (client.post("/rater", data={"name": "x" * 61}), 400),
         (plain.test_client().post(f"/task/{task.id}", data={f"a-{image}": "yes"}), 401),  # no rater
-    ):  # fmt: skip
+    ):
         assert response.status_code == status
         _no_traceback(response)
     assert session.store.answered_by(session.store.rater("<script>alert(1)</script>")) == set()
@@ -263,7 +324,9 @@ def test_an_image_the_label_noise_audit_flags_gets_a_flagged_page(run, tmp_path)
     plan = review_plan.make_plan(config, str(run_dir))
     flagged = [r for r in plan.to_pylist() if r["kind"] == "flagged"]
     assert sorted(r["row_id"] for r in flagged) == sorted(doubted)
-    assert {(r["flagged_by"], r["class_index"], r["suggested_class"]) for r in flagged} == {("label_noise", given, suggested)}
+    assert {(r["flagged_by"], r["class_index"], r["suggested_class"]) for r in flagged} == {
+        ("label_noise", given, suggested)
+    }
     assert not {r["row_id"] for r in plan.to_pylist() if r["kind"] == "class"} & set(doubted)  # asked once, there
     review_plan.write_plan(str(run_dir), plan)
     session = ReviewSession(str(run_dir), config.review, load_index(), Store(str(run_dir)))
@@ -272,7 +335,9 @@ def test_an_image_the_label_noise_audit_flags_gets_a_flagged_page(run, tmp_path)
     task = session.tasks[session.task_of_image[flagged[0]["image"]]]
     page = client.get(f"/task/{task.id}").get_data(as_text=True)
     names = {c: session.classes[c]["name"] for c in (given, suggested)}
-    assert f'<span id="given">{names[given]}</span>' in page and f'<span id="suggested">{names[suggested]}</span>' in page
+    assert (
+        f'<span id="given">{names[given]}</span>' in page and f'<span id="suggested">{names[suggested]}</span>' in page
+    )
     shown = {c: min(4, sizes[c] - (2 if c == given else 0)) for c in (given, suggested)}
     assert page.count('alt="example of the given class"') == shown[given]
     assert page.count('alt="example of the suggested class"') == shown[suggested]

@@ -59,7 +59,15 @@ class Server:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        command = [str(Path(sys.executable).with_name("imagenot")), "review", "serve", "--run", str(self.run_dir), "--port", str(self.port)]
+        command = [
+            str(Path(sys.executable).with_name("imagenot")),
+            "review",
+            "serve",
+            "--run",
+            str(self.run_dir),
+            "--port",
+            str(self.port),
+        ]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 120
@@ -84,7 +92,9 @@ def _browser(folder: Path):
     options = webdriver.ChromeOptions()
     for flag in (*FLAGS, "--window-size=1200,900", f"--user-data-dir={folder}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver")))
+    driver = webdriver.Chrome(
+        options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
+    )
     driver.set_page_load_timeout(30)
     return driver
 
@@ -153,9 +163,18 @@ def reviewed(downloaded_run, tmp_path_factory):
     plan = pq.read_table(run_dir / "review/plan.parquet")
     images, classes = plan.num_rows, len(set(plan.column("class_index").to_pylist()))
     sizes = [m for _, m in pages["A"]]
-    return {"run": run_dir, "planned": planned, "pages": pages, "done": done_page, "images": images, "K": classes,
-            "k2": sum(m >= 2 for m in sizes), "k3": sum(m >= 3 for m in sizes),
-            "exported": _review("export", "--run", str(run_dir)), "status": _review("status", "--run", str(run_dir))}  # fmt: skip
+    return {
+        "run": run_dir,
+        "planned": planned,
+        "pages": pages,
+        "done": done_page,
+        "images": images,
+        "K": classes,
+        "k2": sum(m >= 2 for m in sizes),
+        "k3": sum(m >= 3 for m in sizes),
+        "exported": _review("export", "--run", str(run_dir)),
+        "status": _review("status", "--run", str(run_dir)),
+    }
 
 
 def test_two_raters_answer_every_page_by_keyboard_and_a_kill_loses_nothing(reviewed):
@@ -165,9 +184,16 @@ def test_two_raters_answer_every_page_by_keyboard_and_a_kill_loses_nothing(revie
     assert sum(m for _, m in reviewed["pages"]["A"]) == n
     assert "Nothing left for you" in reviewed["done"]
     with sqlite3.connect(reviewed["run"] / "review/answers.sqlite") as db:
-        stored = db.execute("SELECT raters.name, answer, COUNT(*) FROM answers JOIN raters ON raters.id = rater GROUP BY 1, 2").fetchall()
-    assert sorted(stored) == [("Ann <b>A</b>", "no", k), ("Ann <b>A</b>", "yes", n - k), ("Bo", "no", k + k2), ("Bo", "unsure", k3),
-                              ("Bo", "yes", n - k - k2 - k3)]  # fmt: skip
+        stored = db.execute(
+            "SELECT raters.name, answer, COUNT(*) FROM answers JOIN raters ON raters.id = rater GROUP BY 1, 2"
+        ).fetchall()
+    assert sorted(stored) == [
+        ("Ann <b>A</b>", "no", k),
+        ("Ann <b>A</b>", "yes", n - k),
+        ("Bo", "no", k + k2),
+        ("Bo", "unsure", k3),
+        ("Bo", "yes", n - k - k2 - k3),
+    ]
     answers = pq.read_table(reviewed["run"] / "review/answers.parquet")
     assert answers.num_rows == 2 * n
 
@@ -178,7 +204,8 @@ def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
     results = json.loads((run_dir / "review/results.json").read_text())
     sizes = {name: m for name, m in reviewed["pages"]["A"]}
     assert [(c["accepted"], c["decided"], c["unsure_only"]) for c in results["per_class"]] == [
-        (sizes[c["name"]] - 1, sizes[c["name"]], 0) for c in results["per_class"]]  # fmt: skip
+        (sizes[c["name"]] - 1, sizes[c["name"]], 0) for c in results["per_class"]
+    ]
     overall = results["overall"]
     ci = stats.binomtest(n - k, n).proportion_ci(0.95, method="exact")
     assert (overall["accepted"], overall["decided"]) == (n - k, n)
@@ -187,7 +214,9 @@ def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
     assert results["unsure_answers"] == k3 and results["answers_by_kind"] == kinds
     images = pq.read_table(run_dir / "review/images.parquet").to_pylist()
     assert sorted(r["selection_frequency"] for r in images) == [0.0] * k + [0.5] * k2 + [1.0] * (n - k - k2)
-    assert "agrees with the others' majority" in reviewed["status"] and f"0 of {n} images need more" in reviewed["status"]
+    assert (
+        "agrees with the others' majority" in reviewed["status"] and f"0 of {n} images need more" in reviewed["status"]
+    )
     reported = invoke(report_command, ["--run", str(run_dir)])
     assert reported.exit_code == 0, reported.output
     card = (run_dir / "report/card.md").read_text()
@@ -208,22 +237,48 @@ def test_compare_rankings_can_keep_to_the_images_review_kept(reviewed, tmp_path)
     images = pq.read_table(run_dir / "review/images.parquet").to_pylist()
     kept = [r["row_id"] for r in images if r["accepted"]]
     rows = []
-    for m, model in enumerate(("small", "medium", "large")):  # right on the first m + 1 kept images, and on every rejected one
-        rows += [{"model": model, "row_id": r["row_id"], "correct": not r["accepted"] or kept.index(r["row_id"]) <= m} for r in images]
+    for m, model in enumerate(
+        ("small", "medium", "large")
+    ):  # right on the first m + 1 kept images, and on every rejected one
+        rows += [
+            {"model": model, "row_id": r["row_id"], "correct": not r["accepted"] or kept.index(r["row_id"]) <= m}
+            for r in images
+        ]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "b.parquet")
-    (tmp_path / "acc.csv").write_text("model,accuracy_a,n_a,accuracy_b,n_b\nsmall,0.5,100,0.9,10\nmedium,0.6,100,0.9,10\nlarge,0.7,100,0.9,10\n")
-    result = invoke(compare_rankings_command, ["--input", str(tmp_path / "acc.csv"), "--out", str(tmp_path / "out"),
-                                               "--reviewed-run", str(run_dir), "--predictions-b", str(tmp_path / "b.parquet"),
-                                               "--resamples", "200"])  # fmt: skip
+    (tmp_path / "acc.csv").write_text(
+        "model,accuracy_a,n_a,accuracy_b,n_b\nsmall,0.5,100,0.9,10\nmedium,0.6,100,0.9,10\nlarge,0.7,100,0.9,10\n"
+    )
+    result = invoke(
+        compare_rankings_command,
+        [
+            "--input",
+            str(tmp_path / "acc.csv"),
+            "--out",
+            str(tmp_path / "out"),
+            "--reviewed-run",
+            str(run_dir),
+            "--predictions-b",
+            str(tmp_path / "b.parquet"),
+            "--resamples",
+            "200",
+        ],
+    )
     assert result.exit_code == 0, result.output
     models = json.loads((tmp_path / "out/rankings.json").read_text())["models"]
     assert [(models[m]["accuracy_b"], models[m]["n_b"]) for m in ("small", "medium", "large")] == [
-        (1 / (n - k), n - k), (2 / (n - k), n - k), (3 / (n - k), n - k)]  # fmt: skip
+        (1 / (n - k), n - k),
+        (2 / (n - k), n - k),
+        (3 / (n - k), n - k),
+    ]
 
 
 def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed, tmp_path):
     run_dir = copy_run(reviewed["run"], tmp_path / "run")
-    rejected = {r["row_id"] for r in pq.read_table(run_dir / "review/images.parquet").to_pylist() if r["selection_frequency"] == 0}
+    rejected = {
+        r["row_id"]
+        for r in pq.read_table(run_dir / "review/images.parquet").to_pylist()
+        if r["selection_frequency"] == 0
+    }
     output = _review("apply", "--run", str(run_dir), "--min-selection", "0.5")
     done = json.loads(output.split("review apply: ", 1)[1])
     assert done["dropped"] == reviewed["K"] and done["passes"] == 1
@@ -240,8 +295,15 @@ def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed,
     card = (run_dir / "report/card.md").read_text()
     assert f"**Dropped by review**: {k} images (`imagenot review apply`, reason `review_rejected`)" in card
     assert f"Human review dropped {k} images its raters rejected" in card
-    exported = {r for split in ("train", "test") for r in pq.read_table(run_dir / f"dataset/{split}.parquet").column("row_id").to_pylist()}
+    exported = {
+        r
+        for split in ("train", "test")
+        for r in pq.read_table(run_dir / f"dataset/{split}.parquet").column("row_id").to_pylist()
+    }
     assert exported == dataset  # the export was written again
     wnid = plan[0]["wnid"]
     said = invoke(why, [wnid, "--run", str(run_dir)])
-    assert "review: dropped 1 images the raters rejected (review_rejected)" in said.output and "(0 yes, 2 no)" in said.output
+    assert (
+        "review: dropped 1 images the raters rejected (review_rejected)" in said.output
+        and "(0 yes, 2 no)" in said.output
+    )

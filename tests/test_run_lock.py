@@ -64,7 +64,10 @@ def test_a_second_writer_is_refused_at_once_naming_the_holder(tmp_path, holder):
     ):
         result = invoke(command, args)
         assert result.exit_code == 1, result.output
-        assert f"another writer holds this run directory: pid {process.pid} on {socket.gethostname()}, since " in result.output
+        assert (
+            f"another writer holds this run directory: pid {process.pid} on {socket.gethostname()}, since "
+            in result.output
+        )
         assert "Traceback" not in result.output
     assert time.monotonic() - started < 20
     assert (run_dir / LOCK_FILE).exists()  # the holder's lock is left alone
@@ -87,8 +90,14 @@ def test_a_lock_whose_pid_was_reused_is_taken_over(tmp_path):
     """The pid is alive (this very process) but started at another moment: its writer is dead."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    dead = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time() - 60, "command": "imagenot build",
-            "token": "t", "process_start": "another-boot:1"}  # fmt: skip
+    dead = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": time.time() - 60,
+        "command": "imagenot build",
+        "token": "t",
+        "process_start": "another-boot:1",
+    }
     (run_dir / LOCK_FILE).write_text(json.dumps(dead))
     with run_lock(str(run_dir), 3600):
         assert json.loads((run_dir / LOCK_FILE).read_text())["token"] != "t"
@@ -101,7 +110,13 @@ def test_a_lock_whose_pid_was_reused_is_taken_over(tmp_path):
 
 def _plant(run_dir, age_s: float) -> None:
     run_dir.mkdir()
-    holder = {"host": "another-host", "pid": 1, "started": time.time() - age_s, "command": "imagenot build", "token": "t"}
+    holder = {
+        "host": "another-host",
+        "pid": 1,
+        "started": time.time() - age_s,
+        "command": "imagenot build",
+        "token": "t",
+    }
     (run_dir / LOCK_FILE).write_text(json.dumps(holder))
 
 
@@ -184,7 +199,13 @@ def test_a_stale_bucket_lock_is_broken_only_with_the_flag(precondition_bucket):
     from google.cloud import storage
 
     run_dir = f"{precondition_bucket}/runs/stale"
-    holder = {"host": "another-host", "pid": 1, "started": time.time() - 7200, "command": "imagenot build", "token": "t"}
+    holder = {
+        "host": "another-host",
+        "pid": 1,
+        "started": time.time() - 7200,
+        "command": "imagenot build",
+        "token": "t",
+    }
     lock = storage.Client().bucket("locks").blob(f"runs/stale/{LOCK_FILE}")
     lock.upload_from_string(json.dumps(holder))
     with pytest.raises(RunLockedError, match="a stale lock is left from pid 1 on another-host"):

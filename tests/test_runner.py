@@ -53,6 +53,8 @@ def test_dataflow_needs_its_section(tmp_path):
     path.write_text("runner:\n  kind: dataflow\n")
     with pytest.raises(ConfigError, match="runner.dataflow is required"):
         load_config(path)
-    path.write_text("runner:\n  kind: dataflow\n  dataflow: {project: p, region: r, temp_location: /tmp, worker_image: i}\n")
+    path.write_text(
+        "runner:\n  kind: dataflow\n  dataflow: {project: p, region: r, temp_location: /tmp, worker_image: i}\n"
+    )
     with pytest.raises(ConfigError, match="runner.dataflow.temp_location: String should match pattern"):
         load_config(path)

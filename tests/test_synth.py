@@ -113,9 +113,7 @@ def test_every_hard_case_is_present(corpus, index):
             inflected = t["surface"].lower().replace(" ", "_").replace("-", "_")
             assert any(form in index.irregular for form in (inflected, *inflected.split("_")))
     multi_word = [t for _, t in fresh if t["lemma"] and "_" in t["lemma"]]
-    assert any(" " in t["surface"] for t in multi_word) and any(
-        "-" in t["surface"] for t in multi_word
-    )
+    assert any(" " in t["surface"] for t in multi_word) and any("-" in t["surface"] for t in multi_word)
     assert any(t["surface"].isupper() for _, t in fresh if t["surface"])
     assert any(re.search(r"[(\"]\w|\w[,.!:)\"]", text) for text, t in fresh if t["surface"])
     kinds = Counter(t["kind"] for _, t in fresh)
@@ -141,9 +139,7 @@ def test_duplicate_captions_at_the_documented_rate(corpus):
         repeats += text in seen
         seen.add(text)
     assert deliberate <= repeats / len(with_caption) < deliberate + 0.05
-    assert (
-        max(Counter(t["duplicate_of"] for _, t in with_caption if t["duplicate_of"]).values()) >= 3
-    )
+    assert max(Counter(t["duplicate_of"] for _, t in with_caption if t["duplicate_of"]).values()) >= 3
 
 
 def test_nsfw_tags_agree_with_punsafe(corpus):
@@ -164,7 +160,9 @@ def test_reader_drops_exactly_the_rows_built_to_be_bad(corpus):
             dropped.update(part.dropped)
             kept += part.batch.column("row_id").to_pylist()
     expected = Counter(t["bad_reason"] for t in truth if t["bad_reason"])
-    assert expected.keys() == set(BAD_SHARES) <= set(DROP_REASONS)  # undecodable or out-of-range values: tests/test_corpus_reader.py
+    assert (
+        expected.keys() == set(BAD_SHARES) <= set(DROP_REASONS)
+    )  # undecodable or out-of-range values: tests/test_corpus_reader.py
     assert dropped == expected
     assert kept == [t["row_id"] for t in truth if t["bad_reason"] is None]
 

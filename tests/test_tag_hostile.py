@@ -21,15 +21,21 @@ def _as_utf8_or_not(text: str) -> bytes:
 _CAPTIONS = st.one_of(
     st.none(),
     st.text(max_size=40),  # any code point, surrogates included
-    st.text(alphabet=st.sampled_from("dog cat\u200b\u00ad\ufeff&amp;#39;;\u0000\u202e\uff43\ufb01 ://www./"), max_size=60),
+    st.text(
+        alphabet=st.sampled_from("dog cat\u200b\u00ad\ufeff&amp;#39;;\u0000\u202e\uff43\ufb01 ://www./"), max_size=60
+    ),
     st.text(min_size=1, max_size=20).map(lambda t: t * 500),  # very long
 )
-_URLS = st.one_of(st.none(), st.sampled_from(["http://a/1.jpg", "https://b/x", "ftp://c", "", " ", "data:x"]), st.text(max_size=20))
+_URLS = st.one_of(
+    st.none(), st.sampled_from(["http://a/1.jpg", "https://b/x", "ftp://c", "", " ", "data:x"]), st.text(max_size=20)
+)
 _NUMBERS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**40), 2**40).map(float))
 
 
 def _string_column(values: list, large: bool) -> pa.Array:
-    raw = pa.array([None if v is None else _as_utf8_or_not(v) for v in values], pa.large_binary() if large else pa.binary())
+    raw = pa.array(
+        [None if v is None else _as_utf8_or_not(v) for v in values], pa.large_binary() if large else pa.binary()
+    )
     return raw.view(pa.large_string() if large else pa.string())
 
 
@@ -50,11 +56,22 @@ def shards(draw):
         elif kind == "null":
             columns[name] = pa.nulls(n)
     if draw(st.booleans()):
-        columns["NSFW"] = _string_column(draw(st.lists(st.one_of(st.none(), st.sampled_from(["UNLIKELY", "NSFW"]), st.text(max_size=5)), min_size=n, max_size=n)), False)
+        columns["NSFW"] = _string_column(
+            draw(
+                st.lists(
+                    st.one_of(st.none(), st.sampled_from(["UNLIKELY", "NSFW"]), st.text(max_size=5)),
+                    min_size=n,
+                    max_size=n,
+                )
+            ),
+            False,
+        )
     return pa.table(columns)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(table=shards(), batch_rows=st.integers(1, 40))
 def test_no_row_content_makes_the_reader_or_tagger_raise(tmp_path_factory, stage_matcher, table, batch_rows):
     path = tmp_path_factory.mktemp("fuzz") / "shard.parquet"

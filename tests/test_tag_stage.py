@@ -47,7 +47,13 @@ def test_every_row_is_accounted_for(tagged_run):
     assert tally["shards"] == 3
     assert tally["rows_read"] == 6_000
     assert tally["rows_read"] == sum(tally["dropped"].values()) + tally["rows_tagged"] + tally["rows_unmatched"]
-    assert set(tally["dropped"]) == {"caption_missing", "caption_empty", "caption_not_text", "url_missing", "url_not_http"}
+    assert set(tally["dropped"]) == {
+        "caption_missing",
+        "caption_empty",
+        "caption_not_text",
+        "url_missing",
+        "url_not_http",
+    }
     assert sum(tally["synset_captions"].values()) >= tally["rows_tagged"]
 
 
@@ -84,7 +90,9 @@ def test_bad_shard_stops_before_any_work(corpus, tmp_path):
     bad.parent.mkdir()
     pq.write_table(pa.table({"URL": ["http://x/1.jpg"], "TEXT": [3]}), bad)
     config = Config(corpus=Corpus(paths=[str(corpus / "part-00000.parquet"), str(bad)]))
-    with pytest.raises(CorpusError, match=r"part-bad.parquet: column 'TEXT' \(caption\) has type int64, expected string"):
+    with pytest.raises(
+        CorpusError, match=r"part-bad.parquet: column 'TEXT' \(caption\) has type int64, expected string"
+    ):
         run_tag(config, str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
 

@@ -28,7 +28,9 @@ def test_a_synset_name_that_does_not_exist_suggests_the_senses_that_do(tmp_path)
 
 
 def test_a_misspelt_synset_name_suggests_close_names(tmp_path):
-    assert "did you mean" in _refusal("gavle.n.01", str(tmp_path)) and "gavel.n.01" in _refusal("gavle.n.01", str(tmp_path))
+    assert "did you mean" in _refusal("gavle.n.01", str(tmp_path)) and "gavel.n.01" in _refusal(
+        "gavle.n.01", str(tmp_path)
+    )
 
 
 def test_a_wnid_that_does_not_exist_names_the_nearest_that_do(tmp_path):

@@ -20,8 +20,12 @@ def tagged_run(tmp_path_factory):
     """A tiny LAION-schema corpus, tagged."""
     folder = tmp_path_factory.mktemp("tiny")
     n = len(CAPTIONS)
-    corpus = {"URL": [f"http://127.0.0.1:9/img/{i}.jpg" for i in range(n)], "TEXT": CAPTIONS,
-              "NSFW": ["UNLIKELY"] * n, "punsafe": [0.1] * n}  # fmt: skip
+    corpus = {
+        "URL": [f"http://127.0.0.1:9/img/{i}.jpg" for i in range(n)],
+        "TEXT": CAPTIONS,
+        "NSFW": ["UNLIKELY"] * n,
+        "punsafe": [0.1] * n,
+    }
     pq.write_table(pa.table(corpus), folder / "corpus.parquet")
     result = invoke(tag_command, ["--input", str(folder / "corpus.parquet"), "--out", str(folder / "run")])
     assert result.exit_code == 0, result.output

@@ -39,9 +39,7 @@ def _decode(data: bytes, source: str) -> str:
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as err:
-        raise ClassListError(
-            f"{source}: not {name} text (byte {err.start}); save the class list as UTF-8"
-        ) from err
+        raise ClassListError(f"{source}: not {name} text (byte {err.start}); save the class list as UTF-8") from err
     if "\x00" in text:
         raise ClassListError(f"{source}: holds NUL characters (UTF-16 without a BOM?); save the class list as UTF-8")
     return text
@@ -63,9 +61,7 @@ def _parse(text: str, source: str, index: NounIndex) -> list[str]:
         match = WNID_PATTERN.match(value)
         where = f"{source}:{number}"
         if match is None:
-            raise ClassListError(
-                f"{where}: {value!r} is not a wnid (expected 'n' and 8 digits, e.g. n02084071)"
-            )
+            raise ClassListError(f"{where}: {value!r} is not a wnid (expected 'n' and 8 digits, e.g. n02084071)")
         if match.group(1) != "n":
             raise ClassListError(f"{where}: {value!r} is not a noun synset (wnids start with 'n')")
         if value not in index:

@@ -28,9 +28,7 @@ def hypernym_subgraph(index: NounIndex, wnids: Iterable[str]) -> nx.DiGraph:
         nodes |= index.ancestors(wnid)
     graph = nx.DiGraph()
     graph.add_nodes_from(sorted(nodes))  # insertion order fixes Louvain's outcome for a seed
-    graph.add_edges_from(
-        (parent, child) for child in sorted(nodes) for parent in index[child].hypernyms
-    )
+    graph.add_edges_from((parent, child) for child in sorted(nodes) for parent in index[child].hypernyms)
     return graph
 
 
@@ -54,18 +52,14 @@ def siblings(index: NounIndex, wnid: str) -> set[str]:
     return {child for parent in index[wnid].hypernyms for child in index[parent].hyponyms} - {wnid}
 
 
-def ancestors_in(
-    index: NounIndex, wnids: Iterable[str], targets: Iterable[str]
-) -> dict[str, list[str]]:
+def ancestors_in(index: NounIndex, wnids: Iterable[str], targets: Iterable[str]) -> dict[str, list[str]]:
     """Each class that descends from some target -> those targets (sorted); others left out."""
     targets = set(targets)
     found = {wnid: sorted(index.ancestors(wnid) & targets) for wnid in sorted(set(wnids))}
     return {wnid: hits for wnid, hits in found.items() if hits}
 
 
-def descendants_in(
-    index: NounIndex, wnids: Iterable[str], targets: Iterable[str]
-) -> dict[str, list[str]]:
+def descendants_in(index: NounIndex, wnids: Iterable[str], targets: Iterable[str]) -> dict[str, list[str]]:
     """Each class that is an ancestor of some target -> those targets (sorted); others left out.
 
     Walks up from the targets: the ancestors of a synset are few and cached, its descendants
@@ -79,9 +73,7 @@ def descendants_in(
     return dict(sorted(found.items()))
 
 
-def shared_lemmas(
-    index: NounIndex, wnids: Iterable[str], targets: Iterable[str]
-) -> dict[str, list[tuple[str, str]]]:
+def shared_lemmas(index: NounIndex, wnids: Iterable[str], targets: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
     """Each class with a lemma (spelled as in WordNet) of another synset among the targets ->
     sorted (target, lemma) pairs. The same synset in both sets is synset overlap, not counted here.
     """
@@ -99,9 +91,7 @@ def shared_lemmas(
     return found
 
 
-def nearest(
-    index: NounIndex, wnids: Iterable[str], targets: Iterable[str]
-) -> dict[str, tuple[int, str]]:
+def nearest(index: NounIndex, wnids: Iterable[str], targets: Iterable[str]) -> dict[str, tuple[int, str]]:
     """Each class -> (hops to its nearest target in the undirected hypernym graph, that target).
 
     One multi-source breadth-first search from all targets over the whole noun graph. Among
@@ -118,9 +108,7 @@ def nearest(
         for node in frontier:
             synset = index[node]
             for neighbour in synset.hypernyms + synset.hyponyms:
-                if neighbour not in distance and (
-                    neighbour not in reached or label[node] < reached[neighbour]
-                ):
+                if neighbour not in distance and (neighbour not in reached or label[node] < reached[neighbour]):
                     reached[neighbour] = label[node]
         level = distance[frontier[0]] + 1
         for neighbour, source in reached.items():

@@ -85,7 +85,7 @@ class NounIndex:
                 out.setdefault(lemma, []).append(synset.wnid)
         return {lemma: tuple(wnids) for lemma, wnids in out.items()}
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def ancestors(self, wnid: str) -> frozenset[str]:
         """Every synset on any hypernym path from `wnid` to the root, `wnid` excluded."""
         found: set[str] = set()
@@ -94,7 +94,7 @@ class NounIndex:
             found |= self.ancestors(parent)
         return frozenset(found)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def descendants(self, wnid: str) -> frozenset[str]:
         """Every synset below `wnid` through hyponym links, `wnid` excluded."""
         found: set[str] = set()
@@ -159,8 +159,19 @@ def _save(index: NounIndex, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "synsets": [
-            [s.wnid, s.name, s.lemmas, s.gloss, s.lexname, s.hypernyms, s.hyponyms, s.depth, s.usage_domains,
-             s.examples, s.lemma_counts]
+            [
+                s.wnid,
+                s.name,
+                s.lemmas,
+                s.gloss,
+                s.lexname,
+                s.hypernyms,
+                s.hyponyms,
+                s.depth,
+                s.usage_domains,
+                s.examples,
+                s.lemma_counts,
+            ]
             for s in index
         ],
         "irregular": index.irregular,
@@ -176,8 +187,17 @@ def _load(path: Path) -> NounIndex:
         payload = json.load(f)
     synsets = {
         row[0]: Synset(
-            row[0], row[1], tuple(row[2]), row[3], row[4], tuple(row[5]), tuple(row[6]), row[7], tuple(row[8]),
-            tuple(row[9]), tuple(row[10]),
+            row[0],
+            row[1],
+            tuple(row[2]),
+            row[3],
+            row[4],
+            tuple(row[5]),
+            tuple(row[6]),
+            row[7],
+            tuple(row[8]),
+            tuple(row[9]),
+            tuple(row[10]),
         )
         for row in payload["synsets"]
     }

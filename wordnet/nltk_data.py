@@ -22,9 +22,14 @@ FIX_COMMAND = "apt-get install -y --no-install-recommends wordnet-base wordnet-s
 WORDNET_VERSION = "3.0"
 
 # Files NLTK's WordNetCorpusReader reads for nouns, verbs, adjectives and adverbs.
-_DATABASE_FILES = [
-    f"{kind}.{pos}" for kind in ("data", "index") for pos in ("noun", "verb", "adj", "adv")
-] + ["noun.exc", "verb.exc", "adj.exc", "adv.exc", "index.sense", "cntlist.rev"]
+_DATABASE_FILES = [f"{kind}.{pos}" for kind in ("data", "index") for pos in ("noun", "verb", "adj", "adv")] + [
+    "noun.exc",
+    "verb.exc",
+    "adj.exc",
+    "adv.exc",
+    "index.sense",
+    "cntlist.rev",
+]
 
 _SYNTACTIC_CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 
@@ -49,9 +54,7 @@ def lexnames_table(man_page: Path = DEBIAN_LEXNAMES_MAN) -> str:
     with gzip.open(man_page, "rt", encoding="utf-8") as f:
         rows = re.findall(r"^(\d\d)\t(\w+\.\w+)\s*\t", f.read(), flags=re.MULTILINE)
     if len(rows) != 45:
-        raise WordNetDataError(
-            f"{man_page}: expected the 45 lexicographer files of WordNet 3.0, found {len(rows)}"
-        )
+        raise WordNetDataError(f"{man_page}: expected the 45 lexicographer files of WordNet 3.0, found {len(rows)}")
     return "".join(f"{num}\t{name}\t{_SYNTACTIC_CATEGORY[name.split('.')[0]]}\n" for num, name in rows)
 
 
@@ -123,5 +126,8 @@ def other_parts_of_speech(lemma: str) -> list[str]:
     from its index files directly, since NLTK's reader loads every index first (seconds)."""
     root = Path(str(wordnet_root()))
     prefix = f"{lemma} ".encode()
-    return [part for suffix, part in OTHER_PARTS_OF_SPEECH.items()
-            if any(line.startswith(prefix) for line in (root / f"index.{suffix}").read_bytes().splitlines())]  # fmt: skip
+    return [
+        part
+        for suffix, part in OTHER_PARTS_OF_SPEECH.items()
+        if any(line.startswith(prefix) for line in (root / f"index.{suffix}").read_bytes().splitlines())
+    ]

@@ -40,7 +40,7 @@ class WordSenses:
         """Every noun sense of `word` (any spelling: "Hot_Dog", "hot dog"), sorted by wnid; () if none."""
         return tuple(sorted(self._senses.get(normalize(word) or "", {})))
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def forms(self, wnid: str) -> dict[str, str]:
         """Each surface form the tagger matches for the synset's lemmas -> the lemma (normalised)."""
         found = {}

@@ -17,8 +17,7 @@ DEFINITIONS = {
     "leaf_share": "share of the classes with no hyponym in WordNet (instance hyponyms count)",
     "physical_share": "share of the classes under physical_entity.n.01 (things an image can show)",
     "synset_overlap": "|S ∩ O| / |S|: share of this set's classes that are also in the other set",
-    "parent_overlap": "|P(S) ∩ P(O)| / |P(S)|, P = the direct hypernyms (parents) "
-    "of a set's classes",
+    "parent_overlap": "|P(S) ∩ P(O)| / |P(S)|, P = the direct hypernyms (parents) of a set's classes",
     "descendants_of_other": "classes with a class of the other set among their ancestors",
     "ancestors_of_other": "classes that are an ancestor of a class of the other set",
     "sharing_lemma_with_other": "classes with a lemma (as WordNet spells it, case kept) of a "
@@ -125,12 +124,9 @@ def build_report(
                 {**named(w), "reference": [{**named(t), "lemma": lemma} for t, lemma in hits]}
                 for w, hits in hierarchy.shared_lemmas(index, classes, reference).items()
             ],
-            "ancestor_in_classes": grouped(
-                hierarchy.ancestors_in(index, classes, classes), "class_ancestors"
-            ),
+            "ancestor_in_classes": grouped(hierarchy.ancestors_in(index, classes, classes), "class_ancestors"),
             "per_class": [
-                class_row(w, hops, target)
-                for w, (hops, target) in hierarchy.nearest(index, classes, reference).items()
+                class_row(w, hops, target) for w, (hops, target) in hierarchy.nearest(index, classes, reference).items()
             ],
         },
     }
@@ -141,15 +137,11 @@ def render_markdown(report: dict) -> str:
     lines = [
         f"# WordNet structure: `{classes['source']}` beside `{reference['source']}`",
         "",
-        f"WordNet {report['wordnet']} nouns. "
-        "Each set's figures are measured against the other set.",
+        f"WordNet {report['wordnet']} nouns. Each set's figures are measured against the other set.",
         "",
         "| figure | classes | reference |",
         "|---|---:|---:|",
-        *(
-            f"| {label} | {_cell(classes[key])} | {_cell(reference[key])} |"
-            for label, key in TABLE_ROWS
-        ),
+        *(f"| {label} | {_cell(classes[key])} | {_cell(reference[key])} |" for label, key in TABLE_ROWS),
         "",
         "## Definitions",
         "",
@@ -160,8 +152,7 @@ def render_markdown(report: dict) -> str:
         "| lexname | classes | reference |",
         "|---|---:|---:|",
         *(
-            f"| {name} | {classes['lexname_histogram'].get(name, 0)} | "
-            f"{reference['lexname_histogram'].get(name, 0)} |"
+            f"| {name} | {classes['lexname_histogram'].get(name, 0)} | {reference['lexname_histogram'].get(name, 0)} |"
             for name in sorted(classes["lexname_histogram"] | reference["lexname_histogram"])
         ),
         "",
@@ -187,8 +178,7 @@ def render_markdown(report: dict) -> str:
         ),
         "## Per class",
         "",
-        "| class | lexname | depth | leaf | siblings | siblings in set | distance "
-        "| nearest reference |",
+        "| class | lexname | depth | leaf | siblings | siblings in set | distance | nearest reference |",
         "|---|---|---:|---|---:|---:|---:|---|",
         *(
             f"| {_name(row)} | {row['lexname']} | {row['depth']} | {_cell(row['leaf'])} | "
@@ -205,10 +195,7 @@ def _relation_section(title: str, rows: list[dict], key: str) -> list[str]:
     lines = [f"## {title} ({len(rows)})", ""]
     for row in rows:
         related = row[key]
-        shown = ", ".join(
-            _name(t) + (f" via “{t['lemma']}”" if "lemma" in t else "")
-            for t in related[:MD_LIST_LIMIT]
-        )
+        shown = ", ".join(_name(t) + (f" via “{t['lemma']}”" if "lemma" in t else "") for t in related[:MD_LIST_LIMIT])
         more = f", and {len(related) - MD_LIST_LIMIT} more" if len(related) > MD_LIST_LIMIT else ""
         lines.append(f"- {_name(row)}: {shown}{more}")
     return [*lines, ""]

@@ -37,14 +37,18 @@ def labelled_rows(path: Path = TABLE) -> list[dict]:
             if len(senses) < 2:
                 raise ValueError(f"{path.name}:{line}: {row['lemma']!r} has {len(senses)} noun senses, expected >= 2")
             if row["synset"] not in names:
-                raise ValueError(f"{path.name}:{line}: {row['synset']} is not a noun sense of {row['lemma']!r} ({names})")
-            rows.append({
-                "caption": row["caption"],
-                "lemma": row["lemma"],
-                "synset": row["synset"],
-                "wnid": wnid_of_offset(wn.synset(row["synset"]).offset()),
-                "first_sense": row["synset"] == names[0],
-            })
+                raise ValueError(
+                    f"{path.name}:{line}: {row['synset']} is not a noun sense of {row['lemma']!r} ({names})"
+                )
+            rows.append(
+                {
+                    "caption": row["caption"],
+                    "lemma": row["lemma"],
+                    "synset": row["synset"],
+                    "wnid": wnid_of_offset(wn.synset(row["synset"]).offset()),
+                    "first_sense": row["synset"] == names[0],
+                }
+            )
     return rows
 
 

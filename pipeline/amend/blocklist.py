@@ -40,6 +40,7 @@ from imagenot.pipeline.run.stage_dir import stage_figures
 
 log = logging.getLogger(__name__)
 
+
 def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> pa.Table:
     """Rows to drop (row_id, reason, duplicate_of), with the tar and key of those in the dataset."""
     download_dir = stage_path(run_dir, DOWNLOAD)
@@ -83,7 +84,11 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
     require_download(config, run_dir, "blocklist apply")
     images_before = stage_figures(run_dir, download_stage.STAGE)["images"]
     result = drop_and_backfill(
-        config, run_dir, "blocklist apply", lambda: _matches(run_dir, blocklist, candidates()), before_drop=remove_from_tars
+        config,
+        run_dir,
+        "blocklist apply",
+        lambda: _matches(run_dir, blocklist, candidates()),
+        before_drop=remove_from_tars,
     )
     source = blocklist.sources[0]
     record = {
@@ -112,7 +117,9 @@ def blocklist_command() -> None:
 
 @blocklist_command.command("apply")
 @click.option("--run", "run_dir", required=True, help="run directory holding a finished download/ stage")
-@click.option("--list", "list_path", required=True, help="blocklist file (local or gs://): `url|domain|sha256|md5 VALUE` lines")
+@click.option(
+    "--list", "list_path", required=True, help="blocklist file (local or gs://): `url|domain|sha256|md5 VALUE` lines"
+)
 @run_config_option
 @break_lock_option
 def apply_command(run_dir: str, list_path: str, config_path: str | None, break_lock: bool) -> None:
@@ -122,9 +129,16 @@ def apply_command(run_dir: str, list_path: str, config_path: str | None, break_l
         record = apply_blocklist(config, run_dir, list_path)
         shortfall = refresh_outputs(config, run_dir)  # the card and export follow what the list removed
     if record["still_listed"]:
-        log.warning("%s: %d listed images remain after %d passes; run blocklist apply again", list_path, record["still_listed"], record["passes"])
+        log.warning(
+            "%s: %d listed images remain after %d passes; run blocklist apply again",
+            list_path,
+            record["still_listed"],
+            record["passes"],
+        )
     if record["md5_not_checked"]:
-        log.warning("%s: %d md5 entries cannot be checked without the original bytes", list_path, record["md5_not_checked"])
+        log.warning(
+            "%s: %d md5 entries cannot be checked without the original bytes", list_path, record["md5_not_checked"]
+        )
     click.echo(f"blocklist apply: {json.dumps(record, indent=2)}")
     if shortfall:
         click.echo(f"Warning: {shortfall}", err=True)

@@ -137,7 +137,9 @@ def similarity_figure(dataset: pa.Table, reference: pa.Table | None) -> bytes:
     figure = Figure(figsize=(10, 3.5))
     FigureCanvasAgg(figure)
     axes = figure.subplots(1, 2)
-    for axis, column, title in zip(axes, ("intra_class_similarity", "inter_class_similarity"), ("Intra-class", "Inter-class")):
+    for axis, column, title in zip(
+        axes, ("intra_class_similarity", "inter_class_similarity"), ("Intra-class", "Inter-class")
+    ):
         for table, name in ((dataset, "this dataset"), (reference, "reference")):
             if table is not None:
                 values = _column(table, column)
@@ -164,7 +166,9 @@ def measure_agreement(run_dir: str, settings: ImageAudit) -> dict:
     queries_path = stage_path(run_dir, AUDIT_EMBEDDINGS, CLASS_QUERIES_FILE)
     queries = pa.Table.from_batches(list(read_batches(queries_path)))
     rows = agreement_rows(images, queries, settings)
-    classes = class_similarities(column_vectors(images.column("image_embedding")), images.column("class_index").to_numpy())
+    classes = class_similarities(
+        column_vectors(images.column("image_embedding")), images.column("class_index").to_numpy()
+    )
     _write_parquet(FileSystems.join(stage_dir, "rows.parquet"), rows)
     _write_parquet(FileSystems.join(stage_dir, "classes.parquet"), classes)
     summary = {
@@ -181,8 +185,12 @@ def measure_agreement(run_dir: str, settings: ImageAudit) -> dict:
         if reference.labels is not None:
             reference_classes = class_similarities(reference.vectors, reference.labels)
             _write_parquet(FileSystems.join(stage_dir, "reference_classes.parquet"), reference_classes)
-            summary["reference_intra_class_similarity"] = quantiles(_column(reference_classes, "intra_class_similarity"))
-            summary["reference_inter_class_similarity"] = quantiles(_column(reference_classes, "inter_class_similarity"))
+            summary["reference_intra_class_similarity"] = quantiles(
+                _column(reference_classes, "intra_class_similarity")
+            )
+            summary["reference_inter_class_similarity"] = quantiles(
+                _column(reference_classes, "inter_class_similarity")
+            )
     write_bytes(FileSystems.join(stage_dir, AGREEMENT_PLOT_FILE), similarity_figure(classes, reference_classes))
     if settings.random_weights:
         summary["warning"] = embeddings.RANDOM_WEIGHTS_WARNING
@@ -196,7 +204,9 @@ def failing_rows(rows: pa.Table) -> pa.Table:
     failing = rows.filter(pc.invert(rows.column("kept")))
     by_class = pc.fill_null(failing.column("passes_class_filter"), True)
     reason = pc.if_else(by_class, "image_caption_disagreement", "image_class_disagreement")
-    return pa.table({"row_id": failing.column("row_id"), "reason": reason, "duplicate_of": pa.nulls(failing.num_rows, pa.string())})
+    return pa.table(
+        {"row_id": failing.column("row_id"), "reason": reason, "duplicate_of": pa.nulls(failing.num_rows, pa.string())}
+    )
 
 
 def choose_drops(run_dir: str, settings: ImageAudit) -> pa.Table:
@@ -213,7 +223,9 @@ def run_agreement(config: Config, run_dir: str, drop: bool = False) -> None:
             "or min_image_caption_similarity"
         )
     elif settings.random_weights:
-        raise ImagenotError("--drop with random CLIP weights would drop on meaningless similarities: set image_audit.clip_weights")
+        raise ImagenotError(
+            "--drop with random CLIP weights would drop on meaningless similarities: set image_audit.clip_weights"
+        )
     else:
         drop_flagged(config, run_dir, STAGE, run_agreement, choose_drops)
 

@@ -49,7 +49,13 @@ import torch
 from PIL import Image
 
 # Module names open_clip 3.x imports from torchvision at import time.
-_TORCHVISION_MODULES = ("torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchvision.ops", "torchvision.ops.misc")
+_TORCHVISION_MODULES = (
+    "torchvision",
+    "torchvision.transforms",
+    "torchvision.transforms.functional",
+    "torchvision.ops",
+    "torchvision.ops.misc",
+)
 
 
 class _AbsentMeta(type):
@@ -128,7 +134,9 @@ def preprocess(image: Image.Image, cfg: dict) -> np.ndarray:
         image = _resize(image, (height, new_long) if w <= h else (new_long, height), resample)
         image = _center_crop(image, width, height)
     else:
-        raise ValueError(f"open_clip resize_mode {mode!r} with size {size!r} is not supported (only 'shortest' square or 'squash')")
+        raise ValueError(
+            f"open_clip resize_mode {mode!r} with size {size!r} is not supported (only 'shortest' square or 'squash')"
+        )
     pixels = np.asarray(image.convert(cfg.get("mode", "RGB")), dtype=np.float32) / 255.0
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]

@@ -35,7 +35,9 @@ drop_option = click.option(
 Chooser = Callable[[str, ImageAudit], pa.Table]  # (run dir, settings) -> rows to drop: row_id, reason, duplicate_of
 
 
-def drop_flagged(config: Config, run_dir: str, stage: str, audit: Callable[[Config, str], object], choose: Chooser) -> None:
+def drop_flagged(
+    config: Config, run_dir: str, stage: str, audit: Callable[[Config, str], object], choose: Chooser
+) -> None:
     """Audit, drop what it flags and backfill, until nothing new is flagged or the passes run out."""
 
     def flagged() -> pa.Table:
@@ -47,7 +49,14 @@ def drop_flagged(config: Config, run_dir: str, stage: str, audit: Callable[[Conf
 
     result = backfill.drop_and_backfill(config, run_dir, "--drop", flagged, after_backfill=embed_new_tars)
     if result.still_flagged:
-        log.warning("%s: %d images still flagged after %d drop passes; run --drop again", stage, result.still_flagged, result.passes)
-    write_json(FileSystems.join(run_dir, stage, FIGURES_FILE), {**stage_figures(run_dir, stage), "drop": asdict(result)})
+        log.warning(
+            "%s: %d images still flagged after %d drop passes; run --drop again",
+            stage,
+            result.still_flagged,
+            result.passes,
+        )
+    write_json(
+        FileSystems.join(run_dir, stage, FIGURES_FILE), {**stage_figures(run_dir, stage), "drop": asdict(result)}
+    )
     if shortfall := backfill.refresh_outputs(config, run_dir):
         click.echo(f"Warning: {shortfall}", err=True)

@@ -73,17 +73,23 @@ def knn(
         index.add(database)
         return index.search(queries, k)
     if dim % 8:
-        raise ValueError(f"approximate search needs a dimension divisible by 8, got {dim}; raise exact_search_max above {count}")
+        raise ValueError(
+            f"approximate search needs a dimension divisible by 8, got {dim}; raise exact_search_max above {count}"
+        )
     lists = int(math.sqrt(count))
     index = faiss.index_factory(dim, f"IVF{lists},PQ{dim // 8}x4fs,RFlat", faiss.METRIC_INNER_PRODUCT)
     sample = np.random.default_rng(0).choice(count, min(count, 64 * lists), replace=False)
     index.train(database[np.sort(sample)])
     index.add(database)
-    params = faiss.IndexRefineSearchParameters(k_factor=rerank, base_index_params=faiss.SearchParametersIVF(nprobe=probes))
+    params = faiss.IndexRefineSearchParameters(
+        k_factor=rerank, base_index_params=faiss.SearchParametersIVF(nprobe=probes)
+    )
     return index.search(queries, k, params=params)
 
 
-def near_pairs(cosines: np.ndarray, neighbours: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def near_pairs(
+    cosines: np.ndarray, neighbours: np.ndarray, threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Unique pairs (a < b) of a self-search with cosine >= threshold: (a, b, cosine), sorted by (a, b)."""
     rows = np.repeat(np.arange(len(neighbours)), neighbours.shape[1])
     cols, sims = neighbours.reshape(-1), cosines.reshape(-1)
@@ -108,7 +114,9 @@ def exact_pairs(digests: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 def pair_kinds(a: np.ndarray, b: np.ndarray, class_index: np.ndarray, split: np.ndarray) -> np.ndarray:
     """train_test when the splits differ (a leak), else cross_class or within_class."""
-    return np.where(split[a] != split[b], "train_test", np.where(class_index[a] != class_index[b], "cross_class", "within_class"))
+    return np.where(
+        split[a] != split[b], "train_test", np.where(class_index[a] != class_index[b], "cross_class", "within_class")
+    )
 
 
 @dataclass(frozen=True)
@@ -128,13 +136,21 @@ def load_reference(path: str) -> Reference:
     else:
         table = pq.read_table(io.BytesIO(data))
         if "embedding" not in table.column_names:
-            raise ImagenotError(f"{path}: reference parquet needs an `embedding` list<float> column; has {table.column_names}")
+            raise ImagenotError(
+                f"{path}: reference parquet needs an `embedding` list<float> column; has {table.column_names}"
+            )
         embedding = table.column("embedding").combine_chunks()
         vectors = np.stack(embedding.to_numpy(zero_copy_only=False)) if len(embedding) else np.zeros((0, 0))
-        ids = np.array(table.column("id").to_pylist(), str) if "id" in table.column_names else np.arange(len(table)).astype(str)
+        ids = (
+            np.array(table.column("id").to_pylist(), str)
+            if "id" in table.column_names
+            else np.arange(len(table)).astype(str)
+        )
         labels = table.column("label").to_numpy(zero_copy_only=False) if "label" in table.column_names else None
     if vectors.ndim != 2 or not len(vectors):
-        raise ImagenotError(f"{path}: expected a non-empty (n, d) array of reference embeddings, got shape {vectors.shape}")
+        raise ImagenotError(
+            f"{path}: expected a non-empty (n, d) array of reference embeddings, got shape {vectors.shape}"
+        )
     vectors = np.ascontiguousarray(vectors, np.float32)
     faiss.normalize_L2(vectors)
     return Reference(ids, vectors, labels)
@@ -175,14 +191,20 @@ def duplicate_pairs(images: pa.Table, settings: ImageAudit, reference: Reference
     if reference is not None:
         parts.append(reference_pairs(vectors, row_ids, reference, settings))
     pairs = pa.concat_tables(parts)
-    return pairs.sort_by([("kind", "ascending"), ("cosine", "descending"), ("row_id_a", "ascending"), ("row_id_b", "ascending")])
+    return pairs.sort_by(
+        [("kind", "ascending"), ("cosine", "descending"), ("row_id_a", "ascending"), ("row_id_b", "ascending")]
+    )
 
 
 def reference_pairs(vectors: np.ndarray, row_ids: np.ndarray, reference: Reference, settings: ImageAudit) -> pa.Table:
     """Each image whose nearest reference vector has cosine >= threshold, with that vector's id."""
     if reference.vectors.shape[1] != vectors.shape[1]:
-        raise ImagenotError(f"reference embeddings have dimension {reference.vectors.shape[1]}, the images {vectors.shape[1]}")
-    cosines, neighbours = knn(reference.vectors, vectors, 1, settings.exact_search_max, settings.ivf_probes, settings.ann_rerank)
+        raise ImagenotError(
+            f"reference embeddings have dimension {reference.vectors.shape[1]}, the images {vectors.shape[1]}"
+        )
+    cosines, neighbours = knn(
+        reference.vectors, vectors, 1, settings.exact_search_max, settings.ivf_probes, settings.ann_rerank
+    )
     hit = cosines[:, 0] >= settings.near_duplicate_threshold
     return pa.table(
         {
@@ -215,18 +237,24 @@ def duplicate_counts(pairs: pa.Table, images: pa.Table) -> dict:
 def thumbnail_html(pairs: pa.Table, run_dir: str, limit: int) -> str:
     """An HTML table of the `limit` closest pairs, each image a small inline JPEG labelled with
     its class and caption."""
-    shown = pairs.sort_by([("cosine", "descending"), ("row_id_a", "ascending"), ("row_id_b", "ascending")]).slice(0, limit)
+    shown = pairs.sort_by([("cosine", "descending"), ("row_id_a", "ascending"), ("row_id_b", "ascending")]).slice(
+        0, limit
+    )
     rows_of = {r["row_id"]: r for r in embeddings.dataset_table(run_dir).to_pylist()}
     has_classes = FileSystems.exists(classes_path(run_dir))
     names = {c["index"]: c["name"] for c in read_classes(run_dir)} if has_classes else {}
     needed = {r for r in shown.column("row_id_a").to_pylist() + shown.column("row_id_b").to_pylist() if r in rows_of}
-    pictures = read_thumbnails(run_dir, [(rows_of[r]["tar"], rows_of[r]["key"]) for r in sorted(needed)], THUMBNAIL_PIXELS)
+    pictures = read_thumbnails(
+        run_dir, [(rows_of[r]["tar"], rows_of[r]["key"]) for r in sorted(needed)], THUMBNAIL_PIXELS
+    )
 
     def cell(row_id: str) -> str:
         row = rows_of.get(row_id)
         if row is None:
             return f"<td>(reference)<br>{html.escape(row_id)}</td>"
-        label = f"class {row['class_index']} {names.get(row['class_index'], '')}".rstrip() + f" · {row['split']} · {row_id}"
+        label = (
+            f"class {row['class_index']} {names.get(row['class_index'], '')}".rstrip() + f" · {row['split']} · {row_id}"
+        )
         return f"<td>{labelled_thumbnail(pictures.get((row['tar'], row['key'])), label, row['caption'])}</td>"
 
     rows = [
@@ -240,14 +268,24 @@ def thumbnail_html(pairs: pa.Table, run_dir: str, limit: int) -> str:
 def find_duplicates(run_dir: str, settings: ImageAudit) -> dict:
     """The duplicates audit over a finished embeddings stage; returns the counts."""
     upstream = stage_fingerprint(run_dir, embeddings.STAGE)
-    keys = {"near_duplicate_threshold", "neighbours", "exact_search_max", "ivf_probes", "ann_rerank", "reference_embeddings", "thumbnails"}
+    keys = {
+        "near_duplicate_threshold",
+        "neighbours",
+        "exact_search_max",
+        "ivf_probes",
+        "ann_rerank",
+        "reference_embeddings",
+        "thumbnails",
+    }
     stage_dir = open_stage(run_dir, STAGE, settings.model_dump(include=keys), upstream)
     images = embeddings.embedding_table(run_dir, ["row_id", "class_index", "split", "sha256", "image_embedding"])
     reference = load_reference(settings.reference_embeddings) if settings.reference_embeddings else None
     pairs = duplicate_pairs(images, settings, reference)
     with atomic_output(FileSystems.join(stage_dir, "pairs.parquet")) as stream:
         pq.write_table(pairs, stream, compression="zstd")
-    write_text(FileSystems.join(stage_dir, DUPLICATE_PAIRS_HTML_FILE), thumbnail_html(pairs, run_dir, settings.thumbnails))
+    write_text(
+        FileSystems.join(stage_dir, DUPLICATE_PAIRS_HTML_FILE), thumbnail_html(pairs, run_dir, settings.thumbnails)
+    )
     counts = duplicate_counts(pairs, images)
     if settings.random_weights:
         counts["warning"] = embeddings.RANDOM_WEIGHTS_WARNING
@@ -298,7 +336,9 @@ def choose_drops(run_dir: str, settings: ImageAudit) -> pa.Table:
     if settings.random_weights:
         log.warning("random CLIP weights: --drop takes out byte-identical copies only")
         pairs = pairs.filter(pc.fill_null(pairs.column("exact"), False))
-    return rows_to_drop(pairs, embeddings.embedding_table(run_dir, ["row_id", "class_index", "split"]), settings.drop_kinds)
+    return rows_to_drop(
+        pairs, embeddings.embedding_table(run_dir, ["row_id", "class_index", "split"]), settings.drop_kinds
+    )
 
 
 def run_duplicates(config: Config, run_dir: str, drop: bool = False) -> None:

@@ -60,7 +60,9 @@ STAGE = AUDIT_EMBEDDINGS
 SHARDS_DIR = "shards"
 TALLY_FILE = "embeddings_tally.json"
 TAR_DIGEST_KEY = "tar_sha256"  # shard metadata: the sha256 of the tar it embeds
-RANDOM_WEIGHTS_WARNING = "RANDOM CLIP WEIGHTS (image_audit.clip_weights is null): every similarity and duplicate here is meaningless"
+RANDOM_WEIGHTS_WARNING = (
+    "RANDOM CLIP WEIGHTS (image_audit.clip_weights is null): every similarity and duplicate here is meaningless"
+)
 DATASET_COLUMNS = ["row_id", "caption", "class_index", "split", "tar", "key"]
 IMAGE_EXTENSIONS = ("jpg", "png", "webp")
 
@@ -132,10 +134,13 @@ def embed_tar(tar_path: str, rows: pa.Table, model: ClipModel, batch_size: int) 
         image_parts.append(model.encode_pixels(np.stack(pixels)))
     problems.update(dict.fromkeys(row_of.values(), "image_missing"))  # keys the tar did not hold
     caption_parts = [
-        model.encode_texts([captions[i] for i in kept[start : start + batch_size]]) for start in range(0, len(kept), batch_size)
+        model.encode_texts([captions[i] for i in kept[start : start + batch_size]])
+        for start in range(0, len(kept), batch_size)
     ]
     unembedded = sorted(problems)
-    missing = np.zeros((len(unembedded), model.dim), np.float32)  # not null: parquet cannot read back null fixed-size lists
+    missing = np.zeros(
+        (len(unembedded), model.dim), np.float32
+    )  # not null: parquet cannot read back null fixed-size lists
     table = pa.table(
         {
             "row_id": rows.column("row_id").take(pa.array(kept + unembedded, pa.int64())),
@@ -149,10 +154,14 @@ def embed_tar(tar_path: str, rows: pa.Table, model: ClipModel, batch_size: int) 
 
 
 def new_model(settings: ImageAudit, runner: Runner) -> ClipModel:
-    return ClipModel(settings.clip_model, settings.clip_weights, settings.clip_model_config, settings.seed, runner.torch_threads)
+    return ClipModel(
+        settings.clip_model, settings.clip_weights, settings.clip_model_config, settings.seed, runner.torch_threads
+    )
 
 
-def embed_shard(settings: ImageAudit, run_dir: str, stage_dir: str, element: tuple[str, pa.Table], model: ClipModel) -> dict:
+def embed_shard(
+    settings: ImageAudit, run_dir: str, stage_dir: str, element: tuple[str, pa.Table], model: ClipModel
+) -> dict:
     """Embed one tar's dataset rows into `stage_dir`, or return the tally of an earlier run that
     embedded the same tar bytes."""
     tar, rows = element
@@ -216,8 +225,13 @@ def embed_images(run_dir: str, settings: ImageAudit, runner: Runner) -> dict:
     dataset = dataset_table(run_dir)
     tars = rows_by_tar(dataset)
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
-    with watch_shards(stage_dir, [output_name(tar) for tar, _ in tars], STAGE, "images_embedded"), make_pipeline(runner) as pipeline:
-        worker = ShardWorker(functools.partial(embed_shard, settings, run_dir, stage_dir), functools.partial(new_model, settings, runner))
+    with (
+        watch_shards(stage_dir, [output_name(tar) for tar, _ in tars], STAGE, "images_embedded"),
+        make_pipeline(runner) as pipeline,
+    ):
+        worker = ShardWorker(
+            functools.partial(embed_shard, settings, run_dir, stage_dir), functools.partial(new_model, settings, runner)
+        )
         process_shards(pipeline, tars, worker, total_path)
     figures = embedding_figures(_dataset_embeddings(run_dir, dataset, ["row_id", "problem"]))
     if settings.random_weights:
@@ -238,7 +252,9 @@ def _dataset_embeddings(run_dir: str, dataset: pa.Table, columns: list[str]) -> 
     position = pc.index_in(dataset.column("row_id"), stored.column("row_id"))
     if position.null_count:
         absent = dataset.column("row_id").filter(pc.is_null(position)).to_pylist()[:5]
-        raise ImagenotError(f"{run_dir}/{STAGE}: no embedding row for dataset rows {absent}; rerun `imagenot audit embed`")
+        raise ImagenotError(
+            f"{run_dir}/{STAGE}: no embedding row for dataset rows {absent}; rerun `imagenot audit embed`"
+        )
     taken = stored.take(position)
     taken = taken.add_column(1, "split", dataset.column("split"))
     return taken.add_column(1, "class_index", dataset.column("class_index").cast(pa.int32()))

@@ -148,7 +148,9 @@ def label_noise(
     matrix = probability_matrix(probs, probs_source)
     k = matrix.shape[1]
     if num_classes is not None and k != num_classes:
-        raise LabelNoiseInputError(f"{probs_source}: {k} probabilities per row, but the dataset has {num_classes} classes")
+        raise LabelNoiseInputError(
+            f"{probs_source}: {k} probabilities per row, but the dataset has {num_classes} classes"
+        )
     if "class_index" not in dataset.column_names:
         raise LabelNoiseInputError(f"{dataset_source}: no column 'class_index'")
     labels = dataset.column("class_index").combine_chunks()
@@ -188,17 +190,19 @@ def per_class(result: LabelNoise, classes: list[dict] | None = None) -> list[dic
     rows = []
     for i in range(result.num_classes):
         errors = int(counts[i].sum() - counts[i, i])
-        rows.append({
-            "class_index": i,
-            "wnid": by_index.get(i, {}).get("wnid", ""),
-            "name": by_index.get(i, {}).get("name", ""),
-            "given": int(given[i]),
-            "estimated_true": int(counts[:, i].sum()),
-            "estimated_errors": errors,  # labelled i, estimated to be another class
-            "estimated_missing": int(counts[:, i].sum() - counts[i, i]),  # truly i, labelled otherwise
-            "noise_rate": round(errors / given[i], 6) if given[i] else 0.0,
-            "flagged": int(flagged[i]),
-        })
+        rows.append(
+            {
+                "class_index": i,
+                "wnid": by_index.get(i, {}).get("wnid", ""),
+                "name": by_index.get(i, {}).get("name", ""),
+                "given": int(given[i]),
+                "estimated_true": int(counts[:, i].sum()),
+                "estimated_errors": errors,  # labelled i, estimated to be another class
+                "estimated_missing": int(counts[:, i].sum() - counts[i, i]),  # truly i, labelled otherwise
+                "noise_rate": round(errors / given[i], 6) if given[i] else 0.0,
+                "flagged": int(flagged[i]),
+            }
+        )
     return rows
 
 
@@ -227,14 +231,16 @@ def summary(result: LabelNoise, classes: list[dict] | None = None) -> dict:
 
 def flagged_table(result: LabelNoise) -> pa.Table:
     rows = result.flagged
-    return pa.table({
-        "row_id": pa.array([result.row_ids[i] for i in rows], pa.string()),
-        "split": pa.array([result.splits[i] for i in rows], pa.string()),
-        "given_class": pa.array(result.labels[rows], pa.int32()),
-        "suggested_class": pa.array(result.pred_probs[rows].argmax(axis=1), pa.int32()),
-        "self_confidence": pa.array(result.self_confidence[rows], pa.float64()),
-        "rank": pa.array(np.arange(1, len(rows) + 1), pa.int32()),
-    })
+    return pa.table(
+        {
+            "row_id": pa.array([result.row_ids[i] for i in rows], pa.string()),
+            "split": pa.array([result.splits[i] for i in rows], pa.string()),
+            "given_class": pa.array(result.labels[rows], pa.int32()),
+            "suggested_class": pa.array(result.pred_probs[rows].argmax(axis=1), pa.int32()),
+            "self_confidence": pa.array(result.self_confidence[rows], pa.float64()),
+            "rank": pa.array(np.arange(1, len(rows) + 1), pa.int32()),
+        }
+    )
 
 
 def _tsv(header: list, rows: list[list]) -> str:

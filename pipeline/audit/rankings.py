@@ -104,7 +104,9 @@ def reviewed_accuracies(models: list[ModelAccuracy], predictions_path: str, acce
     table = read_table(predictions_path)
     missing = [c for c in ("model", "row_id", "correct") if c not in table.column_names]
     if missing:
-        raise RankingInputError(f"{predictions_path}: missing column(s) {', '.join(missing)}; expected model,row_id,correct")
+        raise RankingInputError(
+            f"{predictions_path}: missing column(s) {', '.join(missing)}; expected model,row_id,correct"
+        )
     tally: dict[str, list[int]] = {}
     for row in table.select(["model", "row_id", "correct"]).to_pylist():
         if row["row_id"] in accepted:
@@ -194,7 +196,9 @@ def compare_rankings(
     base_row = models[names.index(base)]
     for side in ("a", "b"):
         if getattr(base_row, f"accuracy_{side}") == 0:
-            raise RankingInputError(f"base model {base!r} has accuracy 0 on dataset {side.upper()}; progress is undefined")
+            raise RankingInputError(
+                f"base model {base!r} has accuracy 0 on dataset {side.upper()}; progress is undefined"
+            )
     a = np.array([m.accuracy_a for m in models])
     b = np.array([m.accuracy_b for m in models])
     for side, accuracies in (("A", a), ("B", b)):
@@ -299,7 +303,9 @@ def plot_accuracies(result: dict, name_a: str, name_b: str) -> bytes:
     ax.plot(span, result["slope"] * span + result["intercept"], color="tab:red", label=fit_label)
     ax.plot(span, span, color="grey", linestyle="--", label="y = x")
     for name, m in _by_accuracy_a(result):
-        ax.annotate(name, (m["accuracy_a"], m["accuracy_b"]), fontsize="x-small", xytext=(3, -8), textcoords="offset points")
+        ax.annotate(
+            name, (m["accuracy_a"], m["accuracy_b"]), fontsize="x-small", xytext=(3, -8), textcoords="offset points"
+        )
     ax.set_xlabel(f"accuracy on {name_a}")
     ax.set_ylabel(f"accuracy on {name_b}")
     ax.set_title(f"Kendall τ {result['kendall_tau']:.3f}, Spearman ρ {result['spearman']:.3f}", fontsize="medium")
@@ -326,7 +332,10 @@ def plot_progress(result: dict, name_a: str, name_b: str) -> bytes:
 
 def write_report(result: dict, out_dir: str, name_a: str, name_b: str) -> list[str]:
     """rankings.json, rankings.md, rankings.png and progress.png in `out_dir`, each atomically."""
-    paths = [FileSystems.join(out_dir, name) for name in (MODEL_RANKINGS_FILE, "rankings.md", MODEL_RANKINGS_PLOT_FILE, "progress.png")]
+    paths = [
+        FileSystems.join(out_dir, name)
+        for name in (MODEL_RANKINGS_FILE, "rankings.md", MODEL_RANKINGS_PLOT_FILE, "progress.png")
+    ]
     write_json(paths[0], {**result, "dataset_a": name_a, "dataset_b": name_b})
     write_text(paths[1], render_markdown(result, name_a, name_b))
     write_bytes(paths[2], plot_accuracies(result, name_a, name_b))
@@ -335,20 +344,37 @@ def write_report(result: dict, out_dir: str, name_a: str, name_b: str) -> list[s
 
 
 @click.command("compare-rankings")
-@click.option("--input", "input_path", required=True,
-              help="CSV with columns model,accuracy_a,n_a,accuracy_b,n_b (accuracies as fractions)")
+@click.option(
+    "--input",
+    "input_path",
+    required=True,
+    help="CSV with columns model,accuracy_a,n_a,accuracy_b,n_b (accuracies as fractions)",
+)
 @click.option("--out", "out_dir", required=True, help="folder for the report")
 @click.option("--base", default=None, help="model that progress is relative to [default: lowest accuracy on A]")
 @click.option("--name-a", default="dataset A", show_default=True, help="name of dataset A in the report")
 @click.option("--name-b", default="dataset B", show_default=True, help="name of dataset B in the report")
-@click.option("--resamples", default=RESAMPLES, show_default=True, type=click.IntRange(min=1), help="bootstrap resamples")
+@click.option(
+    "--resamples", default=RESAMPLES, show_default=True, type=click.IntRange(min=1), help="bootstrap resamples"
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="bootstrap seed")
-@click.option("--reviewed-run", default=None, help="dataset B's run: restrict B to the images its human review kept "
-              "(needs --predictions-b; see `imagenot review`)")
+@click.option(
+    "--reviewed-run",
+    default=None,
+    help="dataset B's run: restrict B to the images its human review kept "
+    "(needs --predictions-b; see `imagenot review`)",
+)
 @click.option("--predictions-b", default=None, help="parquet of per-image results on B: model, row_id, correct")
 def compare_rankings_command(
-    input_path: str, out_dir: str, base: str | None, name_a: str, name_b: str, resamples: int, seed: int,
-    reviewed_run: str | None, predictions_b: str | None,
+    input_path: str,
+    out_dir: str,
+    base: str | None,
+    name_a: str,
+    name_b: str,
+    resamples: int,
+    seed: int,
+    reviewed_run: str | None,
+    predictions_b: str | None,
 ) -> None:
     """Compare model accuracies on two datasets: rank correlations, fit, intervals, progress."""
     models = read_accuracies(input_path)

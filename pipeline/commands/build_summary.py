@@ -82,8 +82,10 @@ def image_shortfall(config: Config, run_dir: str) -> str | None:
     if not figures:
         return None
     if figures["images"] == 0:
-        return (f"the dataset is empty: none of its {figures['classes']:,} classes has an image left "
-                "(see the card's collection section for what removed them)")  # fmt: skip
+        return (
+            f"the dataset is empty: none of its {figures['classes']:,} classes has an image left "
+            "(see the card's collection section for what removed them)"
+        )
     short = figures.get("short_classes", {})
     if not short:
         return None
@@ -91,5 +93,7 @@ def image_shortfall(config: Config, run_dir: str) -> str | None:
     listed = sorted(short.items(), key=lambda item: (item[1], item[0]))
     shown = ", ".join(f"{names.get(wnid, wnid)} {images:,}" for wnid, images in listed[:SHORT_CLASSES_SHOWN])
     more = f" and {len(listed) - SHORT_CLASSES_SHOWN:,} more" if len(listed) > SHORT_CLASSES_SHOWN else ""
-    return (f"{len(short):,} of {figures['classes']:,} classes have fewer than {config.sampling.images_per_class:,} "
-            f"images (sampling.images_per_class; the reserve ran out): {shown}{more}")  # fmt: skip
+    return (
+        f"{len(short):,} of {figures['classes']:,} classes have fewer than {config.sampling.images_per_class:,} "
+        f"images (sampling.images_per_class; the reserve ran out): {shown}{more}"
+    )

@@ -28,27 +28,18 @@ def plot_shares(report: dict, key: str, xlabel: str, lows: tuple[int, ...] | Non
 
     `lows` are the lower bounds of wider buckets (the last one open); default one bar per value.
     """
-    hists = {
-        side: {int(value): n for value, n in report[side][key].items()}
-        for side in ("classes", "reference")
-    }
+    hists = {side: {int(value): n for value, n in report[side][key].items()} for side in ("classes", "reference")}
     top = max(max(hist) for hist in hists.values())
     lows = lows or tuple(range(top + 1))
     highs = (*lows[1:], max(top, lows[-1]) + 1)
-    labels = [
-        str(lo) if hi - lo == 1 else f"{lo}+" if hi > top else f"{lo}-{hi - 1}"
-        for lo, hi in zip(lows, highs)
-    ]
+    labels = [str(lo) if hi - lo == 1 else f"{lo}+" if hi > top else f"{lo}-{hi - 1}" for lo, hi in zip(lows, highs)]
     fig = Figure(figsize=(6.4, 3.8), dpi=100)  # no pyplot: no global figure state
     FigureCanvasAgg(fig)
     ax = fig.subplots()
     positions = np.arange(len(labels))
     for offset, (side, hist) in zip((-0.2, 0.2), hists.items()):
         total = sum(hist.values())
-        shares = [
-            sum(n for value, n in hist.items() if lo <= value < hi) / total
-            for lo, hi in zip(lows, highs)
-        ]
+        shares = [sum(n for value, n in hist.items() if lo <= value < hi) / total for lo, hi in zip(lows, highs)]
         label = f"{side}: {name(report[side]['source'])} ({total})"
         ax.bar(positions + offset, shares, width=0.4, label=label)
     ax.set_xticks(positions, labels, fontsize="small")
@@ -77,8 +68,9 @@ def write_report(report: dict, out: str) -> list[str]:
 
 @click.command("stats")
 @click.option("--classes", required=True, help="Class list: one wnid per line (any FileSystems path).")
-@click.option("--reference", default="imagenet1k", show_default=True,
-              help="imagenet1k, imagenet21k or a class-list file.")
+@click.option(
+    "--reference", default="imagenet1k", show_default=True, help="imagenet1k, imagenet21k or a class-list file."
+)
 @click.option("--out", required=True, help="Folder for stats.json, stats.md and the plots (any FileSystems path).")
 def stats(classes: str, reference: str, out: str) -> None:
     """Describe a class set's place in WordNet beside a reference set's."""

@@ -61,7 +61,9 @@ def senses(word: str, index: NounIndex) -> list[str]:
     underscores), in WordNet's sense order."""
     if WNID_PATTERN.match(word):
         if word not in index:
-            raise click.BadParameter(f"{word} is not a WordNet 3.0 noun synset; {_nearest_wnids(word, index)}", param_hint="WORD")
+            raise click.BadParameter(
+                f"{word} is not a WordNet 3.0 noun synset; {_nearest_wnids(word, index)}", param_hint="WORD"
+            )
         return [word]
     try:
         return [index.by_name(word).wnid]
@@ -82,7 +84,9 @@ def senses(word: str, index: NounIndex) -> list[str]:
 def _word_senses(word: str, index: NounIndex) -> list[str]:
     wanted = word.strip().lower().replace(" ", "_")
     found = {w for lemma, wnids in index.lemma_synsets.items() if lemma.lower() == wanted for w in wnids}
-    return sorted(found, key=lambda w: (index[w].name.rsplit(".", 2)[0] != wanted, int(index[w].name.rsplit(".", 1)[1]), w))
+    return sorted(
+        found, key=lambda w: (index[w].name.rsplit(".", 2)[0] != wanted, int(index[w].name.rsplit(".", 1)[1]), w)
+    )
 
 
 def _nearest_wnids(wnid: str, index: NounIndex) -> str:
@@ -164,7 +168,9 @@ class Run:
             return f"{wnid} {name}: passed the filters but had no scored caption at step 'rank'"
         if row["fate"] == "class":
             return f"{wnid} {name}: {self._class(wnid, row)}"
-        return f"{wnid} {name}: passed the filters, dropped at step 'rank' ({row['fate']}): {self._rank_drop(wnid, row)}"
+        return (
+            f"{wnid} {name}: passed the filters, dropped at step 'rank' ({row['fate']}): {self._rank_drop(wnid, row)}"
+        )
 
     def _safety(self, wnid: str) -> str:
         """For a synset no caption mentions: the safety rule that would drop it under the run's config."""
@@ -197,8 +203,10 @@ class Run:
             return f"score {row['score']} below the threshold {c.threshold} for {c.scoring.model} (ranking.thresholds)"
         if row["fate"] == "beyond_top_k":
             passing = [w for w, r in self.ranking.items() if r["fate"] in ("class", "beyond_top_k")]
-            return (f"score {row['score']}, place {passing.index(wnid) + 1:,} of {len(passing):,} synsets that passed; "
-                    f"only the best {c.ranking.classes:,} become classes (ranking.classes)")  # fmt: skip
+            return (
+                f"score {row['score']}, place {passing.index(wnid) + 1:,} of {len(passing):,} synsets that passed; "
+                f"only the best {c.ranking.classes:,} become classes (ranking.classes)"
+            )
         return f"score {row['score']}"
 
     def _sharing_lemmas(self, wnid: str, reference: set[str]) -> list[str]:

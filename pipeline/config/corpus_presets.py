@@ -11,7 +11,15 @@ lacks is simply not read; a column an enabled setting needs is checked before an
 from __future__ import annotations
 
 _OFF = {"allowed_nsfw_tags": None, "max_punsafe": None}
-_NO_OPTIONAL = {"width": None, "height": None, "similarity": None, "punsafe": None, "nsfw": None, "sample_id": None, "license": None}
+_NO_OPTIONAL = {
+    "width": None,
+    "height": None,
+    "similarity": None,
+    "punsafe": None,
+    "nsfw": None,
+    "sample_id": None,
+    "license": None,
+}
 
 # preset -> corpus.columns, corpus.column_names, selection's row NSFW settings
 PRESETS: dict[str, dict] = {
@@ -24,20 +32,43 @@ PRESETS: dict[str, dict] = {
     },
     # DataComp CommonPool and DataComp-1B parquet metadata; NSFW filtered at source.
     "datacomp": {
-        "columns": {**_NO_OPTIONAL, "url": "url", "caption": "text", "width": "original_width",
-                    "height": "original_height", "similarity": "clip_b32_similarity_score", "sample_id": "uid"},
+        "columns": {
+            **_NO_OPTIONAL,
+            "url": "url",
+            "caption": "text",
+            "width": "original_width",
+            "height": "original_height",
+            "similarity": "clip_b32_similarity_score",
+            "sample_id": "uid",
+        },
         "selection": _OFF,
-    },  # fmt: skip
+    },
     # COYO-700M parquet; NSFW images filtered at source, the OpenNSFW2 score kept as punsafe.
     "coyo": {
-        "columns": {**_NO_OPTIONAL, "url": "url", "caption": "text", "width": "width", "height": "height",
-                    "similarity": "clip_similarity_vitb32", "punsafe": "nsfw_score_opennsfw2", "sample_id": "id"},
+        "columns": {
+            **_NO_OPTIONAL,
+            "url": "url",
+            "caption": "text",
+            "width": "width",
+            "height": "height",
+            "similarity": "clip_similarity_vitb32",
+            "punsafe": "nsfw_score_opennsfw2",
+            "sample_id": "id",
+        },
         "selection": _OFF,
-    },  # fmt: skip
+    },
     # Conceptual Captions: TSV without a header, caption then URL; filtered at source.
-    "cc3m": {"columns": {**_NO_OPTIONAL, "url": "url", "caption": "caption"}, "column_names": ["caption", "url"], "selection": _OFF},
+    "cc3m": {
+        "columns": {**_NO_OPTIONAL, "url": "url", "caption": "caption"},
+        "column_names": ["caption", "url"],
+        "selection": _OFF,
+    },
     # Conceptual 12M: TSV without a header, URL then caption; filtered at source.
-    "cc12m": {"columns": {**_NO_OPTIONAL, "url": "url", "caption": "caption"}, "column_names": ["url", "caption"], "selection": _OFF},
+    "cc12m": {
+        "columns": {**_NO_OPTIONAL, "url": "url", "caption": "caption"},
+        "column_names": ["url", "caption"],
+        "selection": _OFF,
+    },
 }
 PRESET_NAMES = tuple(PRESETS)
 

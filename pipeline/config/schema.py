@@ -57,7 +57,9 @@ class Columns(Section):
     @model_validator(mode="after")
     def _url_is_not_the_caption(self) -> Columns:
         if self.url == self.caption:
-            raise ValueError(f"corpus.columns.url and corpus.columns.caption both name column {self.url!r}; map each to its own column")
+            raise ValueError(
+                f"corpus.columns.url and corpus.columns.caption both name column {self.url!r}; map each to its own column"
+            )
         return self
 
     def source_columns(self) -> dict[str, str]:
@@ -76,22 +78,28 @@ class Synth(Section):
 
 class Corpus(Section):
     paths: list[str] = Field(
-        default_factory=list, description="paths, globs or URLs of parquet, csv, tsv, json or jsonl files (text ones also .gz)"
+        default_factory=list,
+        description="paths, globs or URLs of parquet, csv, tsv, json or jsonl files (text ones also .gz)",
     )
     synth: Synth | None = Field(None, description="generate the corpus instead of reading paths")
     preset: Literal[PRESET_NAMES] | None = Field(  # type: ignore[valid-type]
         None, description="a published corpus's column map and row NSFW settings; keys set here override it"
     )
     format: Literal["parquet", "csv", "tsv", "json", "jsonl"] | None = Field(
-        None, description="the files' format; null: from each file's extension (.parquet .csv .tsv .json .jsonl, text ones also .gz)"
+        None,
+        description="the files' format; null: from each file's extension (.parquet .csv .tsv .json .jsonl, text ones also .gz)",
     )
     columns: Columns = Columns()
     column_names: list[str] | None = Field(
-        None, description="csv/tsv files without a header: their columns in order (a first line spelling them is a header)"
+        None,
+        description="csv/tsv files without a header: their columns in order (a first line spelling them is a header)",
     )
     strict: bool = Field(False, description="a malformed line of a text file is an error naming it, not a counted drop")
     work_unit_rows: int = Field(
-        1_000_000, ge=1_000, le=100_000_000, description="the most rows of one work unit (parquet row groups, text byte ranges)"
+        1_000_000,
+        ge=1_000,
+        le=100_000_000,
+        description="the most rows of one work unit (parquet row groups, text byte ranges)",
     )
 
     @model_validator(mode="after")
@@ -139,7 +147,8 @@ class CaptionRules(Section):
         default_factory=lambda: list(FOREIGN_FUNCTION_WORDS), description="the foreign_word rule's words"
     )
     given_names: str = Field(
-        "/usr/share/dict/propernames.gz", description="given names, one a line (Debian's miscfiles): name and title rules"
+        "/usr/share/dict/propernames.gz",
+        description="given names, one a line (Debian's miscfiles): name and title rules",
     )
 
 
@@ -176,7 +185,9 @@ class Selection(Section):
     picturable_excluded_lexnames: list[str] = Field(
         default_factory=lambda: ["noun.location"], description="lexicographer files never picturable (places)"
     )
-    caption_rules: CaptionRules = Field(default_factory=CaptionRules, description="drop kept pairs whose word is not the synset")
+    caption_rules: CaptionRules = Field(
+        default_factory=CaptionRules, description="drop kept pairs whose word is not the synset"
+    )
 
     def row_nsfw_columns(self) -> dict[str, str]:
         """The enabled row NSFW checks (setting -> the corpus column, by canonical name, it reads)."""
@@ -226,19 +237,29 @@ class Scoring(Section):
     first_pass_captions: int = Field(
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the classes"
     )
-    seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks the first-pass captions (by a keyed hash of row ids)")
+    seed: int = Field(
+        0, ge=-(2**63), lt=2**63, description="picks the first-pass captions (by a keyed hash of row ids)"
+    )
     first_phase: Literal["off", "static", "priority"] = Field(
         "off",
         description="rank: off, the encoder scores every caption of the classes; static, a static model distilled from "
         "the encoder ranks them and the encoder scores each class's best exact_per_class; priority (strategies threshold "
         "and matched), the encoder scores each class's captions in the sample's order until its list is settled",
     )
-    first_phase_model: str | None = Field(None, description="a model2vec model folder; null: distilled from scoring.model")
+    first_phase_model: str | None = Field(
+        None, description="a model2vec model folder; null: distilled from scoring.model"
+    )
     exact_per_class: int | None = Field(
-        None, ge=1, le=100_000_000, description="captions per class the encoder scores after the first phase; null: 2 x (N + reserve)"
+        None,
+        ge=1,
+        le=100_000_000,
+        description="captions per class the encoder scores after the first phase; null: 2 x (N + reserve)",
     )
     exact_cap: int | None = Field(
-        None, ge=1, le=100_000_000, description="priority: the most captions per class the encoder scores; null: no cap (exact lists)"
+        None,
+        ge=1,
+        le=100_000_000,
+        description="priority: the most captions per class the encoder scores; null: no cap (exact lists)",
     )
 
 
@@ -284,7 +305,9 @@ class Sampling(Section):
     reference_scores: str | None = Field(
         None, description="another run's sample/dataset folder or a parquet with gloss_similarity (strategy matched)"
     )
-    reserve_factor: float = Field(0.3, ge=0, le=100, description="reserve = ceil(factor * N) extra candidates per class")
+    reserve_factor: float = Field(
+        0.3, ge=0, le=100, description="reserve = ceil(factor * N) extra candidates per class"
+    )
     test_per_class: int = Field(100, ge=0, le=1_000_000, description="images per class in the test split")
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="fixes the random order (a keyed hash of row ids)")
     shard_rows: int = Field(10_000, ge=1, le=10_000_000, description="rows per output parquet shard")
@@ -299,9 +322,13 @@ class Sampling(Section):
             )
         references = [key for key in ("reference_quantiles", "reference_scores") if getattr(self, key) is not None]
         if self.strategy == "matched" and len(references) != 1:
-            raise ValueError("strategy 'matched' needs exactly one of sampling.reference_quantiles, sampling.reference_scores")
+            raise ValueError(
+                "strategy 'matched' needs exactly one of sampling.reference_quantiles, sampling.reference_scores"
+            )
         if self.strategy != "matched" and references:
-            raise ValueError(f"sampling.{references[0]} is only used by strategy 'matched' (strategy is {self.strategy!r})")
+            raise ValueError(
+                f"sampling.{references[0]} is only used by strategy 'matched' (strategy is {self.strategy!r})"
+            )
         quantiles = self.reference_quantiles
         if quantiles is not None and (len(quantiles) < 2 or any(b < a for a, b in pairwise(quantiles))):
             raise ValueError(f"sampling.reference_quantiles must hold >= 2 non-decreasing values, got {quantiles}")
@@ -337,7 +364,10 @@ class Download(Section):
     shard_rows: int = Field(1_000, ge=1, le=1_000_000, description="URLs per img2dataset shard (tar)")
     user_agent_token: str = Field("imagenot", description="names the crawler in the User-Agent, so sites can opt out")
     demo_server_port: int | None = Field(
-        None, ge=1024, le=65535, description="demo only: serve a synthetic corpus's /img/<n>.jpg URLs on 127.0.0.1:<port> while fetching"
+        None,
+        ge=1024,
+        le=65535,
+        description="demo only: serve a synthetic corpus's /img/<n>.jpg URLs on 127.0.0.1:<port> while fetching",
     )
     disallowed_header_directives: list[str] = Field(
         default_factory=lambda: ["noai", "noimageai", "noindex", "noimageindex"],
@@ -355,18 +385,34 @@ class Download(Section):
     fetch_deadline_s: float | None = Field(
         None, gt=0, description="seconds a whole fetch may take, connection and redirects included; null: 3 x timeout_s"
     )
-    robots_txt: bool = Field(True, description="read each host's robots.txt (RFC 9309) and never fetch what it disallows")
-    robots_max_bytes: int = Field(524_288, ge=512_000, le=10_000_000, description="robots.txt bytes parsed (RFC 9309: at least 500 KiB)")
-    per_host_connections: int = Field(4, ge=1, le=1024, description="concurrent requests to one host, per worker process")
-    per_host_rate: float = Field(20, gt=0, le=100_000, description="requests per second to one host, per worker process")
-    backoff_base_s: float = Field(1, gt=0, le=3600, description="first wait after a 429/503 without Retry-After; doubles in a row")
-    max_backoff_s: float = Field(120, gt=0, le=86_400, description="longest wait a host may ask for; longer gives the host up for the round")
-    host_max_failures: int = Field(10, ge=1, le=1_000_000, description="failures in a row (429, 5xx, no answer) that give a host up for the round")
+    robots_txt: bool = Field(
+        True, description="read each host's robots.txt (RFC 9309) and never fetch what it disallows"
+    )
+    robots_max_bytes: int = Field(
+        524_288, ge=512_000, le=10_000_000, description="robots.txt bytes parsed (RFC 9309: at least 500 KiB)"
+    )
+    per_host_connections: int = Field(
+        4, ge=1, le=1024, description="concurrent requests to one host, per worker process"
+    )
+    per_host_rate: float = Field(
+        20, gt=0, le=100_000, description="requests per second to one host, per worker process"
+    )
+    backoff_base_s: float = Field(
+        1, gt=0, le=3600, description="first wait after a 429/503 without Retry-After; doubles in a row"
+    )
+    max_backoff_s: float = Field(
+        120, gt=0, le=86_400, description="longest wait a host may ask for; longer gives the host up for the round"
+    )
+    host_max_failures: int = Field(
+        10, ge=1, le=1_000_000, description="failures in a row (429, 5xx, no answer) that give a host up for the round"
+    )
     allowed_networks: list[str] = Field(
-        default_factory=list, description="CIDR networks the crawler may reach although not public, e.g. a test's 127.0.0.2/32"
+        default_factory=list,
+        description="CIDR networks the crawler may reach although not public, e.g. a test's 127.0.0.2/32",
     )
     blocklists: list[str] = Field(
-        default_factory=list, description="files (local or gs://) of `url|domain|sha256|md5 VALUE` lines: rows and images never kept"
+        default_factory=list,
+        description="files (local or gs://) of `url|domain|sha256|md5 VALUE` lines: rows and images never kept",
     )
 
     @model_validator(mode="after")
@@ -397,7 +443,9 @@ class Datasheet(Section):
     corpus_provenance: str | None = Field(
         None, description="where the corpus came from, e.g. 'Re-LAION-5B research-safe (LAION, August 2024)'"
     )
-    maintainer_contact: str | None = Field(None, description="who takes takedown requests and questions, e.g. an e-mail address")
+    maintainer_contact: str | None = Field(
+        None, description="who takes takedown requests and questions, e.g. an e-mail address"
+    )
     motivation: str | None = Field(None, description="why the dataset was built and by whom")
     intended_uses: str | None = Field(None, description="what it is for, beyond being a contrast to ImageNet")
     distribution: str | None = Field(None, description="how and under what terms it is shared")
@@ -428,35 +476,57 @@ class Portable(Section):
         "DOCKER", description="EXTERNAL: a worker pool at environment_config; PROCESS: a boot command; DOCKER: an image"
     )
     environment_config: str | None = Field(
-        None, description="EXTERNAL: the worker pool's HOST:PORT; PROCESS: JSON with the boot command; DOCKER: the image"
+        None,
+        description="EXTERNAL: the worker pool's HOST:PORT; PROCESS: JSON with the boot command; DOCKER: the image",
     )
 
     @model_validator(mode="after")
     def _config_where_needed(self) -> Portable:
         if self.environment_type in ("EXTERNAL", "PROCESS") and not self.environment_config:
-            raise ValueError(f"runner.portable.environment_config is required with environment_type {self.environment_type}")
+            raise ValueError(
+                f"runner.portable.environment_config is required with environment_type {self.environment_type}"
+            )
         return self
 
 
 class ImageAudit(Section):
     """The image audits: CLIP embeddings, duplicates and leakage, image-caption agreement."""
 
-    clip_model: str = Field("ViT-B-32", description="open_clip model name, or local-dir:<folder> with config and weights")
-    clip_model_config: str | None = Field(None, description="an open_clip model-config JSON to register (its file stem is the name)")
-    clip_weights: str | None = Field(None, description="CLIP checkpoint file; null: RANDOM weights, for tests and demos only")
+    clip_model: str = Field(
+        "ViT-B-32", description="open_clip model name, or local-dir:<folder> with config and weights"
+    )
+    clip_model_config: str | None = Field(
+        None, description="an open_clip model-config JSON to register (its file stem is the name)"
+    )
+    clip_weights: str | None = Field(
+        None, description="CLIP checkpoint file; null: RANDOM weights, for tests and demos only"
+    )
     seed: int = Field(0, description="seeds the random weights when clip_weights is null")
     batch_size: int = Field(64, ge=1, le=4096, description="images per model call")
-    class_query_template: QueryTemplate = Field("a photo of a {lemma}.", description="fields: {name} {lemma} {lemmas} {gloss}")
-    near_duplicate_threshold: float = Field(0.95, gt=0, le=1, description="lowest image-image cosine of a near duplicate")
-    neighbours: int = Field(10, ge=1, le=1000, description="nearest neighbours searched per image")
-    exact_search_max: int = Field(20_000, ge=1, description="above this many vectors, search an IVF index instead of exhaustively")
-    ivf_probes: int = Field(16, ge=1, le=4096, description="inverted lists an approximate search visits")
-    ann_rerank: int = Field(4, ge=1, le=100, description="approximate search: candidates per neighbour re-ranked by exact cosine")
-    reference_embeddings: str | None = Field(
-        None, description=".npy (n, d) or parquet with `embedding` (and optional `id`, `label`) of a reference set, e.g. ImageNet val"
+    class_query_template: QueryTemplate = Field(
+        "a photo of a {lemma}.", description="fields: {name} {lemma} {lemmas} {gloss}"
     )
-    min_image_class_similarity: float | None = Field(None, ge=-1, le=1, description="image-to-class-query filter; null: off")
-    min_image_caption_similarity: float | None = Field(None, ge=-1, le=1, description="image-to-caption filter; null: off")
+    near_duplicate_threshold: float = Field(
+        0.95, gt=0, le=1, description="lowest image-image cosine of a near duplicate"
+    )
+    neighbours: int = Field(10, ge=1, le=1000, description="nearest neighbours searched per image")
+    exact_search_max: int = Field(
+        20_000, ge=1, description="above this many vectors, search an IVF index instead of exhaustively"
+    )
+    ivf_probes: int = Field(16, ge=1, le=4096, description="inverted lists an approximate search visits")
+    ann_rerank: int = Field(
+        4, ge=1, le=100, description="approximate search: candidates per neighbour re-ranked by exact cosine"
+    )
+    reference_embeddings: str | None = Field(
+        None,
+        description=".npy (n, d) or parquet with `embedding` (and optional `id`, `label`) of a reference set, e.g. ImageNet val",
+    )
+    min_image_class_similarity: float | None = Field(
+        None, ge=-1, le=1, description="image-to-class-query filter; null: off"
+    )
+    min_image_caption_similarity: float | None = Field(
+        None, ge=-1, le=1, description="image-to-caption filter; null: off"
+    )
     thumbnails: int = Field(50, ge=0, le=10_000, description="duplicate pairs shown with thumbnails in the report")
     drop_kinds: list[Literal["within_class", "cross_class", "train_test", "reference"]] = Field(
         default_factory=lambda: ["within_class", "cross_class", "train_test", "reference"],
@@ -489,24 +559,36 @@ class Export(Section):
 class Report(Section):
     """The HTML report's picture of the dataset."""
 
-    thumbnails_per_class: int = Field(6, ge=0, le=100, description="images shown per class (its best by sampling order)")
+    thumbnails_per_class: int = Field(
+        6, ge=0, le=100, description="images shown per class (its best by sampling order)"
+    )
     thumbnail_pixels: int = Field(112, ge=16, le=512, description="a thumbnail's longer side")
 
 
 class Review(Section):
     """Human review of the labels (`imagenot review`): what raters see and how answers become figures."""
 
-    margin: float = Field(0.05, gt=0, lt=0.5, description="worst-case Clopper-Pearson half-width a class's sample is sized for")
-    confidence: float = Field(0.95, gt=0, lt=1, description="confidence of that interval, and of the card's precision intervals")
+    margin: float = Field(
+        0.05, gt=0, lt=0.5, description="worst-case Clopper-Pearson half-width a class's sample is sized for"
+    )
+    confidence: float = Field(
+        0.95, gt=0, lt=1, description="confidence of that interval, and of the card's precision intervals"
+    )
     raters: int = Field(3, ge=1, le=50, description="answers wanted per image, each from another rater")
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks each class's sample (a keyed hash of row ids)")
     page_size: int = Field(24, ge=1, le=200, description="images on one class page")
-    examples: int = Field(4, ge=1, le=24, description="example images of the given and of the suggested class on a flagged page")
+    examples: int = Field(
+        4, ge=1, le=24, description="example images of the given and of the suggested class on a flagged page"
+    )
     show_captions: bool = Field(False, description="show each image's caption to raters (captions bias the answer)")
-    class_seconds_per_image: float = Field(2.5, gt=0, description="planned pace on class pages, for the plan's rater-minutes")
+    class_seconds_per_image: float = Field(
+        2.5, gt=0, description="planned pace on class pages, for the plan's rater-minutes"
+    )
     flagged_seconds_per_image: float = Field(15, gt=0, description="planned pace on flagged pages")
     min_selection: float = Field(0.5, ge=0, le=1, description="an image is kept when yes / (yes + no) reaches this")
-    max_body_bytes: int = Field(65_536, ge=1_024, le=10_000_000, description="largest request body the review server reads")
+    max_body_bytes: int = Field(
+        65_536, ge=1_024, le=10_000_000, description="largest request body the review server reads"
+    )
 
 
 class Runner(Section):
@@ -522,7 +604,9 @@ class Runner(Section):
     dataflow: Dataflow | None = None
     portable: Portable | None = None
     lock_stale_after_s: float = Field(
-        7 * 24 * 3600, gt=0, description="a run directory's lock older than this counts as stale: --break-lock may remove it"
+        7 * 24 * 3600,
+        gt=0,
+        description="a run directory's lock older than this counts as stale: --break-lock may remove it",
     )
 
     @model_validator(mode="after")
@@ -599,8 +683,6 @@ class Config(Section):
         return self.ranking.min_captions or self.sampling.images_per_class
 
 
-
-
 class ConfigError(ImagenotError, ValueError):
     """A config file is unreadable or invalid; the message names the file and each bad key."""
 
@@ -630,7 +712,9 @@ def load_config(
         )
         raise ConfigError(f"{source}: invalid config:\n{problems}") from err
     if needs_corpus and not config.corpus.paths and config.corpus.synth is None:
-        raise ConfigError(f"{source}: corpus: no corpus given; set corpus.paths (paths or globs of corpus files) or corpus.synth")
+        raise ConfigError(
+            f"{source}: corpus: no corpus given; set corpus.paths (paths or globs of corpus files) or corpus.synth"
+        )
     _check_reference(source, config.selection.reference)
     return config
 
@@ -654,7 +738,9 @@ def _read_mapping(path: str) -> dict:
     if raw is None:
         raise ConfigError(f"{path}: the config is empty; it needs at least corpus.paths or corpus.synth")
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a config is a mapping of sections (corpus:, selection:, ...), not a {type(raw).__name__}")
+        raise ConfigError(
+            f"{path}: a config is a mapping of sections (corpus:, selection:, ...), not a {type(raw).__name__}"
+        )
     return raw
 
 

@@ -201,9 +201,7 @@ class CaptionWriter:
         text = self._fill(_pick(NO_NOUN, u[1]), u[2], {})
         return Caption(text, None, "none", None, None, None, [], None, "none")
 
-    def _about(
-        self, rank: int, lemma: str, kind: str, decoy: str | None, u: list[float]
-    ) -> Caption:
+    def _about(self, rank: int, lemma: str, kind: str, decoy: str | None, u: list[float]) -> Caption:
         style = _pick_weighted(STYLES, _STYLE_CDF, u[1])
         plural = u[2] < PLURAL_SHARE and lemma[0].islower()  # no plural proper nouns
         templates = (PLURAL if plural else SINGULAR)[style]
@@ -213,9 +211,7 @@ class CaptionWriter:
         written = surface
         if u[5] < GLUE_SHARE:
             glue = _pick(GLUES, u[5] / GLUE_SHARE)
-            written = (glue if not surface.endswith("s") else glue.replace("'s", "'")).format(
-                surface
-            )
+            written = (glue if not surface.endswith("s") else glue.replace("'s", "'")).format(surface)
         article = "an" if surface[:1].lower() in "aeiou" else "a"
         text = self._fill(template, u[6], {"x": written, "ax": f"{article} {written}"})
         if u[7] < CONTEXT_SHARE[kind]:

@@ -42,7 +42,14 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.run.paths import name as path_name
 
 FORMATS = ("parquet", "csv", "tsv", "json", "jsonl")
-_EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_EXTENSIONS = {
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+}
 READ_BYTES = 1 << 22  # bytes read from a text file at a time
 JSON_SCHEMA_BYTES = 1 << 20  # bytes of a json file read for its keys
 
@@ -144,9 +151,13 @@ class Source:
         size = FileSystems.match([self.path])[0].metadata_list[0].size_in_bytes
         with _open(self.path) as raw:
             head = raw.read(JSON_SCHEMA_BYTES)
-        text = zlib.decompressobj(wbits=47).decompress(head) if _compression(self.path) == CompressionTypes.GZIP else head
+        text = (
+            zlib.decompressobj(wbits=47).decompress(head) if _compression(self.path) == CompressionTypes.GZIP else head
+        )
         lines = text.count(b"\n") - (self.format in ("csv", "tsv") and self._header()[1])
-        return round(size * max(lines, 0) / len(head)) if len(head) < size else max(lines + (not text.endswith(b"\n")), 0)
+        return (
+            round(size * max(lines, 0) / len(head)) if len(head) < size else max(lines + (not text.endswith(b"\n")), 0)
+        )
 
     def batches(self, columns: list[str], types: dict[str, pa.DataType], batch_rows: int) -> Iterator[RawBatch]:
         """The file's rows in batches of up to `batch_rows`, with only `columns`; a text file's
@@ -206,7 +217,9 @@ class Source:
         with _open(self.path, _compression(self.path)) as raw:
             first = raw.readline()
         if not first.strip():
-            raise CorpusError(f"shard {self.path}: the first line is empty; a {self.format} file starts with its header")
+            raise CorpusError(
+                f"shard {self.path}: the first line is empty; a {self.format} file starts with its header"
+            )
         try:
             fields = _split_line(first, self.format)
         except ValueError as err:
@@ -226,7 +239,9 @@ class Source:
         if self.format == "json":
             position = text.find("[") + 1
             if position == 0:
-                raise CorpusError(f"shard {self.path}: a .json corpus file is one array of objects; use .jsonl for one object a line")
+                raise CorpusError(
+                    f"shard {self.path}: a .json corpus file is one array of objects; use .jsonl for one object a line"
+                )
         while True:
             while position < len(text) and text[position] in " \t\r\n,":
                 position += 1
@@ -252,10 +267,16 @@ class Source:
         try:
             records = json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            where = f"line {err.lineno} column {err.colno}" if isinstance(err, json.JSONDecodeError) else f"byte {err.start}"
+            where = (
+                f"line {err.lineno} column {err.colno}"
+                if isinstance(err, json.JSONDecodeError)
+                else f"byte {err.start}"
+            )
             raise CorpusError(f"shard {self.path}: not a readable json array: {where}: {err}") from err
         if not isinstance(records, list):
-            raise CorpusError(f"shard {self.path}: a .json corpus file is one array of objects, not a {type(records).__name__}")
+            raise CorpusError(
+                f"shard {self.path}: a .json corpus file is one array of objects, not a {type(records).__name__}"
+            )
         return b"".join(json.dumps(record, ensure_ascii=False).encode() + b"\n" for record in records)
 
     def _line_batches(
@@ -352,7 +373,9 @@ class _Parser:
         if self.source.format in ("jsonl", "json"):
             schema = pa.schema(list(self.types.items()))
             options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-            table = pa_json.read_json(source, pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1), options)
+            table = pa_json.read_json(
+                source, pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1), options
+            )
             return table.select(self.columns), []
         bad: list[tuple[int, str]] = []
 
@@ -364,10 +387,16 @@ class _Parser:
         table = pa_csv.read_csv(
             source,
             pa_csv.ReadOptions(column_names=self.names, use_threads=False, block_size=len(block) + 1),
-            pa_csv.ParseOptions(delimiter="\t" if tsv else ",", quote_char=False if tsv else '"', escape_char=False,
-                                newlines_in_values=False, ignore_empty_lines=False, invalid_row_handler=skip),
+            pa_csv.ParseOptions(
+                delimiter="\t" if tsv else ",",
+                quote_char=False if tsv else '"',
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=False,
+                invalid_row_handler=skip,
+            ),
             pa_csv.ConvertOptions(column_types=self.types, include_columns=self.columns),
-        )  # fmt: skip
+        )
         for column, kind in self.types.items():  # an unterminated quote runs on over the next lines
             if kind == pa.string() and pc.any(pc.match_substring(table.column(column), "\n")).as_py():
                 raise _Unparsed("an unterminated quote")

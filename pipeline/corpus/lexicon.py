@@ -82,8 +82,7 @@ class Lexicon:
         self._cdf = _zipf_cdf(len(self.synsets))
         # synsets with a lemma that other synsets share, for captions about another sense
         self.ambiguous_lemmas = [
-            [lemma for lemma in s.lemmas if len(self.lemma_synsets[lemma]) > 1]
-            for s in self.synsets
+            [lemma for lemma in s.lemmas if len(self.lemma_synsets[lemma]) > 1] for s in self.synsets
         ]
         self.ambiguous_ranks = np.flatnonzero([bool(lemmas) for lemmas in self.ambiguous_lemmas])
         self._ambiguous_cdf = _zipf_cdf(len(self.ambiguous_ranks))
@@ -92,12 +91,8 @@ class Lexicon:
             for base in bases:
                 self.irregular_plurals.setdefault(base, form)
         lowered = {lemma.lower() for lemma in self.lemma_synsets}
-        self.brands = _non_words(
-            rng, lowered, lambda r: "".join(r.choice(_SYLLABLES, r.integers(2, 4))).title()
-        )
-        self.codes = _non_words(
-            rng, lowered, lambda r: "".join(r.choice(list(_CODE_LETTERS), r.integers(2, 4)))
-        )
+        self.brands = _non_words(rng, lowered, lambda r: "".join(r.choice(_SYLLABLES, r.integers(2, 4))).title())
+        self.codes = _non_words(rng, lowered, lambda r: "".join(r.choice(list(_CODE_LETTERS), r.integers(2, 4))))
         self._gloss_context: dict[int, str] = {}
 
     def draw_ranks(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -106,18 +101,14 @@ class Lexicon:
 
     def draw_ambiguous_ranks(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """n ranks of synsets that share a lemma with another synset, Zipf-like among them."""
-        return self.ambiguous_ranks[
-            np.searchsorted(self._ambiguous_cdf, rng.random(n), side="right")
-        ]
+        return self.ambiguous_ranks[np.searchsorted(self._ambiguous_cdf, rng.random(n), side="right")]
 
     def lemma(self, rank: int, u: float) -> str:
         """One of the synset's lemmas for the uniform draw u: the first one most often."""
         lemmas = self.synsets[rank].lemmas
         if u < FIRST_LEMMA_SHARE or len(lemmas) == 1:
             return lemmas[0]
-        return lemmas[
-            1 + int((u - FIRST_LEMMA_SHARE) / (1 - FIRST_LEMMA_SHARE) * (len(lemmas) - 1))
-        ]
+        return lemmas[1 + int((u - FIRST_LEMMA_SHARE) / (1 - FIRST_LEMMA_SHARE) * (len(lemmas) - 1))]
 
     def plural(self, lemma: str) -> tuple[str, str]:
         """(plural spelling, "irregular_plural" | "plural"), WordNet's underscores kept."""

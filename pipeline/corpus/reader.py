@@ -171,8 +171,7 @@ def _present_columns(source: Source, schema: pa.Schema, columns: Columns) -> dic
         optional_all_null = name not in REQUIRED and pa.types.is_null(found)
         if not (source.is_text or kind.accepts(found) or optional_all_null):
             raise CorpusError(
-                f"shard {source.path}: column {column!r} ({name}) has type {found}, "
-                f"expected {kind.expected}"
+                f"shard {source.path}: column {column!r} ({name}) has type {found}, expected {kind.expected}"
             )
         present[name] = column
     return present
@@ -222,7 +221,9 @@ def read_shard(path: str, columns: Columns, batch_rows: int, layout: Layout = La
         read_any = True
         rows = raw.batch.num_rows + len(raw.malformed)
         report_rows_read(rows)  # for the driver's time left
-        named = tuple(f"{path_name(path)}:{line}: {why}" for line, why in raw.malformed[: max(MALFORMED_LISTED - listed, 0)])
+        named = tuple(
+            f"{path_name(path)}:{line}: {why}" for line, why in raw.malformed[: max(MALFORMED_LISTED - listed, 0)]
+        )
         listed += len(named)
         checked = _checked_batch(raw.batch, present, stem, raw.positions)
         dropped = {**checked.dropped, "line_malformed": len(raw.malformed)}
@@ -290,9 +291,7 @@ def _checked_batch(raw: pa.RecordBatch, present: dict[str, str], stem: str, posi
         "caption_missing": pc.is_null(caption),
         "caption_empty": pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(caption)), 0),
         "caption_not_text": pc.invert(pc.match_substring_regex(caption, _HAS_WORD_CHARACTER)),
-        "url_missing": pc.or_kleene(
-            pc.is_null(url), pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(url)), 0)
-        ),
+        "url_missing": pc.or_kleene(pc.is_null(url), pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(url)), 0)),
         "url_not_http": pc.invert(pc.match_substring_regex(url, _HTTP_URL)),
         "text_not_utf8": other_text,
     }

@@ -149,7 +149,10 @@ def synth_corpus(
         raise FileExistsError(f"{out} already holds a corpus ({name(existing[0])}); use an empty folder")
     shards = []
     truth_path = FileSystems.join(out, GROUND_TRUTH)
-    with atomic_output(truth_path) as truth_stream, pq.ParquetWriter(truth_stream, TRUTH_SCHEMA, compression="zstd") as truth_writer:
+    with (
+        atomic_output(truth_path) as truth_stream,
+        pq.ParquetWriter(truth_stream, TRUTH_SCHEMA, compression="zstd") as truth_writer,
+    ):
         for stem, table, truth in synth_shards(rows, seed, url_base, shard_rows, index):
             shards.append(FileSystems.join(out, f"{stem}.parquet"))
             with atomic_output(shards[-1]) as stream:
@@ -209,9 +212,7 @@ class _ShardGenerator:
             duplicate_of = None
             if bad[i] in BAD_CAPTIONS:
                 text = BAD_CAPTIONS[bad[i]][int(u[0] * len(BAD_CAPTIONS[bad[i]]))]
-                caption = Caption(
-                    text, None, "no_caption", None, None, None, [], None, "no_caption"
-                )
+                caption = Caption(text, None, "no_caption", None, None, None, [], None, "no_caption")
             elif duplicate[i] and self.pool:
                 # squared draw: low slots are copied more often, so some captions recur a lot
                 duplicate_of, caption = self.pool[int(len(self.pool) * pool_draws[i] ** 2)]
@@ -248,9 +249,7 @@ class _ShardGenerator:
         return f"{self.url_base}/{sample_id}.jpg"
 
     @staticmethod
-    def _metadata(
-        rng: np.random.Generator, sample_ids: np.ndarray, urls: list, texts: list
-    ) -> pa.Table:
+    def _metadata(rng: np.random.Generator, sample_ids: np.ndarray, urls: list, texts: list) -> pa.Table:
         n = len(sample_ids)
         width = np.clip(np.rint(rng.lognormal(np.log(600), 0.45, n)), 64, 4096).astype(np.int64)
         height = np.maximum(np.rint(width / rng.choice(ASPECTS, n)), 32).astype(np.int64)
@@ -284,9 +283,7 @@ class _ShardGenerator:
 )
 @click.option("--rows", required=True, type=click.IntRange(min=1), help="rows in the corpus")
 @click.option("--seed", default=0, show_default=True, type=int, help="same seed, same bytes")
-@click.option(
-    "--url-base", default=DEFAULT_URL_BASE, show_default=True, help="image URLs start here"
-)
+@click.option("--url-base", default=DEFAULT_URL_BASE, show_default=True, help="image URLs start here")
 @click.option(
     "--shard-rows",
     default=DEFAULT_SHARD_ROWS,
@@ -300,6 +297,4 @@ def synth_command(out: str, rows: int, seed: int, url_base: str, shard_rows: int
         result = synth_corpus(out, rows, seed, url_base, shard_rows)
     except FileExistsError as err:
         raise click.ClickException(str(err)) from err
-    click.echo(
-        f"{result.rows} rows in {len(result.shards)} shards, ground truth {result.ground_truth}"
-    )
+    click.echo(f"{result.rows} rows in {len(result.shards)} shards, ground truth {result.ground_truth}")

@@ -21,8 +21,15 @@ from imagenot.pipeline.run.layout import SCORE_COLUMN
 HUB_FOLDER = "data"  # RUN/dataset/data/SPLIT-NNNNN.parquet
 TIMM_INFO = "_info.json"
 # The columns beside image and label, with their `datasets` dtypes.
-_HUB_COLUMNS = {"key": "string", "row_id": "string", "wnid": "string", "caption": "string", "url": "string",
-                "sha256": "string", SCORE_COLUMN: "float64"}  # fmt: skip
+_HUB_COLUMNS = {
+    "key": "string",
+    "row_id": "string",
+    "wnid": "string",
+    "caption": "string",
+    "url": "string",
+    "sha256": "string",
+    SCORE_COLUMN: "float64",
+}
 _ARROW = {"string": pa.string(), "float64": pa.float64()}
 
 

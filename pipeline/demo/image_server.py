@@ -344,8 +344,14 @@ class _Server(ThreadingHTTPServer):
 class LoopbackImageServer:
     """The server above; a context manager (or `start()`/`stop()`)."""
 
-    def __init__(self, slow_seconds: float = 3.0, port: int = 0, host: str = "127.0.0.1", robots: str | None = None,
-                 tdmrep: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        slow_seconds: float = 3.0,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        robots: str | None = None,
+        tdmrep: str | None = None,
+    ):
         """`port` 0 picks a free one; a fixed port serves URLs written before the server started;
         `host` a loopback address; `robots` the text of its /robots.txt, `tdmrep` of its
         /.well-known/tdmrep.json."""

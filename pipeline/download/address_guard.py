@@ -26,8 +26,6 @@ class AddressRefused(OSError):
     """A host resolved only to refused addresses; the message starts with `address refused`."""
 
 
-
-
 def refusal(address: Address) -> str | None:
     """Why a connection to `address` is refused by default (None: a public unicast address)."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
@@ -59,7 +57,9 @@ class AddressGuard:
                 refused.append(address)
         if not allowed:
             first = refused[0]
-            raise AddressRefused(f"address refused: {host} resolves to {first} ({refusal(first)}), not in download.allowed_networks")
+            raise AddressRefused(
+                f"address refused: {host} resolves to {first} ({refusal(first)}), not in download.allowed_networks"
+            )
         return allowed
 
     def connect(self, address: tuple[str, int], timeout: float, source_address=None) -> socket.socket:

@@ -60,18 +60,24 @@ class Blocklist:
             kind, _, value = line.partition(" ")
             kind, value = kind.lower(), value.strip()
             if kind not in KINDS or not value or " " in value or "\t" in value:
-                raise BlocklistError(f"{name}:{number}: expected `KIND VALUE` with KIND one of {', '.join(KINDS)}, got {line[:80]!r}")
+                raise BlocklistError(
+                    f"{name}:{number}: expected `KIND VALUE` with KIND one of {', '.join(KINDS)}, got {line[:80]!r}"
+                )
             if kind in HEX_DIGITS:
                 value = value.lower()
                 if len(value) != HEX_DIGITS[kind] or any(c not in "0123456789abcdef" for c in value):
-                    raise BlocklistError(f"{name}:{number}: a {kind} is {HEX_DIGITS[kind]} hex digits, got {value[:80]!r}")
+                    raise BlocklistError(
+                        f"{name}:{number}: a {kind} is {HEX_DIGITS[kind]} hex digits, got {value[:80]!r}"
+                    )
             elif kind == "domain":
                 value = value.lower().rstrip(".")
             else:
                 value = normal_url(value)
             self.entries[kind].add(value)
             counts[kind] += 1
-        self.sources.append({"path": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "entries": counts})
+        self.sources.append(
+            {"path": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "entries": counts}
+        )
 
     def row_reason(self, url: str | None) -> str | None:
         """`blocklist_url` or `blocklist_domain` when the row's URL is listed, else None."""

@@ -137,7 +137,9 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
         with crawler.politeness.slot(host, getattr(request, "deadline", None)):
             if getattr(request, "deadline", None) is None:
                 request.deadline = time.monotonic() + settings.fetch_deadline()
-            connect = functools.partial(connection_class, guard=crawler.guard, watchdog=crawler.watchdog, deadline=request.deadline)
+            connect = functools.partial(
+                connection_class, guard=crawler.guard, watchdog=crawler.watchdog, deadline=request.deadline
+            )
             try:
                 response = self.do_open(connect, request, **connection_args)
                 if not site_file and 200 <= response.status < 300:
@@ -204,20 +206,25 @@ class Crawler:
             urllib.request.HTTPErrorProcessor(),
         ):
             self.opener.add_handler(handler)
+
         def folder(name: str) -> str | None:
             return None if files_dir is None else FileSystems.join(files_dir, name)
 
         read_robots = settings.robots_txt or settings.ai_preferences or settings.content_signal
-        self.robots = RobotsCache(
-            self._read_site_file, settings.user_agent_token, folder(ROBOTS_DIR), obey=settings.robots_txt
-        ) if read_robots else None  # fmt: skip
+        self.robots = (
+            RobotsCache(self._read_site_file, settings.user_agent_token, folder(ROBOTS_DIR), obey=settings.robots_txt)
+            if read_robots
+            else None
+        )
         self.tdmrep = None
         if settings.tdmrep:
             self.tdmrep = SiteFileCache(self._read_site_file, TDMREP_PATH, tdmrep_file, folder(TDMREP_DIR))
         self.signals = SignalGuard(settings, self.robots, self.tdmrep)
 
     def _read_site_file(self, url: str) -> bytes:
-        request = urllib.request.Request(url, headers={"User-Agent": f"Mozilla/5.0 (compatible; {self.settings.user_agent_token})"})
+        request = urllib.request.Request(
+            url, headers={"User-Agent": f"Mozilla/5.0 (compatible; {self.settings.user_agent_token})"}
+        )
         request.site_file = True
         with self.opener.open(request, timeout=self.settings.timeout_s) as response:
             return response.read()

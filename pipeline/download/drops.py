@@ -21,7 +21,9 @@ from imagenot.pipeline.run.stage_dir import digest
 
 DROPS_FILE = "dropped.parquet"
 REVIEW_REJECTED = "review_rejected"  # `imagenot review apply`'s reason: the raters rejected the image
-SCHEMA = pa.schema([("row_id", pa.string()), ("reason", pa.string()), ("duplicate_of", pa.string()), ("pass", pa.int32())])
+SCHEMA = pa.schema(
+    [("row_id", pa.string()), ("reason", pa.string()), ("duplicate_of", pa.string()), ("pass", pa.int32())]
+)
 
 
 def read_drops(stage_dir: str) -> pa.Table:
@@ -50,9 +52,11 @@ def add_drops(stage_dir: str, rows: pa.Table) -> pa.Table:
     returns the rows added."""
     drops = read_drops(stage_dir)
     new = rows.filter(pc.invert(pc.is_in(rows.column("row_id"), drops.column("row_id"))))
-    new = new.select(["row_id", "reason", "duplicate_of"]).append_column(
-        "pass", pa.array([passes(drops) + 1] * new.num_rows, pa.int32())
-    ).cast(SCHEMA)
+    new = (
+        new.select(["row_id", "reason", "duplicate_of"])
+        .append_column("pass", pa.array([passes(drops) + 1] * new.num_rows, pa.int32()))
+        .cast(SCHEMA)
+    )
     if new.num_rows:
         with atomic_output(FileSystems.join(stage_dir, DROPS_FILE)) as stream:
             pq.write_table(pa.concat_tables([drops, new]), stream)

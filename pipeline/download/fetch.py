@@ -49,7 +49,17 @@ SHARD_DIGITS = 5  # img2dataset's oom_shard_count: shard names 00000, 00001, ...
 # Fetched columns, in img2dataset's column_list order; all but url land in each sample's json.
 SAVED_COLUMNS = ["row_id", "class_index", "wnid"]
 FETCH_COLUMNS = ["url", "caption", *SAVED_COLUMNS]
-RESULT_COLUMNS = ["row_id", "key", "status", "error_message", "width", "height", "original_width", "original_height", "sha256"]
+RESULT_COLUMNS = [
+    "row_id",
+    "key",
+    "status",
+    "error_message",
+    "width",
+    "height",
+    "original_width",
+    "original_height",
+    "sha256",
+]
 
 
 class FetchError(ImagenotError, RuntimeError):
@@ -206,5 +216,7 @@ def read_results(round_dir: str, rows: int, shard_rows: int) -> list[tuple[str, 
         try:
             results.append((f"{name}.tar", read_table(f"{name}.parquet", RESULT_COLUMNS)))
         except (OSError, pa.ArrowException) as err:
-            raise FetchError(f"{name}.parquet: cannot read img2dataset's results ({err}); rerun to fetch the shard again") from err
+            raise FetchError(
+                f"{name}.parquet: cannot read img2dataset's results ({err}); rerun to fetch the shard again"
+            ) from err
     return results

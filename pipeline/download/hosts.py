@@ -45,7 +45,9 @@ def shard_hosts(before: dict[str, dict], after: dict[str, dict], started: float)
 
 def busiest_hosts(rounds_dir: str, count: int) -> list[dict]:
     """The `count` hosts sent the most requests over every round, with their peak rate."""
-    totals: dict[str, dict] = defaultdict(lambda: {"requests": 0, "peak_rate_per_s": 0.0, "throttled": 0, "given_up": None})
+    totals: dict[str, dict] = defaultdict(
+        lambda: {"requests": 0, "peak_rate_per_s": 0.0, "throttled": 0, "given_up": None}
+    )
     pattern = FileSystems.join(rounds_dir, "*", "*_hosts.json")
     for meta in FileSystems.match([pattern])[0].metadata_list:
         for host, shard in read_json(meta.path)["hosts"].items():

@@ -152,6 +152,12 @@ class Politeness:
         seconds), and why it was given up (None if not)."""
         with self._lock:
             return {
-                host: {"requests": s.requests, "throttled": s.throttled, "first": s.first, "last": s.last, "given_up": s.given_up}
+                host: {
+                    "requests": s.requests,
+                    "throttled": s.throttled,
+                    "first": s.first,
+                    "last": s.last,
+                    "given_up": s.given_up,
+                }
                 for host, s in self._hosts.items()
             }

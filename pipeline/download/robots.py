@@ -97,8 +97,13 @@ class SiteFileCache(Generic[T]):
     and the names of the parts of it that did not parse, counted (`malformed()`) when this
     process fetched it (so once per run per host)."""
 
-    def __init__(self, read: Callable[[str], bytes], path: str, parse: Callable[[dict], tuple[T, list[str]]],
-                 folder: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        read: Callable[[str], bytes],
+        path: str,
+        parse: Callable[[dict], tuple[T, list[str]]],
+        folder: str | None = None,
+    ):
         """`read(url)`: the file's body, raising as urllib does; `folder`: where the run keeps
         what each host's file said (None: memory only)."""
         self._read, self._path, self._parse, self._folder = read, path, parse, folder

@@ -42,7 +42,10 @@ class ClassWalk:
 
 
 def walk_class(
-    candidates: ClassCandidates, outcomes: Mapping[str, bool], dropped: Container[str] = (), blocked: Container[str] = ()
+    candidates: ClassCandidates,
+    outcomes: Mapping[str, bool],
+    dropped: Container[str] = (),
+    blocked: Container[str] = (),
 ) -> ClassWalk:
     """The class's candidates up to where its target is met or pending; `outcomes`: row_id ->
     whether an earlier round fetched it successfully (absent: never tried); `dropped`: row ids
@@ -67,7 +70,10 @@ def walk_class(
 
 
 def next_fetch(
-    classes: list[ClassCandidates], outcomes: Mapping[str, bool], dropped: Container[str] = (), blocked: Container[str] = ()
+    classes: list[ClassCandidates],
+    outcomes: Mapping[str, bool],
+    dropped: Container[str] = (),
+    blocked: Container[str] = (),
 ) -> list[tuple[int, int]]:
     """(class list position, candidate position) of every row the next round fetches, in order."""
     return [

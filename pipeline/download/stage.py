@@ -135,9 +135,17 @@ def _round_attempts(round_dir: str, k: int, rows: int, shard_rows: int) -> dict[
         for r in table.to_pylist():
             ok = r["status"] == "success"
             attempts[r["row_id"]] = Attempt(
-                k, ok, None if ok else failure_reason(r["error_message"]), relative_tar, r["key"],
-                r["width"], r["height"], r["original_width"], r["original_height"], r["sha256"],
-            )  # fmt: skip
+                k,
+                ok,
+                None if ok else failure_reason(r["error_message"]),
+                relative_tar,
+                r["key"],
+                r["width"],
+                r["height"],
+                r["original_width"],
+                r["original_height"],
+                r["sha256"],
+            )
     return attempts
 
 
@@ -233,7 +241,9 @@ def _final_images(
     rows = rows.set_column(
         rows.column_names.index("split"),
         "split",
-        pa.array(assign_splits([c.row_ids[p] for p in walk.succeeded], sampling.test_per_class, sampling.seed), pa.string()),
+        pa.array(
+            assign_splits([c.row_ids[p] for p in walk.succeeded], sampling.test_per_class, sampling.seed), pa.string()
+        ),
     )
     extra = {
         "round": pa.array([a.round for a in done], pa.int32()),
@@ -252,7 +262,6 @@ def _write_dataset(stage_dir: str, images: pa.Table) -> None:
     for part, start in enumerate(range(0, max(images.num_rows, 1), PART_ROWS)):
         with atomic_output(FileSystems.join(folder, f"part-{part:05d}.parquet")) as f:
             pq.write_table(images.slice(start, PART_ROWS), f)
-
 
 
 def _tar_bytes(stage_dir: str) -> int:
@@ -296,7 +305,11 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         failures.update(not_kept)
         class_dropped = Counter(dropped[c.row_ids[p]] for p in walk.dropped)
         dropped_by.update(class_dropped)
-        fates[c.wnid] = {"images": len(walk.succeeded), "target": c.target, "not_kept": dict(sorted((not_kept + class_dropped).items()))}
+        fates[c.wnid] = {
+            "images": len(walk.succeeded),
+            "target": c.target,
+            "not_kept": dict(sorted((not_kept + class_dropped).items())),
+        }
         offsets += len(c.row_ids)
     _write_dataset(stage_dir, pa.concat_tables(parts))
     write_class_fates(stage_dir, fates)
@@ -313,8 +326,12 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "images_per_class": {row["wnid"]: row["images"] for row in class_table},
         "failures": dict(sorted(failures.items())),
         # `imagenot blocklist apply` drops images the way the audits do; counted apart
-        "dropped_by_audits": {r: n for r, n in sorted(dropped_by.items()) if not r.startswith("blocklist_") and r != drops.REVIEW_REJECTED},
-        "dropped_by_review": dropped_by.get(drops.REVIEW_REJECTED, 0),  # review apply drops the way the audits do; counted apart
+        "dropped_by_audits": {
+            r: n for r, n in sorted(dropped_by.items()) if not r.startswith("blocklist_") and r != drops.REVIEW_REJECTED
+        },
+        "dropped_by_review": dropped_by.get(
+            drops.REVIEW_REJECTED, 0
+        ),  # review apply drops the way the audits do; counted apart
         "dropped_by_blocklists": {r: n for r, n in sorted(dropped_by.items()) if r.startswith("blocklist_")},
         "urls_tried": tried,
         "url_success_rate": round(arrived / tried, 4) if tried else None,

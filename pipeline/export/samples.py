@@ -14,9 +14,22 @@ from imagenot.wordnet.index import NounIndex
 
 # The columns of train.parquet / test.parquet, in order; all but `shard` are also in each sample's .json.
 METADATA_COLUMNS = (
-    "key", "row_id", "class_index", "wnid", "class_name", "split", "url", "caption", SCORE_COLUMN,
-    "sha256", "width", "height", "original_width", "original_height", "shard",
-)  # fmt: skip
+    "key",
+    "row_id",
+    "class_index",
+    "wnid",
+    "class_name",
+    "split",
+    "url",
+    "caption",
+    SCORE_COLUMN,
+    "sha256",
+    "width",
+    "height",
+    "original_width",
+    "original_height",
+    "shard",
+)
 
 
 def sample_key(row_id: str) -> str:

@@ -43,7 +43,6 @@ from imagenot.pipeline.run.layout import (
     dataset_shards,
     export_dir,
     read_classes,
-    stage_path,
 )
 from imagenot.pipeline.run.paths import delete_folder, name
 from imagenot.pipeline.run.runner import make_pipeline
@@ -54,8 +53,22 @@ STAGE = EXPORT
 UPSTREAM = DOWNLOAD
 SHARDS_DIR = "shards"  # RUN/export/shards/: each shard's metadata rows
 SPLITS = ("train", "test")
-_SOURCE_COLUMNS = ("row_id", "class_index", "wnid", "split", "url", "caption", SCORE_COLUMN, "tar", "key",
-                   "width", "height", "original_width", "original_height", "sha256")  # fmt: skip
+_SOURCE_COLUMNS = (
+    "row_id",
+    "class_index",
+    "wnid",
+    "split",
+    "url",
+    "caption",
+    SCORE_COLUMN,
+    "tar",
+    "key",
+    "width",
+    "height",
+    "original_width",
+    "original_height",
+    "sha256",
+)
 
 
 class ExportError(ImagenotError, RuntimeError):
@@ -72,11 +85,15 @@ def _read_source(path: str) -> list[dict]:
         parquet = pq.ParquetFile(f)
         missing = [c for c in _SOURCE_COLUMNS if c not in parquet.schema_arrow.names]
         if missing:
-            raise ExportError(f"{path}: no column(s) {missing}; expected {list(_SOURCE_COLUMNS)}; rerun `imagenot download`")
+            raise ExportError(
+                f"{path}: no column(s) {missing}; expected {list(_SOURCE_COLUMNS)}; rerun `imagenot download`"
+            )
         rows = parquet.read(columns=list(_SOURCE_COLUMNS)).to_pylist()
     lacking = [r["row_id"] for r in rows if not r["sha256"]]
     if lacking:
-        raise ExportError(f"{path}: row(s) {lacking[:5]} have no sha256; expected the hex digest of each image; rerun `imagenot download`")
+        raise ExportError(
+            f"{path}: row(s) {lacking[:5]} have no sha256; expected the hex digest of each image; rerun `imagenot download`"
+        )
     return rows
 
 
@@ -85,8 +102,14 @@ def _rows(run_dir: str, names: list[str]) -> list[dict]:
     rows = []
     for row in (row for path in dataset_shards(run_dir, UPSTREAM) for row in _read_source(path)):
         source_key = row.pop("key")
-        rows.append({**row, "key": sample_key(row["row_id"]), "class_name": names[row["class_index"]],
-                     "source": (row.pop("tar"), source_key)})  # fmt: skip
+        rows.append(
+            {
+                **row,
+                "key": sample_key(row["row_id"]),
+                "class_name": names[row["class_index"]],
+                "source": (row.pop("tar"), source_key),
+            }
+        )
     return rows
 
 
@@ -117,7 +140,9 @@ class _WriteShard(beam.DoFn):
                 found[(tar, key)] = members
         missing = [r["row_id"] for r in rows if self._extension not in found.get(r["source"], {})]
         if missing:
-            raise ExportError(f"{self._run_dir}/{UPSTREAM}: no image in its tar for row(s) {missing[:5]}; rerun `imagenot download`")
+            raise ExportError(
+                f"{self._run_dir}/{UPSTREAM}: no image in its tar for row(s) {missing[:5]}; rerun `imagenot download`"
+            )
         out = export_dir(self._run_dir)
         samples, metadata = [], []
         for row in rows:

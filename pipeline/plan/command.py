@@ -23,15 +23,29 @@ def _rate_options(command):
 @click.command("plan")
 @click.option("--config", "config_path", required=True, help="YAML run configuration (any FileSystems path)")
 @click.option("--out", "run_dir", help="the run folder the build will write: checked for write and list")
-@click.option("--workers", type=click.IntRange(min=1),
-              help="workers [default: runner.dataflow.max_workers, else runner.workers]")
+@click.option(
+    "--workers", type=click.IntRange(min=1), help="workers [default: runner.dataflow.max_workers, else runner.workers]"
+)
 @click.option("--json", "as_json", is_flag=True, help="print the plan as one JSON object")
-@click.option("--sample", "sample_rows", type=click.IntRange(min=0), default=SAMPLE_ROWS, show_default=True,
-              help="corpus rows to tag and select (spread over the shards); 0: the footers only, candidates a guess")
+@click.option(
+    "--sample",
+    "sample_rows",
+    type=click.IntRange(min=0),
+    default=SAMPLE_ROWS,
+    show_default=True,
+    help="corpus rows to tag and select (spread over the shards); 0: the footers only, candidates a guess",
+)
 @click.option("--sample-seed", type=int, default=0, show_default=True, help="which rows the sample reads")
 @_rate_options
-def plan_command(config_path: str, run_dir: str | None, workers: int | None, as_json: bool, sample_rows: int,
-                 sample_seed: int, **rates: float) -> None:  # fmt: skip
+def plan_command(
+    config_path: str,
+    run_dir: str | None,
+    workers: int | None,
+    as_json: bool,
+    sample_rows: int,
+    sample_seed: int,
+    **rates: float,
+) -> None:
     """Project a build's work, jobs and cost from a sample of the corpus; refuse what will fail."""
     # the sample reads through the tag and select stages: loaded only when the command runs, not for --help
     from imagenot.pipeline.plan.projection import plan_from_sample, summary

@@ -48,7 +48,9 @@ class Rates:
     sample_us_per_row: float = 0.69
     encoder_captions_per_s: float = 271.0  # MiniLM, embedded captions per CPU second in rank (not a dedicated worker)
     static_captions_per_s: float = 5_950.0  # static first phase: class captions per CPU second of rank beyond the rest
-    priority_pass_captions_per_s: float = 3_600.0  # priority path: class captions per CPU second of its passes (bench_scoring)
+    priority_pass_captions_per_s: float = (
+        3_600.0  # priority path: class captions per CPU second of its passes (bench_scoring)
+    )
     gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
     # The work: shares of the corpus and of the configured caps.
     candidates: int = 10_000  # candidate synsets after select (known only after select)
@@ -96,7 +98,11 @@ def caption_work(config: Config, rows: int, rates: Rates) -> dict:
     scoring, classes = config.scoring, config.ranking.classes
     first_pass = min(rates.candidates * scoring.first_pass_captions * rates.first_pass_fill, rows)
     mean = max(rates.class_share * rows, 1e-9)
-    bound = {"off": math.inf, "static": config.exact_per_class, "priority": rates.priority_rounds * config.exact_per_class}
+    bound = {
+        "off": math.inf,
+        "static": config.exact_per_class,
+        "priority": rates.priority_rounds * config.exact_per_class,
+    }
     per_class = mean * -math.expm1(-bound[scoring.first_phase] / mean)  # E[min(bound, c)]
     if scoring.first_phase == "priority":
         embedded_share = rates.priority_miss_share
@@ -149,20 +155,41 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
     def per_row(fixed_s: float, us_per_row: float) -> float:
         return us_per_row * rows / 1e6 + fixed_s * min(processes, shards)
 
-    rank_work = {"classes": config.ranking.classes, "captions_scored": work["rank_captions"], "captions_to_embed": work["rank_embedded"]}
+    rank_work = {
+        "classes": config.ranking.classes,
+        "captions_scored": work["rank_captions"],
+        "captions_to_embed": work["rank_embedded"],
+    }
     rank_cpu = rates.rank_fixed_s * min(processes, shards)
-    pass_rate = {"static": rates.static_captions_per_s, "priority": rates.priority_pass_captions_per_s}.get(config.scoring.first_phase)
+    pass_rate = {"static": rates.static_captions_per_s, "priority": rates.priority_pass_captions_per_s}.get(
+        config.scoring.first_phase
+    )
     if pass_rate:  # the first phase reads every class caption
         rank_work = {"first_phase_captions": work["class_captions"], **rank_work}
         rank_cpu += work["class_captions"] / pass_rate
     stages = {
-        "tag": {"work": {"rows": rows, "shards": shards}, "jobs": 1, **hours(per_row(rates.tag_fixed_s, rates.tag_us_per_row))},
+        "tag": {
+            "work": {"rows": rows, "shards": shards},
+            "jobs": 1,
+            **hours(per_row(rates.tag_fixed_s, rates.tag_us_per_row)),
+        },
         "select": {"work": {"rows": rows}, "jobs": 2, **hours(per_row(rates.select_fixed_s, rates.select_us_per_row))},
-        "score": {"work": {"candidate_synsets": rates.candidates, "captions_scored": work["score_captions"], "captions_to_embed": work["score_embedded"]},
-                  "jobs": 2, **hours(per_row(rates.score_fixed_s, rates.score_us_per_row), work["score_embedded"])},
+        "score": {
+            "work": {
+                "candidate_synsets": rates.candidates,
+                "captions_scored": work["score_captions"],
+                "captions_to_embed": work["score_embedded"],
+            },
+            "jobs": 2,
+            **hours(per_row(rates.score_fixed_s, rates.score_us_per_row), work["score_embedded"]),
+        },
         "rank": {"work": rank_work, "jobs": 1, **hours(rank_cpu, work["rank_embedded"])},
-        "sample": {"work": {"images": config.ranking.classes * sampling.images_per_class}, "jobs": 1, **hours(per_row(rates.sample_fixed_s, rates.sample_us_per_row))},
-    }  # fmt: skip
+        "sample": {
+            "work": {"images": config.ranking.classes * sampling.images_per_class},
+            "jobs": 1,
+            **hours(per_row(rates.sample_fixed_s, rates.sample_us_per_row)),
+        },
+    }
     traffic_usd = 0.0
     if download.enabled:
         fetch = download_work(config, rates.dead_url_share, rates)
@@ -178,7 +205,10 @@ def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int
     return {
         "corpus": {"rows": rows, "shards": shards},
         "first_phase": config.scoring.first_phase,
-        "stages": {name: {**s, "vcpu_hours": _round(s["vcpu_hours"]), "gpu_hours": _round(s["gpu_hours"])} for name, s in stages.items()},
+        "stages": {
+            name: {**s, "vcpu_hours": _round(s["vcpu_hours"]), "gpu_hours": _round(s["gpu_hours"])}
+            for name, s in stages.items()
+        },
         "jobs": sum(s["jobs"] for s in stages.values()),
         "vcpu_hours": _round(vcpu),
         "gpu_hours": _round(gpu_hours),
@@ -204,9 +234,11 @@ def _round(value: float | None) -> float | None:
 
 
 def render(plan: dict) -> str:
-    lines = [f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers; "
-             "text files' rows estimated from their size); "
-             f"scoring.first_phase: {plan['first_phase']}"]  # fmt: skip
+    lines = [
+        f"corpus: {plan['corpus']['rows']:,} rows in {plan['corpus']['shards']:,} shards (from parquet footers; "
+        "text files' rows estimated from their size); "
+        f"scoring.first_phase: {plan['first_phase']}"
+    ]
     for name, stage in plan["stages"].items():
         work = ", ".join(f"{k} {v:,}" for k, v in stage["work"].items())
         hours = f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"
@@ -232,8 +264,10 @@ def _span(figure) -> str:
 
 def _render_sample(plan: dict) -> list[str]:
     sample = plan["sample"]
-    lines = [f"sample: {sample['rows']:,} rows read, each stands for {sample['scale']:,} corpus rows; "
-             f"rows tagged {_span(sample['rows_tagged'])}, synsets found {_span(sample['synsets_found'])}"]  # fmt: skip
+    lines = [
+        f"sample: {sample['rows']:,} rows read, each stands for {sample['scale']:,} corpus rows; "
+        f"rows tagged {_span(sample['rows_tagged'])}, synsets found {_span(sample['synsets_found'])}"
+    ]
     for step in sample["select_steps"]:
         left = f"synsets left {_span(step['synsets_left'])}, rows left {_span(step['rows_left'])}"
         lines.append(f"  select {step['step']:<16} {left}")
@@ -250,5 +284,5 @@ def _render_sample(plan: dict) -> list[str]:
         f"captions scored {_span(plan['captions_scored'])}, embedded {_span(plan['captions_embedded'])}; download "
         f"{_span(plan['download_requests'])} requests, {_span(plan['download_bytes'])} bytes; "
         f"{_span(plan['vcpu_hours'])} vCPU-h, {_span(plan['gpu_hours'])} GPU-h, USD {_span(plan['cost_usd'])}",
-    ]  # fmt: skip
+    ]
     return lines + [f"warning: {warning}" for warning in plan["warnings"]]

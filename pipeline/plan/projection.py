@@ -25,8 +25,18 @@ from imagenot.pipeline.plan.sample import (
     tag_sample,
 )
 
-SUMMARY_KEYS = ("candidates", "classes", "captions_scored", "captions_embedded", "images", "download_requests",
-                "download_bytes", "vcpu_hours", "gpu_hours", "cost_usd")  # fmt: skip
+SUMMARY_KEYS = (
+    "candidates",
+    "classes",
+    "captions_scored",
+    "captions_embedded",
+    "images",
+    "download_requests",
+    "download_bytes",
+    "vcpu_hours",
+    "gpu_hours",
+    "cost_usd",
+)
 RESOLUTION = 10  # sample captions a class needs at the least for its figures to mean much
 
 
@@ -72,13 +82,18 @@ def sampled_plan(config: Config, rows: int, shards: int, rates: Rates, workers: 
         first_passes = sum(min(first_pass, c) for c in captions) + selected[bound].unseen
         fill = first_passes / (candidates * first_pass) if captions else 0.0
         share = statistics.fmean(eligible) / rows if eligible else 0.0
-        bound_rates = replace(rates, candidates=round(candidates), first_pass_fill=fill, class_share=share,
-                              dead_url_share=dead[bound])  # fmt: skip
+        bound_rates = replace(
+            rates, candidates=round(candidates), first_pass_fill=fill, class_share=share, dead_url_share=dead[bound]
+        )
         bound_config = _with_classes(config, classes)
         plans[bound] = make_plan(bound_config, rows, shards, bound_rates, workers)
-        per_bound[bound] = {**summary(plans[bound], bound_config, candidates), "classes": classes,
-                            "images": classes * sampling.images_per_class, "eligible": len(eligible),
-                            "can_fill": sum(c >= need_fill for c in captions)}  # fmt: skip
+        per_bound[bound] = {
+            **summary(plans[bound], bound_config, candidates),
+            "classes": classes,
+            "images": classes * sampling.images_per_class,
+            "eligible": len(eligible),
+            "can_fill": sum(c >= need_fill for c in captions),
+        }
     figures = {key: _ranged([per_bound[b][key] for b in BOUNDS]) for key in (*SUMMARY_KEYS, "eligible", "can_fill")}
     mid = selected["mid"]
     return {
@@ -97,8 +112,13 @@ def _sample_section(
     steps = []
     for b, step in enumerate(mid.funnel.steps):
         synsets = [selected[bound].funnel.steps[b].synsets_left for bound in BOUNDS]
-        steps.append({"step": step.step, "synsets_left": _ranged(synsets),
-                      "rows_left": _ranged([round(v) for v in project(step.captions_left)])})  # fmt: skip
+        steps.append(
+            {
+                "step": step.step,
+                "synsets_left": _ranged(synsets),
+                "rows_left": _ranged([round(v) for v in project(step.captions_left)]),
+            }
+        )
     return {
         "rows": tally.rows,
         "scale": round(project(1)[1], 3),
@@ -106,15 +126,20 @@ def _sample_section(
         "rows_tagged": _ranged([round(v) for v in project(tally.tagged_rows)]),
         "synsets_found": _ranged([_found(selected[b]) for b in BOUNDS]),
         "select_steps": steps,
-        "captions_per_candidate": {"median": round(statistics.median(captions)) if captions else 0,
-                                   "mean": round(statistics.fmean(captions)) if captions else 0,
-                                   "max": round(captions[-1]) if captions else 0},  # fmt: skip
+        "captions_per_candidate": {
+            "median": round(statistics.median(captions)) if captions else 0,
+            "mean": round(statistics.fmean(captions)) if captions else 0,
+            "max": round(captions[-1]) if captions else 0,
+        },
         "min_class_captions": config.min_class_captions,
         "eligible": figures["eligible"],
         "n_plus_reserve": config.sampling.images_per_class + config.sampling.reserve,
         "can_fill": figures["can_fill"],
-        "threshold_keeps": {**keep, "source": "Rates.threshold_keep_*: the share measured by builds "
-                            "(benchmarks/README.md, `imagenot plan --sample` against builds); not from this sample"},
+        "threshold_keeps": {
+            **keep,
+            "source": "Rates.threshold_keep_*: the share measured by builds "
+            "(benchmarks/README.md, `imagenot plan --sample` against builds); not from this sample",
+        },
     }
 
 
@@ -129,23 +154,31 @@ def warnings(config: Config, tally: SampleTally, rows: int, mid: Selected, figur
     need_fill = config.sampling.images_per_class + config.sampling.reserve
     found = [("tag: synsets found", _found(mid))]
     found += [(f"select: {s.step}", s.synsets_left) for s in mid.funnel.steps]
-    found += [(f"rank: min_captions ({config.min_class_captions} captions)", figures["eligible"]["mid"]),
-              ("rank: threshold (expected share)", classes["mid"])]  # fmt: skip
+    found += [
+        (f"rank: min_captions ({config.min_class_captions} captions)", figures["eligible"]["mid"]),
+        ("rank: threshold (expected share)", classes["mid"]),
+    ]
     out = []
     if classes["mid"] < k:
         step, left = next((step, n) for step, n in found if n < k)
-        out.append(f"cannot fill ranking.classes {k}: about {classes['mid']:,} classes "
-                   f"({classes['low']:,} to {classes['high']:,}); binding step {step} leaves {left:,}")  # fmt: skip
+        out.append(
+            f"cannot fill ranking.classes {k}: about {classes['mid']:,} classes "
+            f"({classes['low']:,} to {classes['high']:,}); binding step {step} leaves {left:,}"
+        )
     elif classes["low"] < k:
         out.append(f"may not fill ranking.classes {k}: the low end of the range is {classes['low']:,} classes")
     if figures["can_fill"]["mid"] < classes["mid"]:
-        out.append(f"only about {figures['can_fill']['mid']:,} candidates have N + reserve = {need_fill:,} captions: "
-                   f"some of the {classes['mid']:,} classes will lack images or reserve")  # fmt: skip
+        out.append(
+            f"only about {figures['can_fill']['mid']:,} candidates have N + reserve = {need_fill:,} captions: "
+            f"some of the {classes['mid']:,} classes will lack images or reserve"
+        )
     per_class = min(config.min_class_captions, need_fill) * tally.rows / rows
     if per_class < RESOLUTION:
         larger = RESOLUTION / per_class * tally.rows
-        out.append(f"the sample holds about {per_class:.1f} captions of a class that has just enough: figures on "
-                   f"candidates and classes are rough; a larger --sample ({larger:,.0f} rows) says more")  # fmt: skip
+        out.append(
+            f"the sample holds about {per_class:.1f} captions of a class that has just enough: figures on "
+            f"candidates and classes are rough; a larger --sample ({larger:,.0f} rows) says more"
+        )
     return out
 
 

@@ -67,8 +67,11 @@ def sample_batches(config: Config, rows: int, seed: int) -> Iterator[ShardBatch]
         return
     with ThreadPoolExecutor(FOOTER_THREADS) as pool:
         sizes = list(pool.map(Source.row_group_rows, sources))
-    groups = [(source, group, sum(rows_of[:group]), n)  # (file, row group, its first row, its rows)
-              for source, rows_of in zip(sources, sizes) for group, n in enumerate(rows_of)]  # fmt: skip
+    groups = [
+        (source, group, sum(rows_of[:group]), n)  # (file, row group, its first row, its rows)
+        for source, rows_of in zip(sources, sizes)
+        for group, n in enumerate(rows_of)
+    ]
     chosen = sorted(rng.permutation(len(groups))[:SAMPLE_GROUPS])  # read in shard order
     quota = math.ceil(rows / max(len(chosen), 1))
     present = list(columns.source_columns().values())
@@ -103,8 +106,12 @@ def tag_sample(config: Config, batches: Iterator[ShardBatch]) -> SampleTally:
         batch = tag_batch(piece.batch, matcher)
         tagged_rows += batch.num_rows
         tagged.update(count_synsets(batch.column("wnids")))
-        kept, drops = drop_unsafe_rows(batch.select([*STEP6_COLUMNS, *nsfw]), selection.allowed_nsfw_tags,
-                                       selection.max_punsafe, selection.keep_unrated)  # fmt: skip
+        kept, drops = drop_unsafe_rows(
+            batch.select([*STEP6_COLUMNS, *nsfw]),
+            selection.allowed_nsfw_tags,
+            selection.max_punsafe,
+            selection.keep_unrated,
+        )
         unsafe_drops.update(drops)
         usable.update(synset_caption_counts(kept))
         safe.append(kept.select(STEP6_COLUMNS))

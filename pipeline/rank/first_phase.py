@@ -47,7 +47,9 @@ class StaticScorer:
 
 def best_of_table(table: pa.Table, m: int) -> dict[str, list[Cutoff]]:
     """Per wnid of `table` (row_id, wnid, static), its m best (score, row id), best first."""
-    table = table.take(pc.sort_indices(table, [("wnid", "ascending"), ("static", "descending"), ("row_id", "ascending")]))
+    table = table.take(
+        pc.sort_indices(table, [("wnid", "ascending"), ("static", "descending"), ("row_id", "ascending")])
+    )
     wnids = table.column("wnid").to_numpy(zero_copy_only=False)
     starts = np.flatnonzero(np.r_[True, wnids[1:] != wnids[:-1]]) if len(wnids) else []
     scores, row_ids = table.column("static").to_numpy(), table.column("row_id").to_numpy(zero_copy_only=False)

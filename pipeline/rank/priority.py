@@ -106,7 +106,8 @@ def key_cutoffs_transform(classes: list[str], size: int, seed: int):
     wnids = pa.array(sorted(classes), pa.string())
     return (
         "Spread" >> beam.Reshuffle()
-        | "Smallest" >> beam.ParDo(ShardWorker(functools.partial(smallest_keys, per_synset=size, seed=seed, wnids=wnids)))
+        | "Smallest"
+        >> beam.ParDo(ShardWorker(functools.partial(smallest_keys, per_synset=size, seed=seed, wnids=wnids)))
         | "Merge" >> beam.CombineGlobally(merge_smallest, per_synset=size)
         | "Cutoffs" >> beam.Map(lambda found: {w: (keys[-1], len(keys)) for w, keys in found.items()})
     )
@@ -135,7 +136,9 @@ class PriorityGate:
         return pa.array(mask)
 
 
-def key_cutoffs(config: Config, shards: list[str], classes: list[str], size: int, path: str) -> dict[str, tuple[int, int]]:
+def key_cutoffs(
+    config: Config, shards: list[str], classes: list[str], size: int, path: str
+) -> dict[str, tuple[int, int]]:
     """One Beam pass: `key_cutoffs_transform`'s result, through `path`."""
     with make_pipeline(config.runner) as pipeline:
         _ = (
@@ -155,7 +158,9 @@ def scored_rows(files: list[str], classes: list[str]) -> pa.Table:
     return table.filter(pc.is_in(table.column("wnid"), value_set=wanted))
 
 
-def priority_rounds(config: Config, classes: list[str], stage_dir: str, shards: list[str], score_round, scored_files) -> tuple[dict, dict]:
+def priority_rounds(
+    config: Config, classes: list[str], stage_dir: str, shards: list[str], score_round, scored_files
+) -> tuple[dict, dict]:
     """Score the classes' captions in priority order, round by round, until every list is settled
     or capped. `score_round(gate, part)` runs one scoring pass and returns its tally;
     `scored_files()` lists the scored files so far. Returns (summed tally, figures for the card)."""
@@ -165,7 +170,9 @@ def priority_rounds(config: Config, classes: list[str], stage_dir: str, shards: 
     open_classes, lower, tallies, rounds = sorted(classes), {}, [], []
     while open_classes:
         part = f"-r{len(rounds)}"
-        cutoffs = key_cutoffs(config, shards, open_classes, size, FileSystems.join(stage_dir, f"priority_cutoffs{part}.json"))
+        cutoffs = key_cutoffs(
+            config, shards, open_classes, size, FileSystems.join(stage_dir, f"priority_cutoffs{part}.json")
+        )
         bounds = {w: (lower.get(w), cutoffs[w][0]) for w in open_classes}
         tallies.append(score_round(functools.partial(PriorityGate, sampling.seed, bounds), part))
         rounds.append({"prefix": size, "classes": len(open_classes), "rows_scored": tallies[-1]["rows_scored"]})

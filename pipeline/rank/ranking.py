@@ -70,4 +70,3 @@ def rank_synsets(
     for wnid in passing[k:]:
         dropped[wnid] = BEYOND_TOP_K
     return Ranking(tuple(passing[:k]), scores, dict(sorted(dropped.items())))
-

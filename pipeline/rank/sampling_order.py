@@ -78,8 +78,10 @@ def reference_edges(sampling: Sampling) -> np.ndarray | None:
 
 def read_reference_scores(path: str) -> np.ndarray:
     """The gloss similarities of a parquet file, or of every parquet file in a folder."""
-    files = [path] if path.endswith(".parquet") else sorted(
-        m.path for m in FileSystems.match([FileSystems.join(path, "*.parquet")])[0].metadata_list
+    files = (
+        [path]
+        if path.endswith(".parquet")
+        else sorted(m.path for m in FileSystems.match([FileSystems.join(path, "*.parquet")])[0].metadata_list)
     )
     parts = []
     for file in files:

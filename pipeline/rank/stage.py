@@ -82,12 +82,16 @@ def class_rows(ranking: Ranking, captions: dict[str, int], index: NounIndex) -> 
     ]
 
 
-
 def ranking_rows(ranking: Ranking, index: NounIndex) -> list[dict]:
     """Every scored candidate, best first (ties by wnid), with its fate."""
     order = sorted(ranking.scores, key=lambda w: (-ranking.scores[w], w))
     return [
-        {"wnid": w, "name": index[w].name, "score": round(ranking.scores[w], 6), "fate": ranking.dropped.get(w, "class")}
+        {
+            "wnid": w,
+            "name": index[w].name,
+            "score": round(ranking.scores[w], 6),
+            "fate": ranking.dropped.get(w, "class"),
+        }
         for w in order
     ]
 
@@ -172,7 +176,9 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     rows = class_rows(ranking, kept, index)
     write_tsv(FileSystems.join(stage_dir, CLASS_LIST_FILE), CLASS_COLUMNS, rows)
     write_json(FileSystems.join(stage_dir, CLASSES_FILE), rows)
-    write_tsv(FileSystems.join(stage_dir, RANKING_FILE), ("wnid", "name", "score", "fate"), ranking_rows(ranking, index))
+    write_tsv(
+        FileSystems.join(stage_dir, RANKING_FILE), ("wnid", "name", "score", "fate"), ranking_rows(ranking, index)
+    )
 
     shards = stage_shards(stage_path(run_dir, SELECT), SELECTED_DIR)
     classes = sorted(ranking.classes)
@@ -181,7 +187,13 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     def score_round(gate, part: str = "") -> dict:
         named = [f"{stem(shard)}{part}" for shard in shards] if part else shards  # the round's tallies
         with watch_shards(stage_dir, named, STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
-            process_shards(pipeline, shards, _ScoreClasses(config, classes, stage_dir, gate, part), total_path, scoring_hints(config.runner))
+            process_shards(
+                pipeline,
+                shards,
+                _ScoreClasses(config, classes, stage_dir, gate, part),
+                total_path,
+                scoring_hints(config.runner),
+            )
         return read_json(total_path)
 
     started = time.monotonic()
@@ -200,7 +212,9 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
         tally["exact_seconds"] = round(time.monotonic() - started, 3)
     # Every caption of the classes is scored by the encoder or left out by the first phase.
     tally["rows_beyond_first_phase"] = sum(kept.get(w, 0) for w in classes) - tally["rows_scored"]
-    finish_stage(stage_dir, {"classes": len(classes), "synsets_dropped": ranking.reasons(), **tally, "first_phase": first_phase})
+    finish_stage(
+        stage_dir, {"classes": len(classes), "synsets_dropped": ranking.reasons(), **tally, "first_phase": first_phase}
+    )
     return ranking, tally
 
 

@@ -69,8 +69,11 @@ def _what(facts: RunFacts) -> list[str]:
     if not k:
         lines += [f"> **No classes.** This run ended with {describe(facts)}. See How it was built.", ""]
     images = f"{facts.images:,} images ({', '.join(f'{n:,} {s}' for s, n in facts.splits.items())})"
-    checked = ("No person looked at the images or checked a label" if facts.review is None
-               else "People then checked a sample of the labels (see Human review)")  # fmt: skip
+    checked = (
+        "No person looked at the images or checked a label"
+        if facts.review is None
+        else "People then checked a sample of the labels (see Human review)"
+    )
     lines += [
         "## What this dataset is",
         "",
@@ -96,8 +99,17 @@ def _what(facts: RunFacts) -> list[str]:
 
 def _built(facts: RunFacts) -> list[str]:
     funnel = funnel_rows(facts)
-    rows = [(r.step, r.what, r.synsets if r.synsets is not None else "", r.captions, reasons_text(r.synsets_dropped),
-             reasons_text(r.captions_dropped)) for r in funnel]  # fmt: skip
+    rows = [
+        (
+            r.step,
+            r.what,
+            r.synsets if r.synsets is not None else "",
+            r.captions,
+            reasons_text(r.synsets_dropped),
+            reasons_text(r.captions_dropped),
+        )
+        for r in funnel
+    ]
     choices = open_choices(facts.config, facts.manifest["encoder"]["model_id"])
     return [
         "## How it was built",
@@ -105,7 +117,11 @@ def _built(facts: RunFacts) -> list[str]:
         "Every step of the ImageNot method (paper, section 3), in order, with what it kept in this run. "
         "Captions are the corpus rows still in play; after `sample` they are the dataset's images.",
         "",
-        *table(("step", "what it does", "synsets left", "captions left", "synsets dropped", "captions dropped"), rows, "llrrll"),
+        *table(
+            ("step", "what it does", "synsets left", "captions left", "synsets dropped", "captions dropped"),
+            rows,
+            "llrrll",
+        ),
         "What each drop reason means:",
         "",
         *table(("reason", "meaning"), glossary_rows(reason for r in funnel for reason in r.reasons())),
@@ -172,17 +188,18 @@ def _senses(facts: RunFacts) -> list[str]:
         "",
         f"Each caption was scored against every noun sense of the word it matched; it stays in its class only when "
         f"the class's sense beats the best other sense by `scoring.sense_margin` = {margin}. "
-        f"{count_of(facts.sample.get('other_sense', 0), 'caption')} went to another sense"
-        + (":" if lost else "."),
+        f"{count_of(facts.sample.get('other_sense', 0), 'caption')} went to another sense" + (":" if lost else "."),
     ]
     if lost:
         index = load_index()
         rows = [
             f"{names.get(wnid, wnid)} (`{wnid}`): "
-            + ", ".join(f"{n:,} captions went to {sense_label(index, other)}" for other, n in
-                        sorted(by_sense.items(), key=lambda item: (-item[1], item[0])))
+            + ", ".join(
+                f"{n:,} captions went to {sense_label(index, other)}"
+                for other, n in sorted(by_sense.items(), key=lambda item: (-item[1], item[0]))
+            )
             for wnid, by_sense in sorted(lost.items(), key=lambda item: (-sum(item[1].values()), item[0]))
-        ]  # fmt: skip
+        ]
         lines += ["", *_listed(rows)]
     return [*lines, ""]
 
@@ -193,10 +210,14 @@ def _splits(facts: RunFacts) -> list[str]:
     lines = [
         "## Splits",
         "",
-        *table(("split", "images", "per class (target)"), [
-            ("train", facts.splits.get("train", 0), sampling.images_per_class - sampling.test_per_class),
-            ("test", facts.splits.get("test", 0), sampling.test_per_class),
-        ], "lrr"),
+        *table(
+            ("split", "images", "per class (target)"),
+            [
+                ("train", facts.splits.get("train", 0), sampling.images_per_class - sampling.test_per_class),
+                ("test", facts.splits.get("test", 0), sampling.test_per_class),
+            ],
+            "lrr",
+        ),
         f"Within each class the test images are chosen by a keyed hash of their row ids (`sampling.seed` = "
         f"{sampling.seed}), so the split does not depend on the order of the rows. ",
     ]
@@ -247,24 +268,33 @@ def _limitations(facts: RunFacts) -> list[str]:
         "",
         "- Labels come from caption text only: a caption that names a synset's lemma may show something else "
         "(a product photo, a drawing, text), and a lemma can be used in another of its senses.",
-        "- No human review: no image was looked at and no label checked by a person." if facts.review is None else
-        "- Human review checked a sample of the labels (see Human review); the rest were not looked at.",
+        "- No human review: no image was looked at and no label checked by a person."
+        if facts.review is None
+        else "- Human review checked a sample of the labels (see Human review); the rest were not looked at.",
         "- Noisy labels: "
-        + (f"{noise.figures['statement']} Estimated by {noise.figures['method']}." if noise else
-           "the label noise was not measured for this dataset (`imagenot audit label-noise`)."),
+        + (
+            f"{noise.figures['statement']} Estimated by {noise.figures['method']}."
+            if noise
+            else "the label noise was not measured for this dataset (`imagenot audit label-noise`)."
+        ),
         "- The class set inherits WordNet's gaps and biases, and the corpus's: web captions over-represent "
         "products and stock photography, and the NSFW filters are imperfect.",
         "- Web images disappear: a URL that worked when the list was made may not work later.",
     ]
     if facts.synthetic:
-        lines.append("- **The corpus is synthetic**: captions and URLs are generated, so nothing here describes real data.")
+        lines.append(
+            "- **The corpus is synthetic**: captions and URLs are generated, so nothing here describes real data."
+        )
     return [*lines, ""]
 
 
 def audit_summary(name: str, figures: dict) -> tuple[str, str]:
     """(title, one plain sentence) of an audit's figures."""
     if name == "label_noise":
-        return "Label noise", f"{figures['statement']} Estimated by {figures['method']} over {figures['examples']:,} examples."
+        return (
+            "Label noise",
+            f"{figures['statement']} Estimated by {figures['method']} over {figures['examples']:,} examples.",
+        )
     if name == "duplicates":
         pairs = ", ".join(f"{kind} {n:,}" for kind, n in figures["pairs"].items())
         return "Duplicates", (
@@ -275,7 +305,12 @@ def audit_summary(name: str, figures: dict) -> tuple[str, str]:
     if name == "agreement":
         medians = ", ".join(
             f"{key.replace('_', ' ')} {figures[key]['p50']}"
-            for key in ("image_class_similarity", "image_caption_similarity", "intra_class_similarity", "inter_class_similarity")
+            for key in (
+                "image_class_similarity",
+                "image_caption_similarity",
+                "intra_class_similarity",
+                "inter_class_similarity",
+            )
             if figures.get(key)
         )
         return "Image-caption agreement", (
@@ -317,7 +352,9 @@ def _audits(facts: RunFacts) -> list[str]:
     if missing:
         lines.append(f"- Not run: {'; '.join(f'`{m}`' for m in missing)}.")
     if stale:
-        lines.append(f"- Out of date (the images changed after they ran), to run again: {'; '.join(f'`{m}`' for m in stale)}.")
+        lines.append(
+            f"- Out of date (the images changed after they ran), to run again: {'; '.join(f'`{m}`' for m in stale)}."
+        )
     return [*lines, ""]
 
 
@@ -331,7 +368,9 @@ def _licences(facts: RunFacts) -> list[str]:
             "(`?`: unknown). Check the terms of each image before redistributing it."
         )
     else:
-        lines.append("- Images: each stays under its owner's terms; the corpus has no licence column, so they are unknown.")
+        lines.append(
+            "- Images: each stays under its owner's terms; the corpus has no licence column, so they are unknown."
+        )
     lines += [
         f"- Class list and glosses: {WORDNET_LICENCE}.",
         f"- Text encoder: `{encoder['model_id']}` ({encoder['kind']}); see its model card for its licence and training data.",
@@ -349,8 +388,11 @@ def _scoring_path(first_phase: dict) -> str:
             f"exact in priority order (`scoring.first_phase: priority`): the text encoder scored each class's captions in "
             f"the sample's order, {first_phase['exact_per_class']:,} first and doubling, until no unscored caption could "
             f"change the class's list ({len(first_phase['rounds'])} rounds); "
-            + (f"{capped} classes stopped at the cap of {first_phase['exact_cap']:,} captions and may differ from the exact path"
-               if capped else "every list is the one scoring every caption gives")
+            + (
+                f"{capped} classes stopped at the cap of {first_phase['exact_cap']:,} captions and may differ from the exact path"
+                if capped
+                else "every list is the one scoring every caption gives"
+            )
         )
     return (
         f"two phases: a static model, {first_phase['model']}, ranked every caption of the classes and the text "
@@ -382,13 +424,28 @@ def _rebuild(facts: RunFacts) -> list[str]:
 def _rebuild_drops(facts: RunFacts) -> list[str]:
     """The audit commands that took images out of this run, for a rebuild to repeat."""
     dropped = facts.download["dropped_by_audits"] if facts.download else {}
-    audits = sorted({"agreement" if reason.startswith("image_") else "duplicates" for reason in dropped if reason != "review_rejected"})
+    audits = sorted(
+        {
+            "agreement" if reason.startswith("image_") else "duplicates"
+            for reason in dropped
+            if reason != "review_rejected"
+        }
+    )
     if not audits:
         return []
-    commands = ["imagenot audit embed --run NEW_RUN", *(f"imagenot audit {audit} --run NEW_RUN --drop" for audit in audits)]
-    return ["Audits then took images out of this run's dataset (see Download; `download/dropped.parquet` has each "
-            "image with its reason and pass). A rebuild repeats that with these commands, run in the order of those passes:",
-            "", "```", *commands, "```", ""]  # fmt: skip
+    commands = [
+        "imagenot audit embed --run NEW_RUN",
+        *(f"imagenot audit {audit} --run NEW_RUN --drop" for audit in audits),
+    ]
+    return [
+        "Audits then took images out of this run's dataset (see Download; `download/dropped.parquet` has each "
+        "image with its reason and pass). A rebuild repeats that with these commands, run in the order of those passes:",
+        "",
+        "```",
+        *commands,
+        "```",
+        "",
+    ]
 
 
 def _config(facts: RunFacts) -> list[str]:
@@ -401,8 +458,10 @@ def _config(facts: RunFacts) -> list[str]:
 def _using(facts: RunFacts) -> list[str]:
     """Where the export is and how to load it (`pipeline.dataset.usage`, shared with its README)."""
     if facts.download is None:
-        note = ("The export stage (`RUN/dataset/`) runs only with `download.enabled`: without downloaded images, "
-                "the dataset is the URL lists in `sample/dataset/`.")
+        note = (
+            "The export stage (`RUN/dataset/`) runs only with `download.enabled`: without downloaded images, "
+            "the dataset is the URL lists in `sample/dataset/`."
+        )
         return ["## Using the dataset", "", note, ""]
     return [*usage_markdown("RUN/dataset", facts.config.download.encode_format).splitlines(), ""]
 
@@ -418,6 +477,21 @@ def _safety(facts: RunFacts) -> list[str]:
 
 
 def render_card(facts: RunFacts) -> str:
-    sections = (_what, _built, _classes, _senses, _safety, _splits, _download, _using, _limitations, _audits,
-                _human_review, _licences, datasheet.datasheet, _rebuild, _config)  # fmt: skip
+    sections = (
+        _what,
+        _built,
+        _classes,
+        _senses,
+        _safety,
+        _splits,
+        _download,
+        _using,
+        _limitations,
+        _audits,
+        _human_review,
+        _licences,
+        datasheet.datasheet,
+        _rebuild,
+        _config,
+    )
     return "\n".join(line for section in sections for line in section(facts))

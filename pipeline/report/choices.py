@@ -30,35 +30,115 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
     """Every threshold, model and choice the paper leaves open, with this run's value."""
     s, sc, r, sa, d = config.selection, config.scoring, config.ranking, config.sampling, config.download
     rows = [
-        ("tagging.ignore_forms", show(config.tagging.ignore_forms), "words never matched as lemmas (function words that are also nouns)"),
+        (
+            "tagging.ignore_forms",
+            show(config.tagging.ignore_forms),
+            "words never matched as lemmas (function words that are also nouns)",
+        ),
         ("selection.reference", s.reference, "the class set the classes must differ from (step 2)"),
-        ("selection.overlap", s.overlap, "paper: drop reference synsets and shared lemmas; strict: also their ancestors and descendants; within: keep only reference synsets (LAIONet)"),
+        (
+            "selection.overlap",
+            s.overlap,
+            "paper: drop reference synsets and shared lemmas; strict: also their ancestors and descendants; within: keep only reference synsets (LAIONet)",
+        ),
         ("selection.min_captions", show(s.min_captions), "usable captions a synset needs (step 3)"),
-        ("selection.offensive_synsets", show(s.offensive_synsets), "drop synsets WordNet marks offensive: usage domain ethnic slur, disparagement or obscenity, or a gloss calling them an offensive term (before step 2)"),
-        ("selection.person_synsets", s.person_synsets, "identity: drop person synsets that name people by race, ethnicity, nationality, religion, sexual orientation, sex or gender, disability; all: every person synset; keep: none (before step 2)"),
-        ("selection.nsfw_synset_threshold", show(s.nsfw_synset_threshold), "alt-profanity-check score over lemmas and gloss above which a synset is dropped (step 5; null: off)"),
-        ("selection.allowed_nsfw_tags", show(s.allowed_nsfw_tags), "LAION NSFW tags a caption row may carry (null: off)"),
+        (
+            "selection.offensive_synsets",
+            show(s.offensive_synsets),
+            "drop synsets WordNet marks offensive: usage domain ethnic slur, disparagement or obscenity, or a gloss calling them an offensive term (before step 2)",
+        ),
+        (
+            "selection.person_synsets",
+            s.person_synsets,
+            "identity: drop person synsets that name people by race, ethnicity, nationality, religion, sexual orientation, sex or gender, disability; all: every person synset; keep: none (before step 2)",
+        ),
+        (
+            "selection.nsfw_synset_threshold",
+            show(s.nsfw_synset_threshold),
+            "alt-profanity-check score over lemmas and gloss above which a synset is dropped (step 5; null: off)",
+        ),
+        (
+            "selection.allowed_nsfw_tags",
+            show(s.allowed_nsfw_tags),
+            "LAION NSFW tags a caption row may carry (null: off)",
+        ),
         ("selection.max_punsafe", show(s.max_punsafe), "highest LAION punsafe a row may have (null: off)"),
         ("selection.keep_unrated", show(s.keep_unrated), "keep rows with no NSFW tag or punsafe value"),
         ("scoring.encoder", sc.encoder, "text encoder library (the paper used RoBERTa)"),
         ("scoring.model", sc.model, f"text encoder model; resolved to {model_id}"),
-        ("scoring.runtime", sc.runtime, "what runs the encoder: torch, or ONNX Runtime on an export of the same weights; each gives a caption the same bits whatever its batch, the two differ in the last bits (cosine >= 0.999)"),
+        (
+            "scoring.runtime",
+            sc.runtime,
+            "what runs the encoder: torch, or ONNX Runtime on an export of the same weights; each gives a caption the same bits whatever its batch, the two differ in the last bits (cosine >= 0.999)",
+        ),
         ("scoring.query_template", sc.query_template, "the text each caption is compared with, per synset (step 7)"),
-        ("scoring.sense_templates", show(sc.sense_templates), "the query texts of every noun sense of a caption's word (sense contrast)"),
+        (
+            "scoring.sense_templates",
+            show(sc.sense_templates),
+            "the query texts of every noun sense of a caption's word (sense contrast)",
+        ),
         ("scoring.sense_pooling", sc.sense_pooling, "how a sense's query similarities are pooled: max or mean"),
-        ("scoring.sense_prior", show(sc.sense_prior), "weight of log P(sense | word) from WordNet's tagged counts in a sense's score"),
-        ("scoring.sense_margin", show(sc.sense_margin), "a caption stays in its class only when the class's sense beats every other sense of its word by this much (null: off)"),
-        ("scoring.first_pass_captions", show(sc.first_pass_captions), "captions per candidate synset scored to rank the synsets"),
+        (
+            "scoring.sense_prior",
+            show(sc.sense_prior),
+            "weight of log P(sense | word) from WordNet's tagged counts in a sense's score",
+        ),
+        (
+            "scoring.sense_margin",
+            show(sc.sense_margin),
+            "a caption stays in its class only when the class's sense beats every other sense of its word by this much (null: off)",
+        ),
+        (
+            "scoring.first_pass_captions",
+            show(sc.first_pass_captions),
+            "captions per candidate synset scored to rank the synsets",
+        ),
         ("scoring.seed", show(sc.seed), "picks those first-pass captions (keyed hash of row ids)"),
-        ("scoring.first_phase", sc.first_phase, "off: the encoder scores every caption of the classes; static: a static model distilled from it picks each class's best captions for the encoder; priority: the encoder scores each class's captions in the sample's order until its list is settled (same list as off)"),
-        *([("scoring.exact_per_class", show(sc.exact_per_class), f"captions per class the encoder scores after the first phase (priority: in the first round) (null: 2 x (N + reserve)); {config.exact_per_class:,} here")] if sc.first_phase != "off" else []),
-        *([("scoring.exact_cap", show(sc.exact_cap), "priority: the most captions per class the encoder scores (null: no cap, every list exact)")] if sc.first_phase == "priority" else []),
+        (
+            "scoring.first_phase",
+            sc.first_phase,
+            "off: the encoder scores every caption of the classes; static: a static model distilled from it picks each class's best captions for the encoder; priority: the encoder scores each class's captions in the sample's order until its list is settled (same list as off)",
+        ),
+        *(
+            [
+                (
+                    "scoring.exact_per_class",
+                    show(sc.exact_per_class),
+                    f"captions per class the encoder scores after the first phase (priority: in the first round) (null: 2 x (N + reserve)); {config.exact_per_class:,} here",
+                )
+            ]
+            if sc.first_phase != "off"
+            else []
+        ),
+        *(
+            [
+                (
+                    "scoring.exact_cap",
+                    show(sc.exact_cap),
+                    "priority: the most captions per class the encoder scores (null: no cap, every list exact)",
+                )
+            ]
+            if sc.first_phase == "priority"
+            else []
+        ),
         ("ranking.top_n", show(r.top_n), "captions averaged for a synset's score (step 7)"),
-        (f"ranking.thresholds[{sc.model}]", show(config.threshold), "lowest synset score kept, for this encoder (the paper's 0.82 is RoBERTa's)"),
-        ("ranking.min_captions", show(r.min_captions), f"single-synset captions a class needs (null: N); {config.min_class_captions:,} here"),
+        (
+            f"ranking.thresholds[{sc.model}]",
+            show(config.threshold),
+            "lowest synset score kept, for this encoder (the paper's 0.82 is RoBERTa's)",
+        ),
+        (
+            "ranking.min_captions",
+            show(r.min_captions),
+            f"single-synset captions a class needs (null: N); {config.min_class_captions:,} here",
+        ),
         ("ranking.classes", show(r.classes), "K, the number of classes (step 8)"),
         ("sampling.images_per_class", show(sa.images_per_class), "N, images per class (step 8)"),
-        ("sampling.strategy", sa.strategy, "how a class's images are picked: top (TopImages), threshold or matched (ImageNetV2)"),
+        (
+            "sampling.strategy",
+            sa.strategy,
+            "how a class's images are picked: top (TopImages), threshold or matched (ImageNetV2)",
+        ),
     ]
     if sa.strategy == "threshold":
         rows.append(("sampling.threshold", show(sa.threshold), "lowest gloss similarity sampled from"))
@@ -66,17 +146,33 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         key = "reference_quantiles" if sa.reference_quantiles is not None else "reference_scores"
         rows.append((f"sampling.{key}", show(getattr(sa, key)), "the similarity distribution matched"))
     rows += [
-        ("sampling.reserve_factor", show(sa.reserve_factor), f"reserve of {sa.reserve} candidates per class, to replace images that fail to download"),
+        (
+            "sampling.reserve_factor",
+            show(sa.reserve_factor),
+            f"reserve of {sa.reserve} candidates per class, to replace images that fail to download",
+        ),
         ("sampling.test_per_class", show(sa.test_per_class), "images per class in the test split"),
         ("sampling.seed", show(sa.seed), "fixes the random orders and the train/test split"),
         ("download.enabled", show(d.enabled), "whether the images were fetched"),
     ]
     if d.enabled:
         rows += [
-            ("download.max_rounds", show(d.max_rounds), "fetch rounds: the dataset rows, then backfills from the reserve"),
+            (
+                "download.max_rounds",
+                show(d.max_rounds),
+                "fetch rounds: the dataset rows, then backfills from the reserve",
+            ),
             ("download.max_response_bytes", show(d.max_response_bytes), "largest response body read"),
             ("download.max_image_pixels", show(d.max_image_pixels), "largest width x height decoded"),
-            ("download.image_size", show(d.image_size), f"images resized ({d.resize_mode}) and stored as {d.encode_format}"),
-            ("download.disallowed_header_directives", show(d.disallowed_header_directives), "X-Robots-Tag directives that put a site's images off limits"),
+            (
+                "download.image_size",
+                show(d.image_size),
+                f"images resized ({d.resize_mode}) and stored as {d.encode_format}",
+            ),
+            (
+                "download.disallowed_header_directives",
+                show(d.disallowed_header_directives),
+                "X-Robots-Tag directives that put a site's images off limits",
+            ),
         ]
     return [Choice(*row) for row in rows]

@@ -22,12 +22,19 @@ def opt_out_signals(d: Download) -> list[tuple[str, str, bool]]:
     """(signal, its config switch, honoured) for each opt-out signal the crawler knows."""
     return [
         ("TDMRep (tdmrep.json, tdm-reservation header)", "download.tdmrep", d.tdmrep),
-        (f"IETF AI Preferences (Content-Usage in robots.txt and headers; categories "
-         f"{', '.join(d.ai_preferences_categories)})", "download.ai_preferences", d.ai_preferences),
+        (
+            f"IETF AI Preferences (Content-Usage in robots.txt and headers; categories "
+            f"{', '.join(d.ai_preferences_categories)})",
+            "download.ai_preferences",
+            d.ai_preferences,
+        ),
         ("Content-Signal in robots.txt (ai-train=no)", "download.content_signal", d.content_signal),
-        (f"X-Robots-Tag ({', '.join(d.disallowed_header_directives) or 'no directive'})",
-         "download.disallowed_header_directives", bool(d.disallowed_header_directives)),
-    ]  # fmt: skip
+        (
+            f"X-Robots-Tag ({', '.join(d.disallowed_header_directives) or 'no directive'})",
+            "download.disallowed_header_directives",
+            bool(d.disallowed_header_directives),
+        ),
+    ]
 
 
 def crawl_notice(facts: RunFacts) -> list[str]:
@@ -37,11 +44,15 @@ def crawl_notice(facts: RunFacts) -> list[str]:
         return []
     signals = opt_out_signals(d)
     honoured = "; ".join(name for name, _, on in signals if on) or "none"
-    lines = [f"> Opt-out signals honoured (images a site reserves are never kept): {honoured}. Building this dataset "
-             f"counts as AI training (AI Preferences category `{d.ai_preferences_categories[0]}`)."]  # fmt: skip
+    lines = [
+        f"> Opt-out signals honoured (images a site reserves are never kept): {honoured}. Building this dataset "
+        f"counts as AI training (AI Preferences category `{d.ai_preferences_categories[0]}`)."
+    ]
     lines += [f"> **{name} was NOT honoured** (`{switch}` off)." for name, switch, on in signals if not on]
     if not d.robots_txt:
-        lines.append("> **robots.txt was not read** (`download.robots_txt: false`): sites' crawl rules were not obeyed.")
+        lines.append(
+            "> **robots.txt was not read** (`download.robots_txt: false`): sites' crawl rules were not obeyed."
+        )
     if d.allowed_networks:
         lines.append(f"> The crawler was allowed to reach non-public networks: {', '.join(d.allowed_networks)}.")
     return [*lines, ""]
@@ -71,8 +82,10 @@ def _crawl_policy(config: Config) -> list[str]:
     rows = [
         ("User-Agent token", d.user_agent_token),
         ("robots.txt (RFC 9309)", "read once per host, obeyed" if d.robots_txt else "NOT read"),
-        *((name, f"honoured (`{switch}`)" if on else f"NOT honoured (`{switch}` off)")
-          for name, switch, on in opt_out_signals(d)),
+        *(
+            (name, f"honoured (`{switch}`)" if on else f"NOT honoured (`{switch}` off)")
+            for name, switch, on in opt_out_signals(d)
+        ),
         ("per host, per worker process", f"{d.per_host_connections} connections, {d.per_host_rate:g} requests/s"),
         ("429/503 backoff", f"Retry-After, else {d.backoff_base_s:g} s doubling, at most {d.max_backoff_s:g} s"),
         ("host given up after", f"{d.host_max_failures} failures in a row"),
@@ -88,27 +101,49 @@ def _busiest_hosts(download: dict) -> list[str]:
     if not hosts:
         return []
     rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in hosts]
-    return ["The busiest hosts:", "", *table(("host", "requests", "peak requests/s", "429/503", "given up"), rows, "lrrrl")]
+    return [
+        "The busiest hosts:",
+        "",
+        *table(("host", "requests", "peak requests/s", "429/503", "given up"), rows, "lrrrl"),
+    ]
 
 
 def _blocklists(download: dict) -> list[str]:
     listed = [(s["path"], s["bytes"], s["sha256"], "during the build") for s in download.get("blocklists", [])]
-    listed += [(s["path"], s["bytes"], s["sha256"], f"`blocklist apply`, {s.get('applied_at', 'after the build')}")
-               for s in download.get("blocklists_applied", [])]  # fmt: skip
+    listed += [
+        (s["path"], s["bytes"], s["sha256"], f"`blocklist apply`, {s.get('applied_at', 'after the build')}")
+        for s in download.get("blocklists_applied", [])
+    ]
     if not listed:
-        return ["No blocklist was applied (`download.blocklists`): the images were not checked against any URL, "
-                "domain or hash list (for example a child-protection organisation's).", ""]  # fmt: skip
+        return [
+            "No blocklist was applied (`download.blocklists`): the images were not checked against any URL, "
+            "domain or hash list (for example a child-protection organisation's).",
+            "",
+        ]
     removed = Counter({r: n for r, n in download["failures"].items() if r.startswith("blocklist_")})
     removed.update(download.get("dropped_by_blocklists", {}))
     removed_text = ", ".join(f"{reason} {n:,}" for reason, n in sorted(removed.items())) or "nothing"
     latest = {s["path"]: s for s in download.get("blocklists_applied", [])}  # a list applied again: its last run
     still = sum(s.get("still_listed", 0) for s in latest.values())
-    warning = [f"**{count_of(still, 'listed image')} still in the dataset**: `blocklist apply` ran out of passes "
-               "(image_audit.drop_passes); run it again.", ""] if still else []  # fmt: skip
+    warning = (
+        [
+            f"**{count_of(still, 'listed image')} still in the dataset**: `blocklist apply` ran out of passes "
+            "(image_audit.drop_passes); run it again.",
+            "",
+        ]
+        if still
+        else []
+    )
     backfilled = sum(s.get("backfilled", 0) for s in download.get("blocklists_applied", []))
     refilled = f" The reserve put {count_of(backfilled, 'image')} in their place." if latest else ""
-    return ["Blocklists applied:", "", *table(("file", "bytes", "sha256", "when"), listed, "lrll"),
-            f"They removed: {removed_text}.{refilled}", "", *warning]  # fmt: skip
+    return [
+        "Blocklists applied:",
+        "",
+        *table(("file", "bytes", "sha256", "when"), listed, "lrll"),
+        f"They removed: {removed_text}.{refilled}",
+        "",
+        *warning,
+    ]
 
 
 def _collection(facts: RunFacts) -> list[str]:

@@ -57,7 +57,11 @@ from imagenot.wordnet.stats_report import build_report
 
 STRUCTURE_REFERENCE = "imagenet1k"  # the class structure is always shown beside ImageNet-1k's
 DATASET_COLUMNS = ("class_index", "split", "order", "caption")
-OPTIONAL_DATASET_COLUMNS = ("license", "tar", "key")  # the corpus's licences; where a downloaded image lies (the gallery)
+OPTIONAL_DATASET_COLUMNS = (
+    "license",
+    "tar",
+    "key",
+)  # the corpus's licences; where a downloaded image lies (the gallery)
 # Audit outputs, each shown when present: (folder under the run, file with its figures).
 AUDIT_FIGURES = {
     "label_noise": (AUDIT_LABEL_NOISE, LABEL_NOISE_FILE),
@@ -146,8 +150,14 @@ def per_class_rows(classes: list[dict], dataset: pa.Table, images_per_class: int
     for c in classes:
         train, test = splits[(c["index"], "train")], splits[(c["index"], "test")]
         rows.append(
-            {**c, "images": train + test, "train": train, "test": test,
-             "shortfall": images_per_class - train - test, "example": examples.get(c["index"], "")}
+            {
+                **c,
+                "images": train + test,
+                "train": train,
+                "test": test,
+                "shortfall": images_per_class - train - test,
+                "example": examples.get(c["index"], ""),
+            }
         )
     return rows
 

@@ -56,7 +56,8 @@ def _step_texts(facts: RunFacts) -> dict[str, str]:
         "min_captions": f"step 3: at least {s.min_captions:,} usable captions",
         "leaves": "step 4: leaves of the minimal WordNet subtree holding the candidates",
         "nsfw_synsets": f"step 5: lemmas and gloss not flagged by alt-profanity-check ({nsfw})",
-        "picturable": "synsets an image can show: under " + show(s.picturable_roots)
+        "picturable": "synsets an image can show: under "
+        + show(s.picturable_roots)
         + f", not in {show(s.picturable_excluded_lexnames)}",
         "single_synset": "step 6: captions that mention exactly one candidate synset",
         "caption_rules": f"captions whose word names the synset (rules: {show(s.caption_rules.rules)})",
@@ -74,8 +75,16 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
         captions = step["captions_dropped"]
         if step["step"] == "found":
             captions = {"no_noun_lemma": readable - step["captions_left"]}
-        rows.append(FunnelRow(step["step"], texts.get(step["step"], step["step"]), step["synsets_left"],
-                              step["captions_left"], step["synsets_dropped"], captions))  # fmt: skip
+        rows.append(
+            FunnelRow(
+                step["step"],
+                texts.get(step["step"], step["step"]),
+                step["synsets_left"],
+                step["captions_left"],
+                step["synsets_dropped"],
+                captions,
+            )
+        )
     r = facts.config.ranking
     rows.append(
         FunnelRow(
@@ -90,8 +99,15 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
     )
     sample, n = facts.sample, facts.config.sampling.images_per_class
     # candidates = images + reserve + the rest, by reason (pipeline.sample.stage.COUNT_KEYS)
-    reasons = ("other_sense", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class",
-               "not_listed", "reserve")  # fmt: skip
+    reasons = (
+        "other_sense",
+        "below_threshold",
+        "duplicate_url",
+        "duplicate_caption",
+        "url_in_other_class",
+        "not_listed",
+        "reserve",
+    )
     empty = sum(1 for short in sample["shortfall_by_class"].values() if short == n)
     rows.append(
         FunnelRow(

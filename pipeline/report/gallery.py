@@ -33,7 +33,9 @@ def class_gallery(config: Config, run_dir: str, classes: list[dict], dataset: pa
     if settings.thumbnails_per_class == 0:
         return "<p>No images shown (<code>report.thumbnails_per_class</code> is 0).</p>"
     shown = _shown(dataset, settings.thumbnails_per_class)
-    pictures = read_thumbnails(run_dir, [(r["tar"], r["key"]) for rows in shown.values() for r in rows], settings.thumbnail_pixels)
+    pictures = read_thumbnails(
+        run_dir, [(r["tar"], r["key"]) for rows in shown.values() for r in rows], settings.thumbnail_pixels
+    )
     target = config.sampling.images_per_class
     intro = (
         f"<p>Each class's first {settings.thumbnails_per_class:,} images by sampling order (its best by gloss "
@@ -43,9 +45,14 @@ def class_gallery(config: Config, run_dir: str, classes: list[dict], dataset: pa
     parts = [intro]
     for c in classes:
         short = c["shortfall"] > 0
-        mark = f' <span class="shortmark">short: {c["images"]:,} of {target:,} images</span>' if short else f" ({c['images']:,} images)"
+        mark = (
+            f' <span class="shortmark">short: {c["images"]:,} of {target:,} images</span>'
+            if short
+            else f" ({c['images']:,} images)"
+        )
         cells = "".join(
-            labelled_thumbnail(pictures.get((r["tar"], r["key"])), r["split"], r["caption"]) for r in shown.get(c["index"], [])
+            labelled_thumbnail(pictures.get((r["tar"], r["key"])), r["split"], r["caption"])
+            for r in shown.get(c["index"], [])
         )
         parts.append(
             f'<div class="class{" short" if short else ""}"><h4>{c["index"]} <code>{html.escape(c["wnid"])}</code> '

@@ -24,8 +24,14 @@ def review_lines(results: dict | None) -> list[str]:
     if results is None:
         return ["## Human review", "", NOT_DONE, ""]
     overall, confidence = results["overall"], round(100 * results["confidence"])
-    raters = [(_plain(r["name"]), r["answers"], r["dawid_skene_accuracy"], r["agreement_with_others"]) for r in results["raters"]]
-    classes = [(r["name"], r["sampled"], r["decided"], r["accepted"], r["unsure_only"], _interval(r)) for r in results["per_class"]]
+    raters = [
+        (_plain(r["name"]), r["answers"], r["dawid_skene_accuracy"], r["agreement_with_others"])
+        for r in results["raters"]
+    ]
+    classes = [
+        (r["name"], r["sampled"], r["decided"], r["accepted"], r["unsure_only"], _interval(r))
+        for r in results["per_class"]
+    ]
     kinds = ", ".join(f"{kind} {n:,}" for kind, n in results["answers_by_kind"].items()) or "none"
     dropped = results["dropped"]
     lines = [
@@ -41,8 +47,12 @@ def review_lines(results: dict | None) -> list[str]:
         f"{overall['accepted']:,} of {overall['decided']:,} sampled images kept by the raters (an image is kept when "
         f"yes / (yes + no) reaches {results['min_selection']}); each class's sample is random, audit-flagged extras are left out.",
         f"- **Dropped by review**: {count_of(len(dropped), 'image')}"
-        + (f" (`imagenot review apply`, reason `review_rejected`): {', '.join(f'`{r}`' for r in dropped[:LISTED_DROPS])}"
-           + (f" and {len(dropped) - LISTED_DROPS:,} more" if len(dropped) > LISTED_DROPS else "") if dropped else "")
+        + (
+            f" (`imagenot review apply`, reason `review_rejected`): {', '.join(f'`{r}`' for r in dropped[:LISTED_DROPS])}"
+            + (f" and {len(dropped) - LISTED_DROPS:,} more" if len(dropped) > LISTED_DROPS else "")
+            if dropped
+            else ""
+        )
         + ".",
         "",
         "Instructions raters saw on class pages:",

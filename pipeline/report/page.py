@@ -84,16 +84,24 @@ def figure(data: bytes, alt: str, caption: str) -> str:
     return f"{image(data, alt)}\n<figcaption>{caption}</figcaption>"
 
 
-def table(header: tuple[str, ...], rows: list[tuple], numeric: set[int] = frozenset(), row_class: list[str] | None = None,
-          cell_class: dict[int, str] | None = None) -> str:
+def table(
+    header: tuple[str, ...],
+    rows: list[tuple],
+    numeric: set[int] = frozenset(),
+    row_class: list[str] | None = None,
+    cell_class: dict[int, str] | None = None,
+) -> str:
     """A table of escaped cells; columns in `numeric` right-aligned and formatted as numbers."""
     cell_class = cell_class or {}
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = []
     for i, row in enumerate(rows):
         cells = "".join(
-            f'<td class="n">{number(v)}</td>' if j in numeric else f'<td class="{cell_class[j]}">{esc(v)}</td>'
-            if j in cell_class else f"<td>{esc(v)}</td>"
+            f'<td class="n">{number(v)}</td>'
+            if j in numeric
+            else f'<td class="{cell_class[j]}">{esc(v)}</td>'
+            if j in cell_class
+            else f"<td>{esc(v)}</td>"
             for j, v in enumerate(row)
         )
         css = f' class="{row_class[i]}"' if row_class and row_class[i] else ""
@@ -111,7 +119,8 @@ def _overview(facts: RunFacts) -> str:
         '<p class="warning"><b>Synthetic corpus.</b> This dataset was built from a synthetic LAION-style corpus '
         f"(<code>imagenot synth</code>, {c.corpus.synth.rows:,} rows, seed {c.corpus.synth.seed}); its captions and "
         "URLs are made up. It demonstrates the pipeline and is not data to train or evaluate on.</p>"
-        if facts.synthetic else ""
+        if facts.synthetic
+        else ""
     )
     if not facts.classes:
         warning += f'<p class="warning"><b>No classes.</b> This run ended with {esc(describe(facts))}.</p>'
@@ -124,46 +133,82 @@ def _overview(facts: RunFacts) -> str:
         ("corpus rows read", facts.tag["rows_read"]),
     ]
     downloaded = (
-        "The images were fetched into <code>download/</code>." if facts.download is not None else
-        "The images were not fetched by this run (<code>download.enabled</code> is false): the dataset lists their URLs."
+        "The images were fetched into <code>download/</code>."
+        if facts.download is not None
+        else "The images were not fetched by this run (<code>download.enabled</code> is false): the dataset lists their URLs."
     )
-    return section("overview", f"""{warning}
+    return section(
+        "overview",
+        f"""{warning}
 <div class="figures">{"".join(f"<div><b>{number(n)}</b>{esc(label)}</div>" for label, n in tiles)}</div>
 <p>An image classification dataset built the way ImageNot (Salaudeen &amp; Hardt, 2024) was: its classes are
-WordNet {esc(facts.manifest['wordnet'])} noun synsets chosen to differ from <code>{esc(c.selection.reference)}</code>,
+WordNet {esc(facts.manifest["wordnet"])} noun synsets chosen to differ from <code>{esc(c.selection.reference)}</code>,
 its images are web image/caption pairs labelled from their caption text alone, and no person checked a label.
 It is a contrast dataset, for testing whether models rank the same way here as on ImageNet.
-{downloaded} The dataset card, <code>report/card.md</code>, says how it was built and what to watch for.</p>""")
+{downloaded} The dataset card, <code>report/card.md</code>, says how it was built and what to watch for.</p>""",
+    )
 
 
 def _funnel(facts: RunFacts, plots: Plots) -> str:
     funnel = funnel_rows(facts)
-    rows = [(r.step, r.what, "" if r.synsets is None else r.synsets, r.captions, reasons_text(r.synsets_dropped),
-             reasons_text(r.captions_dropped)) for r in funnel]  # fmt: skip
+    rows = [
+        (
+            r.step,
+            r.what,
+            "" if r.synsets is None else r.synsets,
+            r.captions,
+            reasons_text(r.synsets_dropped),
+            reasons_text(r.captions_dropped),
+        )
+        for r in funnel
+    ]
     glossary = glossary_rows(reason for r in funnel for reason in r.reasons())
     choices = open_choices(facts.config, facts.manifest["encoder"]["model_id"])
-    return section("funnel", f"""{figure(plots.funnel, "funnel", "Synsets and captions left after each step (log scales).")}
+    return section(
+        "funnel",
+        f"""{figure(plots.funnel, "funnel", "Synsets and captions left after each step (log scales).")}
 {table(("step", "what it does", "synsets left", "captions left", "synsets dropped", "captions dropped"), rows, {2, 3})}
 <h3>Drop reasons</h3>
 {table(("reason", "meaning"), glossary)}
 <h3>Choices the paper leaves open</h3>
-{table(("setting", "value", "meaning"), [tuple(choice) for choice in choices])}""")
+{table(("setting", "value", "meaning"), [tuple(choice) for choice in choices])}""",
+    )
 
 
 def _similarity(facts: RunFacts, plots: Plots) -> str:
-    return section("similarity", f"""<p>Each caption's cosine similarity to its class's query
-(<code>{esc(facts.config.scoring.query_template)}</code>) under <code>{esc(facts.manifest['encoder']['model_id'])}</code>,
+    return section(
+        "similarity",
+        f"""<p>Each caption's cosine similarity to its class's query
+(<code>{esc(facts.config.scoring.query_template)}</code>) under <code>{
+            esc(facts.manifest["encoder"]["model_id"])
+        }</code>,
 over every selected caption of the classes (not only the sampled ones).</p>
-{figure(plots.similarity_summary, "per-class similarity summary",
-        "As the ImageNot paper's Figure 2: per class the minimum, mean, median and maximum similarity of its captions; "
-        "each panel shows how one of them is spread over the classes.")}
-{figure(plots.candidate_scores, "candidate scores",
-        "Every candidate synset's score (mean of its top-n first-pass similarities) by its fate; the dashed line is "
-        "the threshold set for this encoder.")}
-{figure(plots.class_distributions, "per-class distributions",
-        "As the ImageNot paper's Figure 3: each class's similarity distribution (left, as the share of its captions "
-        "at or below each similarity, one line per class coloured by its score) and box plots of classes spread over the ranking (right; whiskers at the minimum and maximum; "
-        "quantiles to within 0.0025).")}""")
+{
+            figure(
+                plots.similarity_summary,
+                "per-class similarity summary",
+                "As the ImageNot paper's Figure 2: per class the minimum, mean, median and maximum similarity of its captions; "
+                "each panel shows how one of them is spread over the classes.",
+            )
+        }
+{
+            figure(
+                plots.candidate_scores,
+                "candidate scores",
+                "Every candidate synset's score (mean of its top-n first-pass similarities) by its fate; the dashed line is "
+                "the threshold set for this encoder.",
+            )
+        }
+{
+            figure(
+                plots.class_distributions,
+                "per-class distributions",
+                "As the ImageNot paper's Figure 3: each class's similarity distribution (left, as the share of its captions "
+                "at or below each similarity, one line per class coloured by its score) and box plots of classes spread over the ranking (right; whiskers at the minimum and maximum; "
+                "quantiles to within 0.0025).",
+            )
+        }""",
+    )
 
 
 def _structure(facts: RunFacts, plots: Plots) -> str:
@@ -171,12 +216,19 @@ def _structure(facts: RunFacts, plots: Plots) -> str:
     rows = [(label, structure["classes"][key], structure["reference"][key]) for label, key in STRUCTURE_ROWS]
     readings = "".join(
         f"<li><b>{esc(reading)}</b>: "
-        + ("satisfied" if not broken else f"not satisfied by {count_of(len(broken), 'class')}: "
-           + "; ".join(esc(b) for b in broken[:20]) + (" ..." if len(broken) > 20 else ""))
+        + (
+            "satisfied"
+            if not broken
+            else f"not satisfied by {count_of(len(broken), 'class')}: "
+            + "; ".join(esc(b) for b in broken[:20])
+            + (" ..." if len(broken) > 20 else "")
+        )
         + "</li>"
         for reading, broken in facts.readings.items()
     )
-    return section("structure", f"""<p>Where the classes sit in WordNet, beside {STRUCTURE_REFERENCE}'s
+    return section(
+        "structure",
+        f"""<p>Where the classes sit in WordNet, beside {STRUCTURE_REFERENCE}'s
 (as <code>imagenot stats</code> computes it; each set is measured against the other).</p>
 <div class="pair">{image(plots.depth, "depth")}{image(plots.siblings, "siblings")}</div>
 <figcaption>Share of each set's classes by depth in WordNet (left) and by number of siblings (right).</figcaption>
@@ -185,16 +237,25 @@ def _structure(facts: RunFacts, plots: Plots) -> str:
 <p>Overlap with the reference set <code>{esc(facts.config.selection.reference)}</code> under the two readings of
 step 2 (paper: no reference synset and no shared lemma; strict: also no ancestor or descendant of a reference
 synset, and no class an ancestor of another):</p>
-<ul>{readings}</ul>""")
+<ul>{readings}</ul>""",
+    )
 
 
 def _images(facts: RunFacts, plots: Plots) -> str:
     n = facts.config.sampling.images_per_class
     short = sum(1 for c in facts.classes if c["shortfall"] > 0)
-    return section("images", f"""{figure(plots.image_counts, "images per class",
-        f"Images per class against the target of {n:,}; classes short of it in red.")}
+    return section(
+        "images",
+        f"""{
+            figure(
+                plots.image_counts,
+                "images per class",
+                f"Images per class against the target of {n:,}; classes short of it in red.",
+            )
+        }
 <p>{short:,} of {len(facts.classes):,} classes have fewer than {n:,} images (shaded in the class list); they are
-reported, never padded, and fill their test split first.</p>""")
+reported, never padded, and fill their test split first.</p>""",
+    )
 
 
 def _download(facts: RunFacts, plots: Plots) -> str:
@@ -202,11 +263,22 @@ def _download(facts: RunFacts, plots: Plots) -> str:
     if d is None:
         return section("download", "<p>The download stage did not run (<code>download.enabled</code> is false).</p>")
     failures = figure(plots.failures, "download failures", "Failed URLs by reason.") if plots.failures else ""
-    rows = [("images fetched", d["images"]), ("target", d["target"]), ("URLs tried", d["urls_tried"]),
-            ("URL success rate", d["url_success_rate"]), ("rounds", d["rounds"]), ("classes short", d["classes_short"])]
+    rows = [
+        ("images fetched", d["images"]),
+        ("target", d["target"]),
+        ("URLs tried", d["urls_tried"]),
+        ("URL success rate", d["url_success_rate"]),
+        ("rounds", d["rounds"]),
+        ("classes short", d["classes_short"]),
+    ]
     dropped = f"<p>{esc(dropped_sentence(d))}</p>" if d["dropped_by_audits"] else ""
-    hosts = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in d.get("busiest_hosts", [])]
-    busiest = table(("busiest host", "requests", "peak requests/s", "429/503", "given up"), hosts, {1, 2, 3}) if hosts else ""
+    hosts = [
+        (h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "")
+        for h in d.get("busiest_hosts", [])
+    ]
+    busiest = (
+        table(("busiest host", "requests", "peak requests/s", "429/503", "given up"), hosts, {1, 2, 3}) if hosts else ""
+    )
     return section("download", f"{table(('figure', 'value'), rows, {1})}\n{dropped}{failures}{busiest}")
 
 
@@ -225,8 +297,10 @@ def _audits(facts: RunFacts) -> str:
     if missing:
         parts.append(f"<p>Not run: {'; '.join(f'<code>{esc(m)}</code>' for m in missing)}.</p>")
     if stale:
-        parts.append(f"<p>Out of date (the images changed after they ran), to run again: "
-                     f"{'; '.join(f'<code>{esc(m)}</code>' for m in stale)}.</p>")
+        parts.append(
+            f"<p>Out of date (the images changed after they ran), to run again: "
+            f"{'; '.join(f'<code>{esc(m)}</code>' for m in stale)}.</p>"
+        )
     return section("audits", "\n".join(parts))
 
 
@@ -238,24 +312,57 @@ def _review(facts: RunFacts) -> str:
     prose = [line for line in lines if line and not line.startswith(("|", "!["))]
     parts = [f"<p>{esc(line.lstrip('>- '))}</p>" for line in prose[:-2]]
     if facts.review_plot:
-        parts.append(figure(facts.review_plot, "per-class precision", "Label precision per class with its interval, sorted."))
+        parts.append(
+            figure(facts.review_plot, "per-class precision", "Label precision per class with its interval, sorted.")
+        )
     r = facts.review
     raters = [(x["name"], x["answers"], x["dawid_skene_accuracy"], x["agreement_with_others"]) for x in r["raters"]]
     parts.append(table(("rater", "answers", "Dawid-Skene accuracy", "agrees with others"), raters, {1, 2, 3}))
-    classes = [(c["name"], c["sampled"], c["decided"], c["accepted"], c["unsure_only"], c["precision"], c["low"], c["high"])
-               for c in r["per_class"]]  # fmt: skip
-    parts.append(table(("class", "sampled", "decided", "kept", "only unsure", "precision", "low", "high"), classes, {1, 2, 3, 4, 5, 6, 7}))
+    classes = [
+        (c["name"], c["sampled"], c["decided"], c["accepted"], c["unsure_only"], c["precision"], c["low"], c["high"])
+        for c in r["per_class"]
+    ]
+    parts.append(
+        table(
+            ("class", "sampled", "decided", "kept", "only unsure", "precision", "low", "high"),
+            classes,
+            {1, 2, 3, 4, 5, 6, 7},
+        )
+    )
     return section("review", "\n".join(parts))
 
 
 def _classes(facts: RunFacts) -> str:
     n = facts.config.sampling.images_per_class
     rows = [
-        (c["index"], c["wnid"], c["name"], c["gloss"], c["score"], c["rank"], c["captions"], c["images"], c["train"],
-         c["test"], c["example"])
+        (
+            c["index"],
+            c["wnid"],
+            c["name"],
+            c["gloss"],
+            c["score"],
+            c["rank"],
+            c["captions"],
+            c["images"],
+            c["train"],
+            c["test"],
+            c["example"],
+        )
         for c in facts.classes
     ]
-    header = ("index", "wnid", "name", "gloss", "score", "rank (0 = best)", "captions", "images", "train", "test", "first image's caption")
+    header = (
+        "index",
+        "wnid",
+        "name",
+        "gloss",
+        "score",
+        "rank (0 = best)",
+        "captions",
+        "images",
+        "train",
+        "test",
+        "first image's caption",
+    )
     classes = ["short" if c["images"] < n else "" for c in facts.classes]
     return section("classes", table(header, rows, {0, 4, 5, 6, 7, 8, 9}, classes, {3: "gloss", 10: "caption"}))
 
@@ -264,25 +371,41 @@ def _rebuild(facts: RunFacts) -> str:
     manifest = facts.manifest
     outputs = [(e["path"], e["size"], e["sha256"]) for e in manifest["outputs"]]
     licences = (
-        ", ".join(f"{esc(value)} {n:,}" for value, n in facts.licenses.items()) if facts.licenses is not None else "no licence column"
+        ", ".join(f"{esc(value)} {n:,}" for value, n in facts.licenses.items())
+        if facts.licenses is not None
+        else "no licence column"
     )
-    return section("rebuild", f"""<pre>imagenot build --config RUN/config.yaml --out NEW_RUN</pre>
+    return section(
+        "rebuild",
+        f"""<pre>imagenot build --config RUN/config.yaml --out NEW_RUN</pre>
 <p>The same configuration, seeds and corpus give the same bytes; <code>sample/manifest.json</code> records the
-checksums of the {count_of(len(manifest['corpus_shards']), 'corpus shard')}, the stage fingerprints and the package versions.
+checksums of the {count_of(len(manifest["corpus_shards"]), "corpus shard")}, the stage fingerprints and the package versions.
 The sample stage's files of this run:</p>
 {table(("file in sample/", "bytes", "sha256"), outputs, {1})}
 <p>Licences: images stay under their owners' terms (the corpus licence column over the dataset: {licences});
 the class list and glosses come from {esc(WORDNET_LICENCE)}; the text encoder is
-<code>{esc(manifest['encoder']['model_id'])}</code> (see its model card).</p>""")
+<code>{esc(manifest["encoder"]["model_id"])}</code> (see its model card).</p>""",
+    )
 
 
 def render_page(facts: RunFacts, plots: Plots, gallery: str) -> str:
     """The page; `gallery` is the per-class thumbnails' HTML (`pipeline.report.gallery`)."""
     nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title in SECTIONS)
-    body = "\n".join((
-        _overview(facts), section("gallery", gallery), _funnel(facts, plots), _similarity(facts, plots), _structure(facts, plots),
-        _images(facts, plots), _download(facts, plots), _audits(facts), _review(facts), _classes(facts), _rebuild(facts),
-    ))
+    body = "\n".join(
+        (
+            _overview(facts),
+            section("gallery", gallery),
+            _funnel(facts, plots),
+            _similarity(facts, plots),
+            _structure(facts, plots),
+            _images(facts, plots),
+            _download(facts, plots),
+            _audits(facts),
+            _review(facts),
+            _classes(facts),
+            _rebuild(facts),
+        )
+    )
     title = f"ImageNot-style dataset: {len(facts.classes):,} classes"
     return f"""<!DOCTYPE html>
 <html lang="en">

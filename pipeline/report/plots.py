@@ -110,7 +110,14 @@ def class_distributions_plot(similarities: ClassSimilarities, names: list[str], 
     alpha = float(np.clip(8 / len(names), 0.15, 0.9))
     for histogram, count, score in zip(similarities.histograms, similarities.counts, scores):
         if count:
-            left.step(EDGES[1:], np.cumsum(histogram) / count, where="post", color=colours(norm(score)), alpha=alpha, linewidth=1)
+            left.step(
+                EDGES[1:],
+                np.cumsum(histogram) / count,
+                where="post",
+                color=colours(norm(score)),
+                alpha=alpha,
+                linewidth=1,
+            )
     used = np.flatnonzero(similarities.histograms.sum(axis=0))
     left.set_xlim(EDGES[used[0]] - 0.02, EDGES[used[-1] + 1] + 0.02)
     left.set_xlabel("caption-gloss similarity")
@@ -122,8 +129,15 @@ def class_distributions_plot(similarities: ClassSimilarities, names: list[str], 
     picked = [i for i in picked if similarities.counts[i]]
     q1, median, q3 = (similarities.quantile(q) for q in (0.25, 0.5, 0.75))
     boxes = [
-        {"label": _short_name(names[i]), "whislo": similarities.minimum[i], "q1": q1[i], "med": median[i],
-         "q3": q3[i], "whishi": similarities.maximum[i], "fliers": []}
+        {
+            "label": _short_name(names[i]),
+            "whislo": similarities.minimum[i],
+            "q1": q1[i],
+            "med": median[i],
+            "q3": q3[i],
+            "whishi": similarities.maximum[i],
+            "fliers": [],
+        }
         for i in picked
     ]
     right.bxp(boxes[::-1], orientation="horizontal", showfliers=False)
@@ -212,8 +226,17 @@ def draw_all(facts: RunFacts) -> Plots:
     if not facts.classes:
         empty = _nothing_to_show("no classes: nothing to plot")
         scores = candidate_scores_plot(facts.candidates, facts.config.threshold) if facts.candidates else empty
-        return Plots(funnel_plot(funnel_rows(facts)), empty, scores, empty, empty, empty, empty, empty,
-                     failures_plot(failures) if failures else None)  # fmt: skip
+        return Plots(
+            funnel_plot(funnel_rows(facts)),
+            empty,
+            scores,
+            empty,
+            empty,
+            empty,
+            empty,
+            empty,
+            failures_plot(failures) if failures else None,
+        )
     return Plots(
         funnel=funnel_plot(funnel_rows(facts)),
         similarity_summary=similarity_summary_plot(facts.similarities),

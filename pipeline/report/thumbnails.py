@@ -48,8 +48,9 @@ def labelled_thumbnail(picture: str | None, label: str, caption: str) -> str:
     short = caption if len(caption) <= CAPTION_CHARACTERS else caption[: CAPTION_CHARACTERS - 1] + "…"
     image = (
         f'<img src="data:image/jpeg;base64,{picture}" alt="{html.escape(caption)}" title="{html.escape(caption)}">'
-        if picture else '<div class="noimage">(no image)</div>'
-    )  # fmt: skip
+        if picture
+        else '<div class="noimage">(no image)</div>'
+    )
     return (
         f'<figure class="thumb">{image}<figcaption><b>{html.escape(label)}</b><br>'
         f"{html.escape(short)}</figcaption></figure>"

@@ -22,13 +22,31 @@ import pyarrow as pa
 from imagenot.pipeline.config.schema import Review
 from imagenot.pipeline.review.sizing import clopper_pearson
 
-AS_LABEL_CHECK = {"yes": "yes", "given": "yes", "both": "yes", "no": "no", "suggested": "no", "neither": "no", "unsure": None}
-IMAGE_SCHEMA = pa.schema([
-    ("row_id", pa.string()), ("image", pa.string()), ("class_index", pa.int32()), ("kind", pa.string()),
-    ("sampled", pa.bool_()), ("yes", pa.int32()), ("no", pa.int32()), ("unsure", pa.int32()),
-    ("selection_frequency", pa.float64()), ("majority", pa.string()), ("dawid_skene_yes", pa.float64()),
-    ("accepted", pa.bool_()),
-])  # fmt: skip
+AS_LABEL_CHECK = {
+    "yes": "yes",
+    "given": "yes",
+    "both": "yes",
+    "no": "no",
+    "suggested": "no",
+    "neither": "no",
+    "unsure": None,
+}
+IMAGE_SCHEMA = pa.schema(
+    [
+        ("row_id", pa.string()),
+        ("image", pa.string()),
+        ("class_index", pa.int32()),
+        ("kind", pa.string()),
+        ("sampled", pa.bool_()),
+        ("yes", pa.int32()),
+        ("no", pa.int32()),
+        ("unsure", pa.int32()),
+        ("selection_frequency", pa.float64()),
+        ("majority", pa.string()),
+        ("dawid_skene_yes", pa.float64()),
+        ("accepted", pa.bool_()),
+    ]
+)
 
 
 def dawid_skene(answers: list[tuple[str, str, str]]) -> tuple[dict[str, float], dict[str, float]]:
@@ -47,11 +65,15 @@ def dawid_skene(answers: list[tuple[str, str, str]]) -> tuple[dict[str, float], 
     accuracy = {}
     for worker in sorted(data["worker"].unique()):
         errors = model.errors_.loc[worker]  # rows: observed label, columns: true label
-        accuracy[worker] = float(sum(priors[label] * errors.loc[label, label] for label in priors.index if label in errors.index))
+        accuracy[worker] = float(
+            sum(priors[label] * errors.loc[label, label] for label in priors.index if label in errors.index)
+        )
     return {image: float(p) for image, p in right.items()}, accuracy
 
 
-def image_figures(plan: pa.Table, answers: list[tuple[str, str, str]], settings: Review) -> tuple[pa.Table, dict[str, float]]:
+def image_figures(
+    plan: pa.Table, answers: list[tuple[str, str, str]], settings: Review
+) -> tuple[pa.Table, dict[str, float]]:
     """Per planned image its answers and verdicts (IMAGE_SCHEMA), and the raters' accuracies;
     `answers` are (rater, image, answer) as given."""
     counts: dict[str, Counter] = defaultdict(Counter)
@@ -68,9 +90,18 @@ def image_figures(plan: pa.Table, answers: list[tuple[str, str, str]], settings:
         decided = c["yes"] + c["no"]
         frequency = c["yes"] / decided if decided else None
         majority = None if not decided else "yes" if c["yes"] > c["no"] else "no" if c["no"] > c["yes"] else "tie"
-        rows.append({**r, "yes": c["yes"], "no": c["no"], "unsure": c["unsure"], "selection_frequency": frequency,
-                     "majority": majority, "dawid_skene_yes": right.get(r["image"]),
-                     "accepted": None if frequency is None else frequency >= settings.min_selection})  # fmt: skip
+        rows.append(
+            {
+                **r,
+                "yes": c["yes"],
+                "no": c["no"],
+                "unsure": c["unsure"],
+                "selection_frequency": frequency,
+                "majority": majority,
+                "dawid_skene_yes": right.get(r["image"]),
+                "accepted": None if frequency is None else frequency >= settings.min_selection,
+            }
+        )
     return pa.Table.from_pylist(rows, IMAGE_SCHEMA), accuracy
 
 
@@ -97,8 +128,16 @@ def class_precision(images: pa.Table, classes: list[dict], confidence: float) ->
     for c in classes:
         tally = by_class.get(c["index"])
         if tally:
-            rows.append({"class_index": c["index"], "wnid": c["wnid"], "name": c["name"], "sampled": tally["sampled"],
-                         "unsure_only": tally["unsure_only"], **precision(tally["accepted"], tally["decided"], confidence)})  # fmt: skip
+            rows.append(
+                {
+                    "class_index": c["index"],
+                    "wnid": c["wnid"],
+                    "name": c["name"],
+                    "sampled": tally["sampled"],
+                    "unsure_only": tally["unsure_only"],
+                    **precision(tally["accepted"], tally["decided"], confidence),
+                }
+            )
     return rows
 
 

@@ -71,7 +71,9 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
     def keep_token(response: Response) -> Response:
         if token is not None and request.args.get("token") == token:
             response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
-        response.headers["Cache-Control"] = "private, max-age=3600" if request.path.startswith("/image/") else "no-store"
+        response.headers["Cache-Control"] = (
+            "private, max-age=3600" if request.path.startswith("/image/") else "no-store"
+        )
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
 
@@ -154,14 +156,25 @@ def _task_body(session: ReviewSession, templates: dict, task: Task, questions: l
     settings, c = session.settings, session.classes[task.class_index]
     if task.kind == CLASS:
         return templates["CLASS_PAGE"].render(
-            c=c, task=task, questions=questions, show_captions=settings.show_captions,
-            instructions=pages.CLASS_INSTRUCTIONS, keys_help=pages.KEYS, script=pages.SCRIPT,
-        )  # fmt: skip
+            c=c,
+            task=task,
+            questions=questions,
+            show_captions=settings.show_captions,
+            instructions=pages.CLASS_INSTRUCTIONS,
+            keys_help=pages.KEYS,
+            script=pages.SCRIPT,
+        )
     none = {"name": "(no suggestion)", "gloss": ""}
     suggested = session.classes.get(task.suggested_class, none) if task.suggested_class is not None else none
     return templates["FLAGGED_PAGE"].render(
-        given=c, suggested=suggested, task=task, questions=questions,
+        given=c,
+        suggested=suggested,
+        task=task,
+        questions=questions,
         given_examples=session.examples.get(task.class_index, []),
-        suggested_examples=session.examples.get(task.suggested_class, []), show_captions=settings.show_captions,
-        instructions=pages.FLAGGED_INSTRUCTIONS, keys_help=pages.FLAGGED_KEYS, script=pages.SCRIPT,
-    )  # fmt: skip
+        suggested_examples=session.examples.get(task.suggested_class, []),
+        show_captions=settings.show_captions,
+        instructions=pages.FLAGGED_INSTRUCTIONS,
+        keys_help=pages.FLAGGED_KEYS,
+        script=pages.SCRIPT,
+    )

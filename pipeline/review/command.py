@@ -46,14 +46,25 @@ def review_command() -> None:
 
 @review_command.command("plan")
 @run_option
-@click.option("--margin", type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
-              help="half-width of each class's interval [review.margin]")
-@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), help="its confidence [review.confidence]")
+@click.option(
+    "--margin",
+    type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
+    help="half-width of each class's interval [review.margin]",
+)
+@click.option(
+    "--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), help="its confidence [review.confidence]"
+)
 @click.option("--raters", type=click.IntRange(1, 50), help="answers wanted per image [review.raters]")
 @run_config_option
 @break_lock_option
-def plan_command(run_dir: str, margin: float | None, confidence: float | None, raters: int | None, config_path: str | None,
-                 break_lock: bool) -> None:  # fmt: skip
+def plan_command(
+    run_dir: str,
+    margin: float | None,
+    confidence: float | None,
+    raters: int | None,
+    config_path: str | None,
+    break_lock: bool,
+) -> None:
     """Choose the images raters will see: a sample per class sized for the interval, and every audit-flagged image."""
     config = _config(run_dir, config_path, margin=margin, confidence=confidence, raters=raters)
     _plan_and_show(config, run_dir, break_lock)
@@ -90,9 +101,13 @@ def _is_loopback(host: str) -> bool:
 
 @review_command.command("serve")
 @run_option
-@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on; another than loopback needs --token")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="address to listen on; another than loopback needs --token"
+)
 @click.option("--port", default=8780, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--token", default=None, help="a secret every request must carry (generated and printed for a non-loopback --host)")
+@click.option(
+    "--token", default=None, help="a secret every request must carry (generated and printed for a non-loopback --host)"
+)
 @click.option("--threads", default=16, show_default=True, type=click.IntRange(1, 256), help="requests served at once")
 @run_config_option
 def serve_command(run_dir: str, host: str, port: int, token: str | None, threads: int, config_path: str | None) -> None:
@@ -139,8 +154,10 @@ def status_command(run_dir: str, config_path: str | None) -> None:
         left = pc.sum(pc.cast(pc.filter(needing, mask), pa.int64())).as_py() or 0
         click.echo(f"{c:>4} {names.get(c, '?')[:27]:<27} {given:>8} {left:>9}")
     left = pc.sum(pc.cast(needing, pa.int64())).as_py() or 0
-    click.echo(f"{results['answers']:,} answers ({results['unsure_answers']:,} unsure); "
-               f"{left:,} of {images.num_rows:,} images need more")
+    click.echo(
+        f"{results['answers']:,} answers ({results['unsure_answers']:,} unsure); "
+        f"{left:,} of {images.num_rows:,} images need more"
+    )
     for r in results["raters"]:
         agreement = "n/a" if r["agreement_with_others"] is None else f"{r['agreement_with_others']:.1%}"
         click.echo(f"rater {r['name']!r}: {r['answers']:,} answers, agrees with the others' majority on {agreement}")
@@ -153,18 +170,27 @@ def export_command(run_dir: str, config_path: str | None) -> None:
     """Write review/answers.parquet, images.parquet, results.json and precision.png into the run."""
     results = export_review(run_dir, _config(run_dir, config_path).review)
     overall = results["overall"]
-    click.echo(f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; "
-               f"overall precision {overall['precision']} over {overall['decided']:,} images")  # fmt: skip
+    click.echo(
+        f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; "
+        f"overall precision {overall['precision']} over {overall['decided']:,} images"
+    )
 
 
 def rejected_rows(run_dir: str, images: pa.Table) -> pa.Table:
     """The dataset's images the raters rejected and not dropped yet: row_id, reason, duplicate_of."""
-    rejected = images.filter(pc.equal(pc.fill_null(images.column("accepted"), True), False)).column("row_id").to_pylist()
+    rejected = (
+        images.filter(pc.equal(pc.fill_null(images.column("accepted"), True), False)).column("row_id").to_pylist()
+    )
     in_dataset = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     done = set(drops.reasons(drops.read_drops(stage_path(run_dir, DOWNLOAD))))
     rows = sorted(r for r in rejected if r in in_dataset and r not in done)
-    return pa.table({"row_id": pa.array(rows, pa.string()), "reason": pa.array([REVIEW_REASON] * len(rows), pa.string()),
-                     "duplicate_of": pa.nulls(len(rows), pa.string())})  # fmt: skip
+    return pa.table(
+        {
+            "row_id": pa.array(rows, pa.string()),
+            "reason": pa.array([REVIEW_REASON] * len(rows), pa.string()),
+            "duplicate_of": pa.nulls(len(rows), pa.string()),
+        }
+    )
 
 
 def apply_review(config: Config, run_dir: str) -> dict:
@@ -182,14 +208,21 @@ def apply_review(config: Config, run_dir: str) -> dict:
     run_stage(report_stage.DECLARATION, config, run_dir)  # the review's figures changed, whatever was dropped
     if shortfall := backfill.refresh_outputs(config, run_dir):
         click.echo(f"Warning: {shortfall}", err=True)
-    return {"dropped": result.dropped.get(REVIEW_REASON, 0), "passes": result.passes, "backfilled": len(after - before),
-            "put_up_for_review": added}  # fmt: skip
+    return {
+        "dropped": result.dropped.get(REVIEW_REASON, 0),
+        "passes": result.passes,
+        "backfilled": len(after - before),
+        "put_up_for_review": added,
+    }
 
 
 @review_command.command("apply")
 @run_option
-@click.option("--min-selection", type=click.FloatRange(0, 1),
-              help="keep an image when yes / (yes + no) reaches this [review.min_selection]")
+@click.option(
+    "--min-selection",
+    type=click.FloatRange(0, 1),
+    help="keep an image when yes / (yes + no) reaches this [review.min_selection]",
+)
 @run_config_option
 @break_lock_option
 def apply_command(run_dir: str, min_selection: float | None, config_path: str | None, break_lock: bool) -> None:

@@ -44,12 +44,24 @@ from imagenot.pipeline.run.layout import (
 from imagenot.pipeline.run.stage_dir import is_done
 
 DATASET_COLUMNS = ["row_id", "class_index", "wnid", "caption", "split", "order", "tar", "key", "sha256"]
-SCHEMA = pa.schema([
-    ("task", pa.string()), ("kind", pa.string()), ("class_index", pa.int32()), ("wnid", pa.string()),
-    ("row_id", pa.string()), ("image", pa.string()), ("tar", pa.string()), ("key", pa.string()),
-    ("caption", pa.string()), ("split", pa.string()), ("sampled", pa.bool_()), ("flagged_by", pa.string()),
-    ("suggested_class", pa.int32()), ("added_by", pa.string()),
-])  # fmt: skip
+SCHEMA = pa.schema(
+    [
+        ("task", pa.string()),
+        ("kind", pa.string()),
+        ("class_index", pa.int32()),
+        ("wnid", pa.string()),
+        ("row_id", pa.string()),
+        ("image", pa.string()),
+        ("tar", pa.string()),
+        ("key", pa.string()),
+        ("caption", pa.string()),
+        ("split", pa.string()),
+        ("sampled", pa.bool_()),
+        ("flagged_by", pa.string()),
+        ("suggested_class", pa.int32()),
+        ("added_by", pa.string()),
+    ]
+)
 CLASS, FLAGGED = "class", "flagged"  # the two kinds of page
 
 
@@ -119,8 +131,15 @@ def class_sample(dataset: pa.Table, n: int, seed: int) -> set[str]:
     return chosen
 
 
-def plan_rows(dataset: pa.Table, sampled: set[str], flags: dict, settings: Review, added_by: str = "plan",
-              first_pages: dict[int, int] | None = None, first_flagged: int = 0) -> pa.Table:
+def plan_rows(
+    dataset: pa.Table,
+    sampled: set[str],
+    flags: dict,
+    settings: Review,
+    added_by: str = "plan",
+    first_pages: dict[int, int] | None = None,
+    first_flagged: int = 0,
+) -> pa.Table:
     """The questions: per class its sampled, unflagged images in pages of `page_size`, then one
     flagged page per flagged image. `first_pages` / `first_flagged` number pages after a plan's."""
     rows, per_class, flagged_pages = [], {}, first_flagged
@@ -128,16 +147,41 @@ def plan_rows(dataset: pa.Table, sampled: set[str], flags: dict, settings: Revie
         row_id, flag = r["row_id"], flags.get(r["row_id"])
         if row_id not in sampled and flag is None:
             continue
-        base = {"class_index": r["class_index"], "wnid": r["wnid"], "row_id": row_id, "image": image_id(row_id, r["sha256"]),
-                "tar": r["tar"], "key": r["key"], "caption": r["caption"], "split": r["split"], "sampled": row_id in sampled,
-                "added_by": added_by}  # fmt: skip
+        base = {
+            "class_index": r["class_index"],
+            "wnid": r["wnid"],
+            "row_id": row_id,
+            "image": image_id(row_id, r["sha256"]),
+            "tar": r["tar"],
+            "key": r["key"],
+            "caption": r["caption"],
+            "split": r["split"],
+            "sampled": row_id in sampled,
+            "added_by": added_by,
+        }
         if flag is None:
             position = per_class.get(r["class_index"], 0)
             page = (first_pages or {}).get(r["class_index"], 0) + position // settings.page_size
             per_class[r["class_index"]] = position + 1
-            rows.append({**base, "task": f"c{r['class_index']}-{page}", "kind": CLASS, "flagged_by": None, "suggested_class": None})
+            rows.append(
+                {
+                    **base,
+                    "task": f"c{r['class_index']}-{page}",
+                    "kind": CLASS,
+                    "flagged_by": None,
+                    "suggested_class": None,
+                }
+            )
         else:
-            rows.append({**base, "task": f"f{flagged_pages}", "kind": FLAGGED, "flagged_by": flag[0], "suggested_class": flag[1]})
+            rows.append(
+                {
+                    **base,
+                    "task": f"f{flagged_pages}",
+                    "kind": FLAGGED,
+                    "flagged_by": flag[0],
+                    "suggested_class": flag[1],
+                }
+            )
             flagged_pages += 1
     return pa.Table.from_pylist(rows, SCHEMA)
 
@@ -191,7 +235,17 @@ def plan_table(plan: pa.Table, classes: list[dict], settings: Review) -> list[di
     for c in sorted(set(plan.column("class_index").to_pylist())):
         kinds = plan.filter(pc.equal(plan.column("class_index"), c)).column("kind").to_pylist()
         on_pages, flagged = kinds.count(CLASS), kinds.count(FLAGGED)
-        seconds = settings.raters * (on_pages * settings.class_seconds_per_image + flagged * settings.flagged_seconds_per_image)
-        rows.append({"class_index": c, "name": names.get(c, "?"), "images": on_pages, "flagged": flagged,
-                     "tasks": settings.raters * (on_pages + flagged), "rater_minutes": seconds / 60})  # fmt: skip
+        seconds = settings.raters * (
+            on_pages * settings.class_seconds_per_image + flagged * settings.flagged_seconds_per_image
+        )
+        rows.append(
+            {
+                "class_index": c,
+                "name": names.get(c, "?"),
+                "images": on_pages,
+                "flagged": flagged,
+                "tasks": settings.raters * (on_pages + flagged),
+                "rater_minutes": seconds / 60,
+            }
+        )
     return rows

@@ -38,8 +38,15 @@ from imagenot.pipeline.run.layout import (
     stage_path,
 )
 
-ANSWERS_SCHEMA = pa.schema([("rater", pa.string()), ("image", pa.string()), ("task", pa.string()),
-                            ("answer", pa.string()), ("answered_at", pa.float64())])  # fmt: skip
+ANSWERS_SCHEMA = pa.schema(
+    [
+        ("rater", pa.string()),
+        ("image", pa.string()),
+        ("task", pa.string()),
+        ("answer", pa.string()),
+        ("answered_at", pa.float64()),
+    ]
+)
 
 
 def results_path(run_dir: str) -> str:
@@ -67,7 +74,9 @@ def precision_plot(per_class: list[dict], overall: dict) -> bytes:
     errors = np.array([[r["precision"] - r["low"], r["high"] - r["precision"]] for r in rows]).T if rows else None
     axis.errorbar(value, y, xerr=errors, fmt="o", markersize=4, capsize=2)
     if overall["precision"] is not None:
-        axis.axvline(overall["precision"], color="grey", linestyle="--", linewidth=1, label=f"overall {overall['precision']:.3f}")
+        axis.axvline(
+            overall["precision"], color="grey", linestyle="--", linewidth=1, label=f"overall {overall['precision']:.3f}"
+        )
         axis.legend(fontsize="small", loc="lower left")
     axis.set_yticks(y, [r["name"] for r in rows], fontsize="x-small")
     axis.set(xlim=(0, 1.02), xlabel="label precision (raters), 95% Clopper-Pearson interval")
@@ -86,8 +95,12 @@ def review_figures(run_dir: str, settings: Review, store: Store) -> tuple[dict, 
     images, accuracy = aggregate.image_figures(plan, triples, settings)
     classes = read_classes(run_dir)
     per_class = aggregate.class_precision(images, classes, settings.confidence)
-    overall = aggregate.precision(sum(r["accepted"] for r in per_class), sum(r["decided"] for r in per_class), settings.confidence)
-    answered = images.filter(pc.greater(pc.add(pc.add(images.column("yes"), images.column("no")), images.column("unsure")), 0))
+    overall = aggregate.precision(
+        sum(r["accepted"] for r in per_class), sum(r["decided"] for r in per_class), settings.confidence
+    )
+    answered = images.filter(
+        pc.greater(pc.add(pc.add(images.column("yes"), images.column("no")), images.column("unsure")), 0)
+    )
     raters = sorted({a[0] for a in given})
     agreement = aggregate.rater_agreement(triples)
     results = {
@@ -96,8 +109,15 @@ def review_figures(run_dir: str, settings: Review, store: Store) -> tuple[dict, 
         "confidence": settings.confidence,
         "min_selection": settings.min_selection,
         "raters_wanted": settings.raters,
-        "raters": [{"name": r, "answers": sum(1 for a in given if a[0] == r), "dawid_skene_accuracy": accuracy.get(r),
-                    "agreement_with_others": agreement.get(r)} for r in raters],  # fmt: skip
+        "raters": [
+            {
+                "name": r,
+                "answers": sum(1 for a in given if a[0] == r),
+                "dawid_skene_accuracy": accuracy.get(r),
+                "agreement_with_others": agreement.get(r),
+            }
+            for r in raters
+        ],
         "answers": len(given),
         "answers_by_kind": dict(sorted(Counter(a[3] for a in given).items())),
         "unsure_answers": sum(1 for a in given if a[3] == "unsure"),
@@ -124,7 +144,9 @@ def export_review(run_dir: str, settings: Review) -> dict:
         results, answers, images = review_figures(run_dir, settings, store)
         _write_parquet(stage_path(run_dir, REVIEW, REVIEW_ANSWERS_FILE), answers)
         _write_parquet(stage_path(run_dir, REVIEW, REVIEW_IMAGES_FILE), images)
-        write_bytes(stage_path(run_dir, REVIEW, REVIEW_PLOT_FILE), precision_plot(results["per_class"], results["overall"]))
+        write_bytes(
+            stage_path(run_dir, REVIEW, REVIEW_PLOT_FILE), precision_plot(results["per_class"], results["overall"])
+        )
         write_json(results_path(run_dir), results)
         copy_back(run_dir, store)
     finally:
@@ -144,13 +166,16 @@ def why_line(run_dir: str, wnid: str) -> str | None:
         return None
     images = read_images(run_dir)
     plan = read_plan(run_dir)
-    rows = [r for r in plan.select(["row_id", "wnid", "image"]).to_pylist() if r["wnid"] == wnid and r["row_id"] in dropped]
+    rows = [
+        r for r in plan.select(["row_id", "wnid", "image"]).to_pylist() if r["wnid"] == wnid and r["row_id"] in dropped
+    ]
     if not rows:
         return None
     answers = {r["image"]: r for r in images.to_pylist()} if images is not None else {}
     described = ", ".join(
         f"{r['row_id']} ({answers[r['image']]['yes']} yes, {answers[r['image']]['no']} no)"
-        if r["image"] in answers else r["row_id"]
+        if r["image"] in answers
+        else r["row_id"]
         for r in rows
     )
     return f"review: dropped {len(rows):,} images the raters rejected (review_rejected): {described}"
@@ -160,5 +185,7 @@ def accepted_rows(run_dir: str) -> set[str]:
     """The row ids human review kept (`review export` must have run)."""
     images = read_images(run_dir)
     if images is None:
-        raise ImagenotError(f"{stage_path(run_dir, REVIEW, REVIEW_IMAGES_FILE)} does not exist: run `imagenot review export` first")
+        raise ImagenotError(
+            f"{stage_path(run_dir, REVIEW, REVIEW_IMAGES_FILE)} does not exist: run `imagenot review export` first"
+        )
     return {r["row_id"] for r in images.to_pylist() if r["accepted"]}

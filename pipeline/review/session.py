@@ -125,7 +125,11 @@ class ReviewSession:
             answered, counts = self.answered[rater], self.counts
             best, best_key = None, None
             for order, task in enumerate(self.tasks.values()):
-                wanted = [counts[q.image] for q in task.questions if q.image not in answered and counts[q.image] < wanted_answers]
+                wanted = [
+                    counts[q.image]
+                    for q in task.questions
+                    if q.image not in answered and counts[q.image] < wanted_answers
+                ]
                 if not wanted:
                     continue
                 busy = sum(1 for r, at in self.leases[task.id].items() if r != rater and at >= since)
@@ -142,7 +146,12 @@ class ReviewSession:
             missing = sum(max(0, wanted - counts[i]) for i in self.task_of_image)
             given, span = len(answered), self.times.get(rater)
         minutes = (span[1] - span[0]) / 60 if span and given > 1 else 0
-        return {"left_for_you": left, "answers_wanted": missing, "given": given, "per_minute": given / minutes if minutes else None}
+        return {
+            "left_for_you": left,
+            "answers_wanted": missing,
+            "given": given,
+            "per_minute": given / minutes if minutes else None,
+        }
 
 
 def _group(table: pa.Table, column: str) -> dict[str, list[dict]]:
@@ -158,7 +167,10 @@ def _examples(run_dir: str, plan: pa.Table, count: int) -> tuple[dict[int, list[
     flagged_rows = plan.filter(pc.equal(plan.column("kind"), FLAGGED))
     if not flagged_rows.num_rows:
         return {}, {}
-    wanted = {*flagged_rows.column("class_index").to_pylist(), *flagged_rows.column("suggested_class").drop_null().to_pylist()}
+    wanted = {
+        *flagged_rows.column("class_index").to_pylist(),
+        *flagged_rows.column("suggested_class").drop_null().to_pylist(),
+    }
     flagged = set(flagged_rows.column("row_id").to_pylist())
     examples: dict[int, list[str]] = {}
     where = {}

@@ -131,14 +131,17 @@ class Store:
 
     def all_answers(self) -> list[tuple[str, str, str, str, float]]:
         """(rater name, image, task, answer, answered_at), in the order given."""
-        return self.connection().execute(
-            "SELECT raters.name, image, task, answer, answered_at FROM answers JOIN raters ON raters.id = answers.rater "
-            "ORDER BY answered_at, raters.name, image"
-        ).fetchall()
+        return (
+            self.connection()
+            .execute(
+                "SELECT raters.name, image, task, answer, answered_at FROM answers JOIN raters ON raters.id = answers.rater "
+                "ORDER BY answered_at, raters.name, image"
+            )
+            .fetchall()
+        )
 
     def close(self) -> None:
         db = getattr(self._local, "db", None)
         if db is not None:
             db.close()
             self._local.db = None
-

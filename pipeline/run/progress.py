@@ -44,7 +44,9 @@ class _Done:
         self._progress = FileSystems.join(stage_dir, PROGRESS_DIR, "*.json")
         self._shard_of = {tally_name(shard): shard for shard in shards}
         self._rows_key = rows_key
-        self._sizes = None if shard_rows is None else {tally_name(s): n for s, n in zip(shards, shard_rows, strict=True)}
+        self._sizes = (
+            None if shard_rows is None else {tally_name(s): n for s, n in zip(shards, shard_rows, strict=True)}
+        )
         self._finished: dict[str, int] = {}
 
     def total_rows(self) -> int | None:
@@ -63,7 +65,11 @@ class _Done:
         for name, path in self._matching(self._tallies):
             if name not in self._finished:
                 self._finished[name] = self._sizes[name] if self._sizes else read_json(path).get(self._rows_key, 0)
-        running = sum(read_json(path).get("rows", 0) for name, path in self._matching(self._progress) if name not in self._finished)
+        running = sum(
+            read_json(path).get("rows", 0)
+            for name, path in self._matching(self._progress)
+            if name not in self._finished
+        )
         return len(self._finished), sum(self._finished.values()) + (running if self._sizes else 0)
 
 
@@ -74,7 +80,12 @@ def time_left(left: int, per_second: float) -> str:
 
 @contextlib.contextmanager
 def watch_shards(
-    stage_dir: str, shards: list[str], label: str, rows_key: str, interval: float = 10.0, shard_rows: list[int] | None = None
+    stage_dir: str,
+    shards: list[str],
+    label: str,
+    rows_key: str,
+    interval: float = 10.0,
+    shard_rows: list[int] | None = None,
 ) -> Iterator[None]:
     """Report how far the work on `shards` (paths or names) under `stage_dir` is while the block
     runs; `shard_rows`, each shard's rows where the caller knows them, spares reading the footers."""
@@ -82,8 +93,13 @@ def watch_shards(
     total = done.total_rows()
     first_shards, first_rows = done.refresh()  # finished by an earlier, interrupted run
     on_terminal = sys.stderr.isatty()
-    bar = tqdm(total=total if total is not None else len(shards), initial=first_rows if total is not None else first_shards,
-               desc=label, unit="row" if total is not None else "shard", disable=not on_terminal)  # fmt: skip
+    bar = tqdm(
+        total=total if total is not None else len(shards),
+        initial=first_rows if total is not None else first_shards,
+        desc=label,
+        unit="row" if total is not None else "shard",
+        disable=not on_terminal,
+    )
     started, stop = time.monotonic(), threading.Event()
 
     def report() -> None:
@@ -96,7 +112,16 @@ def watch_shards(
             return
         if total is not None:
             left = time_left(total - rows, rate)
-            log.info("%s: %s/%s rows (%d/%d shards), %s rows/s, %s", label, f"{rows:,}", f"{total:,}", shards_done, len(shards), f"{rate:,.0f}", left)
+            log.info(
+                "%s: %s/%s rows (%d/%d shards), %s rows/s, %s",
+                label,
+                f"{rows:,}",
+                f"{total:,}",
+                shards_done,
+                len(shards),
+                f"{rate:,.0f}",
+                left,
+            )
         else:
             left = time_left(len(shards) - shards_done, (shards_done - first_shards) / elapsed)
             log.info("%s: %d/%d shards, %s rows/s, %s", label, shards_done, len(shards), f"{rate:,.0f}", left)

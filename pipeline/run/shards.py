@@ -44,22 +44,6 @@ def tally_name(shard: str, part: str = "") -> str:
     return f"{stem(shard)}{part}.json"
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def read_batches(path: str, columns: list[str] | None = None, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """The record batches of a parquet file the pipeline wrote (local or gs://)."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
@@ -68,8 +52,9 @@ def read_batches(path: str, columns: list[str] | None = None, batch_rows: int = 
             yield batch
 
 
-
-def resumable_shard(files: ShardFiles, work: Callable[[], dict], reusable: Callable[[dict], bool] = lambda _: True) -> dict:
+def resumable_shard(
+    files: ShardFiles, work: Callable[[], dict], reusable: Callable[[dict], bool] = lambda _: True
+) -> dict:
     """The tally of a shard an earlier run finished (and `reusable` accepts), else that of
     `work()`, which writes `files.data`; the tally is written last, so it marks the shard done."""
     done = read_json(files.tally) if FileSystems.exists(files.tally) else None

@@ -22,12 +22,6 @@ from imagenot.pipeline.run.layout import SCORE_COLUMN
 ORDER_COLUMN = "order"
 
 
-
-
-
-
-
-
 def sample_class(
     rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = None, sense_margin: float | None = None
 ) -> tuple[pa.Table, dict]:

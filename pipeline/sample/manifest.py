@@ -29,7 +29,9 @@ def checked_corpus_entry(shard: list) -> dict:
     path, size, _ = shard
     entry = file_entry(path)
     if entry["size"] != size:
-        raise ImagenotError(f"corpus shard {path} changed since the tag stage read it: {entry['size']} bytes, was {size}")
+        raise ImagenotError(
+            f"corpus shard {path} changed since the tag stage read it: {entry['size']} bytes, was {size}"
+        )
     return entry
 
 
@@ -61,7 +63,11 @@ def build_manifest(run_dir: str, config: dict, sampling: dict, corpus: list[dict
         "seed": sampling["seed"],
         "packages": package_versions(),
         "wordnet": fingerprints[TAG]["settings"]["wordnet"],
-        "encoder": {"kind": scoring["encoder"], "model": scoring["model"], "model_id": resolve_model(scoring["model"])[1]},
+        "encoder": {
+            "kind": scoring["encoder"],
+            "model": scoring["model"],
+            "model_id": resolve_model(scoring["model"])[1],
+        },
         "corpus_shards": corpus,
         "fingerprints": {stage: fingerprint["digest"] for stage, fingerprint in fingerprints.items()},
         "outputs": [file_entry(path, name) for name, path in outputs.items()],

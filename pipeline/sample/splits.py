@@ -14,7 +14,7 @@ Split = Literal["train", "test"]
 
 
 def assign_splits(row_ids: list[str], test_per_class: int, seed: int) -> list[Split]:
-    """"test" for the `test_per_class` rows with the smallest split key (all rows when there are
+    """ "test" for the `test_per_class` rows with the smallest split key (all rows when there are
     fewer), "train" for the others; row ids break the (unlikely) ties. The answer for a row
     depends only on the set of row ids, not their order, so the download stage can apply it
     again to a class's final images after replacing failed downloads.

@@ -76,8 +76,15 @@ TALLY_FILE = "sample_tally.json"
 SOURCE_COLUMNS = ("width", "height", "similarity", "license", "sample_id")  # kept where present
 # candidates = other_sense + below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images
 # + reserve + not_listed
-COUNT_KEYS = ("candidates", "other_sense", "below_threshold", "duplicate_url", "duplicate_caption", "url_in_other_class",
-              "not_listed")  # fmt: skip
+COUNT_KEYS = (
+    "candidates",
+    "other_sense",
+    "below_threshold",
+    "duplicate_url",
+    "duplicate_caption",
+    "url_in_other_class",
+    "not_listed",
+)
 CLASS_FILE = "class_sampling.tsv"
 CLASS_COLUMNS = ("class_index", "wnid", "name", *COUNT_KEYS, "images", "reserve", "shortfall")
 
@@ -128,10 +135,18 @@ def urls_in_other_classes(lists: dict[int, pa.Table]) -> dict[int, set[str]]:
     if not lists:
         return {}
     table = pa.concat_tables(
-        pa.table({"url": t.column("url"), "score": t.column(SCORE_COLUMN), "class_index": pa.array(np.full(t.num_rows, i, np.int32))})
+        pa.table(
+            {
+                "url": t.column("url"),
+                "score": t.column(SCORE_COLUMN),
+                "class_index": pa.array(np.full(t.num_rows, i, np.int32)),
+            }
+        )
         for i, t in lists.items()
     )
-    table = table.take(pc.sort_indices(table, [("url", "ascending"), ("score", "descending"), ("class_index", "ascending")]))
+    table = table.take(
+        pc.sort_indices(table, [("url", "ascending"), ("score", "descending"), ("class_index", "ascending")])
+    )
     urls = table.column("url").to_numpy(zero_copy_only=False)
     losing = np.flatnonzero(np.r_[False, urls[1:] == urls[:-1]])
     lost: dict[int, set[str]] = {}
@@ -156,16 +171,22 @@ def split_list(ordered: pa.Table, class_index: int, lost: set[str], sampling: Sa
     return images, reserve
 
 
-
 def tally(rows: list[dict], counts: dict) -> dict:
     """Totals, and per class its images, reserve, shortfall and the captions other senses won (by sense)."""
     per_class = {
-        row["wnid"]: {**{k: row[k] for k in ("images", "reserve", "shortfall")},
-                      "other_sense_to": counts.get(row["wnid"], {}).get("other_sense_to", {})}
+        row["wnid"]: {
+            **{k: row[k] for k in ("images", "reserve", "shortfall")},
+            "other_sense_to": counts.get(row["wnid"], {}).get("other_sense_to", {}),
+        }
         for row in rows
     }
     totals = {key: sum(row[key] for row in rows) for key in (*COUNT_KEYS, "images", "reserve", "shortfall")}
-    return {"classes": len(rows), "classes_short": sum(row["shortfall"] > 0 for row in rows), **totals, "per_class": per_class}
+    return {
+        "classes": len(rows),
+        "classes_short": sum(row["shortfall"] > 0 for row in rows),
+        **totals,
+        "per_class": per_class,
+    }
 
 
 def write_dataset(
@@ -174,11 +195,19 @@ def write_dataset(
     """Write the dataset and reserve shards and `class_sampling.tsv` from the classes' ordered lists
     (`lists`: class index -> file); returns the classes' rows and the files written (name -> path)."""
     lost = urls_in_other_classes({i: read_table(path, ["url", SCORE_COLUMN]) for i, path in lists.items()})
-    writers = {role: ShardWriter(FileSystems.join(stage_dir, role), schema, sampling.shard_rows) for role in (DATASET_DIR, RESERVE_DIR)}
+    writers = {
+        role: ShardWriter(FileSystems.join(stage_dir, role), schema, sampling.shard_rows)
+        for role in (DATASET_DIR, RESERVE_DIR)
+    }
     rows = []
     for c in classes:
         found = counts.get(c["wnid"], {})
-        row = {"class_index": c["index"], "wnid": c["wnid"], "name": c["name"], **{k: found.get(k, 0) for k in COUNT_KEYS}}
+        row = {
+            "class_index": c["index"],
+            "wnid": c["wnid"],
+            "name": c["name"],
+            **{k: found.get(k, 0) for k in COUNT_KEYS},
+        }
         row["url_in_other_class"] = len(lost.get(c["index"], ()))
         images = reserve = 0
         if c["index"] in lists:
@@ -234,7 +263,8 @@ def run_sample(config: Config, run_dir: str) -> dict:
             | "SpreadCorpus" >> beam.Reshuffle()
             | "Checksum" >> beam.Map(checked_corpus_entry)
             | "Entries" >> beam.combiners.ToList()
-            | "WriteChecksums" >> beam.Map(lambda entries: write_json(checksums_path, sorted(entries, key=lambda e: e["path"])))
+            | "WriteChecksums"
+            >> beam.Map(lambda entries: write_json(checksums_path, sorted(entries, key=lambda e: e["path"])))
         )
     counts = read_json(counts_path)
 
@@ -242,7 +272,9 @@ def run_sample(config: Config, run_dir: str) -> dict:
     rows, outputs = write_dataset(stage_dir, classes, counts, lists, schema, sampling)
     result = tally(rows, counts)
     write_json(FileSystems.join(stage_dir, TALLY_FILE), result)
-    manifest = build_manifest(run_dir, config.model_dump(mode="json"), settings(config), read_json(checksums_path), outputs)
+    manifest = build_manifest(
+        run_dir, config.model_dump(mode="json"), settings(config), read_json(checksums_path), outputs
+    )
     write_json(FileSystems.join(stage_dir, MANIFEST_FILE), manifest)
     delete_folder(ordered_dir)
     FileSystems.delete([path for path in (counts_path, checksums_path) if FileSystems.exists(path)])

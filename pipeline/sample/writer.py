@@ -31,7 +31,9 @@ class ShardWriter:
         return self.paths
 
     def _flush(self, rows: int) -> None:
-        pending = pa.concat_tables(self._pending, promote_options="none") if self._pending else self.schema.empty_table()
+        pending = (
+            pa.concat_tables(self._pending, promote_options="none") if self._pending else self.schema.empty_table()
+        )
         shard, rest = pending.slice(0, rows), pending.slice(rows)
         path = FileSystems.join(self.folder, f"part-{len(self.paths):05d}.parquet")
         with atomic_output(path) as stream:

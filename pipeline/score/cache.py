@@ -109,9 +109,7 @@ class CachedEncoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         unique: dict[str, int] = {}
-        inverse = np.fromiter(
-            (unique.setdefault(t, len(unique)) for t in texts), dtype=np.int64, count=len(texts)
-        )
+        inverse = np.fromiter((unique.setdefault(t, len(unique)) for t in texts), dtype=np.int64, count=len(texts))
         distinct = list(unique)
         self.requested += len(texts)
         if self.cache is None:

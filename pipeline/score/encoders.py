@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config.model_files import DEFAULT_MODEL, resolve_model, text_model_problem
+from imagenot.pipeline.config.model_files import DEFAULT_MODEL, resolve_model
 
 EncoderKind = Literal["sentence-transformers", "transformers"]
 Pooling = Literal["mean", "cls"]
@@ -100,7 +100,8 @@ class _TokenBatchingEncoder:
                     # differently: repeat the batch until it has min_token_rows.
                     copies = -(-self.min_token_rows // (len(batch_rows) * int(length)))
                     batch = {
-                        key: torch.tensor([tokens[key][firsts[i]] for i in batch_rows] * copies) for key in tokens.keys()
+                        key: torch.tensor([tokens[key][firsts[i]] for i in batch_rows] * copies)
+                        for key in tokens.keys()
                     }
                     unique[batch_rows] = self._forward(batch)[: len(batch_rows)].float().numpy()
         return _normalise(unique)[inverse]

@@ -31,7 +31,9 @@ MODEL_FILE = "model.onnx"
 
 def export_dir(model_id: str) -> Path:
     torch_version = importlib.metadata.version("torch")
-    return cache_dir() / "onnx" / hashlib.sha1(f"{model_id}|torch={torch_version}|opset={OPSET}".encode()).hexdigest()[:16]
+    return (
+        cache_dir() / "onnx" / hashlib.sha1(f"{model_id}|torch={torch_version}|opset={OPSET}".encode()).hexdigest()[:16]
+    )
 
 
 def export_onnx(encoder: _TokenBatchingEncoder) -> Path:
@@ -46,7 +48,7 @@ def export_onnx(encoder: _TokenBatchingEncoder) -> Path:
     class Forward(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.encoder_module = getattr(encoder, "model")
+            self.encoder_module = encoder.model
 
         def forward(self, *tensors):
             return encoder._forward(dict(zip(names, tensors)))

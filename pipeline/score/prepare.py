@@ -16,7 +16,9 @@ from imagenot.pipeline.score.static_model import describe, prepare_static_model
 
 
 @click.command("prepare-models")
-@click.option("--config", "config_path", help="config (local or gs://) whose scoring model to prepare [default: the defaults]")
+@click.option(
+    "--config", "config_path", help="config (local or gs://) whose scoring model to prepare [default: the defaults]"
+)
 def prepare_models_command(config_path: str | None) -> None:
     """Distil the static first-phase model and export the encoder to ONNX (cached; set-up runs it)."""
     scoring = load_config(config_path).scoring

@@ -46,8 +46,13 @@ def caption_threshold(config: Config) -> float | None:
 
 def scorer(config: Config) -> SenseQueries:
     scoring = config.scoring
-    encoder = load_encoder(scoring.encoder, scoring.model, scoring.runtime, threads=config.runner.torch_threads,
-                           **_encoder_options(scoring))  # fmt: skip
+    encoder = load_encoder(
+        scoring.encoder,
+        scoring.model,
+        scoring.runtime,
+        threads=config.runner.torch_threads,
+        **_encoder_options(scoring),
+    )
     return SenseQueries(scoring, encoder)
 
 
@@ -101,11 +106,14 @@ def senses_table(table: pa.Table, config: Config, queries: SenseQueries, path: s
         .append_column("margin", pa.array(margin))
         .append_column("passes", pa.array(passes))
         .append_column("reason", pa.array([None if r == KEPT else r for r in reason], pa.string()))
-        .append_column("senses", pa.array(
-            [[{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, s)] for wnids, s in ranked],
-            SENSE_TYPE,
-        ))
-    )  # fmt: skip
+        .append_column(
+            "senses",
+            pa.array(
+                [[{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, s)] for wnids, s in ranked],
+                SENSE_TYPE,
+            ),
+        )
+    )
 
 
 def _tags(captions: list[str], config: Config):
@@ -143,8 +151,10 @@ def describe(caption: str, words: list[str], config: Config, queries: SenseQueri
     for word in words:
         wnids, scores = sense_rows(queries, vector, [word])[0]
         fired = PairChecker(rules, wnids, index).rules_fired([caption] * len(wnids), [matched] * len(wnids), wnids)
-        lines.append(f"{word}: {len(wnids)} noun senses (sense margin {scoring.sense_margin}, "
-                     f"caption threshold {caption_threshold(config)})")  # fmt: skip
+        lines.append(
+            f"{word}: {len(wnids)} noun senses (sense margin {scoring.sense_margin}, "
+            f"caption threshold {caption_threshold(config)})"
+        )
         for rank, (wnid, score) in enumerate(zip(wnids, scores)):
             other = 1 if rank == 0 else 0
             margin = score - scores[other] if len(wnids) > 1 else np.inf

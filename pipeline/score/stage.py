@@ -142,7 +142,13 @@ def _encoder_options(scoring: Scoring) -> dict:
 
 
 def score_shard(
-    shard: str, out_dir: str, folder: str, scorer: CaptionScorer, admit, columns: list[str] | None = None, part: str = ""
+    shard: str,
+    out_dir: str,
+    folder: str,
+    scorer: CaptionScorer,
+    admit,
+    columns: list[str] | None = None,
+    part: str = "",
 ) -> dict:
     """Score the rows of `shard` that `admit(batch) -> mask` lets through into `out_dir/folder`,
     keeping `columns` (None: all) and the score. The tally counts rows scored and the captions
@@ -211,7 +217,10 @@ def run_score(config: Config, run_dir: str) -> dict:
             pipeline
             | "Shards" >> beam.Create(shards)
             | "Spread" >> beam.Reshuffle()
-            | "Smallest" >> beam.ParDo(ShardWorker(functools.partial(smallest_keys, per_synset=scoring.first_pass_captions, seed=scoring.seed)))
+            | "Smallest"
+            >> beam.ParDo(
+                ShardWorker(functools.partial(smallest_keys, per_synset=scoring.first_pass_captions, seed=scoring.seed))
+            )
             | "Merge" >> beam.CombineGlobally(merge_smallest, per_synset=scoring.first_pass_captions)
             | "Write" >> beam.Map(lambda keys: write_json(cutoffs_path, {w: k[-1] for w, k in keys.items()}))
         )
@@ -219,7 +228,13 @@ def run_score(config: Config, run_dir: str) -> dict:
 
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_scored"), make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, _ScoreFirstPass(scoring, config.runner, cutoffs, stage_dir), total_path, scoring_hints(config.runner))
+        process_shards(
+            pipeline,
+            shards,
+            _ScoreFirstPass(scoring, config.runner, cutoffs, stage_dir),
+            total_path,
+            scoring_hints(config.runner),
+        )
     tally = read_json(total_path)
     finish_stage(stage_dir, {**tally, "synsets": len(cutoffs)})
     return tally

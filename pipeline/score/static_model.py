@@ -33,7 +33,7 @@ WEIGHTS_FILE = "model.safetensors"
 def static_model_dir(source_model: str) -> Path:
     """Where the model distilled from `source_model` (a scoring.model value) is cached."""
     source_id = resolve_model(source_model)[1]
-    name = hashlib.sha1(f"{source_id}|pca={PCA_DIMS}".encode("utf-8")).hexdigest()[:16]
+    name = hashlib.sha1(f"{source_id}|pca={PCA_DIMS}".encode()).hexdigest()[:16]
     return cache_dir() / "static" / name
 
 

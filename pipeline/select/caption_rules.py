@@ -73,7 +73,9 @@ def senses_of(index: NounIndex, wnids: Iterable[str]) -> dict[str, Sense]:
             if counts and max(counts.values()) > counts.get(synset.name, 0):
                 outranked.add(normal[lemma])
         forms = frozenset(normal[lemma] for lemma in synset.lemmas)
-        senses[wnid] = Sense(synset.lemmas, synset.lexname, number in index.ancestors(wnid), forms, frozenset(outranked))
+        senses[wnid] = Sense(
+            synset.lemmas, synset.lexname, number in index.ancestors(wnid), forms, frozenset(outranked)
+        )
     return senses
 
 

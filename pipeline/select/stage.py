@@ -81,7 +81,9 @@ def usable_counts(shard: str, selection: Selection) -> dict:
     return {"usable": dict(sorted(counts.items()))}
 
 
-def select_shard(selection: Selection, lookup: CandidateLookup, checker: PairChecker, stage_dir: str, shard: str) -> dict:
+def select_shard(
+    selection: Selection, lookup: CandidateLookup, checker: PairChecker, stage_dir: str, shard: str
+) -> dict:
     """Step 6 and the caption rules over one tagged shard; the tally counts rows in, drops by
     step:reason, kept by class after step 6 and after the rules."""
     files = shard_files(stage_dir, SELECTED_DIR, shard)
@@ -173,23 +175,37 @@ def run_select(config: Config, run_dir: str) -> Funnel:
 
     usable_path = FileSystems.join(stage_dir, USABLE_FILE)
     with make_pipeline(config.runner) as pipeline:
-        process_shards(pipeline, shards, ShardWorker(functools.partial(usable_counts, selection=selection_config)), usable_path)
-    selection = choose_synsets(tagged_tally["synset_captions"], read_json(usable_path).get("usable", {}), selection_config)
+        process_shards(
+            pipeline, shards, ShardWorker(functools.partial(usable_counts, selection=selection_config)), usable_path
+        )
+    selection = choose_synsets(
+        tagged_tally["synset_captions"], read_json(usable_path).get("usable", {}), selection_config
+    )
     log.info("select: %d synsets found, %d candidates", len(selection.found), len(selection.candidates))
 
     total_path = FileSystems.join(stage_dir, SELECT_TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_in"), make_pipeline(config.runner) as pipeline:
         checker = PairChecker(caption_rules(selection_config.caption_rules), selection.candidates, load_index())
-        select_fn = ShardWorker(functools.partial(select_shard, selection_config, CandidateLookup(selection), checker, stage_dir))
+        select_fn = ShardWorker(
+            functools.partial(select_shard, selection_config, CandidateLookup(selection), checker, stage_dir)
+        )
         process_shards(pipeline, shards, select_fn, total_path)
     total = read_json(total_path)
     drops = {tuple(key.split(":", 1)): n for key, n in total.get("dropped", {}).items()}
     funnel = build_funnel(
-        selection, tagged_tally["rows_tagged"], drops, total.get("kept", {}), load_index(), total.get("single_synset", {})
+        selection,
+        tagged_tally["rows_tagged"],
+        drops,
+        total.get("kept", {}),
+        load_index(),
+        total.get("single_synset", {}),
     )
     write_funnel(funnel, stage_dir)
     # a list, not a mapping: summary.json sorts keys, and the funnel reads in step order
-    steps = [{"step": step.step, "synsets_left": step.synsets_left, "captions_left": step.captions_left} for step in funnel.steps]
+    steps = [
+        {"step": step.step, "synsets_left": step.synsets_left, "captions_left": step.captions_left}
+        for step in funnel.steps
+    ]
     finish_stage(stage_dir, {"funnel": steps, "candidates": len(funnel.classes)})
     return funnel
 

@@ -75,9 +75,7 @@ class LemmaMatcher:
         wnid_id = {wnid: i for i, wnid in enumerate(wnids)}
         self._surface_wnid_counts = np.array([len(wnids) for wnids in forms.values()], np.int64)
         self._surface_wnid_starts = np.cumsum(self._surface_wnid_counts) - self._surface_wnid_counts
-        self._surface_wnid_ids = np.array(
-            [wnid_id[w] for wnids in forms.values() for w in wnids], np.int64
-        )
+        self._surface_wnid_ids = np.array([wnid_id[w] for wnids in forms.values() for w in wnids], np.int64)
 
     @classmethod
     def from_index(cls, index: NounIndex) -> LemmaMatcher:
@@ -101,9 +99,7 @@ class LemmaMatcher:
             _lists(row, self._surfaces.take(surface), n_rows),
         )
 
-    def _longest_matches(
-        self, word: np.ndarray, row: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _longest_matches(self, word: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Token positions where a surface form starts, its length in tokens, its surface id."""
         best_length = np.zeros(len(word), np.int64)
         best_surface = np.full(len(word), -1, np.int64)
@@ -134,21 +130,15 @@ class LemmaMatcher:
         """Per caption, the sorted distinct wnids of the surface forms matched in it."""
         counts = self._surface_wnid_counts[surface]
         within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        wnid = self._surface_wnid_ids[
-            np.repeat(self._surface_wnid_starts[surface], counts) + within
-        ]
+        wnid = self._surface_wnid_ids[np.repeat(self._surface_wnid_starts[surface], counts) + within]
         keys = np.sort(np.repeat(row, counts) * len(self._wnids) + wnid)
         distinct = np.ones(len(keys), bool)
         distinct[1:] = keys[1:] != keys[:-1]
         keys = keys[distinct]
         # Fixed-width strings gathered with numpy: several times faster than Arrow's `take`.
         values = self._wnids[keys % len(self._wnids)]
-        offsets = np.arange(
-            0, (len(values) + 1) * self._wnid_width, self._wnid_width, dtype=np.int32
-        )
-        strings = pa.StringArray.from_buffers(
-            len(values), pa.py_buffer(offsets), pa.py_buffer(values)
-        )
+        offsets = np.arange(0, (len(values) + 1) * self._wnid_width, self._wnid_width, dtype=np.int32)
+        strings = pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(values))
         return _lists(keys // len(self._wnids), strings, n_rows)
 
 

@@ -136,11 +136,17 @@ def run_tag(config: Config, run_dir: str) -> dict:
     layout = layout_of(config.corpus)
     shard_rows = [validate_shard(shard, config.corpus.columns, layout) for shard in shards]
     stage_dir = open_stage(run_dir, STAGE, settings(config))
-    write_json(FileSystems.join(stage_dir, CORPUS_SHARDS_FILE), [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))])
+    write_json(
+        FileSystems.join(stage_dir, CORPUS_SHARDS_FILE),
+        [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))],
+    )
     log.info("tag: %d shards", len(shards))
     total_path = FileSystems.join(stage_dir, TAG_TALLY_FILE)
     known_rows = None if None in shard_rows else shard_rows  # text files have no footer
-    with watch_shards(stage_dir, shards, STAGE, "rows_read", shard_rows=known_rows), make_pipeline(config.runner) as pipeline:
+    with (
+        watch_shards(stage_dir, shards, STAGE, "rows_read", shard_rows=known_rows),
+        make_pipeline(config.runner) as pipeline,
+    ):
         worker = ShardWorker(functools.partial(_tag_one, config, stage_dir), functools.partial(_tag_worker, config))
         process_shards(pipeline, shards, worker, total_path)
     tally = read_json(total_path)
@@ -163,7 +169,12 @@ DECLARATION = Stage(
 
 
 @click.command(STAGE, help=DECLARATION.doc)
-@click.option("--input", "inputs", multiple=True, help="corpus file paths, globs or URLs (repeatable); default: the config's corpus.paths")
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    help="corpus file paths, globs or URLs (repeatable); default: the config's corpus.paths",
+)
 @click.option("--out", required=True, help="run directory: writes its tag/ folder and summary.json")
 @click.option("--config", "config_path", help="YAML run configuration")
 @break_lock_option

@@ -74,9 +74,7 @@ def tokenize(captions: pa.Array | pa.ChunkedArray) -> Tokens:
     offsets = offsets - np.searchsorted(deleted, offsets)
     text = marked.tobytes().translate(_TABLE, _DELETED)
 
-    spaced = pa.LargeStringArray.from_buffers(
-        len(captions), pa.py_buffer(offsets), pa.py_buffer(text)
-    )
+    spaced = pa.LargeStringArray.from_buffers(len(captions), pa.py_buffer(offsets), pa.py_buffer(text))
     words = pc.ascii_split_whitespace(spaced)
     row = np.repeat(np.arange(len(words)), np.diff(words.offsets.to_numpy()))
     values = words.flatten()
