@@ -142,6 +142,8 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
             )
             try:
                 response = self.do_open(connect, request, **connection_args)
+                # recorded before the body is read, so a 429's backoff binds every slot that opens after it
+                crawler.politeness.answered(host, response.status, response.headers.get("Retry-After"))
                 if not site_file and 200 <= response.status < 300:
                     opted_out = crawler.signals.declined_by_headers(url, response.headers)
                 max_bytes = settings.robots_max_bytes if site_file else settings.max_response_bytes
@@ -155,7 +157,6 @@ class CrawlHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
                 if not isinstance(getattr(err, "reason", err), (AddressRefused, ResponseTooLarge)):
                     crawler.politeness.failed(host, type(err).__name__)
                 raise
-        crawler.politeness.answered(host, response.status, response.headers.get("Retry-After"))
         if opted_out:
             response.close()
             raise opted_out
