@@ -159,7 +159,8 @@ def distinct_captions(folder: Path) -> int:
 def _measure_printed(stage: str, config_path: Path, run_dir: Path, mode: str) -> dict:
     m = measure_stage(stage, config_path, run_dir)
     print(
-        f"  {stage:7s} {mode:6s} {m['seconds']:8.1f} s  {m['cpu_seconds']:8.1f} cpu s  {m['peak_rss_mb']:7.0f} MB  {load_text()}",
+        f"  {stage:7s} {mode:6s} {m['seconds']:8.1f} s  {m['cpu_seconds']:8.1f} cpu s  "
+        f"{m['peak_rss_mb']:7.0f} MB  {load_text()}",
         flush=True,
     )
     return m
@@ -178,7 +179,8 @@ def table(results: list[dict]) -> str:
         for r in results:
             m = r["stages"][stage]
             cells.append(
-                f"{m['seconds']:.1f} / {m['cpu_seconds']:.1f} / {m['peak_rss_mb']:.0f} / {r['rows'] / m['seconds']:,.0f}"
+                f"{m['seconds']:.1f} / {m['cpu_seconds']:.1f} / {m['peak_rss_mb']:.0f} / "
+                f"{r['rows'] / m['seconds']:,.0f}"
             )
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -239,7 +241,8 @@ def first_phase_table(results: list[dict], modes: tuple[str, ...]) -> str:
             rank, sample = stages["rank"], stages["sample"]
             lines.append(
                 f"| {r['rows']:,} | {mode} | {rank['cpu_seconds']:.1f} | {rank['figures']['rows_scored']:,} "
-                f"({rank['figures']['captions_embedded']:,}) | {rank['peak_rss_mb']:.0f} | {sample['peak_rss_mb']:.0f} |"
+                f"({rank['figures']['captions_embedded']:,}) | {rank['peak_rss_mb']:.0f} | "
+                f"{sample['peak_rss_mb']:.0f} |"
             )
     return "\n".join(lines)
 
@@ -402,7 +405,8 @@ def main() -> None:
             print(f"  {stage:7s} " + "  ".join(f"{k}: {v}x" for k, v in by_size.items()))
         for stage, fit in all_fits.get(key, {}).items():
             print(
-                f"  {stage:7s} linear fit: fixed {fit['fixed_s']} s + {fit['s_per_million_rows']} s per million rows, worst miss {fit['worst_miss']:.0%}"
+                f"  {stage:7s} linear fit: fixed {fit['fixed_s']} s + {fit['s_per_million_rows']} s per million rows, "
+                f"worst miss {fit['worst_miss']:.0%}"
             )
     print("\nscore and rank work (bounded by candidates x first-pass captions, and the K classes' captions):")
     print("\n".join("  " + line for line in stage_work(results)))
@@ -416,7 +420,8 @@ def main() -> None:
 
     for mode, plan in project.items():
         print(
-            f"\nLAION-2B-en ({LAION_2B_EN_ROWS:,} rows), scoring.first_phase {mode}, as imagenot plan prints it:\n{render(plan)}"
+            f"\nLAION-2B-en ({LAION_2B_EN_ROWS:,} rows), scoring.first_phase {mode}, "
+            f"as imagenot plan prints it:\n{render(plan)}"
         )
     print(
         json.dumps(

@@ -26,7 +26,9 @@ CASES = {
     "imagenot --help": "from imagenot.pipeline.cli import main; main(['--help'])",
     "imagenot build --help": "from imagenot.pipeline.cli import main; main(['build', '--help'])",
     "imagenot --version": "from imagenot.pipeline.cli import main; main(['--version'])",
-    "every command imported": f"import importlib; [importlib.import_module(m) for m, _, _ in {[*COMMANDS.values(), *AUDITS.values()]}]",
+    "every command imported": (
+        f"import importlib; [importlib.import_module(m) for m, _, _ in {[*COMMANDS.values(), *AUDITS.values()]}]"
+    ),
 }
 
 

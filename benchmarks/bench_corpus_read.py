@@ -125,18 +125,19 @@ def main() -> None:
     for extension in FORMATS:
         path = write_as(table, folder / f"bench.{extension}")
         ours = best_rate(
-            lambda: sum(p.rows_read for p in read_shard(str(path), Columns(), args.batch_rows)),
+            lambda path=path: sum(p.rows_read for p in read_shard(str(path), Columns(), args.batch_rows)),
             table.num_rows,
             args.repeats,
         )
-        theirs = best_rate(lambda: pyarrow_rows(path, columns, args.batch_rows), table.num_rows, args.repeats)
+        theirs = best_rate(lambda path=path: pyarrow_rows(path, columns, args.batch_rows), table.num_rows, args.repeats)
         results[extension] = {
             "imagenot_rows_per_cpu_s": round(ours),
             "pyarrow_rows_per_cpu_s": round(theirs),
             "ratio": round(ours / theirs, 2),
         }
         print(
-            f"{extension:<9} imagenot {ours:>12,.0f} rows/s   pyarrow {theirs:>12,.0f} rows/s   ratio {ours / theirs:.2f}",
+            f"{extension:<9} imagenot {ours:>12,.0f} rows/s   pyarrow {theirs:>12,.0f} rows/s   "
+            f"ratio {ours / theirs:.2f}",
             flush=True,
         )
     print(json.dumps({"rows": table.num_rows, "batch_rows": args.batch_rows, "formats": results}))

@@ -105,7 +105,8 @@ def main(n: int, dim: int, clusters: int, planted: int, queries: int | None, sam
     flat_s, (flat_sims, _) = timed(lambda: knn(vectors, vectors[rows], k, n, 1))
     flat_all_s = flat_s * n / sample
     click.echo(
-        f"exhaustive on {sample:,} queries: numpy {numpy_s:.1f} s, faiss flat {flat_s:.1f} s (all {n:,}: ~{flat_all_s / 60:.0f} min)"
+        f"exhaustive on {sample:,} queries: numpy {numpy_s:.1f} s, faiss flat {flat_s:.1f} s "
+        f"(all {n:,}: ~{flat_all_s / 60:.0f} min)"
     )
     disagreements = int(np.sum(np.abs(np.sort(flat_sims, 1) - np.sort(true_sims, 1)) > 1e-4))
     click.echo(f"faiss flat vs numpy: {disagreements} differing cosines")

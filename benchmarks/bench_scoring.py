@@ -92,8 +92,9 @@ def bench_size(rows: int, workers: int, root: Path, bounded: str, sampling: dict
         by_mode[mode] = {stage: measure_stage(stage, configs[mode], runs[mode]) for stage in PHASE_STAGES}
         rank = by_mode[mode]["rank"]
         print(
-            f"  {mode:6s} rank {rank['seconds']:6.1f} s ({rank['peak_rss_mb']:.0f} MB, {rank['figures']['captions_embedded']:,} "
-            f"embedded), sample {by_mode[mode]['sample']['seconds']:.1f} s ({by_mode[mode]['sample']['peak_rss_mb']:.0f} MB)  {load_text()}",
+            f"  {mode:6s} rank {rank['seconds']:6.1f} s ({rank['peak_rss_mb']:.0f} MB, "
+            f"{rank['figures']['captions_embedded']:,} embedded), sample {by_mode[mode]['sample']['seconds']:.1f} s "
+            f"({by_mode[mode]['sample']['peak_rss_mb']:.0f} MB)  {load_text()}",
             flush=True,
         )
     exact, chosen = chosen_rows(runs[EXACT]), chosen_rows(runs[bounded])

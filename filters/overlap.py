@@ -53,8 +53,8 @@ def overlap_removals(
     for wnid in sorted(set(candidates)):
         synset = index[wnid]
 
-        def removal(reason: str, detail: str, cause: str) -> Removal:
-            return Removal(wnid, synset.name, STEP, reason, detail, cause)
+        def removal(reason: str, detail: str, cause: str, wnid: str = wnid, name: str = synset.name) -> Removal:
+            return Removal(wnid, name, STEP, reason, detail, cause)
 
         if wnid in reference_set:
             removals[wnid] = removal("reference_synset", "is in the reference set", wnid)

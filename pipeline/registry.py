@@ -88,8 +88,9 @@ def settings_differences(stage: Stage, config: Config, run_dir: str) -> list[str
 
 
 def run_stage(stage: Stage, config: Config, run_dir: str, **options: object) -> dict:
-    """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.config.preflight`), and record its figures in the
-    run's summary. The demo config's images are served while the download stage fetches them."""
+    """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.config.preflight`),
+    and record its figures in the run's summary. The demo config's images are served while the
+    download stage fetches them."""
     config = stage_config(config, run_dir, stage.name)
     serving = serving_demo_images(config.download) if stage.name == DOWNLOAD else contextlib.nullcontext()
     with serving:

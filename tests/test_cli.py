@@ -46,7 +46,10 @@ def _seconds(code: str) -> float:
     return min(times)
 
 
-HELP = "import sys; from imagenot.pipeline.cli import main; main({args!r}, standalone_mode=False); print(*sorted(sys.modules))"
+HELP = (
+    "import sys; from imagenot.pipeline.cli import main; main({args!r}, standalone_mode=False); "
+    "print(*sorted(sys.modules))"
+)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["build", "--help"], ["audit", "--help"], ["--version"]])

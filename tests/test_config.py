@@ -1,4 +1,5 @@
 import pytest
+from pydantic import ValidationError
 
 from imagenot.pipeline.config.schema import Config, ConfigError, load_config
 
@@ -13,7 +14,8 @@ def test_defaults_fit_laion(tmp_path):
 def test_column_mapping_and_unread_columns(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(
-        "corpus:\n  paths: [c.parquet]\n  columns:\n    url: url\n    caption: caption\n    nsfw: null\nselection:\n  allowed_nsfw_tags: null\n"
+        "corpus:\n  paths: [c.parquet]\n  columns:\n    url: url\n    caption: caption\n    nsfw: null\n"
+        "selection:\n  allowed_nsfw_tags: null\n"
     )
     columns = load_config(path).corpus.columns
     assert columns.source_columns()["caption"] == "caption"
@@ -46,7 +48,7 @@ def test_unreadable_config_is_named(tmp_path):
 
 
 def test_config_is_frozen():
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         Config().runner.workers = 3
 
 
@@ -85,7 +87,8 @@ def test_a_row_nsfw_check_without_its_column_is_refused_before_any_work(tmp_path
 def test_a_null_column_is_fine_when_its_row_nsfw_check_is_off(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(
-        "corpus:\n  paths: [c.parquet]\n  columns:\n    nsfw: null\n    punsafe: null\nselection:\n  allowed_nsfw_tags: null\n"
+        "corpus:\n  paths: [c.parquet]\n  columns:\n    nsfw: null\n    punsafe: null\n"
+        "selection:\n  allowed_nsfw_tags: null\n"
     )
     selection = load_config(path).selection
     assert selection.row_nsfw_columns() == {}
@@ -173,6 +176,7 @@ def test_the_priority_path_is_refused_for_the_top_strategy(tmp_path):
     with pytest.raises(ConfigError, match=r"first_phase 'priority' needs sampling.strategy 'threshold' or 'matched'"):
         load_config(str(tmp_path / "c.yaml"))
     (tmp_path / "c.yaml").write_text(
-        "corpus: {paths: [x.parquet]}\nscoring: {first_phase: priority}\nsampling: {strategy: threshold, threshold: 0.6}\n"
+        "corpus: {paths: [x.parquet]}\nscoring: {first_phase: priority}\n"
+        "sampling: {strategy: threshold, threshold: 0.6}\n"
     )
     assert load_config(str(tmp_path / "c.yaml")).scoring.first_phase == "priority"

@@ -17,12 +17,13 @@ from cli_runner import invoke
 
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.config.schema import Columns, Config, load_config
-from imagenot.pipeline.corpus.reader import CorpusError, Layout, read_shard
+from imagenot.pipeline.corpus.reader import DEFAULT_LAYOUT, CorpusError, Layout, read_shard
 from imagenot.pipeline.plan.command import plan_command
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command
 
 SIZES = {"HEIGHT": pa.int64(), "WIDTH": pa.int64()}
+DEFAULT_COLUMNS = Columns()  # LAION-5B's column names
 
 
 def _rows(path: Path) -> pa.Table:
@@ -54,7 +55,9 @@ def write_as(table: pa.Table, path: Path) -> Path:
     return path
 
 
-def read(path: Path, layout: Layout = Layout(), columns: Columns = Columns()) -> tuple[pa.Table, dict, list]:
+def read(
+    path: Path, layout: Layout = DEFAULT_LAYOUT, columns: Columns = DEFAULT_COLUMNS
+) -> tuple[pa.Table, dict, list]:
     pieces = list(read_shard(str(path), columns, 1_000, layout))
     dropped = {reason: sum(p.dropped[reason] for p in pieces) for reason in pieces[0].dropped}
     return pa.Table.from_batches([p.batch for p in pieces]), dropped, [m for p in pieces for m in p.malformed]
@@ -98,7 +101,8 @@ MALFORMED = {  # file -> (text, the lines that are malformed)
         [3, 4],
     ),
     "o.jsonl": (
-        '{"URL":"http://a/1","TEXT":"a dog"}\n{"URL":"http://a/2","TEXT":\n{"URL":"http://a/3","TEXT":"a cat","WIDTH":"wide"}\n'
+        '{"URL":"http://a/1","TEXT":"a dog"}\n{"URL":"http://a/2","TEXT":\n'
+        '{"URL":"http://a/3","TEXT":"a cat","WIDTH":"wide"}\n'
         '{"URL":"http://a/4","TEXT":"fish"}\n',
         [2, 3],
     ),

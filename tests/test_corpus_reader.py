@@ -24,6 +24,7 @@ OTHER_CORPUS = Columns(
     sample_id="id",
     license=None,
 )
+DEFAULT_COLUMNS = Columns()  # LAION-5B's column names
 
 
 def write(path, columns: dict, schema: pa.Schema | None = None) -> str:
@@ -31,7 +32,7 @@ def write(path, columns: dict, schema: pa.Schema | None = None) -> str:
     return str(path)
 
 
-def read_all(path: str, columns: Columns = Columns(), batch_rows: int = 1000):
+def read_all(path: str, columns: Columns = DEFAULT_COLUMNS, batch_rows: int = 1000):
     return list(read_shard(path, columns, batch_rows))
 
 

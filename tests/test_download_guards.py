@@ -146,12 +146,14 @@ def test_failure_reasons_of_real_fetch_errors(server):
         ("HTTP Error 403: Forbidden", "http_4xx"),
         ("HTTP Error 429: Too Many Requests", "throttled"),
         (
-            "<urlopen error address refused: localhost resolves to 127.0.0.1 (loopback), not in download.allowed_networks>",
+            "<urlopen error address refused: localhost resolves to 127.0.0.1 (loopback), "
+            "not in download.allowed_networks>",
             "address_refused",
         ),
         ("disallowed by robots.txt: http://127.0.0.2/a.jpg", "robots_txt"),
         (
-            "robots.txt unreachable (<urlopen error [Errno 111] Connection refused>): everything on the host is disallowed",
+            "robots.txt unreachable (<urlopen error [Errno 111] Connection refused>): "
+            "everything on the host is disallowed",
             "robots_unreachable",
         ),
         ("host given up: 127.0.0.3 (10 failures in a row, the last 429)", "host_given_up"),

@@ -21,7 +21,10 @@ from imagenot.pipeline.run.lock import RunLockedError, process_start, run_lock
 from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command
 
-HOLD = "import sys, time\nfrom imagenot.pipeline.run.lock import run_lock\nwith run_lock(sys.argv[1], 3600):\n    print('held', flush=True)\n    time.sleep(120)\n"
+HOLD = (
+    "import sys, time\nfrom imagenot.pipeline.run.lock import run_lock\n"
+    "with run_lock(sys.argv[1], 3600):\n    print('held', flush=True)\n    time.sleep(120)\n"
+)
 
 
 @pytest.fixture

@@ -114,7 +114,7 @@ def test_no_such_synset_is_a_class_and_the_others_are(built):
 
 
 def test_why_names_the_rule_for_each(built):
-    for text, (name, step, reason) in TARGETS.items():
+    for name, step, reason in TARGETS.values():
         result = invoke(why, [name, "--run", str(built / "run")])
         assert result.exit_code == 0, result.output
         assert f"dropped at step '{step}' ({reason})" in result.output, result.output

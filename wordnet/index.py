@@ -58,6 +58,8 @@ class NounIndex:
         self.synsets = synsets
         self.irregular = irregular  # inflected form -> base lemmas, from noun.exc
         self._by_name = {s.name: s for s in synsets.values()}
+        self._ancestors: dict[str, frozenset[str]] = {}  # memo of ancestors(), per instance
+        self._descendants: dict[str, frozenset[str]] = {}  # memo of descendants(), per instance
 
     version = WORDNET_VERSION
 
@@ -85,23 +87,25 @@ class NounIndex:
                 out.setdefault(lemma, []).append(synset.wnid)
         return {lemma: tuple(wnids) for lemma, wnids in out.items()}
 
-    @functools.cache
     def ancestors(self, wnid: str) -> frozenset[str]:
         """Every synset on any hypernym path from `wnid` to the root, `wnid` excluded."""
-        found: set[str] = set()
-        for parent in self.synsets[wnid].hypernyms:
-            found.add(parent)
-            found |= self.ancestors(parent)
-        return frozenset(found)
+        if wnid not in self._ancestors:
+            found: set[str] = set()
+            for parent in self.synsets[wnid].hypernyms:
+                found.add(parent)
+                found |= self.ancestors(parent)
+            self._ancestors[wnid] = frozenset(found)
+        return self._ancestors[wnid]
 
-    @functools.cache
     def descendants(self, wnid: str) -> frozenset[str]:
         """Every synset below `wnid` through hyponym links, `wnid` excluded."""
-        found: set[str] = set()
-        for child in self.synsets[wnid].hyponyms:
-            found.add(child)
-            found |= self.descendants(child)
-        return frozenset(found)
+        if wnid not in self._descendants:
+            found: set[str] = set()
+            for child in self.synsets[wnid].hyponyms:
+                found.add(child)
+                found |= self.descendants(child)
+            self._descendants[wnid] = frozenset(found)
+        return self._descendants[wnid]
 
 
 def _build_from_nltk() -> NounIndex:

@@ -31,6 +31,7 @@ class WordSenses:
         self._senses = senses
         self._common = common
         self._irregular = irregular_forms(index)
+        self._forms: dict[str, dict[str, str]] = {}  # memo of forms(), per instance
 
     def words(self, wnid: str) -> tuple[str, ...]:
         """The synset's lemmas, normalised."""
@@ -40,14 +41,15 @@ class WordSenses:
         """Every noun sense of `word` (any spelling: "Hot_Dog", "hot dog"), sorted by wnid; () if none."""
         return tuple(sorted(self._senses.get(normalize(word) or "", {})))
 
-    @functools.cache
     def forms(self, wnid: str) -> dict[str, str]:
         """Each surface form the tagger matches for the synset's lemmas -> the lemma (normalised)."""
-        found = {}
-        for word in self.words(wnid):
-            plurals = inflections(word, self._irregular) if word in self._common else set()
-            found.update({form: word for form in plurals}, **{word: word})
-        return found
+        if wnid not in self._forms:
+            found = {}
+            for word in self.words(wnid):
+                plurals = inflections(word, self._irregular) if word in self._common else set()
+                found.update({form: word for form in plurals}, **{word: word})
+            self._forms[wnid] = found
+        return self._forms[wnid]
 
     def log_prior(self, word: str, wnids: tuple[str, ...]) -> list[float]:
         """log P(sense | word) from the tagged counts, add-one smoothed over `wnids`."""

@@ -236,7 +236,8 @@ agreement_command = stage_command(
         embeddings.STAGE,
         None,
         run_agreement,
-        "Image-class and image-caption agreement; intra/inter-class similarity; --drop takes out images failing a threshold.",
+        "Image-class and image-caption agreement; intra/inter-class similarity; "
+        "--drop takes out images failing a threshold.",
         (drop_option,),
     )
 )

@@ -62,7 +62,8 @@ def _field(path: str, line: int, row: dict, name: str) -> float | int:
         raise RankingInputError(f"{path}:{line}: field {name!r}: expected a sample size >= 1, got {value}")
     if name.startswith("accuracy_") and not 0.0 <= value <= 1.0:
         raise RankingInputError(
-            f"{path}:{line}: field {name!r}: expected a fraction in [0, 1], got {text!r} (accuracies are fractions, not %)"
+            f"{path}:{line}: field {name!r}: expected a fraction in [0, 1], got {text!r} "
+            "(accuracies are fractions, not %)"
         )
     return value
 

@@ -185,7 +185,10 @@ class Run:
 
     def _class(self, wnid: str, row: dict) -> str:
         c = self.classes[wnid]
-        text = f"a class, index {c['index']} of {len(self.classes):,} (gloss similarity score {row['score']}, rank {c['rank'] + 1} of the classes)"
+        text = (
+            f"a class, index {c['index']} of {len(self.classes):,} (gloss similarity score {row['score']}, "
+            f"rank {c['rank'] + 1} of the classes)"
+        )
         if self.splits is not None:
             train, test = self.splits[(c["index"], "train")], self.splits[(c["index"], "test")]
             target = f" of {self.config.sampling.images_per_class:,}" if self.config else ""

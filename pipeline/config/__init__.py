@@ -1,1 +1,2 @@
-"""Run configuration: the schema, the YAML file, presets, the names it resolves (models, networks, reference lists) and the preflight that checks it all before a run."""
+"""Run configuration: the schema, the YAML file, presets, the names it resolves (models, networks,
+reference lists) and the preflight that checks it all before a run."""

@@ -85,5 +85,8 @@ def clip_model_problem(audit: ImageAudit) -> str | None:
     configs = Path(next(iter(spec.submodule_search_locations))) / "model_configs"
     if not (configs / f"{audit.clip_model}.json").is_file():
         known = sorted(p.stem for p in configs.glob("*.json"))
-        return f"image_audit.clip_model: {audit.clip_model!r} is not an open_clip model ({len(known)} known, e.g. {known[:3]})"
+        return (
+            f"image_audit.clip_model: {audit.clip_model!r} is not an open_clip model "
+            f"({len(known)} known, e.g. {known[:3]})"
+        )
     return None

@@ -58,7 +58,8 @@ class Columns(Section):
     def _url_is_not_the_caption(self) -> Columns:
         if self.url == self.caption:
             raise ValueError(
-                f"corpus.columns.url and corpus.columns.caption both name column {self.url!r}; map each to its own column"
+                f"corpus.columns.url and corpus.columns.caption both name column {self.url!r}; "
+                "map each to its own column"
             )
         return self
 
@@ -87,7 +88,8 @@ class Corpus(Section):
     )
     format: Literal["parquet", "csv", "tsv", "json", "jsonl"] | None = Field(
         None,
-        description="the files' format; null: from each file's extension (.parquet .csv .tsv .json .jsonl, text ones also .gz)",
+        description="the files' format; null: from each file's extension "
+        "(.parquet .csv .tsv .json .jsonl, text ones also .gz)",
     )
     columns: Columns = Columns()
     column_names: list[str] | None = Field(
@@ -243,8 +245,9 @@ class Scoring(Section):
     first_phase: Literal["off", "static", "priority"] = Field(
         "off",
         description="rank: off, the encoder scores every caption of the classes; static, a static model distilled from "
-        "the encoder ranks them and the encoder scores each class's best exact_per_class; priority (strategies threshold "
-        "and matched), the encoder scores each class's captions in the sample's order until its list is settled",
+        "the encoder ranks them and the encoder scores each class's best exact_per_class; priority (strategies "
+        "threshold and matched), the encoder scores each class's captions in the sample's order until its list is "
+        "settled",
     )
     first_phase_model: str | None = Field(
         None, description="a model2vec model folder; null: distilled from scoring.model"
@@ -272,7 +275,8 @@ class Ranking(Section):
     )
     thresholds: dict[str, float] = Field(
         default_factory=lambda: {"packaged:all-MiniLM-L6-v2": 0.5},
-        description="per scoring model: the lowest synset score kept (a threshold means something for one encoder only)",
+        description="per scoring model: the lowest synset score kept "
+        "(a threshold means something for one encoder only)",
     )
     classes: int = Field(1000, ge=1, le=100_000, description="K, the number of classes")
 
@@ -334,7 +338,8 @@ class Sampling(Section):
             raise ValueError(f"sampling.reference_quantiles must hold >= 2 non-decreasing values, got {quantiles}")
         if self.test_per_class > self.images_per_class:
             raise ValueError(
-                f"sampling.test_per_class ({self.test_per_class}) exceeds sampling.images_per_class ({self.images_per_class})"
+                f"sampling.test_per_class ({self.test_per_class}) exceeds "
+                f"sampling.images_per_class ({self.images_per_class})"
             )
         return self
 
@@ -419,7 +424,8 @@ class Download(Section):
     def _deadline_and_networks(self) -> Download:
         if self.fetch_deadline_s is not None and not self.timeout_s <= self.fetch_deadline_s <= 5 * self.timeout_s:
             raise ValueError(
-                f"download.fetch_deadline_s ({self.fetch_deadline_s}) must lie between timeout_s and 5 x timeout_s ({5 * self.timeout_s:g})"
+                f"download.fetch_deadline_s ({self.fetch_deadline_s}) must lie between timeout_s and "
+                f"5 x timeout_s ({5 * self.timeout_s:g})"
             )
         parse_networks(self.allowed_networks)
         return self
@@ -519,7 +525,8 @@ class ImageAudit(Section):
     )
     reference_embeddings: str | None = Field(
         None,
-        description=".npy (n, d) or parquet with `embedding` (and optional `id`, `label`) of a reference set, e.g. ImageNet val",
+        description=".npy (n, d) or parquet with `embedding` (and optional `id`, `label`) of a reference set, "
+        "e.g. ImageNet val",
     )
     min_image_class_similarity: float | None = Field(
         None, ge=-1, le=1, description="image-to-class-query filter; null: off"
@@ -530,7 +537,8 @@ class ImageAudit(Section):
     thumbnails: int = Field(50, ge=0, le=10_000, description="duplicate pairs shown with thumbnails in the report")
     drop_kinds: list[Literal["within_class", "cross_class", "train_test", "reference"]] = Field(
         default_factory=lambda: ["within_class", "cross_class", "train_test", "reference"],
-        description="duplicate pairs `audit duplicates --drop` removes: each group keeps its first image; a reference hit goes",
+        description="duplicate pairs `audit duplicates --drop` removes: each group keeps its first image; "
+        "a reference hit goes",
     )
     drop_passes: int = Field(3, ge=1, le=50, description="audit, drop and backfill passes one `--drop` runs at most")
 
@@ -599,7 +607,8 @@ class Runner(Section):
         ge=1,
         le=256,
         description="torch threads per worker process (text and CLIP encoders). With 1, an embedding has the same "
-        "bits whatever shares its batch and on any machine; more threads can move its last bit. Workers give parallelism",
+        "bits whatever shares its batch and on any machine; more threads can move its last bit. "
+        "Workers give parallelism",
     )
     dataflow: Dataflow | None = None
     portable: Portable | None = None
@@ -651,8 +660,8 @@ class Config(Section):
     def _priority_path_needs_a_prefix_strategy(self) -> Config:
         if self.scoring.first_phase == "priority" and self.sampling.strategy == "top":
             raise ValueError(
-                "scoring.first_phase 'priority' needs sampling.strategy 'threshold' or 'matched' (their lists are a prefix "
-                "of the sample's order); with 'top' use 'off' or 'static'"
+                "scoring.first_phase 'priority' needs sampling.strategy 'threshold' or 'matched' (their lists are a "
+                "prefix of the sample's order); with 'top' use 'off' or 'static'"
             )
         return self
 
@@ -749,5 +758,6 @@ def _check_reference(source: str, reference: str) -> None:
     if reference in REFERENCE_SETS or FileSystems.exists(reference):
         return
     raise ConfigError(
-        f"{source}: selection.reference: {reference!r} is neither {' nor '.join(REFERENCE_SETS)} nor an existing class-list file"
+        f"{source}: selection.reference: {reference!r} is neither {' nor '.join(REFERENCE_SETS)} "
+        "nor an existing class-list file"
     )

@@ -45,6 +45,7 @@ from imagenot.pipeline.run.shard_progress import rows_read as report_rows_read
 
 __all__ = ["CorpusError", "Layout"]  # with the reader, for its callers
 MALFORMED_LISTED = 20  # malformed lines of a shard named in its tally
+DEFAULT_LAYOUT = Layout()  # the layout arguments' default (frozen, so one instance serves all calls)
 DROP_REASONS = (
     "line_malformed",
     "caption_not_utf8",
@@ -195,12 +196,12 @@ def layout_of(corpus: Corpus) -> Layout:
     return Layout(corpus.format, names, corpus.strict)
 
 
-def shard_schema(path: str, layout: Layout = Layout()) -> pa.Schema:
+def shard_schema(path: str, layout: Layout = DEFAULT_LAYOUT) -> pa.Schema:
     """The shard's columns, from its footer or header (no row is read)."""
     return Source(path, layout).schema()
 
 
-def validate_shard(path: str, columns: Columns, layout: Layout = Layout()) -> int | None:
+def validate_shard(path: str, columns: Columns, layout: Layout = DEFAULT_LAYOUT) -> int | None:
     """Check the shard's schema against the column mapping, from the parquet footer (or a text
     file's header) only; returns the shard's row count where the footer has it, else None."""
     source = Source(path, layout)
@@ -208,7 +209,7 @@ def validate_shard(path: str, columns: Columns, layout: Layout = Layout()) -> in
     return source.num_rows()
 
 
-def read_shard(path: str, columns: Columns, batch_rows: int, layout: Layout = Layout()) -> Iterator[ShardBatch]:
+def read_shard(path: str, columns: Columns, batch_rows: int, layout: Layout = DEFAULT_LAYOUT) -> Iterator[ShardBatch]:
     """The shard's rows in batches of up to `batch_rows`, checked, with canonical columns."""
     stem = corpus_stem(path)
     source = Source(path, layout)

@@ -32,8 +32,8 @@ a crawler) and an ephemeral port, from a background thread:
 
 Any query string is ignored, so `?id=...` makes distinct URLs for one resource. `hits` counts
 requests per path with query; `log` lists every request (path, start, end: time.monotonic()),
-from which a test reads the concurrency and rate a crawler kept to. It only serves, and stops (slow responses cut short) when the
-`with` block ends:
+from which a test reads the concurrency and rate a crawler kept to. It only serves, and stops
+(slow responses cut short) when the `with` block ends:
 
     with LoopbackImageServer() as server:
         server.url("/photo/coffee.jpg")  # http://127.0.0.1:<port>/photo/coffee.jpg

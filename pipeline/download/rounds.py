@@ -3,10 +3,11 @@
 A class's candidates are its dataset rows in `order`, then its reserve rows in `order`; its
 target is the number of dataset rows. Walking them in that order, a candidate that succeeded
 counts towards the target, one that failed (or whose URL is not http/https, or that a
-blocklist names, or that an audit dropped) is passed over, and untried ones are taken until successes plus taken reach the target. The first round takes the
-dataset rows; each later round takes exactly the replacements for the failures so far, so
-every class ends with its target or with its reserve spent, and nothing is fetched twice. Rows
-an audit drops later are replaced the same way, by the next round.
+blocklist names, or that an audit dropped) is passed over, and untried ones are taken until
+successes plus taken reach the target. The first round takes the dataset rows; each later round
+takes exactly the replacements for the failures so far, so every class ends with its target or
+with its reserve spent, and nothing is fetched twice. Rows an audit drops later are replaced the
+same way, by the next round.
 """
 
 from __future__ import annotations

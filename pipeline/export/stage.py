@@ -92,7 +92,8 @@ def _read_source(path: str) -> list[dict]:
     lacking = [r["row_id"] for r in rows if not r["sha256"]]
     if lacking:
         raise ExportError(
-            f"{path}: row(s) {lacking[:5]} have no sha256; expected the hex digest of each image; rerun `imagenot download`"
+            f"{path}: row(s) {lacking[:5]} have no sha256; expected the hex digest of each image; "
+            "rerun `imagenot download`"
         )
     return rows
 

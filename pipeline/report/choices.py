@@ -39,18 +39,21 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         (
             "selection.overlap",
             s.overlap,
-            "paper: drop reference synsets and shared lemmas; strict: also their ancestors and descendants; within: keep only reference synsets (LAIONet)",
+            "paper: drop reference synsets and shared lemmas; strict: also their ancestors and descendants; "
+            "within: keep only reference synsets (LAIONet)",
         ),
         ("selection.min_captions", show(s.min_captions), "usable captions a synset needs (step 3)"),
         (
             "selection.offensive_synsets",
             show(s.offensive_synsets),
-            "drop synsets WordNet marks offensive: usage domain ethnic slur, disparagement or obscenity, or a gloss calling them an offensive term (before step 2)",
+            "drop synsets WordNet marks offensive: usage domain ethnic slur, disparagement or obscenity, "
+            "or a gloss calling them an offensive term (before step 2)",
         ),
         (
             "selection.person_synsets",
             s.person_synsets,
-            "identity: drop person synsets that name people by race, ethnicity, nationality, religion, sexual orientation, sex or gender, disability; all: every person synset; keep: none (before step 2)",
+            "identity: drop person synsets that name people by race, ethnicity, nationality, religion, "
+            "sexual orientation, sex or gender, disability; all: every person synset; keep: none (before step 2)",
         ),
         (
             "selection.nsfw_synset_threshold",
@@ -69,7 +72,8 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         (
             "scoring.runtime",
             sc.runtime,
-            "what runs the encoder: torch, or ONNX Runtime on an export of the same weights; each gives a caption the same bits whatever its batch, the two differ in the last bits (cosine >= 0.999)",
+            "what runs the encoder: torch, or ONNX Runtime on an export of the same weights; "
+            "each gives a caption the same bits whatever its batch, the two differ in the last bits (cosine >= 0.999)",
         ),
         ("scoring.query_template", sc.query_template, "the text each caption is compared with, per synset (step 7)"),
         (
@@ -86,7 +90,8 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         (
             "scoring.sense_margin",
             show(sc.sense_margin),
-            "a caption stays in its class only when the class's sense beats every other sense of its word by this much (null: off)",
+            "a caption stays in its class only when the class's sense beats every other sense of its word "
+            "by this much (null: off)",
         ),
         (
             "scoring.first_pass_captions",
@@ -97,14 +102,18 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         (
             "scoring.first_phase",
             sc.first_phase,
-            "off: the encoder scores every caption of the classes; static: a static model distilled from it picks each class's best captions for the encoder; priority: the encoder scores each class's captions in the sample's order until its list is settled (same list as off)",
+            "off: the encoder scores every caption of the classes; "
+            "static: a static model distilled from it picks each class's best captions for the encoder; "
+            "priority: the encoder scores each class's captions in the sample's order until its list is settled "
+            "(same list as off)",
         ),
         *(
             [
                 (
                     "scoring.exact_per_class",
                     show(sc.exact_per_class),
-                    f"captions per class the encoder scores after the first phase (priority: in the first round) (null: 2 x (N + reserve)); {config.exact_per_class:,} here",
+                    "captions per class the encoder scores after the first phase (priority: in the first round) "
+                    f"(null: 2 x (N + reserve)); {config.exact_per_class:,} here",
                 )
             ]
             if sc.first_phase != "off"

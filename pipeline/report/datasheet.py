@@ -151,8 +151,8 @@ def _collection(facts: RunFacts) -> list[str]:
     lines = [
         "### Collection process",
         "",
-        f"Corpus provenance: {_given(config, 'corpus_provenance')}. Rows were chosen from its captions by the steps under "
-        "How it was built; no person chose or checked an image.",
+        f"Corpus provenance: {_given(config, 'corpus_provenance')}. Rows were chosen from its captions by the "
+        "steps under How it was built; no person chose or checked an image.",
         "",
     ]
     if facts.download is None:
@@ -172,8 +172,9 @@ def _collection(facts: RunFacts) -> list[str]:
 def _preprocessing(config: Config, fetched: bool) -> list[str]:
     d = config.download
     images = (
-        f"images were decoded, checked (complete, at most {d.max_image_pixels:,} pixels) and resized to {d.image_size} px "
-        f"(`{d.resize_mode}`), stored as {d.encode_format} in webdataset tars (members sorted, fixed mtime and owner)."
+        f"images were decoded, checked (complete, at most {d.max_image_pixels:,} pixels) and resized to "
+        f"{d.image_size} px (`{d.resize_mode}`), stored as {d.encode_format} in webdataset tars "
+        "(members sorted, fixed mtime and owner)."
         if fetched
         else "No image was fetched or processed."
     )

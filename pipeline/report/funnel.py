@@ -112,7 +112,8 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
     rows.append(
         FunnelRow(
             "sample",
-            f"step 8: up to {n:,} images per class ({facts.config.sampling.strategy} strategy), the next ones in reserve",
+            f"step 8: up to {n:,} images per class ({facts.config.sampling.strategy} strategy), "
+            "the next ones in reserve",
             sample["classes"] - empty,
             sample["images"],
             {},

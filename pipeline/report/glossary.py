@@ -62,7 +62,8 @@ CAPTION_REASONS = {
     "several_candidates": "the caption names two or more candidate synsets (step 6)",
     "size_code": 'caption rule: the word is a size or Roman-numeral code in capitals ("XL", "LX")',
     "number": "caption rule: a number synset, or a match holding a digit (model names, sizes, dates, counts)",
-    "foreign_word": "caption rule: the word is a function word of another language (`selection.caption_rules.foreign_words`)",
+    "foreign_word": "caption rule: the word is a function word of another language "
+    "(`selection.caption_rules.foreign_words`)",
     "case": 'caption rule: an abbreviation that matches the lemma only by case folding ("Led" for LED, "HP" for hp)',
     "name": "caption rule: the word is part of a personal name (next to a given name, or one itself)",
     "title": "caption rule: the caption names a work (a year in brackets, by and a name, ebook, DVD ...)",
@@ -74,7 +75,8 @@ CAPTION_REASONS = {
     "duplicate_caption": "another caption of the class has the same text; its best one stays",
     "url_in_other_class": "the URL is also listed by another class, where its gloss similarity is higher (ties: "
     "the lower class index)",
-    "beyond_first_phase": "a class caption the encoder did not score: the static first phase kept it out, or the priority path settled the class's list without it (see the scoring path)",
+    "beyond_first_phase": "a class caption the encoder did not score: the static first phase kept it out, "
+    "or the priority path settled the class's list without it (see the scoring path)",
     "not_listed": "the class filled its images and reserve before reaching the caption in its sampling order",
     "reserve": "kept in the class's reserve, to replace images that fail to download or audits drop",
     "redirect_loop": "the URL redirects in a loop or too often",
@@ -99,15 +101,16 @@ CAPTION_REASONS = {
     "host_given_up": "the host failed `download.host_max_failures` times in a row or asked to wait longer than "
     "`download.max_backoff_s`, so the round gave it up",
     "robots_txt": "the host's robots.txt disallows the URL for the crawler (`download.robots_txt`)",
-    "robots_unreachable": "the host's robots.txt answered 429 or 5xx or not at all, so everything on it counts as disallowed",
+    "robots_unreachable": "the host's robots.txt answered 429 or 5xx or not at all, "
+    "so everything on it counts as disallowed",
     "throttled": "the server answered the last attempt with 429 (too many requests) or 503 (unavailable)",
     "unreachable": "no connection: refused, reset, no such host, no route, or a TLS failure",
     "blocklist_url": "a `download.blocklists` file names the URL",
     "blocklist_domain": "a `download.blocklists` file names the URL's domain (or a redirect's)",
     "blocklist_sha256": "a `download.blocklists` file names the image's sha256",
     "blocklist_md5": "a `download.blocklists` file names the image's md5",
-    "review_rejected": "people reviewing the labels rejected the image: too few of their yes/no answers said it shows its "
-    "class (`imagenot review apply --min-selection`)",
+    "review_rejected": "people reviewing the labels rejected the image: too few of their yes/no answers said it "
+    "shows its class (`imagenot review apply --min-selection`)",
     "other": "any other download failure (img2dataset's message is in its round's parquet)",
 }
 

@@ -39,16 +39,19 @@ def review_lines(results: dict | None) -> list[str]:
         "",
         f"{count_of(len(results['raters']), 'rater')} gave {count_of(results['answers'], 'answer')} ({kinds}) on "
         f"{results['images_answered']:,} of the {results['planned_images']:,} images planned for review "
-        f"({results['raters_wanted']} answers wanted each; captions {'shown' if results['show_captions'] else 'hidden'}). "
+        f"({results['raters_wanted']} answers wanted each; "
+        f"captions {'shown' if results['show_captions'] else 'hidden'}). "
         f"Unsure answers count as neither yes nor no: {results['unsure_answers']:,} were given, and "
         f"{results['images_unsure_only']:,} images have only unsure answers.",
         "",
         f"- **Overall label precision**: {_interval(overall) or 'not measured yet'} ({confidence}% Clopper-Pearson), "
         f"{overall['accepted']:,} of {overall['decided']:,} sampled images kept by the raters (an image is kept when "
-        f"yes / (yes + no) reaches {results['min_selection']}); each class's sample is random, audit-flagged extras are left out.",
+        f"yes / (yes + no) reaches {results['min_selection']}); each class's sample is random, "
+        "audit-flagged extras are left out.",
         f"- **Dropped by review**: {count_of(len(dropped), 'image')}"
         + (
-            f" (`imagenot review apply`, reason `review_rejected`): {', '.join(f'`{r}`' for r in dropped[:LISTED_DROPS])}"
+            " (`imagenot review apply`, reason `review_rejected`): "
+            f"{', '.join(f'`{r}`' for r in dropped[:LISTED_DROPS])}"
             + (f" and {len(dropped) - LISTED_DROPS:,} more" if len(dropped) > LISTED_DROPS else "")
             if dropped
             else ""

@@ -135,7 +135,8 @@ def _overview(facts: RunFacts) -> str:
     downloaded = (
         "The images were fetched into <code>download/</code>."
         if facts.download is not None
-        else "The images were not fetched by this run (<code>download.enabled</code> is false): the dataset lists their URLs."
+        else "The images were not fetched by this run (<code>download.enabled</code> is false): "
+        "the dataset lists their URLs."
     )
     return section(
         "overview",
@@ -187,24 +188,25 @@ over every selected caption of the classes (not only the sampled ones).</p>
             figure(
                 plots.similarity_summary,
                 "per-class similarity summary",
-                "As the ImageNot paper's Figure 2: per class the minimum, mean, median and maximum similarity of its captions; "
-                "each panel shows how one of them is spread over the classes.",
+                "As the ImageNot paper's Figure 2: per class the minimum, mean, median and maximum similarity of its "
+                "captions; each panel shows how one of them is spread over the classes.",
             )
         }
 {
             figure(
                 plots.candidate_scores,
                 "candidate scores",
-                "Every candidate synset's score (mean of its top-n first-pass similarities) by its fate; the dashed line is "
-                "the threshold set for this encoder.",
+                "Every candidate synset's score (mean of its top-n first-pass similarities) by its fate; the dashed "
+                "line is the threshold set for this encoder.",
             )
         }
 {
             figure(
                 plots.class_distributions,
                 "per-class distributions",
-                "As the ImageNot paper's Figure 3: each class's similarity distribution (left, as the share of its captions "
-                "at or below each similarity, one line per class coloured by its score) and box plots of classes spread over the ranking (right; whiskers at the minimum and maximum; "
+                "As the ImageNot paper's Figure 3: each class's similarity distribution (left, as the share of its "
+                "captions at or below each similarity, one line per class coloured by its score) and box plots of "
+                "classes spread over the ranking (right; whiskers at the minimum and maximum; "
                 "quantiles to within 0.0025).",
             )
         }""",
@@ -379,7 +381,8 @@ def _rebuild(facts: RunFacts) -> str:
         "rebuild",
         f"""<pre>imagenot build --config RUN/config.yaml --out NEW_RUN</pre>
 <p>The same configuration, seeds and corpus give the same bytes; <code>sample/manifest.json</code> records the
-checksums of the {count_of(len(manifest["corpus_shards"]), "corpus shard")}, the stage fingerprints and the package versions.
+checksums of the {count_of(len(manifest["corpus_shards"]), "corpus shard")}, the stage fingerprints and the \
+package versions.
 The sample stage's files of this run:</p>
 {table(("file in sample/", "bytes", "sha256"), outputs, {1})}
 <p>Licences: images stay under their owners' terms (the corpus licence column over the dataset: {licences});

@@ -84,8 +84,8 @@ def _plan_and_show(config: Config, run_dir: str, break_lock: bool = False) -> No
         click.echo(f"{r['class_index']:>4} {r['name'][:27]:<27} {counts}")
     total = sum(r["rater_minutes"] for r in rows)
     click.echo(
-        f"{plan.num_rows:,} images, {sum(r['tasks'] for r in rows):,} answers wanted ({settings.raters} raters each), about "
-        f"{total:,.0f} rater-minutes at {settings.class_seconds_per_image:g} s an image on class pages and "
+        f"{plan.num_rows:,} images, {sum(r['tasks'] for r in rows):,} answers wanted ({settings.raters} raters each), "
+        f"about {total:,.0f} rater-minutes at {settings.class_seconds_per_image:g} s an image on class pages and "
         f"{settings.flagged_seconds_per_image:g} s on flagged pages -> {review_plan.plan_path(run_dir)}"
     )
 

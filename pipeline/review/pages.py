@@ -24,10 +24,12 @@ header{display:flex;justify-content:space-between;align-items:baseline;border-bo
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(200px,1fr));gap:10px}
 .item{border:3px solid transparent;padding:4px;border-radius:6px;background:#fafafa}
 .item.current{border-color:#1a66d9}.item img{width:100%;height:170px;object-fit:contain;background:#eee}
-.item label{margin-right:.4em;cursor:pointer;white-space:nowrap;font-size:.9em}.item.yes{background:#e3f5e3}.item.no{background:#fbe3e3}
+.item label{margin-right:.4em;cursor:pointer;white-space:nowrap;font-size:.9em}\
+.item.yes{background:#e3f5e3}.item.no{background:#fbe3e3}
 .item.unsure{background:#f7f2d8}.caption{font-size:.8em;color:#555}.examples{display:flex;gap:6px;flex-wrap:wrap}
 .examples img{width:120px;height:120px;object-fit:contain;background:#eee}
-.flagged{display:grid;grid-template-columns:1fr 1fr 1fr;gap:1em}.flagged .target img{width:100%;max-height:360px;object-fit:contain}
+.flagged{display:grid;grid-template-columns:1fr 1fr 1fr;gap:1em}\
+.flagged .target img{width:100%;max-height:360px;object-fit:contain}
 button{font-size:1.1em;padding:.4em 1.2em;margin:1em 0}
 """
 
@@ -57,7 +59,8 @@ items.forEach((item, i) => {
 });
 document.addEventListener('keydown', event => {
   if (event.altKey || event.ctrlKey || event.metaKey) return;
-  const moves = {ArrowLeft: -1, h: -1, ArrowRight: 1, l: 1, ArrowUp: -columns(), k: -columns(), ArrowDown: columns(), j: columns()};
+  const moves = {ArrowLeft: -1, h: -1, ArrowRight: 1, l: 1, \
+ArrowUp: -columns(), k: -columns(), ArrowDown: columns(), j: columns()};
   if (event.key in moves) { show(at + moves[event.key]); event.preventDefault(); return; }
   if (event.key in keys) {
     const input = items[at].querySelector(`input[value="${keys[event.key]}"]`);
@@ -76,7 +79,8 @@ LAYOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <header><h1>imagenot review</h1>{% if rater %}<p>Rater <b id="rater">{{ rater }}</b>
 {% if progress %} · <span id="left">{{ progress.left_for_you }}</span> images left for you
 · {{ progress.answers_wanted }} answers still wanted in all · {{ progress.given }} answered
-{% if progress.per_minute %} · your pace {{ '%.1f' % progress.per_minute }} images/min{% endif %}{% endif %}</p>{% endif %}</header>
+{% if progress.per_minute %} · your pace {{ '%.1f' % progress.per_minute }} images/min{% endif %}{% endif %}\
+</p>{% endif %}</header>
 {{ body | safe }}</body></html>"""
 
 NAME_FORM = """<h2>Who is rating?</h2>
@@ -87,24 +91,33 @@ NAME_FORM = """<h2>Who is rating?</h2>
 DONE = """<h2>Nothing left for you</h2><p>Every image has its answers, or you answered every image still waiting.
 Thank you. The answers are saved; the review's owner runs <code>imagenot review export</code>.</p>"""
 
-CLASS_PAGE = """<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2><p class="gloss">{{ c.gloss }}</p>
+CLASS_PAGE = """<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2>\
+<p class="gloss">{{ c.gloss }}</p>
 <p class="path">WordNet: {{ c.path | join(' › ') }}</p><p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
 <form id="answers" method="post" action="/task/{{ task.id }}" data-keys='{"y": "yes", "n": "no", "u": "unsure"}'>
 <div class="grid">{% for q in questions %}<div class="item" data-image="{{ q.image }}" tabindex="-1">
 <img src="/image/{{ q.image }}" alt="image {{ loop.index }}">
 {% if show_captions %}<div class="caption">{{ q.caption }}</div>{% endif %}
-{% for answer in task.answers %}<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}
-</div>{% endfor %}</div><button type="submit">Send this page (Enter)</button></form><script>{{ script | safe }}</script>"""
+{% for answer in task.answers %}\
+<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}
+</div>{% endfor %}</div><button type="submit">Send this page (Enter)</button></form>\
+<script>{{ script | safe }}</script>"""
 
-FLAGGED_PAGE = """<h2>Which class does this image show?</h2><p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
+FLAGGED_PAGE = """<h2>Which class does this image show?</h2>\
+<p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
 <form id="answers" method="post" action="/task/{{ task.id }}"
  data-keys='{"g": "given", "s": "suggested", "b": "both", "n": "neither"}'>
-<div class="flagged"><div><h3>Given: <span id="given">{{ given.name }}</span></h3><p class="gloss">{{ given.gloss }}</p>
-<div class="examples">{% for e in given_examples %}<img src="/image/{{ e }}" alt="example of the given class">{% endfor %}</div></div>
-{% for q in questions %}<div class="item target" data-image="{{ q.image }}"><img src="/image/{{ q.image }}" alt="the image asked about">
+<div class="flagged"><div><h3>Given: <span id="given">{{ given.name }}</span></h3>\
+<p class="gloss">{{ given.gloss }}</p>
+<div class="examples">{% for e in given_examples %}\
+<img src="/image/{{ e }}" alt="example of the given class">{% endfor %}</div></div>
+{% for q in questions %}<div class="item target" data-image="{{ q.image }}">\
+<img src="/image/{{ q.image }}" alt="the image asked about">
 {% if show_captions %}<div class="caption">{{ q.caption }}</div>{% endif %}
-{% for answer in task.answers %}<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}
+{% for answer in task.answers %}\
+<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}
 </div>{% endfor %}
 <div><h3>Suggested: <span id="suggested">{{ suggested.name }}</span></h3><p class="gloss">{{ suggested.gloss }}</p>
-<div class="examples">{% for e in suggested_examples %}<img src="/image/{{ e }}" alt="example of the suggested class">{% endfor %}</div></div>
+<div class="examples">{% for e in suggested_examples %}\
+<img src="/image/{{ e }}" alt="example of the suggested class">{% endfor %}</div></div>
 </div><button type="submit">Send (Enter)</button></form><script>{{ script | safe }}</script>"""

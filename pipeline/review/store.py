@@ -134,7 +134,8 @@ class Store:
         return (
             self.connection()
             .execute(
-                "SELECT raters.name, image, task, answer, answered_at FROM answers JOIN raters ON raters.id = answers.rater "
+                "SELECT raters.name, image, task, answer, answered_at "
+                "FROM answers JOIN raters ON raters.id = answers.rater "
                 "ORDER BY answered_at, raters.name, image"
             )
             .fetchall()

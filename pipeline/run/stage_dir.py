@@ -2,9 +2,10 @@
 
 Each stage writes `fingerprint.json` when it starts: its own settings and the fingerprint of the
 stage it reads from; when all its outputs are written, `figures.json` (its accounting, for the
-run's summary) and then `DONE`. Finished work in the folder (shards with tallies) is reused only while that fingerprint is
-unchanged; a changed setting upstream or here clears the folder, so stale outputs never mix with
-new ones and a late-stage change reruns only the stages from there on.
+run's summary) and then `DONE`. Finished work in the folder (shards with tallies) is reused only
+while that fingerprint is unchanged; a changed setting upstream or here clears the folder, so
+stale outputs never mix with new ones and a late-stage change reruns only the stages from there
+on.
 
 A fingerprint has two digests. `digest` covers everything the stage's outputs depend on;
 downstream stages record it. `base` leaves out revisions: inputs a stage keeps in its own folder

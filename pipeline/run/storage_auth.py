@@ -10,9 +10,9 @@ there is nothing to find, so `configure` records "no credentials" in Beam's per-
 that lookup and sets gcsfs's token to "anon" (through the environment, which img2dataset's
 spawned workers inherit). An emulator also serves no Storage Control API, which gcsfs's
 experimental bucket-type probe asks before every operation (60 s timeouts, never cached when it
-fails), so with an emulator that probe is switched off. Otherwise it changes nothing: Beam and gcsfs take Application Default
-Credentials (`GOOGLE_APPLICATION_CREDENTIALS`, `gcloud auth application-default login`, or a
-Dataflow worker's service account).
+fails), so with an emulator that probe is switched off. Otherwise it changes nothing: Beam and
+gcsfs take Application Default Credentials (`GOOGLE_APPLICATION_CREDENTIALS`,
+`gcloud auth application-default login`, or a Dataflow worker's service account).
 """
 
 from __future__ import annotations

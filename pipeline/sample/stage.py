@@ -10,7 +10,8 @@ and writes, in (class index, order) order:
 - `dataset/part-NNNNN.parquet`: the images, `shard_rows` rows per shard, ready for img2dataset
   (url_col="url", caption_col="caption");
 - `reserve/part-NNNNN.parquet`: the reserve, same columns, `split` null;
-- `class_sampling.tsv` (per class: candidates by fate, images, reserve, shortfall), `sample_tally.json` (per class and totals) and `manifest.json`.
+- `class_sampling.tsv` (per class: candidates by fate, images, reserve, shortfall),
+  `sample_tally.json` (per class and totals) and `manifest.json`.
 A class with fewer than N images is reported with its shortfall, never padded.
 
 Memory: a class's rows are concatenated in one worker, and the local runner's GroupByKey holds

@@ -81,7 +81,7 @@ def senses_of(index: NounIndex, wnids: Iterable[str]) -> dict[str, Sense]:
 
 def _count(synset, lemma: str) -> int:
     """How often SemCor tagged `lemma` with this synset (WordNet's sense order follows it)."""
-    return sum(l.count() for l in synset.lemmas() if l.name().lower() == lemma.lower())
+    return sum(entry.count() for entry in synset.lemmas() if entry.name().lower() == lemma.lower())
 
 
 def tag_words(words: tuple[str, ...]) -> list[str]:

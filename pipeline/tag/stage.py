@@ -25,7 +25,14 @@ from imagenot.pipeline.config.preflight import preflight, stages_from
 from imagenot.pipeline.config.schema import Columns, Config
 from imagenot.pipeline.corpus.formats import Layout
 from imagenot.pipeline.corpus.preflight import check_corpus, check_distinct_stems
-from imagenot.pipeline.corpus.reader import layout_of, list_shards, read_shard, shard_identities, validate_shard
+from imagenot.pipeline.corpus.reader import (
+    DEFAULT_LAYOUT,
+    layout_of,
+    list_shards,
+    read_shard,
+    shard_identities,
+    validate_shard,
+)
 from imagenot.pipeline.registry import Stage, run_stage
 from imagenot.pipeline.run.config_file import record_run_config, settled_config
 from imagenot.pipeline.run.files import read_json, write_json, write_text
@@ -63,7 +70,12 @@ def tag_batch(batch: pa.RecordBatch, matcher: LemmaMatcher) -> pa.RecordBatch:
 
 
 def tag_shard(
-    shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher, stage_dir: str, layout: Layout = Layout()
+    shard: str,
+    columns: Columns,
+    batch_rows: int,
+    matcher: LemmaMatcher,
+    stage_dir: str,
+    layout: Layout = DEFAULT_LAYOUT,
 ) -> dict:
     """Tag one shard into `stage_dir`, or return the tally of an earlier run that finished it.
 
