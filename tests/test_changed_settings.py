@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 from cli_runner import invoke
@@ -107,6 +109,11 @@ ALL_CHANGED = {
     },
     "tagging": {"batch_rows": 2_000, "ignore_forms": ["a", "an", "the", "it"]},
     "selection": {
+        "offensive_synsets": False,
+        "person_synsets": "all",
+        "picturable_roots": ["physical_entity.n.01"],
+        "picturable_excluded_lexnames": [],
+        "caption_rules": {"rules": ["size_code", "number", "case"], "foreign_words": ["de", "la"]},
         "overlap": "strict",
         "min_captions": 6,
         "nsfw_synset_threshold": 0.9,
@@ -116,6 +123,13 @@ ALL_CHANGED = {
     },
     "scoring": {
         "encoder": "transformers",
+        "runtime": "onnx",
+        "sense_templates": ["{lemma}: {gloss}"],
+        "sense_pooling": "max",
+        "sense_prior": 0.0,
+        "sense_margin": 0.02,
+        "first_phase": "priority",
+        "exact_per_class": 12,
         "pooling": "cls",
         "max_length": 48,
         "batch_size": 64,
@@ -127,8 +141,7 @@ ALL_CHANGED = {
     "ranking": {"top_n": 4, "min_captions": 3, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.1}, "classes": 5},
     "sampling": {
         "images_per_class": 3,
-        "strategy": "threshold",
-        "threshold": 0.1,
+        "strategy": "matched",
         "reserve_factor": 0.7,
         "test_per_class": 2,
         "seed": 9,
@@ -148,14 +161,45 @@ ALL_CHANGED = {
 }
 
 
-def test_a_build_with_every_option_of_every_stage_changed_finishes(tmp_path):
-    port = kept_loopback_port()
-    changed = {**ALL_CHANGED, "download": {**CHANGED_DOWNLOAD, "demo_server_port": port, "blocklists": []}}
+# Left at their defaults, each for a reason: the synthetic corpus reads no files; one of two exclusive
+# settings (reference_quantiles beside reference_scores, the threshold for strategy threshold only;
+# first_phase_model is for first_phase static);
+# how the stages are run, not what they record; the audits' and the review's settings (no build stage).
+UNCHANGED = {
+    "corpus": {"paths", "preset", "format", "column_names", "strict", "work_unit_rows"},
+    "scoring": {"model", "first_phase_model"},
+    "sampling": {"reference_quantiles", "threshold"},
+    "runner": {"kind", "workers", "dataflow", "portable"},
+}
+NOT_BUILD_STAGES = {"image_audit", "review"}
+
+
+def _changed(tmp_path: Path, port: int) -> dict:
+    """ALL_CHANGED with what needs a place or a port: the embedding cache, a reference class list and
+    reference scores, blocklists of every kind."""
+    changed = copy.deepcopy(ALL_CHANGED)
     changed["corpus"]["synth"]["url_base"] = f"http://127.0.0.1:{port}/img"
     changed["scoring"]["cache_dir"] = str(tmp_path / "embeddings")
+    (tmp_path / "reference.txt").write_text("n02084071\nn03481172\n")  # dog.n.01, hammer.n.02
+    changed["selection"]["reference"] = str(tmp_path / "reference.txt")
+    pq.write_table(pa.table({"gloss_similarity": [0.1, 0.2, 0.3, 0.45, 0.6]}), tmp_path / "reference.parquet")
+    changed["sampling"]["reference_scores"] = str(tmp_path / "reference.parquet")
+    blocklists = _blocklists(tmp_path, f"http://127.0.0.1:{port}/img/0.jpg")
+    changed["download"] = {**CHANGED_DOWNLOAD, "demo_server_port": port, "blocklists": blocklists}
+    return changed
+
+
+def test_a_build_with_every_option_of_every_stage_changed_finishes(tmp_path):
+    changed = _changed(tmp_path, kept_loopback_port())
     (tmp_path / "changed.yaml").write_text(yaml.safe_dump(changed))
     config = load_config(tmp_path / "changed.yaml")
+    defaults = Config()
+    for section in set(Config.model_fields) - NOT_BUILD_STAGES:
+        given, default = getattr(config, section), getattr(defaults, section)
+        same = {key for key in type(given).model_fields if getattr(given, key) == getattr(default, key)}
+        assert same == UNCHANGED.get(section, set()), section
     card = _finishes_and_reruns(
         config, tmp_path / "run", ["corpus", "tag", "select", "score", "rank", "sample", "download", "report", "export"]
     )
     assert "nobody@127.0.0.1" in card and "| robots.txt (RFC 9309) | NOT read |" in card
+    assert all(f"| {path} |" in card for path in changed["download"]["blocklists"])
