@@ -22,7 +22,8 @@ written, with its case and neighbours, and names why the word does not name the 
   caption, where WordNet also has the word in that part of speech.
 
 `pair_rule` returns the first rule that fires, in the order above, or None. The select stage
-runs it (`pair_rules`) over each pair step 6 keeps, `imagenot senses` over its rows: one function,
+runs it (`pair_rules`, through `check_rows`, which also counts the drops per class and rule for
+`imagenot why`) over each pair step 6 keeps, `imagenot senses` over its rows: one function,
 one answer. `caption_decision` is the whole verdict on a caption for a synset, as the build reaches
 it: a caption rule first (select), then sense contrast and the caption threshold (sample).
 """
@@ -233,19 +234,31 @@ def pair_rules(
     return fired
 
 
+ClassDrops = dict[tuple[str, str], int]  # (wnid, rule) -> captions of that class the rule dropped
+
+
 def keep_passing_rows(
     batch: pa.RecordBatch, rules: CaptionRules, senses: Mapping[str, Sense]
 ) -> tuple[pa.RecordBatch, Drops]:
     """The rows of a step-6 batch (`caption`, `matched`, `wnid`) that no rule drops, and the
     dropped rows counted by rule; `senses` holds every candidate's facts."""
+    kept, drops, _ = check_rows(batch, rules, senses)
+    return kept, drops
+
+
+def check_rows(
+    batch: pa.RecordBatch, rules: CaptionRules, senses: Mapping[str, Sense]
+) -> tuple[pa.RecordBatch, Drops, ClassDrops]:
+    """`keep_passing_rows`, and the dropped rows counted by (wnid, rule) too, for `imagenot why`."""
     if not rules.enabled or batch.num_rows == 0:
-        return batch, {}
+        return batch, {}, {}
     captions = require_column(batch, "caption", "the caption rules read it").to_pylist()
     matched = require_column(batch, "matched", "the tag stage writes it").to_pylist()
     wnids = require_column(batch, "wnid", "added by step 6").to_pylist()
     fired = pair_rules(captions, matched, wnids, rules, senses)
     drops = Counter((STEP, rule) for rule in fired if rule)
-    return batch.filter(pa.array([rule is None for rule in fired])), dict(drops)
+    by_class = Counter((wnid, rule) for wnid, rule in zip(wnids, fired) if rule)
+    return batch.filter(pa.array([rule is None for rule in fired])), dict(drops), dict(sorted(by_class.items()))
 
 
 def caption_decision(

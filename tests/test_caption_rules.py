@@ -3,6 +3,7 @@ shared/data, each with the synset step 6 kept it for on the whole sample): throu
 and `imagenot select`, and the rule function itself."""
 
 import csv
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,19 +22,24 @@ from imagenot.pipeline.select.stage import select_command
 from imagenot.pipeline.tag.stage import tag_command
 
 CAPTIONS = Path(__file__).parent / "data" / "real_captions.tsv"
+# A caption no rule drops, for a synset whose real caption a rule drops ("Led Zeppelin": case), so
+# that one candidate survives the rules with some of its captions dropped.
+EXTRA = [{"URL": "https://example.com/flood.jpg", "TEXT": "20W LED Floodlights", "synset": "light-emitting_diode.n.01"}]
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, index):
     folder = tmp_path_factory.mktemp("real")
     with CAPTIONS.open() as file:
-        rows = list(csv.DictReader(file, delimiter="\t"))
+        rows = list(csv.DictReader(file, delimiter="\t")) + EXTRA
     pq.write_table(
         pa.Table.from_pylist([{"URL": r["URL"], "TEXT": r["TEXT"]} for r in rows]), folder / "captions.parquet"
     )
     # Only the synsets the whole sample kept these captions for are candidates (the "within" reading of a
     # class list), so each caption reaches the rules with its synset, as it did on the whole sample.
-    (folder / "synsets.txt").write_text("".join(f"{index.by_name(r['synset']).wnid}\n" for r in rows))
+    (folder / "synsets.txt").write_text(
+        "".join(f"{index.by_name(s).wnid}\n" for s in dict.fromkeys(r["synset"] for r in rows))
+    )
     config = {
         "corpus": {"paths": [str(folder / "captions.parquet")]},
         # the picturable step off: it would take the number and verb synsets out before the rules see them
@@ -89,6 +95,26 @@ def test_why_names_the_caption_rules_step(run):
     result = invoke(why, [name, "--run", str(run)])
     assert result.exit_code == 0, result.output
     assert "dropped at step 'caption_rules' (no_caption_passes_rules)" in result.output
+
+
+def test_why_counts_the_caption_rules_drops_by_rule_for_dropped_and_surviving_synsets(run):
+    tally = json.loads((run / "select" / "select_tally.json").read_text())
+    single, kept = tally["single_synset"], tally["kept"]
+    with (run / "select" / "synset_fates.tsv").open() as file:
+        fates = {row["wnid"]: row for row in csv.DictReader(file, delimiter="\t")}
+    # from the step-6 and final counts alone, which the tally held before it counted rules per class
+    all_dropped = next(w for w, n in single.items() if n and not kept.get(w) and fates[w]["step"] == "caption_rules")
+    some_dropped = next(w for w, n in single.items() if 0 < kept.get(w, 0) < n)
+    for wnid in (all_dropped, some_dropped):
+        result = invoke(why, [fates[wnid]["name"], "--run", str(run)])
+        assert result.exit_code == 0, result.output
+        lost = single[wnid] - kept.get(wnid, 0)
+        line = next((x for x in result.output.splitlines() if "caption rules dropped" in x), None)
+        assert line is not None, result.output
+        assert f"caption rules dropped {lost:,} of its {single[wnid]:,} single-synset captions" in line
+        counts = dict(item.rsplit(" ", 1) for item in line.split(": ", 1)[1].split(", "))
+        assert set(counts) <= set(CAPTION_REASONS) and sum(int(n) for n in counts.values()) == lost, line
+    assert "passed every filter" in invoke(why, [fates[some_dropped]["name"], "--run", str(run)]).output
 
 
 @pytest.mark.parametrize(

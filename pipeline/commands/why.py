@@ -3,7 +3,8 @@
 A bare word ("crane", "hot dog") lists each of its noun senses with its fate. A fate names the
 step that decided it with the counts behind it (captions against what a class needs, a score
 against the threshold, a place in the ranking; for a safety rule, WordNet's mark or the identity
-root; for a synset no caption mentions, the safety rule that would drop it); a class gets its
+root; for a synset no caption mentions, the safety rule that would drop it); a synset whose
+captions the caption rules dropped (all of them, or some) gets those drops by rule; a class gets its
 index, images and split (and, after a download, its candidates not kept by reason); every
 synset gets its relation to the reference set.
 """
@@ -42,7 +43,7 @@ from imagenot.pipeline.run.layout import (
 )
 from imagenot.pipeline.run.paths import folder_exists
 from imagenot.pipeline.run.stage_dir import FIGURES_FILE, is_done
-from imagenot.pipeline.select.funnel_files import read_synset_fates
+from imagenot.pipeline.select.funnel_files import read_rule_drops, read_synset_fates
 from imagenot.wordnet.hierarchy import ancestors_in, descendants_in
 from imagenot.wordnet.index import WNID_PATTERN, NounIndex, load_index
 from imagenot.wordnet.nltk_data import other_parts_of_speech
@@ -128,8 +129,11 @@ class Run:
         self.fates = read_synset_fates(fates)
         config = FileSystems.join(run_dir, RUN_CONFIG)
         self.config = load_config(config) if FileSystems.exists(config) else None
-        tally = stage_path(run_dir, SELECT, SELECT_TALLY_FILE)
-        self.captions = read_json(tally).get("kept", {}) if FileSystems.exists(tally) else {}
+        tally_path = stage_path(run_dir, SELECT, SELECT_TALLY_FILE)
+        tally = read_json(tally_path) if FileSystems.exists(tally_path) else {}
+        self.captions = tally.get("kept", {})
+        self.single_synset = tally.get("single_synset", {})
+        self.rule_drops = read_rule_drops(tally)
         ranking = stage_path(run_dir, RANK, RANKING_FILE)
         self.ranking = {row["wnid"]: row for row in read_tsv(ranking)} if FileSystems.exists(ranking) else None
         has_classes = FileSystems.exists(classes_path(run_dir))
@@ -146,6 +150,18 @@ class Run:
             return None
         won = sorted(lost.items(), key=lambda item: (-item[1], item[0]))
         return "other senses: " + ", ".join(f"{n:,} captions went to {sense_label(self.index, w)}" for w, n in won)
+
+    def rules_dropped(self, wnid: str) -> str | None:
+        """The captions of `wnid` the caption rules dropped after step 6, by rule (most first), kept
+        or not as a candidate."""
+        drops = self.rule_drops.get(wnid)
+        if not drops:
+            return None
+        shown = ", ".join(f"{rule} {n:,}" for rule, n in sorted(drops.items(), key=lambda item: (-item[1], item[0])))
+        return (
+            f"caption rules dropped {sum(drops.values()):,} of its {self.single_synset.get(wnid, 0):,} "
+            f"single-synset captions (selection.caption_rules): {shown}"
+        )
 
     @staticmethod
     def _splits(run_dir: str) -> Counter | None:
@@ -251,6 +267,8 @@ def why(word: str, run_dir: str) -> None:
     for wnid in wnids:
         prefix = f"- {index[wnid].gloss}\n  " if len(wnids) > 1 else ""
         click.echo(f"{prefix}{run.fate(wnid)}\n  reference: {run.relation(wnid)}")
+        if (dropped := run.rules_dropped(wnid)) is not None:
+            click.echo(f"  {dropped}")
         if (lost := run.senses_lost(wnid)) is not None:
             click.echo(f"  {lost}")
         if wnid in run.classes and (images := download_fate(run_dir, wnid)) is not None:  # failures, blocklists, drops

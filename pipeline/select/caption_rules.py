@@ -11,7 +11,15 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.batches import Drops
-from imagenot.filters.caption_rules import RULES, CaptionRules, Sense, keep_passing_rows, pair_rules
+from imagenot.filters.caption_rules import (
+    RULES,
+    CaptionRules,
+    ClassDrops,
+    Sense,
+    check_rows,
+    keep_passing_rows,
+    pair_rules,
+)
 from imagenot.pipeline.config.schema import FUNCTION_WORDS
 from imagenot.pipeline.config.schema import CaptionRules as CaptionRulesConfig
 from imagenot.wordnet.index import NounIndex
@@ -117,6 +125,10 @@ class PairChecker:
 
     def keep_passing_rows(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Drops]:
         return keep_passing_rows(batch, self.rules, self.senses)
+
+    def check_rows(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Drops, ClassDrops]:
+        """The passing rows, the drops by rule and the drops by (wnid, rule)."""
+        return check_rows(batch, self.rules, self.senses)
 
     def rules_fired(self, captions: list, matched: list, wnids: list[str]) -> list[str | None]:
         """Per (caption, matched forms, candidate) pair, the rule that drops it, or None."""

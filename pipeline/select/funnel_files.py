@@ -1,4 +1,5 @@
-"""The select stage's funnel files: `funnel.tsv`, `funnel.json` and `synset_fates.tsv`."""
+"""The select stage's funnel files: `funnel.tsv`, `funnel.json` and `synset_fates.tsv`; and the
+per-class caption-rule drops its tally (`select_tally.json`) holds."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from imagenot.pipeline.run.files import read_tsv
 from imagenot.pipeline.run.layout import FUNNEL_FILE, SYNSET_FATES_FILE
 
 FUNNEL_FILES = ("funnel.tsv", FUNNEL_FILE, SYNSET_FATES_FILE)
+RULE_DROPS = "caption_rule_drops"  # the select tally's key: "wnid:rule" -> captions that rule dropped
 
 
 def write_funnel(funnel: Funnel, out_dir: str) -> list[str]:
@@ -42,3 +44,17 @@ def read_synset_fates(path: str) -> dict[str, dict[str, str]]:
 
 def _reasons(counts: Mapping[str, int]) -> str:
     return ",".join(f"{reason}={n}" for reason, n in counts.items())
+
+
+def rule_drop_key(wnid: str, rule: str) -> str:
+    """A flat key of the tally (tallies sum one level of nesting): "n01234567:number"."""
+    return f"{wnid}:{rule}"
+
+
+def read_rule_drops(tally: Mapping) -> dict[str, dict[str, int]]:
+    """wnid -> {rule: captions dropped} from a select tally (empty for a run from before it was kept)."""
+    drops: dict[str, dict[str, int]] = {}
+    for key, n in tally.get(RULE_DROPS, {}).items():
+        wnid, rule = key.split(":", 1)
+        drops.setdefault(wnid, {})[rule] = n
+    return drops

@@ -7,7 +7,8 @@ synsets hold exactly one candidate (step 6), then drops those the caption rules 
 that candidate (`filters.caption_rules`), and writes the rest with their `wnid` to
 `select/selected/<stem>.parquet`.
 The funnel (`funnel.tsv`, `funnel.json`) and every found synset's fate (`synset_fates.tsv`,
-read by `imagenot why`) go to `select/`.
+read by `imagenot why`) go to `select/`; the summed tally (`select_tally.json`) also counts each
+candidate's captions the caption rules dropped, per rule, for `imagenot why`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from imagenot.pipeline.run.shards import (
 )
 from imagenot.pipeline.run.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
-from imagenot.pipeline.select.funnel_files import write_funnel
+from imagenot.pipeline.select.funnel_files import RULE_DROPS, rule_drop_key, write_funnel
 from imagenot.wordnet.index import load_index
 
 log = logging.getLogger(__name__)
@@ -85,13 +86,14 @@ def select_shard(
     selection: Selection, lookup: CandidateLookup, checker: PairChecker, stage_dir: str, shard: str
 ) -> dict:
     """Step 6 and the caption rules over one tagged shard; the tally counts rows in, drops by
-    step:reason, kept by class after step 6 and after the rules."""
+    step:reason, kept by class after step 6 and after the rules, and the rules' drops by
+    wnid:rule (`RULE_DROPS`, which `imagenot why` reads)."""
     files = shard_files(stage_dir, SELECTED_DIR, shard)
     return resumable_shard(files, lambda: _select_into(files.data, shard, selection, lookup, checker))
 
 
 def _select_into(path: str, shard: str, selection: Selection, lookup: CandidateLookup, checker: PairChecker) -> dict:
-    rows_in, drops, single_counts, kept_counts = 0, Counter(), Counter(), Counter()
+    rows_in, drops, single_counts, kept_counts, class_drops = 0, Counter(), Counter(), Counter(), Counter()
 
     def kept_batches():
         nonlocal rows_in
@@ -100,7 +102,8 @@ def _select_into(path: str, shard: str, selection: Selection, lookup: CandidateL
             single, single_drops = keep_single_synset_rows(safe, lookup)
             single = single.drop_columns(["wnids"])
             single_counts.update(class_caption_counts(single))
-            kept, rule_drops = checker.keep_passing_rows(single)
+            kept, rule_drops, by_class = checker.check_rows(single)
+            class_drops.update({rule_drop_key(wnid, rule): n for (wnid, rule), n in by_class.items()})
             rows_in += batch.num_rows
             step_drops = {**unsafe_drops, **single_drops, **rule_drops}
             drops.update({f"{step}:{reason}": n for (step, reason), n in step_drops.items()})
@@ -113,6 +116,7 @@ def _select_into(path: str, shard: str, selection: Selection, lookup: CandidateL
         "dropped": dict(sorted(drops.items())),
         "single_synset": dict(sorted(single_counts.items())),
         "kept": dict(sorted(kept_counts.items())),
+        RULE_DROPS: dict(sorted(class_drops.items())),
     }
 
 
