@@ -20,6 +20,7 @@ from imagenot.pipeline.build import build
 from imagenot.pipeline.config.schema import Config, Download, load_config
 from imagenot.pipeline.demo.image_server import PHOTOS, photo_jpeg
 from imagenot.pipeline.export.stage import export_command
+from imagenot.pipeline.registry import settings_differences, stages
 from imagenot.pipeline.report.stage import report_command
 
 CHANGED_DOWNLOAD = {
@@ -68,9 +69,11 @@ def _ok(command, run_dir: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
-def _finishes_and_reruns(config: Config, run_dir: Path, stages: list[str]) -> str:
-    assert build(config, str(run_dir)) == stages
+def _finishes_and_reruns(config: Config, run_dir: Path, built: list[str]) -> str:
+    assert build(config, str(run_dir)) == built
     assert build(config, str(run_dir)) == []  # every stage current: its recorded settings are what the config gives
+    for stage in stages():  # the registry's walk (tests/test_registry.py) over download, blocklists and export too
+        assert not stage.wanted(config) or settings_differences(stage, config, str(run_dir)) == [], stage.name
     _ok(report_command, run_dir)
     _ok(export_command, run_dir)
     assert (run_dir / "dataset" / "classes.txt").exists()
