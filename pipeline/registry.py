@@ -48,6 +48,7 @@ class Stage:
     revision: Revision | None = None  # see pipeline.run.stage_dir
     unwanted: str | None = None  # why its command refuses a config that does not run it (None: it runs anyway)
     preflight: tuple[Check, ...] = ()  # what `pipeline.config.preflight` checks before any command writes
+    closing: tuple[Callable[[Config, str], str | None], ...] = ()  # warnings its command ends with (None: none)
 
     def upstream_of(self, config: Config) -> str | None:
         return self.upstream(config) if callable(self.upstream) else self.upstream

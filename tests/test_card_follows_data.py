@@ -40,4 +40,39 @@ def test_a_list_that_empties_the_dataset_is_said_in_the_command_summary_and_card
     assert "Warning: the dataset is empty: none of its " in output
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["download"]["images"] == 0 and summary["download"]["short_classes"]
-    assert "blocklist_domain" in (run_dir / "report" / "card.md").read_text()
+    card = (run_dir / "report" / "card.md").read_text()
+    assert "blocklist_domain" in card
+    classes = json.loads((run_dir / "rank" / "classes.json").read_text())
+    assert f"{len(classes)} classes ended with no image and are not part of the exported dataset" in card
+    assert (run_dir / "dataset" / "classes.txt").read_text() == ""
+    readme = (run_dir / "dataset" / "README.md").read_text()
+    assert (
+        "imagenot dataset: 0 classes" in readme and f"{len(classes)} classes of the build ended with no image" in readme
+    )
+
+
+def test_a_class_a_list_empties_is_named_and_left_out_of_the_export(downloaded_run, tmp_path):
+    run_dir = copy_run(downloaded_run, tmp_path / "run")
+    classes = json.loads((run_dir / "rank" / "classes.json").read_text())
+    gone, kept = classes[0], [c["wnid"] for c in classes[1:]]
+    sampled = (
+        pq.read_table(run_dir / "sample" / "dataset").to_pylist()
+        + pq.read_table(run_dir / "sample" / "reserve").to_pylist()
+    )
+    listed = tmp_path / "one-class.txt"
+    listed.write_text("".join(f"url {row['url']}\n" for row in sampled if row["wnid"] == gone["wnid"]))
+    output = _apply(run_dir, listed)
+    assert f": {gone['name']} 0" in output  # the shortfall warning, with its count
+    card = (run_dir / "report" / "card.md").read_text()
+    assert (
+        "1 class ended with no image and is not part of the exported dataset; the export (`RUN/dataset/`) has " in card
+    )
+    assert f"indexed 0 to {len(kept) - 1} in the same order" in card and f"(`{gone['wnid']}`)" in card
+    exported = run_dir / "dataset"
+    assert [line.split()[0] for line in (exported / "classes.txt").read_text().splitlines()] == kept
+    rows = pq.read_table(exported / "train.parquet").to_pylist() + pq.read_table(exported / "test.parquet").to_pylist()
+    assert rows and all(row["class_index"] == kept.index(row["wnid"]) for row in rows)
+    assert json.loads((exported / "_info.json").read_text())["num_classes"] == len(kept)
+    readme = (exported / "README.md").read_text()
+    assert "1 class of the build ended with no image and is not part of this dataset" in readme
+    assert f"): {gone['wnid']} " in readme and f"imagenot dataset: {len(kept)} classes" in readme

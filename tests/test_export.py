@@ -324,3 +324,54 @@ def test_hf_parquet_gives_images_and_class_labels_to_datasets_and_is_reproducibl
         {"name": "train", "num_examples": figures["train"]},
         {"name": "test", "num_examples": figures["test"]},
     ]
+
+
+def test_a_class_whose_urls_all_failed_is_said_by_download_and_left_out_of_the_export(tmp_path):
+    """Through the commands: `download` ends with the shortfall warning `build` gives, and the
+    export lists only the classes with images, its labels contiguous, the class left out named."""
+    index = load_index()
+    bird, dog, cat = (index.by_name(name).wnid for name in ("bird.n.01", "dog.n.01", "cat.n.01"))
+    assert bird < dog < cat  # the empty class comes first: the others' labels move down by one
+    run_dir = tmp_path / "run"
+    (run_dir / "rank").mkdir(parents=True)
+    classes = [
+        {"index": i, "wnid": w, "name": n} for i, (w, n) in enumerate(zip((bird, dog, cat), ("bird", "dog", "cat")))
+    ]
+    (run_dir / "rank" / "classes.json").write_text(json.dumps(classes))
+    export = {"samples_per_shard": 2, "formats": ["webdataset", "hf-parquet"]}
+    (run_dir / "config.yaml").write_text(json.dumps({**CONFIG, "export": export}))
+    with LoopbackImageServer() as server:
+        photos = [
+            [server.url(f"/photo/{n.replace('?', '.jpg?')}") for n in part] for pair in CLASS_PHOTOS for part in pair
+        ]
+        failing = [server.url(f"/missing/bird{i}") for i in range(4)]
+        sampled = {bird: (failing[:3], failing[3:]), dog: (photos[0], photos[1]), cat: (photos[2], photos[3])}
+        write_sample_stage(run_dir, sampled)
+        downloaded = invoke(download_stage.download_command, ["--run", str(run_dir)])
+    assert downloaded.exit_code == 0, downloaded.output
+    assert (
+        "Warning: 1 of 3 classes have fewer than 3 images (sampling.images_per_class; the reserve ran out): bird 0"
+        in downloaded.output
+    )
+    exported = invoke(export_stage.export_command, ["--run", str(run_dir)])
+    assert exported.exit_code == 0, exported.output
+    folder, kept = run_dir / "dataset", [dog, cat]
+    names = ["dog, domestic dog, Canis familiaris", "cat, true cat"]
+    assert (folder / "classes.txt").read_text().splitlines() == [f"{w} {n}" for w, n in zip(kept, names)]
+    assert json.loads((folder / "_info.json").read_text())["num_classes"] == 2
+    for split in ("train", "test"):
+        samples = _samples(folder, split)
+        for m in pq.read_table(folder / f"{split}.parquet").to_pylist():
+            assert m["class_index"] == kept.index(m["wnid"]) == int(samples[m["key"]]["cls"])
+            assert m["class_name"] == names[m["class_index"]]
+    hub = pq.read_table(folder / "data" / "train-00000.parquet")
+    features = json.loads(hub.schema.metadata[b"huggingface"])["info"]["features"]
+    assert features["label"]["names"] == names
+    assert hub.column("label").to_pylist() == [kept.index(w) for w in hub.column("wnid").to_pylist()]
+    readme = (folder / "README.md").read_text()
+    assert "# imagenot dataset: 2 classes from run" in readme
+    assert "1 class of the build ended with no image and is not part of this dataset" in readme
+    assert f"each row's `wnid` names its class): {bird} bird." in readme
+    header = readme.split("---")[1]
+    assert "bird" not in header and "cat, true cat" in header
+    assert json.loads(exported.output.split("export: ", 1)[1])["classes_without_images"] == [bird]

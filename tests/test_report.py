@@ -17,10 +17,12 @@ from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import STEPS
 from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.audit.rankings import compare_rankings_command
+from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.registry import run_stage
 from imagenot.pipeline.report.page import SECTIONS
 from imagenot.pipeline.report.stage import DECLARATION, report_command
+from imagenot.pipeline.run.layout import read_classes
 
 EVIL = "<script>alert('x')</script>"
 PLOTS = 8  # funnel, Figure 2, candidate scores, Figure 3, depth, siblings, lexnames, image counts
@@ -155,7 +157,7 @@ def test_the_card_funnel_matches_the_select_stage(run, plain):
     assert rows["rank"][2] == "8"
 
 
-def test_the_card_counts_the_classes_and_splits_of_the_dataset(run, plain):
+def test_the_card_counts_the_classes_and_splits_of_the_dataset(run, plain, index):
     card, html = plain
     dataset = pq.read_table(sorted((run / "sample" / "dataset").glob("*.parquet")))
     splits = {s: dataset.column("split").to_pylist().count(s) for s in ("train", "test")}
@@ -168,6 +170,14 @@ def test_the_card_counts_the_classes_and_splits_of_the_dataset(run, plain):
         for line in (run / "sample" / "class_sampling.tsv").read_text().splitlines()[1:]
         if int(line.split("\t")[-1]) > 0
     )
+    # the share of the classes under physical_entity.n.01, beside ImageNet-1k's, counted here from WordNet
+    physical = index.by_name("physical_entity.n.01").wnid
+    wnids = [c["wnid"] for c in read_classes(str(run))]
+    reference = reference_wnids("imagenet1k", index)
+    shares = [sum(physical in index.ancestors(w) for w in s) / len(s) for s in (wnids, reference)]
+    structure = {row[0]: row[1:] for row in _table_rows(card, "figure")}
+    assert structure["share under physical_entity.n.01"] == [f"{share:.4g}" for share in shares]
+    assert shares[1] > 0.99
     # the select stage's own reading holds for the classes it chose
     assert "- **paper**: satisfied" in card
     assert "Synthetic corpus" in card and "not measured" in card

@@ -233,44 +233,119 @@ def test_a_token_guards_every_request(app):
     _no_traceback(guarded.test_client().get("/next"))
 
 
-class Rater:
-    """A browser-less rater on the live server: a cookie jar and a bounded request loop."""
+def _serve(run_dir, monkeypatch, *args: str) -> tuple[str, dict]:
+    """`imagenot review serve --run RUN ARGS` up to the point it would listen: waitress.serve is
+    replaced, so nothing binds any address; the command's output, and what it gave waitress."""
+    import waitress
+    from cli_runner import invoke
 
-    def __init__(self, base: str, name: str):
-        self.base = base
+    from imagenot.pipeline.review.command import serve_command
+
+    served = {}
+    monkeypatch.setattr(waitress, "serve", lambda app, **kwargs: served.update(app=app, **kwargs))
+    result = invoke(serve_command, ["--run", str(run_dir), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output, served
+
+
+def test_a_non_loopback_host_gets_a_generated_token_that_every_request_needs(run, monkeypatch):
+    """`--host 0.0.0.0` (or `::`) without `--token`: the command makes a token, prints the address
+    that carries it, and the app it serves refuses every request without it. A loopback host
+    (any 127/8 address, ::1, localhost) needs none; a given token is used as given."""
+    plan = review_plan.read_plan(str(run))
+    task, image = plan.column("task")[0].as_py(), plan.column("image")[0].as_py()
+    tokens = []
+    for host in ("0.0.0.0", "::", "0.0.0.0"):
+        output, served = _serve(run, monkeypatch, "--host", host, "--port", "8781")
+        assert served["host"] == host and served["port"] == 8781  # what waitress would have bound
+        token = re.search(r"open http://127\.0\.0\.1:8781/\?token=([A-Za-z0-9_-]+) ", output).group(1)
+        assert len(token) >= 32
+        tokens.append(token)
+        app = served["app"]
+        for path in ("/", "/next", f"/task/{task}", f"/image/{image}"):
+            assert app.test_client().get(path).status_code == 401, path
+            assert app.test_client().get(f"{path}?token=x{token}").status_code == 403, path
+        client = app.test_client()
+        assert "Who is rating?" in client.get(f"/?token={token}").get_data(as_text=True)
+        assert client.get(f"/image/{image}").status_code == 200  # the cookie the printed address set carries it
+    assert len(set(tokens)) == 3  # a fresh one each start
+    output, served = _serve(run, monkeypatch, "--host", "0.0.0.0", "--token", "given-secret")
+    assert "?token=given-secret " in output
+    assert served["app"].test_client().get("/").status_code == 401
+    assert served["app"].test_client().get("/?token=given-secret").status_code == 200
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "localhost"):
+        output, served = _serve(run, monkeypatch, "--host", host)
+        assert "token" not in output and served["host"] == host
+        assert served["app"].test_client().get("/").status_code == 200, host
+
+
+MINUTE = 60.0
+
+
+class Rater:
+    """A browser-less client on the live server: a cookie jar and a bounded request loop. It takes
+    a new rater name (`client i.k`) whenever the server has nothing left for its current one, and
+    sends a page it already sent again (answered no this time) after every fourth page, and all
+    the time once no name has anything left: the second copy must store nothing."""
+
+    def __init__(self, base: str, client: int):
+        self.base, self.client = base, client
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        self.open("/rater", {"name": name})
-        self.sent: list[tuple[str, str]] = []  # (page, image) of each page the server confirmed
-        self.attempted: list[tuple[str, str]] = []
+        self.sent: list[tuple[str, str]] = []  # (rater name, image) of each answer in a page the server confirmed
+        self.resent = 0  # pages sent again
+        self.last = 0.0  # when its last request ended
         self.errors: list[Exception] = []
 
     def open(self, path: str, form: dict | None = None) -> tuple[str, str]:
         data = urllib.parse.urlencode(form).encode() if form is not None else None
         with self.opener.open(self.base + path, data=data, timeout=60) as response:
-            return response.geturl(), response.read().decode()
+            answer = response.geturl(), response.read().decode()
+        self.last = time.monotonic()
+        return answer
+
+    def sign_in(self, name: str) -> str:
+        self.open("/rater", {"name": name})
+        return name
 
     def answer_pages(self, until: float) -> None:
         try:
+            name, pages, fresh = self.sign_in(f"client {self.client}.0"), [], 0  # fresh: pages it answered
+            previous, names, exhausted = (name, pages), 1, False
             while time.monotonic() < until:
                 url, page = self.open("/next")
-                images = re.findall(r'name="a-([0-9a-f]{24})"', page)
-                if not images:
-                    return
-                path = urllib.parse.urlsplit(url).path
-                form = {f"a-{image}": "yes" for image in dict.fromkeys(images)}
-                self.attempted += [(path, image[2:]) for image in form]
-                self.open(path, form)
-                self.sent += [(path, image[2:]) for image in form]
+                images = list(dict.fromkeys(re.findall(r'name="a-([0-9a-f]{24})"', page)))
+                if images:
+                    path = urllib.parse.urlsplit(url).path
+                    self.open(path, {f"a-{image}": "yes" for image in images})
+                    self.sent += [(name, image) for image in images]
+                    pages.append((path, images))
+                    fresh += 1
+                elif fresh:  # nothing left for this name: on under another
+                    previous, fresh = (name, pages), 0
+                    name, pages, names = self.sign_in(f"client {self.client}.{names}"), [], names + 1
+                    continue
+                elif not exhausted:  # a new name found nothing: every image has its answers
+                    (name, pages), exhausted = previous, True
+                    self.sign_in(name)  # the same rater again, to send its pages again
+                if pages and (not images or len(pages) % 4 == 0):  # a double click, a second tab
+                    path, again = pages[len(pages) // 2]
+                    self.open(path, {f"a-{image}": "no" for image in again})
+                    self.resent += 1
         except Exception as err:  # noqa: BLE001  (reported by the test)
             self.errors.append(err)
 
 
 def test_eight_raters_at_once_lose_and_double_nothing(downloaded_run, tmp_path):
+    """8 clients answer at once for a minute, each on its own connection and cookie, on a server
+    of 8 threads. The run has too few images (up to 40) to keep 8 raters busy that long with a
+    review's usual 3 answers an image, so each image wants 50 (review.raters' most), the clients
+    go on under new rater names when a name has nothing left, and they send pages again. Every
+    answer a confirmed page carried is stored once, as first given; nothing else is."""
     import waitress.server
 
     run_dir = copy_run(downloaded_run, tmp_path / "run")
     config = load_run_config(str(run_dir))
-    config = config.model_copy(update={"review": Review(raters=8, page_size=2)})
+    config = config.model_copy(update={"review": Review(raters=50, page_size=2)})
     review_plan.write_plan(str(run_dir), review_plan.make_plan(config, str(run_dir)))
     store = Store(str(run_dir))
     session = ReviewSession(str(run_dir), config.review, load_index(), store)
@@ -279,25 +354,27 @@ def test_eight_raters_at_once_lose_and_double_nothing(downloaded_run, tmp_path):
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        raters = [Rater(f"http://127.0.0.1:{port}", f"rater {i}") for i in range(8)]
-        until = time.monotonic() + 15
+        raters = [Rater(f"http://127.0.0.1:{port}", i) for i in range(8)]
+        until = time.monotonic() + MINUTE
         workers = [threading.Thread(target=r.answer_pages, args=(until,)) for r in raters]
         for w in workers:
             w.start()
         for w in workers:
-            w.join(30)
+            w.join(MINUTE + 60)
     finally:
         server.close()
     assert [r.errors for r in raters] == [[]] * 8
+    assert all(r.last >= until - 5 for r in raters)  # every client was at it the whole minute
     stored = store.all_answers()
-    sent = {(f"rater {i}", image) for i, r in enumerate(raters) for _, image in r.sent}
-    assert len(stored) == len({(name, image) for name, image, *_ in stored}) == len(sent) > 0
-    assert {(name, image) for name, image, *_ in stored} == sent
-    # every rater got through (the run's images, 8 answers each, last 15 s or run out)
-    assert all(r.sent for r in raters)
-    # a page sent again (a double click, a second tab) stores nothing more
-    path, image = raters[0].sent[0]
-    assert store.save(store.rater("rater 0"), path.rsplit("/", 1)[1], [(image, "no")]) == 0
+    sent = [answer for r in raters for answer in r.sent]
+    assert len(sent) == len(set(sent)) > 0  # no rater was shown an image twice
+    assert len(stored) == len({(name, image) for name, image, *_ in stored}) == len(sent)
+    assert {(name, image) for name, image, *_ in stored} == set(sent)
+    assert {answer for _, _, _, answer, _ in stored} == {"yes"}  # the pages sent again stored nothing
+    assert all(r.resent for r in raters)
+    # a page sent again after the minute stores nothing more either
+    name, image = raters[0].sent[0]
+    assert store.save(store.rater(name), session.task_of_image[image], [(image, "no")]) == 0
     assert len(store.all_answers()) == len(stored)
 
 
@@ -347,3 +424,53 @@ def test_an_image_the_label_noise_audit_flags_gets_a_flagged_page(run, tmp_path)
     assert [a[3] for a in session.store.all_answers()] == ["suggested"]
     images, _ = aggregate.image_figures(plan, [("flag checker", flagged[0]["image"], "suggested")], config.review)
     assert [r["accepted"] for r in images.to_pylist() if r["image"] == flagged[0]["image"]] == [False]
+
+
+def test_images_the_agreement_audit_fails_get_flagged_pages_with_the_nearest_other_class(run, tmp_path):
+    """The real embeddings and agreement audits (a tiny random-weight open_clip ViT) with a class
+    threshold between the second and third lowest image-class cosine: the plan asks about those two
+    images on flagged pages, each suggesting the other class whose query is nearest the image
+    (worked out here from the stored embeddings); an audit made before the dataset changed flags nothing."""
+    import json
+
+    import numpy as np
+    from test_image_embeddings import TINY_VIT
+
+    from imagenot.pipeline.audit.agreement import measure_agreement
+    from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors, embed_images, embedding_table
+    from imagenot.pipeline.config.schema import Runner
+
+    run_dir = copy_run(run, tmp_path / "run")
+    (tmp_path / "tiny-vit.json").write_text(json.dumps(TINY_VIT))
+    settings = ImageAudit(clip_model="tiny-vit", clip_model_config=str(tmp_path / "tiny-vit.json"), batch_size=8)
+    embed_images(str(run_dir), settings, Runner(workers=1))
+    images = embedding_table(str(run_dir), ["row_id", "class_index", "image_embedding"])
+    queries = pq.read_table(run_dir / "audit/embeddings/class_queries.parquet")
+    unit = column_vectors(images.column("image_embedding"))
+    unit = unit / np.linalg.norm(unit, axis=1, keepdims=True)
+    query = column_vectors(queries.column("embedding"))
+    query = query / np.linalg.norm(query, axis=1, keepdims=True)
+    query_classes = queries.column("class_index").to_pylist()
+    cosines = unit @ query.T  # image x class query
+    given = images.column("class_index").to_pylist()
+    own = np.array([cosines[i, query_classes.index(c)] for i, c in enumerate(given)])
+    lowest = np.argsort(own)
+    threshold = float((own[lowest[1]] + own[lowest[2]]) / 2)
+    measure_agreement(str(run_dir), settings.model_copy(update={"min_image_class_similarity": threshold}))
+    row_ids = images.column("row_id").to_pylist()
+    expected = {}
+    for i in lowest[:2]:
+        others = [(cosines[i, j], c) for j, c in enumerate(query_classes) if c != given[i]]
+        expected[row_ids[i]] = (given[i], max(others)[1])
+
+    config = load_run_config(str(run_dir))
+    plan = review_plan.make_plan(config, str(run_dir)).to_pylist()
+    flagged = {r["row_id"]: r for r in plan if r["kind"] == "flagged"}
+    assert {r: (f["class_index"], f["suggested_class"]) for r, f in flagged.items()} == expected
+    assert {f["flagged_by"] for f in flagged.values()} == {"agreement"}
+    assert sorted(r["row_id"] for r in plan) == sorted(row_ids)  # asked once each: flagged ones on their page
+    # the audit no longer describes the dataset once the download stage changed: no flags from it
+    fingerprint = run_dir / "audit/embeddings/fingerprint.json"
+    recorded = json.loads(fingerprint.read_text())
+    fingerprint.write_text(json.dumps({**recorded, "upstream": "another download"}))
+    assert review_plan.audit_flags(str(run_dir)) == {}

@@ -14,6 +14,7 @@ per class, (N-K)/N overall for N images, and K images dropped by `apply`.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -41,6 +42,7 @@ from imagenot.pipeline.review.command import review_command
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 KEYS = {"A": lambda m: "y" * (m - 1) + "n", "B": lambda m: "y" * max(m - 3, 0) + "unn"[-min(m, 3) :]}
 
@@ -125,6 +127,51 @@ def _answer_page(driver, rater: str) -> tuple[str, int] | None:
     return name, images
 
 
+MOVES = ("ArrowRight", "ArrowLeft", "l", "h", "j", "k", "ArrowDown", "ArrowUp")
+ARROWS = {
+    "ArrowRight": Keys.ARROW_RIGHT,
+    "ArrowLeft": Keys.ARROW_LEFT,
+    "ArrowDown": Keys.ARROW_DOWN,
+    "ArrowUp": Keys.ARROW_UP,
+}
+
+
+def _current(driver) -> int:
+    return driver.execute_script("return [...document.querySelectorAll('.item')].findIndex(e => e.matches('.current'))")
+
+
+def _moves_and_mouse(driver) -> dict:
+    """On the open page, before it is answered: where arrows and h j k l move the focus (in a
+    window two images wide, so j and k have a row to move by), and what a mouse click on an
+    answer marks; then the page as it was (focus on the first image, nothing answered)."""
+    size = driver.get_window_size()
+    driver.set_window_size(560, size["height"])
+    body = driver.find_element(By.TAG_NAME, "body")
+    columns = driver.execute_script(
+        "const items = [...document.querySelectorAll('.item')];"
+        "return items.filter(e => e.offsetTop === items[0].offsetTop).length"
+    )
+    seen = {"columns": columns, "items": len(driver.find_elements(By.CSS_SELECTOR, ".item")), "first": _current(driver)}
+    seen["moves"] = []
+    for key in MOVES:
+        body.send_keys(ARROWS.get(key, key))
+        seen["moves"].append(_current(driver))
+    item = driver.find_elements(By.CSS_SELECTOR, ".item")[seen["items"] - 1]
+    item.find_element(By.CSS_SELECTOR, "input[value='no']").find_element(By.XPATH, "..").click()  # its label
+    seen["clicked"] = driver.execute_script(
+        "const item = [...document.querySelectorAll('.item')].at(-1);"
+        "return [item.querySelector('input:checked')?.value, item.className, "
+        "[...document.querySelectorAll('input:checked')].length]"
+    )
+    seen["current_after_click"] = _current(driver)
+    driver.execute_script("document.querySelectorAll('input:checked').forEach(i => { i.checked = false; });")
+    driver.execute_script("document.querySelectorAll('.item').forEach(e => e.classList.remove('yes', 'no', 'unsure'));")
+    driver.execute_script("document.activeElement.blur();")
+    body.send_keys(*["h"] * seen["items"])  # back to the first image
+    driver.set_window_size(size["width"], size["height"])
+    return seen
+
+
 @pytest.fixture(scope="module")
 def reviewed(downloaded_run, tmp_path_factory):
     folder = tmp_path_factory.mktemp("browser-review")
@@ -141,6 +188,7 @@ def reviewed(downloaded_run, tmp_path_factory):
     try:
         _sign_in(a, base, "Ann <b>A</b>")
         _sign_in(b, base, "Bo")
+        moves = _moves_and_mouse(a)  # on A's first page, before it is answered
         for _ in range(2):  # both at once, page after page
             pages["A"].append(_answer_page(a, "A"))
             pages["B"].append(_answer_page(b, "B"))
@@ -167,6 +215,7 @@ def reviewed(downloaded_run, tmp_path_factory):
         "run": run_dir,
         "planned": planned,
         "pages": pages,
+        "moves": moves,
         "done": done_page,
         "images": images,
         "K": classes,
@@ -196,6 +245,20 @@ def test_two_raters_answer_every_page_by_keyboard_and_a_kill_loses_nothing(revie
     ]
     answers = pq.read_table(reviewed["run"] / "review/answers.parquet")
     assert answers.num_rows == 2 * n
+
+
+def test_arrows_and_hjkl_move_the_focus_and_a_click_marks_the_answer(reviewed):
+    """On A's first page (class 0's 3 images, two to a row in the narrowed window): right and l
+    move one image on, left and h one back, down and j one row down, up and k one row up; a click
+    on an image's `no` marks that image no (and moves the focus to it), and nothing else."""
+    moves = reviewed["moves"]
+    c, m = moves["columns"], moves["items"]
+    assert m > c >= 2, "the test wants a page with more images than a row holds"
+    assert moves["first"] == 0
+    assert moves["moves"] == [1, 0, 1, 0, c, 0, c, 0]
+    value, classes, checked = moves["clicked"]
+    assert value == "no" and "no" in classes.split() and checked == 1
+    assert moves["current_after_click"] == m - 1
 
 
 def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
@@ -279,16 +342,30 @@ def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed,
         for r in pq.read_table(run_dir / "review/images.parquet").to_pylist()
         if r["selection_frequency"] == 0
     }
+    # the shared run keeps reserve candidates for some classes: those its download did not use up
+    sampled = {
+        r["class_index"]: r
+        for r in csv.DictReader((run_dir / "sample/class_sampling.tsv").read_text().splitlines(), delimiter="\t")
+    }
+    fetched = csv.DictReader((run_dir / "download/class_downloads.tsv").read_text().splitlines(), delimiter="\t")
+    with_reserve = sorted(
+        int(r["class_index"]) for r in fetched if int(sampled[r["class_index"]]["reserve"]) > int(r["reserve_used"])
+    )
+    assert with_reserve, "the shared run has no class with reserve left: nothing to backfill from"
+    reserve = {r["row_id"]: r["class_index"] for r in pq.read_table(run_dir / "sample/reserve").to_pylist()}
+    before = {r["row_id"] for r in pq.read_table(run_dir / "download/dataset").to_pylist()}
     output = _review("apply", "--run", str(run_dir), "--min-selection", "0.5")
     done = json.loads(output.split("review apply: ", 1)[1])
     assert done["dropped"] == reviewed["K"] and done["passes"] == 1
     dataset = {r["row_id"] for r in pq.read_table(run_dir / "download/dataset").to_pylist()}
     assert not rejected & dataset
-    # a class with candidates left in its reserve replaces its rejected image
-    assert done["backfilled"] == done["put_up_for_review"]
+    # each class with candidates left in its reserve replaces its rejected image by the next of them
+    new = dataset - before
+    assert sorted(reserve[r] for r in new) == with_reserve
+    assert done["backfilled"] == done["put_up_for_review"] == len(with_reserve) > 0
     plan = pq.read_table(run_dir / "review/plan.parquet").to_pylist()
     added = [r for r in plan if r["added_by"] == "review_apply"]
-    assert len(added) == done["put_up_for_review"] and {r["row_id"] for r in added} <= dataset
+    assert {r["row_id"] for r in added} == new and len(added) == len(new)
     figures = json.loads((run_dir / "download/figures.json").read_text())
     k = reviewed["K"]
     assert figures["dropped_by_review"] == k and "review_rejected" not in figures["dropped_by_audits"]

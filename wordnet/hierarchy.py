@@ -12,10 +12,12 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Iterable
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from imagenot.wordnet.index import NounIndex
+
+if TYPE_CHECKING:  # networkx loads when a graph is built: a config check imports this module without one
+    import networkx as nx
 
 COMMUNITY_METHOD = "networkx.community.louvain_communities"
 COMMUNITY_SEED = 0
@@ -23,6 +25,8 @@ COMMUNITY_SEED = 0
 
 def hypernym_subgraph(index: NounIndex, wnids: Iterable[str]) -> nx.DiGraph:
     """The union of all hypernym paths from the classes to the root; edges point parent -> child."""
+    import networkx as nx
+
     nodes = set(wnids)
     for wnid in list(nodes):
         nodes |= index.ancestors(wnid)
@@ -37,6 +41,8 @@ def modularity(graph: nx.DiGraph) -> tuple[float | None, int]:
     None for a graph without edges (no classes, or entity.n.01 alone), where it is undefined."""
     if graph.number_of_edges() == 0:
         return None, graph.number_of_nodes()
+    import networkx as nx
+
     undirected = graph.to_undirected()
     communities = nx.community.louvain_communities(undirected, seed=COMMUNITY_SEED)
     return nx.community.modularity(undirected, communities), len(communities)
@@ -136,6 +142,8 @@ def set_figures(index: NounIndex, wnids: list[str], other: list[str]) -> dict:
         histograms = {key: {} for key in _SET_FIGURES if key.endswith("_histogram")}
         return {**dict.fromkeys(_SET_FIGURES), "count": 0, **histograms}
     own, other_set = set(wnids), set(other)
+    import networkx as nx
+
     graph = hypernym_subgraph(index, own)
     community_modularity, community_count = modularity(graph)
     depths = [index[wnid].depth for wnid in wnids]

@@ -32,6 +32,19 @@ class WordSenses:
         self._common = common
         self._irregular = irregular_forms(index)
         self._forms: dict[str, dict[str, str]] = {}  # memo of forms(), per instance
+        self._words: dict[str, str] = {}  # memo of normalize(): a word as given -> as the table keys it
+
+    def word(self, word: str) -> str:
+        """`word` normalised as the table's keys are ("Hot_Dog" -> "hot dog"), each spelling once."""
+        if word not in self._words:
+            self._words[word] = normalize(word) or ""
+        return self._words[word]
+
+    def normalize_words(self, words: list[str]) -> None:
+        """Normalise the spellings in `words` not seen yet in one call (pyarrow's kernel costs
+        about as much for one string as for thousands)."""
+        new = list(dict.fromkeys(w for w in words if w not in self._words))
+        self._words.update(zip(new, (w or "" for w in normalize_all(new))))
 
     def words(self, wnid: str) -> tuple[str, ...]:
         """The synset's lemmas, normalised."""
@@ -39,7 +52,7 @@ class WordSenses:
 
     def senses(self, word: str) -> tuple[str, ...]:
         """Every noun sense of `word` (any spelling: "Hot_Dog", "hot dog"), sorted by wnid; () if none."""
-        return tuple(sorted(self._senses.get(normalize(word) or "", {})))
+        return tuple(sorted(self._senses.get(self.word(word), {})))
 
     def forms(self, wnid: str) -> dict[str, str]:
         """Each surface form the tagger matches for the synset's lemmas -> the lemma (normalised)."""
@@ -53,7 +66,7 @@ class WordSenses:
 
     def log_prior(self, word: str, wnids: tuple[str, ...]) -> list[float]:
         """log P(sense | word) from the tagged counts, add-one smoothed over `wnids`."""
-        counts = self._senses.get(normalize(word) or "", {})
+        counts = self._senses.get(self.word(word), {})
         total = sum(counts.get(w, 0) for w in wnids) + len(wnids)
         return [math.log((counts.get(w, 0) + 1) / total) for w in wnids]
 

@@ -44,6 +44,8 @@ def stage_command(stage: Stage) -> click.Command:
             record_run_config(run_dir, config, note)
             figures = run_stage(stage, config, run_dir, **values)
         click.echo(f"{stage.name}: {json.dumps(figures, indent=2)}")
+        for warning in filter(None, (closing(config, run_dir) for closing in stage.closing)):
+            click.echo(f"Warning: {warning}", err=True)
 
     for option in stage.options:
         command = option(command)

@@ -118,9 +118,12 @@ LICENCE_NOTE = (
 )
 
 
-def hf_readme(class_names: list[str], splits: dict[str, int], extension: str, title: str, hub_parquet: bool) -> str:
+def hf_readme(
+    class_names: list[str], splits: dict[str, int], extension: str, title: str, hub_parquet: bool, note: str = ""
+) -> str:
     """README.md for the export folder: a YAML header that `datasets.load_dataset` and the Hub read
-    (configs, splits, features with the class names, licence), a summary, then the usage."""
+    (configs, splits, features with the class names, licence), a summary (and `note`, a paragraph
+    after it), then the usage."""
     class_label = {"class_label": {"names": {str(i): n for i, n in enumerate(class_names)}}}
     if hub_parquet:
         files = [{"split": split, "path": f"{HUB_FOLDER}/{split}-*.parquet"} for split in splits]
@@ -154,4 +157,5 @@ def hf_readme(class_names: list[str], splits: dict[str, int], extension: str, ti
     )
     body = usage_markdown(".", extension).replace('load_dataset(".",', 'load_dataset("path/to/this/folder",')
     yaml_text = yaml.safe_dump(header, sort_keys=False, allow_unicode=True)
-    return f"---\n{yaml_text}---\n\n# {title}\n\n{summary}\n\nLicence: {LICENCE_NOTE}\n\n{body}"
+    note = f"{note}\n\n" if note else ""
+    return f"---\n{yaml_text}---\n\n# {title}\n\n{summary}\n\n{note}Licence: {LICENCE_NOTE}\n\n{body}"

@@ -29,15 +29,12 @@ os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would c
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
-from img2dataset.downloader import Downloader
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Download, Runner
 from imagenot.pipeline.download.blocklists import Blocklist
 from imagenot.pipeline.download.crawler import process_crawler
 from imagenot.pipeline.download.hosts import shard_hosts
-from imagenot.pipeline.download.image_guard import GuardedResizer
-from imagenot.pipeline.download.tars import SortedSampleWriter
 from imagenot.pipeline.run.files import read_schema, read_table, write_bytes, write_json
 from imagenot.pipeline.run.runner import make_pipeline
 
@@ -135,6 +132,13 @@ class _FetchShard(beam.DoFn):
         self._stage_dir = FileSystems.split(FileSystems.split(round_dir)[0])[0]  # <stage>/rounds/<k>
 
     def setup(self):
+        # Here, not at the top: img2dataset loads webdataset, torch and albumentations (seconds), and
+        # checking a config (`pipeline.config.preflight`) imports this module without fetching.
+        from img2dataset.downloader import Downloader
+
+        from imagenot.pipeline.download.image_guard import GuardedResizer
+        from imagenot.pipeline.download.tars import SortedSampleWriter
+
         s = self._settings
         self._crawler = process_crawler(self._round_dir, s, self._stage_dir, self._blocklist)
         resizer = GuardedResizer(

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.commands.build_summary import image_shortfall
 from imagenot.pipeline.commands.stage import stage_command
 from imagenot.pipeline.config.preflight import files_exist
 from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling
@@ -367,5 +368,6 @@ DECLARATION = Stage(
     revision=drops.revision,
     unwanted=NOT_ENABLED,
     preflight=(files_exist("download.blocklists"),),
+    closing=(image_shortfall,),  # what `imagenot build` also says
 )
 download_command = stage_command(DECLARATION)

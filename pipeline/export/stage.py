@@ -98,20 +98,43 @@ def _read_source(path: str) -> list[dict]:
     return rows
 
 
-def _rows(run_dir: str, names: list[str]) -> list[dict]:
-    """The download stage's final images as export metadata rows (without shard yet)."""
+def _rows(run_dir: str) -> list[dict]:
+    """The download stage's final images as export metadata rows (without class name and shard yet),
+    `class_index` the build's (rank/classes.json's)."""
     rows = []
     for row in (row for path in dataset_shards(run_dir, UPSTREAM) for row in _read_source(path)):
         source_key = row.pop("key")
-        rows.append(
-            {
-                **row,
-                "key": sample_key(row["row_id"]),
-                "class_name": names[row["class_index"]],
-                "source": (row.pop("tar"), source_key),
-            }
-        )
+        rows.append({**row, "key": sample_key(row["row_id"]), "source": (row.pop("tar"), source_key)})
     return rows
+
+
+def _exported_classes(classes: list[dict], rows: list[dict]) -> tuple[list[str], list[str]]:
+    """(wnids of the classes with at least one image, in index order: the export's classes 0..M-1;
+    wnids of the build's classes left with none, which the export leaves out)."""
+    wnids = [c["wnid"] for c in sorted(classes, key=lambda c: c["index"])]
+    with_images = {row["wnid"] for row in rows}
+    return [w for w in wnids if w in with_images], [w for w in wnids if w not in with_images]
+
+
+def _label(rows: list[dict], wnids: list[str], names: list[str]) -> None:
+    """Give each row its class in the export: `class_index` its line in classes.txt (contiguous, so
+    the build's index where no class was left out) and `class_name`."""
+    position = {wnid: i for i, wnid in enumerate(wnids)}
+    for row in rows:
+        row["class_index"] = position[row["wnid"]]
+        row["class_name"] = names[row["class_index"]]
+
+
+def left_out_note(wnids: list[str], names: list[str]) -> str:
+    """The export README's sentence on the build's classes that ended with no image, or ""."""
+    if not wnids:
+        return ""
+    listed = "; ".join(f"{wnid} {name}" for wnid, name in zip(wnids, names))
+    were = "class of the build ended" if len(wnids) == 1 else "classes of the build ended"
+    return (
+        f"{len(wnids):,} {were} with no image and {'is' if len(wnids) == 1 else 'are'} not part of this dataset "
+        f"(class indices here are contiguous, in the build's order; each row's `wnid` names its class): {listed}."
+    )
 
 
 def _shard_specs(rows: list[dict], per_shard: int) -> list[tuple[str, list[dict]]]:
@@ -175,11 +198,13 @@ def export_dataset(run_dir: str, config: Config) -> dict:
     out = export_dir(run_dir)
     for folder in (out, FileSystems.join(stage_dir, SHARDS_DIR)):
         delete_folder(folder)
-    classes = read_classes(run_dir)
-    wnids = [c["wnid"] for c in sorted(classes, key=lambda c: c["index"])]
-    names = class_names(wnids, load_index())
+    rows = _rows(run_dir)
+    wnids, left_out = _exported_classes(read_classes(run_dir), rows)
+    index = load_index()
+    names = class_names(wnids, index)
+    _label(rows, wnids, names)
     extension = config.download.encode_format
-    specs = _shard_specs(_rows(run_dir, names), config.export.samples_per_shard)
+    specs = _shard_specs(rows, config.export.samples_per_shard)
     if specs:
         with make_pipeline(config.runner) as pipeline:
             _ = (
@@ -200,10 +225,12 @@ def export_dataset(run_dir: str, config: Config) -> dict:
     write_text(FileSystems.join(out, TIMM_INFO), timm_info(name(run_dir), [(n, len(r)) for n, r in specs], len(wnids)))
     title = f"imagenot dataset: {len(wnids):,} classes from {name(run_dir)}"
     counts = {split: images[split] for split in SPLITS if images[split]}
-    readme = hf_readme(names, counts, extension, title, "hf-parquet" in config.export.formats)
+    note = left_out_note(left_out, class_names(left_out, index))
+    readme = hf_readme(names, counts, extension, title, "hf-parquet" in config.export.formats, note)
     write_text(FileSystems.join(out, "README.md"), readme)
     figures = {
         "classes": len(wnids),
+        "classes_without_images": left_out,
         "images": sum(images.values()),
         **images,
         "shards": {split: sum(name.startswith(f"{split}-") for name, _ in specs) for split in SPLITS},

@@ -175,7 +175,28 @@ def _classes(facts: RunFacts) -> list[str]:
         verdict = "satisfied" if not broken else f"not satisfied, {count_of(len(broken), 'class')} break it:"
         lines.append(f"- **{reading}**: {verdict}")
         lines += [f"  {line}" for line in _listed(broken)]
-    return [*lines, ""]
+    return [*lines, "", *_without_images(facts)]
+
+
+def _without_images(facts: RunFacts) -> list[str]:
+    """The classes that ended with no image: not classes of the export, which numbers the others anew."""
+    empty = [c for c in facts.classes if not c["images"]]
+    if facts.download is None or not empty:
+        return []
+    kept = len(facts.classes) - len(empty)
+    export = (
+        f"the export (`RUN/dataset/`) has the other {count_of(kept, 'class')}, indexed 0 to {kept - 1} in the same "
+        "order (its `classes.txt`, and each image's `wnid`, name them)"
+        if kept
+        else "the export (`RUN/dataset/`) has no class"
+    )
+    return [
+        f"{count_of(len(empty), 'class')} ended with no image and {'is' if len(empty) == 1 else 'are'} not part "
+        f"of the exported dataset; {export}:",
+        "",
+        *_listed([f"{c['name']} (`{c['wnid']}`)" for c in empty]),
+        "",
+    ]
 
 
 def _senses(facts: RunFacts) -> list[str]:

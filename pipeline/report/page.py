@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+from typing import TYPE_CHECKING
 
 from imagenot.pipeline.report.card import (
     STRUCTURE_ROWS,
@@ -23,7 +24,9 @@ from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.human_review import review_lines
 from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.report.no_classes import describe
-from imagenot.pipeline.report.plots import Plots
+
+if TYPE_CHECKING:  # matplotlib loads with it: a config check imports this module without drawing
+    from imagenot.pipeline.report.plots import Plots
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; color: #222; max-width: 1140px; margin: 0 auto; padding: 0 20px 60px; }

@@ -24,7 +24,6 @@ from imagenot.pipeline.report.facts import gather
 from imagenot.pipeline.report.gallery import class_gallery
 from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.page import render_page
-from imagenot.pipeline.report.plots import draw_all
 from imagenot.pipeline.report.safety import write_removed
 from imagenot.pipeline.run.files import write_text
 from imagenot.pipeline.run.layout import CARD_FILE, PAGE_FILE, REPORT, dataset_stage, stage_path
@@ -75,6 +74,8 @@ def run_report(config: Config, run_dir: str) -> dict:
     write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
     write_removed(facts.safety, stage_dir)
     gallery = class_gallery(config, run_dir, facts.classes, facts.dataset)
+    from imagenot.pipeline.report.plots import draw_all  # matplotlib: loaded when a report is drawn, not checked
+
     write_text(FileSystems.join(stage_dir, PAGE_FILE), render_page(facts, draw_all(facts), gallery))
     figures = {"classes": len(facts.classes), "images": facts.images, "audits": sorted(facts.audits)}
     if not facts.classes:

@@ -8,6 +8,7 @@ Errors are short plain pages with their 4xx status, never a traceback.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 import re
@@ -34,6 +35,19 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
 
     templates = {name: app.jinja_env.from_string(getattr(pages, name)) for name in TEMPLATES}  # compiled once
 
+    @functools.lru_cache(maxsize=4096)
+    def signed_rater(cookie: str) -> int | None:  # a rater's cookie is checked once, not on each request
+        try:
+            rater = signer.loads(cookie)
+        except BadSignature:
+            return None
+        return rater if isinstance(rater, int) else None
+
+    @functools.lru_cache(maxsize=1024)
+    def task_body(task_id: str, shown: tuple[str, ...]) -> str:  # a page's grid is the same for every rater
+        task = session.tasks[task_id]
+        return _task_body(session, templates, task, [q for q in task.questions if q.image in shown])
+
     def page(title: str, body: str, rater: int | None = None, status: int = 200) -> Response:
         name = session.rater_name(rater) if rater is not None else None
         progress = session.progress(rater) if rater is not None else None
@@ -41,11 +55,8 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         return make_response(html, status)
 
     def current_rater() -> int | None:
-        try:
-            rater = signer.loads(request.cookies.get(RATER_COOKIE, ""))
-        except BadSignature:
-            return None
-        return rater if isinstance(rater, int) and session.rater_name(rater) is not None else None
+        rater = signed_rater(request.cookies.get(RATER_COOKIE, ""))
+        return rater if rater is not None and session.rater_name(rater) is not None else None
 
     def known_task(task_id: str) -> Task:
         task = session.tasks.get(task_id)
@@ -121,7 +132,8 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         questions = session.open_questions(task, rater)
         if not questions:
             return redirect("/next", 303)
-        return page(session.classes[task.class_index]["name"], _task_body(session, templates, task, questions), rater)
+        body = task_body(task.id, tuple(q.image for q in questions))
+        return page(session.classes[task.class_index]["name"], body, rater)
 
     @app.post("/task/<task_id>")
     def answer_task(task_id: str):

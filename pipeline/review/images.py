@@ -2,12 +2,14 @@
 
 A request names an image id; the plan (or the dataset, for a flagged page's examples) maps it to
 a tar of the run and a key inside it. Nothing from the request ever becomes a path. Each tar's
-member offsets are read once, on first use (one pass over its headers); after that an image is
-one seek and one read.
+member offsets are read once (one pass over its headers: the server starts it for every tar in a
+thread of its own, and a request for a tar not indexed yet waits for that tar alone); after that
+an image is one positioned read of a local tar kept open, or one seek and read of a bucket's.
 """
 
 from __future__ import annotations
 
+import os
 import tarfile
 import threading
 
@@ -25,25 +27,43 @@ class ImageSource:
 
     def __init__(self, run_dir: str, where: dict[str, tuple[str, str]]):
         self.run_dir, self.where = run_dir, where  # id -> (tar relative to the run, key)
+        self.local = FileSystems.get_filesystem(run_dir).has_dirs()
+        tars = sorted({tar for tar, _ in where.values()})
         self._offsets: dict[str, dict[str, tuple[int, int, str]]] = {}
-        self._lock = threading.Lock()
+        self._locks = {tar: threading.Lock() for tar in tars}  # one tar indexed at a time, others read on
+        self._files: dict[str, int] = {}  # a local tar's open descriptor
+
+    def _path(self, tar: str) -> str:
+        return FileSystems.join(self.run_dir, tar)
 
     def _index(self, tar: str) -> dict[str, tuple[int, int, str]]:
         """key -> (offset, size, extension) of the tar's image members."""
-        with self._lock:
+        found = self._offsets.get(tar)
+        if found is not None:
+            return found
+        with self._locks[tar]:
             if tar not in self._offsets:
-                found = {}
-                path = FileSystems.join(self.run_dir, tar)
-                with (
-                    FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream,
-                    tarfile.open(fileobj=stream, mode="r|") as members,
-                ):
-                    for member in members:
-                        key, extension = split_member(member.name)
-                        if member.isfile() and extension in IMAGE_EXTENSIONS:
-                            found[key] = (member.offset_data, member.size, extension)
+                if self.local:  # seeks past each member's data
+                    with tarfile.open(self._path(tar), mode="r:") as members:
+                        found = _image_members(members)
+                    self._files[tar] = os.open(self._path(tar), os.O_RDONLY)
+                else:  # a bucket's object: one streamed pass
+                    with (
+                        FileSystems.open(self._path(tar), compression_type=CompressionTypes.UNCOMPRESSED) as stream,
+                        tarfile.open(fileobj=stream, mode="r|") as members,
+                    ):
+                        found = _image_members(members)
                 self._offsets[tar] = found
             return self._offsets[tar]
+
+    def index_all(self) -> None:
+        """Index every tar now (the server does so in a thread as it starts); a tar that cannot
+        be read is left for the request that needs it, which then fails as it would have."""
+        for tar in self._locks:
+            try:
+                self._index(tar)
+            except Exception:  # noqa: BLE001, S112  (the request for one of its images reports it)
+                continue
 
     def read(self, image: str) -> tuple[bytes, str] | None:
         """The image's bytes and media type; None for an id this review does not show."""
@@ -54,6 +74,21 @@ class ImageSource:
         if place is None:
             return None
         offset, size, extension = place
-        with FileSystems.open(FileSystems.join(self.run_dir, tar), compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        if self.local:
+            return os.pread(self._files[tar], size, offset), MEDIA_TYPES[extension]
+        with FileSystems.open(self._path(tar), compression_type=CompressionTypes.UNCOMPRESSED) as f:
             f.seek(offset)
             return f.read(size), MEDIA_TYPES[extension]
+
+    def close(self) -> None:
+        for tar in list(self._files):
+            os.close(self._files.pop(tar))
+
+
+def _image_members(members: tarfile.TarFile) -> dict[str, tuple[int, int, str]]:
+    found = {}
+    for member in members:
+        key, extension = split_member(member.name)
+        if member.isfile() and extension in IMAGE_EXTENSIONS:
+            found[key] = (member.offset_data, member.size, extension)
+    return found

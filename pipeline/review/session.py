@@ -73,21 +73,46 @@ class ReviewSession:
             where.update({r["image"]: (r["tar"], r["key"]) for r in rows})
         self.examples, example_where = _examples(run_dir, plan, settings.examples)
         self.images = ImageSource(run_dir, {**example_where, **where})
+        threading.Thread(target=self.images.index_all, name="review-tar-index", daemon=True).start()
         self.task_of_image = {q.image: t.id for t in self.tasks.values() for q in t.questions}
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()  # image -> answers
         self.answered: defaultdict[int, set[str]] = defaultdict(set)  # rater -> images answered
         self.times: defaultdict[int, list[float]] = defaultdict(list)  # rater -> [first, last] answer time
         self.leases: defaultdict[str, dict[int, float]] = defaultdict(dict)  # task -> rater -> opened at
+        # Kept as answers come, so a page is chosen and its progress line written without a pass
+        # over every image: answers still wanted, planned images still wanting answers ("open"),
+        # per rater the open images they answered, and who answered each open image.
+        self.missing = settings.raters * len(self.task_of_image)
+        self.open_images = len(self.task_of_image)
+        self.mine_open: Counter[int] = Counter()
+        self.raters_of: defaultdict[str, set[int]] = defaultdict(set)
+        # per page the fewest answers any of its open images has (None: none open), a floor under
+        # what `next_task` works out for a rater, so most pages are passed over at a glance
+        self.least: dict[str, int | None] = {t: 0 for t in self.tasks}
         for rater, image, at in store.answer_times():
             self._count(rater, image, at)
         self.names: dict[int, str] = {}
 
     def _count(self, rater: int, image: str, at: float) -> None:
-        self.counts[image] += 1
+        before = self.counts[image]
+        self.counts[image] = before + 1
         self.answered[rater].add(image)
         span = self.times[rater]
         self.times[rater] = [min(span[0], at), max(span[1], at)] if span else [at, at]
+        task, wanted = self.task_of_image.get(image), self.settings.raters
+        if task is None or before >= wanted:  # not in the plan, or it had its answers already
+            return
+        self.missing -= 1
+        if before + 1 < wanted:
+            self.mine_open[rater] += 1
+            self.raters_of[image].add(rater)
+        else:  # its last wanted answer: no longer open for anyone
+            self.open_images -= 1
+            for other in self.raters_of.pop(image, ()):
+                self.mine_open[other] -= 1
+        counts = [self.counts[q.image] for q in self.tasks[task].questions if self.counts[q.image] < wanted]
+        self.least[task] = min(counts) if counts else None
 
     def rater(self, name: str) -> int:
         rater = self.store.rater(name)
@@ -125,6 +150,13 @@ class ReviewSession:
             answered, counts = self.answered[rater], self.counts
             best, best_key = None, None
             for order, task in enumerate(self.tasks.values()):
+                least = self.least[task.id]
+                if least is None:
+                    continue
+                leases = self.leases.get(task.id)
+                busy = sum(1 for r, at in leases.items() if r != rater and at >= since) if leases else 0
+                if best_key is not None and least + busy >= best_key[0]:
+                    continue  # it cannot beat the best so far: its key is at least that, its order later
                 wanted = [
                     counts[q.image]
                     for q in task.questions
@@ -132,7 +164,6 @@ class ReviewSession:
                 ]
                 if not wanted:
                     continue
-                busy = sum(1 for r, at in self.leases[task.id].items() if r != rater and at >= since)
                 key = (min(wanted) + busy, order)
                 if best_key is None or key < best_key:
                     best, best_key = task, key
@@ -141,10 +172,8 @@ class ReviewSession:
     def progress(self, rater: int) -> dict:
         """What the page tells the rater: images left for them, answers still wanted, their pace."""
         with self._lock:
-            answered, counts, wanted = self.answered[rater], self.counts, self.settings.raters
-            left = sum(1 for i in self.task_of_image if i not in answered and counts[i] < wanted)
-            missing = sum(max(0, wanted - counts[i]) for i in self.task_of_image)
-            given, span = len(answered), self.times.get(rater)
+            left, missing = self.open_images - self.mine_open[rater], self.missing
+            given, span = len(self.answered[rater]), self.times.get(rater)
         minutes = (span[1] - span[0]) / 60 if span and given > 1 else 0
         return {
             "left_for_you": left,

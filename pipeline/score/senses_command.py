@@ -17,6 +17,8 @@ is the build's own: the tagger's matched forms, `PairChecker` (select's caption 
 
 from __future__ import annotations
 
+import functools
+
 import click
 import numpy as np
 import pyarrow as pa
@@ -25,11 +27,14 @@ from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
 from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.run.files import atomic_output, read_table
+from imagenot.pipeline.score.cache import CachedEncoder
+from imagenot.pipeline.score.encoders import TextEncoder
 from imagenot.pipeline.score.runtimes import load_encoder
 from imagenot.pipeline.score.sense_contrast import SenseQueries
 from imagenot.pipeline.score.stage import _encoder_options
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.wordnet.index import load_index
+from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.senses import sense_label
 
 SENSE_TYPE = pa.list_(pa.struct([("synset", pa.string()), ("score", pa.float32())]))
@@ -45,6 +50,9 @@ def caption_threshold(config: Config) -> float | None:
 
 
 def scorer(config: Config) -> SenseQueries:
+    """The config's encoder over sense queries, which go through the build's embedding cache
+    (`scoring.cache_dir`): a word's queries are embedded once per model, by a build or by this
+    command. Captions are embedded by the bare encoder (`caption_encoder`), not cached."""
     scoring = config.scoring
     encoder = load_encoder(
         scoring.encoder,
@@ -53,7 +61,11 @@ def scorer(config: Config) -> SenseQueries:
         threads=config.runner.torch_threads,
         **_encoder_options(scoring),
     )
-    return SenseQueries(scoring, encoder)
+    return SenseQueries(scoring, CachedEncoder(encoder, scoring.cache_dir or str(cache_dir() / "embeddings")))
+
+
+def caption_encoder(queries: SenseQueries) -> TextEncoder:
+    return getattr(queries.encoder, "encoder", queries.encoder)  # under the CachedEncoder, if any
 
 
 def sense_rows(
@@ -64,19 +76,25 @@ def sense_rows(
     by_lemma: dict[str, list[int]] = {}
     for i, lemma in enumerate(lemmas):
         by_lemma.setdefault(lemma, []).append(i)
+    queries.senses.normalize_words(list(by_lemma))
+    queries.vectors(sorted({w for lemma in by_lemma for w in queries.senses.senses(lemma)}))  # one encoder call
     for lemma, rows in by_lemma.items():
-        wnids = queries.senses.senses(lemma)
+        wnids = queries.senses.senses(lemma)  # sorted by wnid, so a stable sort breaks ties by wnid
         scores = queries.scores(vectors[rows], lemma, wnids)
-        for i, row in zip(rows, scores):
-            order = sorted(range(len(wnids)), key=lambda j: (-row[j], wnids[j]))
+        orders = np.argsort(-scores, axis=1, kind="stable")
+        for i, row, order in zip(rows, scores, orders):
             out[i] = (tuple(wnids[j] for j in order), row[order])
     return out
 
 
 def check_lemmas(queries: SenseQueries, lemmas: list, path: str) -> None:
-    for row, lemma in enumerate(lemmas):
-        if not isinstance(lemma, str) or not queries.senses.senses(lemma):
-            raise SensesError(f"{path}: row {row}: lemma {lemma!r} is not a WordNet noun")
+    """Each distinct lemma looked up once; an error names the first row of a lemma that is no noun."""
+    senses = queries.senses
+    senses.normalize_words([lemma for lemma in set(lemmas) if isinstance(lemma, str)])
+    bad = {lemma for lemma in set(lemmas) if not isinstance(lemma, str) or not senses.senses(lemma)}
+    if bad:
+        row = next(i for i, lemma in enumerate(lemmas) if lemma in bad)
+        raise SensesError(f"{path}: row {row}: lemma {lemmas[row]!r} is not a WordNet noun")
 
 
 def senses_table(table: pa.Table, config: Config, queries: SenseQueries, path: str = "input") -> pa.Table:
@@ -90,7 +108,7 @@ def senses_table(table: pa.Table, config: Config, queries: SenseQueries, path: s
     empty = [i for i, c in enumerate(captions) if not isinstance(c, str)]
     if empty:
         raise SensesError(f"{path}: row {empty[0]}: caption is null")
-    vectors = queries.encoder.encode(captions)
+    vectors = caption_encoder(queries).encode(captions)
     ranked = sense_rows(queries, vectors, lemmas)
     index = queries.senses.index
     predicted = [wnids[0] for wnids, _ in ranked]
@@ -116,10 +134,16 @@ def senses_table(table: pa.Table, config: Config, queries: SenseQueries, path: s
     )
 
 
-def _tags(captions: list[str], config: Config):
-    from imagenot.pipeline.tag.stage import build_matcher  # the build's tagger: its matched forms
+@functools.lru_cache(maxsize=2)
+def _matcher(ignore_forms: tuple[str, ...]):
+    """The build's tagger (its matched forms), built once per process: a few seconds."""
+    from imagenot.pipeline.tag.stage import build_matcher
 
-    return build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array(captions, pa.string()))
+    return build_matcher(load_index(), list(ignore_forms))
+
+
+def _tags(captions: list[str], config: Config):
+    return _matcher(tuple(config.tagging.ignore_forms)).tag(pa.array(captions, pa.string()))
 
 
 def matched_forms(captions: list[str], config: Config) -> list[list[str]]:
@@ -144,7 +168,7 @@ def caption_words(caption: str, lemma: str | None, config: Config, queries: Sens
 def describe(caption: str, words: list[str], config: Config, queries: SenseQueries) -> list[str]:
     """Lines for a person: per word, every sense with gloss and score, and the build's fate."""
     index, scoring = queries.senses.index, config.scoring
-    vector = queries.encoder.encode([caption])
+    vector = caption_encoder(queries).encode([caption])
     matched = matched_forms([caption], config)[0]
     rules = caption_rules(config.selection.caption_rules)
     lines = []
