@@ -70,9 +70,11 @@ def scored_file(tmp_path_factory):
                 "hot dog with mustard and onions on a paper plate",
                 "Apple iPhone 8 Plus case 64GB",
                 "Harry Potter and the Goblet of Fire (2005) DVD",
+                "Parker Sonnet fountain pen, fine nib, black lacquer",
+                "Parker Sonnet fountain pen, fine nib, black lacquer",
             ],
-            "lemma": ["crane", "crane", "hot_dog", "eight", "potter"],
-            "id": [1, 2, 3, 4, 5],
+            "lemma": ["crane", "crane", "hot_dog", "eight", "potter", "fountain pen", "Fountain_Pen"],
+            "id": [1, 2, 3, 4, 5, 6, 7],
         }
     )
     pq.write_table(captions, folder / "in.parquet")
@@ -83,7 +85,7 @@ def scored_file(tmp_path_factory):
 
 def test_senses_file_predicts_each_caption_s_sense(scored_file):
     _, table = scored_file
-    assert table.column("id").to_pylist() == [1, 2, 3, 4, 5]  # other columns carried through
+    assert table.column("id").to_pylist() == [1, 2, 3, 4, 5, 6, 7]  # other columns carried through
     assert table.column("predicted").to_pylist()[:2] == ["crane.n.04", "crane.n.05"]
     assert table.column("predicted")[2].as_py().startswith(("hotdog", "frank", "hot_dog"))
     for row in table.to_pylist()[:3]:
@@ -99,9 +101,16 @@ def test_senses_file_drops_what_the_build_s_caption_rules_drop(scored_file):
     """The select stage's caption rules decide here as in a build: "8" in a model name is no
     number, "Potter" beside "Harry" is a name; `reason` names the rule."""
     _, table = scored_file
-    rows = table.to_pylist()[3:]
+    rows = table.to_pylist()[3:5]
     assert [(row["passes"], row["reason"]) for row in rows] == [(False, "number"), (False, "name")]
     assert rows[1]["margin"] == float("inf")  # potter has one noun sense: nothing but the rule drops it
+
+
+def test_senses_file_reads_a_lemma_with_spaces_or_underscores(scored_file):
+    _, table = scored_file
+    spaced, underscored = table.to_pylist()[5:]
+    assert spaced["predicted"] == underscored["predicted"] == "fountain_pen.n.01"
+    assert spaced["senses"] == underscored["senses"] and len(spaced["senses"]) == 1
 
 
 def test_senses_file_names_the_row_of_a_lemma_that_is_no_noun(scored_file):
