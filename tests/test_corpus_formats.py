@@ -91,6 +91,34 @@ def test_dictionary_encoded_and_large_string_columns_are_read_as_strings(tmp_pat
     assert table.column("nsfw").to_pylist() == ["UNLIKELY", "UNLIKELY"]
 
 
+def test_a_corpus_written_from_pandas_category_columns_tags_as_its_plain_string_twin(tmp_path):
+    """Through `imagenot tag`: a parquet file pandas wrote from `category` columns (dictionary-encoded
+    URL, TEXT and NSFW) gives the same tagged rows and synset counts as the same rows as plain strings."""
+    import pandas as pd
+
+    from imagenot.pipeline.corpus.synth import synth_corpus
+
+    synth_corpus(tmp_path / "synth", 1_500, seed=7, shard_rows=1_500)
+    frame = pq.read_table(tmp_path / "synth" / "part-00000.parquet").to_pandas()
+    frame = pd.concat([frame, frame.head(300)], ignore_index=True)  # repeated values, as a category column holds
+    runs = {}
+    for kind in ("plain", "category"):
+        folder = tmp_path / kind
+        folder.mkdir()
+        written = frame.astype({c: "category" for c in ("URL", "TEXT", "NSFW")}) if kind == "category" else frame
+        written.to_parquet(folder / "part-0.parquet", index=False)
+        runs[kind] = tmp_path / f"run-{kind}"
+        result = invoke(tag_command, ["--input", str(folder / "part-0.parquet"), "--out", str(runs[kind])])
+        assert result.exit_code == 0, result.output
+    encoded = pq.read_schema(tmp_path / "category" / "part-0.parquet")
+    assert all(pa.types.is_dictionary(encoded.field(c).type) for c in ("URL", "TEXT", "NSFW"))
+    tagged = {kind: pq.read_table(run / "tag" / "tagged") for kind, run in runs.items()}
+    assert tagged["plain"].num_rows > 1_000
+    assert tagged["category"].sort_by("row_id").equals(tagged["plain"].sort_by("row_id"))
+    counts = {kind: (run / "tag" / "synset_counts.tsv").read_text() for kind, run in runs.items()}
+    assert counts["category"] == counts["plain"]
+
+
 MALFORMED = {  # file -> (text, the lines that are malformed)
     "m.tsv": (
         "URL\tTEXT\tWIDTH\nhttp://a/1\ta dog\t10\nhttp://a/2\tno width\nhttp://a/3\ta cat\twide\nhttp://a/4\tfish\t7\n",
