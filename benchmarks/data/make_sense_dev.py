@@ -3,8 +3,10 @@
 The table (lemma, synset, caption) holds LAION-style captions written for this project: product
 titles with sizes and SKUs, stock-photo titles, alt text, lowercase run-ons, hashtags, a foreign
 word beside the English one. Each is labelled with the noun sense of `lemma` it means. Checked:
-the synset exists, it is a noun sense of the lemma, the lemma has two or more noun senses, and
-the set's size (>= 300 captions, >= 80 lemmas, >= 45% of captions not the lemma's first sense).
+the synset exists, it is a noun sense of the lemma, the lemma has two or more picturable noun
+senses (under physical_entity.n.01, through hypernyms and instance hypernyms; a caption may still
+mean one of its other senses, which a build must not keep), and the set's size (>= 300
+captions, >= 80 lemmas, >= 45% of captions not the lemma's first sense).
 Output columns: caption, lemma, synset (WordNet name), wnid, first_sense (bool).
 
     python benchmarks/data/make_sense_dev.py
@@ -24,18 +26,30 @@ from imagenot.wordnet.nltk_data import load_nltk_wordnet
 HERE = Path(__file__).parent
 TABLE, OUT = HERE / "sense_dev.tsv", HERE / "sense_dev.parquet"
 MIN_CAPTIONS, MIN_LEMMAS, MIN_NOT_FIRST = 300, 80, 0.45
+MIN_PICTURABLE = 2
+PICTURABLE_ROOT = "physical_entity.n.01"
+
+
+def is_picturable(synset, root) -> bool:
+    """`synset` is `root` or descends from it."""
+    return synset == root or root in synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms())
 
 
 def labelled_rows(path: Path = TABLE) -> list[dict]:
     """The table's rows, each label checked; an error names the line."""
     wn = load_nltk_wordnet()
+    root = wn.synset(PICTURABLE_ROOT)
     rows = []
     with open(path, encoding="utf-8", newline="") as f:
         for line, row in enumerate(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE), start=2):
             senses = wn.synsets(row["lemma"].replace(" ", "_"), "n")
             names = [s.name() for s in senses]
-            if len(senses) < 2:
-                raise ValueError(f"{path.name}:{line}: {row['lemma']!r} has {len(senses)} noun senses, expected >= 2")
+            picturable = [s.name() for s in senses if is_picturable(s, root)]
+            if len(picturable) < MIN_PICTURABLE:
+                raise ValueError(
+                    f"{path.name}:{line}: {row['lemma']!r} has {len(picturable)} picturable noun senses "
+                    f"(under {PICTURABLE_ROOT}: {picturable}) of {len(senses)}, expected >= {MIN_PICTURABLE}"
+                )
             if row["synset"] not in names:
                 raise ValueError(
                     f"{path.name}:{line}: {row['synset']} is not a noun sense of {row['lemma']!r} ({names})"
