@@ -89,7 +89,8 @@ AUDITS = {
 # says it in one line (the traceback only under -v).
 WORKER_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.portability.local_job_service")
 
-# Set before any model library loads: their download and loading bars show only with -v.
+# Set before any model library loads: their download and loading bars, and transformers' warnings
+# (its LOAD REPORT table of unused weights), show only with -vv.
 QUIET_MODEL_LOADING = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
 # Modules of the optional extras (pyproject.toml), by the extra that installs them.
 OPTIONAL_MODULES = {
@@ -154,9 +155,12 @@ class Commands(LazyGroup):
 @click.group(cls=Commands, lazy=COMMANDS)
 @click.version_option(package_name="imagenot", message="imagenot %(version)s")
 @click.option(
-    "-v", "--verbose", is_flag=True, help="log progress at INFO level, show model loading (and tracebacks of errors)"
+    "-v",
+    "--verbose",
+    count=True,
+    help="-v: log progress at INFO level (and tracebacks of errors); -vv: also show model loading",
 )
-def main(verbose: bool) -> None:
+def main(verbose: int) -> None:
     """Build and describe ImageNot-style contrast datasets."""
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s", force=True
@@ -165,9 +169,10 @@ def main(verbose: bool) -> None:
     # Local worker processes forward a harmless "No semi_persistent_directory" warning each.
     for name in WORKER_ERROR_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR if verbose else logging.CRITICAL)
-    if not verbose:
+    if verbose < 2:
         for name, value in QUIET_MODEL_LOADING.items():
             os.environ.setdefault(name, value)
+        logging.getLogger("transformers").setLevel(logging.ERROR)  # where it was imported before the variable
 
 
 @main.command("wordnet-prepare")

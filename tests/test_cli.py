@@ -93,8 +93,11 @@ def test_a_missing_caption_column_is_one_line_naming_the_setting_that_fixes_it(t
     assert "part-0.parquet" in result.output and "set `corpus.columns.caption`" in result.output
 
 
-@pytest.mark.parametrize(("args", "hidden"), [(["wordnet-prepare"], True), (["-v", "wordnet-prepare"], False)])
-def test_model_loading_bars_show_only_with_verbose(args, hidden):
+@pytest.mark.parametrize(
+    ("args", "hidden"),
+    [(["wordnet-prepare"], True), (["-v", "wordnet-prepare"], True), (["-vv", "wordnet-prepare"], False)],
+)
+def test_model_loading_bars_show_only_with_twice_verbose(args, hidden):
     code = (
         f"import os; from imagenot.pipeline.cli import main; main({args!r}, standalone_mode=False); "
         "print(os.environ.get('TQDM_DISABLE'), os.environ.get('HF_HUB_DISABLE_PROGRESS_BARS'))"

@@ -1,6 +1,11 @@
 """Sense contrast: the caption rule, the sample's other_sense drop, the priority path's agreement
 with it, and `imagenot senses` run as a user runs it (real MiniLM, real WordNet)."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -8,6 +13,7 @@ import pytest
 from cli_runner import invoke
 
 from imagenot.filters.caption_rules import caption_decision
+from imagenot.pipeline.cli import QUIET_MODEL_LOADING
 from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.priority import list_settled
 from imagenot.pipeline.sample.classes import sample_class
@@ -130,6 +136,22 @@ def test_senses_caption_says_what_a_build_would_do():
     result = invoke(senses_command, ["Harry Potter and the Goblet of Fire (2005) DVD", "--lemma", "potter"])
     assert result.exit_code == 0, result.output
     assert [line for line in result.output.splitlines() if "potter.n.01" in line][0].endswith("caption rule name")
+
+
+def test_model_loading_says_nothing_but_progress_unless_twice_verbose():
+    """`make demo` runs `imagenot -v build`: -v shows progress, not transformers' LOAD REPORT
+    (the packaged MiniLM has an unused position_ids key); -vv shows it."""
+    imagenot = Path(sys.executable).with_name("imagenot")
+    outputs = {}
+    for flag in ("-v", "-vv"):
+        run = [str(imagenot), flag, "senses", "crane lifting steel beams", "--lemma", "crane"]
+        env = {k: v for k, v in os.environ.items() if k not in QUIET_MODEL_LOADING}
+        result = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert "crane.n.04" in result.stdout
+        outputs[flag] = result.stdout + result.stderr
+    assert "LOAD REPORT" not in outputs["-v"]
+    assert "LOAD REPORT" in outputs["-vv"]  # so the first assertion can fail
 
 
 def test_decision_names_the_caption_rule_before_sense_and_threshold():
