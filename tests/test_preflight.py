@@ -52,6 +52,35 @@ def test_build_refuses_a_model_that_is_not_there_before_any_stage(tmp_path, corp
     assert not run_dir.exists()
 
 
+# What a config check must not load (seconds each; the stages load them when they run).
+HEAVY = {"torch", "transformers", "sentence_transformers", "img2dataset", "webdataset", "matplotlib", "sklearn"}
+REFUSED = (
+    "import sys\nfrom imagenot.pipeline.cli import main\ntry:\n    main({args!r})\nexcept SystemExit as e:\n"
+    "    print(e.code, *sorted(sys.modules))"
+)
+
+
+@pytest.mark.parametrize("command", ["build", "plan", "download"])
+def test_a_refused_command_loads_no_model_image_or_plotting_library(tmp_path, corpus, command):
+    import subprocess
+    import sys
+
+    config, run_dir, refusal = _missing_model_config(tmp_path, corpus), str(tmp_path / "run"), "scoring.model"
+    if command == "download":  # a stage command over a run folder, refused for its blocklist
+        (tmp_path / "run").mkdir()
+        config = _config(tmp_path, corpus, download={"enabled": True, "blocklists": [str(tmp_path / "gone.txt")]})
+        refusal = "download.blocklists[0]"
+    args = {
+        "build": ["build", "--config", config, "--out", run_dir],
+        "plan": ["plan", "--config", config, "--out", run_dir],
+        "download": ["download", "--run", run_dir, "--config", config],
+    }[command]
+    done = subprocess.run([sys.executable, "-c", REFUSED.format(args=args)], capture_output=True, text=True)
+    code, *modules = done.stdout.split()
+    assert code == "1" and refusal in done.stderr, done.stderr
+    assert not set(modules) & HEAVY
+
+
 def test_plan_and_tag_refuse_it_too(tmp_path, corpus):
     config = _missing_model_config(tmp_path, corpus)
     assert "scoring.model" in _refused(plan_command, ["--config", config, "--out", str(tmp_path / "run")])
