@@ -279,6 +279,63 @@ def test_a_non_loopback_host_gets_a_generated_token_that_every_request_needs(run
         assert served["app"].test_client().get("/").status_code == 200, host
 
 
+def _next_task_by_brute_force(session: ReviewSession, rater: int):
+    """The page `next_task` must choose, worked out over every page and image."""
+    since, wanted = time.time() - 15 * 60, session.settings.raters
+    best, best_key = None, None
+    for order, task in enumerate(session.tasks.values()):
+        counts = [
+            session.counts[q.image]
+            for q in task.questions
+            if q.image not in session.answered[rater] and session.counts[q.image] < wanted
+        ]
+        busy = sum(1 for r, at in session.leases[task.id].items() if r != rater and at >= since)
+        if counts and (best_key is None or (min(counts) + busy, order) < best_key):
+            best, best_key = task, (min(counts) + busy, order)
+    return best
+
+
+def _progress_by_brute_force(session: ReviewSession, rater: int) -> tuple[int, int]:
+    wanted, counts = session.settings.raters, session.counts
+    left = sum(1 for i in session.task_of_image if i not in session.answered[rater] and counts[i] < wanted)
+    return left, sum(max(0, wanted - counts[i]) for i in session.task_of_image)
+
+
+def test_the_next_page_and_the_progress_kept_as_answers_come_match_a_full_count(run, tmp_path):
+    """The server keeps answers still wanted, images left per rater and each page's fewest answers
+    as answers come, and passes over pages that cannot be the next; after every page answered
+    (5 raters in a seeded order, some answers left out, pages left open) both agree with a count
+    over every image, and so does a server started again on the stored answers."""
+    import random
+
+    run_dir = copy_run(run, tmp_path / "run")
+    config = load_run_config(str(run_dir)).model_copy(update={"review": Review(raters=3, page_size=2)})
+    review_plan.write_plan(str(run_dir), review_plan.make_plan(config, str(run_dir)))
+    store = Store(str(run_dir))
+    session = ReviewSession(str(run_dir), config.review, load_index(), store)
+    raters = [session.rater(f"r{i}") for i in range(5)]
+    pick = random.Random(7)
+    for step in range(400):
+        rater = pick.choice(raters)
+        task = session.next_task(rater)
+        assert task == _next_task_by_brute_force(session, rater), step
+        if task is None:
+            continue
+        questions = session.open_questions(task, rater)
+        if pick.random() < 0.2:
+            continue  # opened and left open: a lease others see
+        answers = [(q.image, pick.choice(task.answers)) for q in questions if pick.random() < 0.8]
+        session.record(rater, task, answers)
+        for r in raters:
+            shown = session.progress(r)
+            assert (shown["left_for_you"], shown["answers_wanted"]) == _progress_by_brute_force(session, r), step
+    assert all(session.next_task(r) is None for r in raters)  # the review got its answers
+    again = ReviewSession(str(run_dir), config.review, load_index(), store)
+    assert again.counts == session.counts and again.least == session.least
+    for r in raters:
+        assert again.progress(r)["left_for_you"] == session.progress(r)["left_for_you"]
+
+
 MINUTE = 60.0
 
 
