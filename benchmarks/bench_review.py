@@ -3,10 +3,11 @@
     python benchmarks/bench_review.py [--run runs/demo] [--clients 8] [--seconds 60] [--before REV]
 
 Copies the run's rank/, download/ and config (a finished `make demo` run by default) into a
-temporary folder, plans a review there with as many raters wanted as clients (so every client
-always has pages), and starts `imagenot review serve` on it on 127.0.0.1 in a process of its own
+temporary folder, plans a review there with 50 answers wanted an image (review.raters' most),
+and starts `imagenot review serve` on it on 127.0.0.1 in a process of its own
 (`--threads` as many as clients), as a rater's machine would run it; the clients are threads of
-this process, each with its own cookie and rater name: GET /next (redirected to a page, timed as
+this process, each with its own cookie, under a new rater name whenever its name has nothing left
+(until `--seconds` are up or the review has all its answers): GET /next (redirected to a page, timed as
 the page render), GET one image of it (timed), POST the page's answers (timed as the save, one
 SQLite transaction, up to the server's 303).
 
@@ -53,6 +54,7 @@ from ports import free_loopback_port  # noqa: E402
 
 COPIED = ("config.yaml", "rank", "download")
 KINDS = ("page", "image", "save")
+RATERS = 50  # answers wanted per image (review.raters' most), so the clients have pages for a while
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -69,6 +71,7 @@ class Client:
         self.sent: list[tuple[str, str, str]] = []  # (rater, image, answer) of each confirmed page
         self.errors: list[str] = []
         self.page = ""
+        self.ended = 0.0  # when its last page was sent
         cookies = urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
         self.opener = urllib.request.build_opener(cookies)
         self.poster = urllib.request.build_opener(cookies, _NoRedirect)
@@ -89,12 +92,17 @@ class Client:
 
     def run(self, until: float) -> None:
         try:
-            self._post("/rater", {"name": self.name})
+            rater, names, fresh = f"{self.name}.0", 1, 0  # fresh: pages answered under this name
+            self._post("/rater", {"name": rater})
             while time.monotonic() < until:
                 with self.opener.open(self.base + "/next", timeout=30) as response:  # the redirect is not timed
                     path = urllib.parse.urlsplit(response.geturl()).path
                 if not path.startswith("/task/"):
-                    return
+                    if not fresh:
+                        return  # a new name found nothing: the review has all its answers
+                    rater, names, fresh = f"{self.name}.{names}", names + 1, 0
+                    self._post("/rater", {"name": rater})
+                    continue
                 _, page = self._timed_get("page", path)
                 self.page = page
                 images = list(dict.fromkeys(re.findall(r'name="a-([0-9a-f]{24})"', page)))
@@ -102,20 +110,24 @@ class Client:
                 started = time.perf_counter()
                 self._post(path, {f"a-{image}": "yes" for image in images})
                 self.timings["save"].append(time.perf_counter() - started)
-                self.sent += [(self.name, image, "yes") for image in images]
+                self.sent += [(rater, image, "yes") for image in images]
+                fresh += 1
+                self.ended = time.monotonic()
         except Exception as err:  # noqa: BLE001  (counted and reported per client)
             self.errors.append(f"{type(err).__name__}: {err}")
 
 
-def _load(base: str, clients: int, seconds: float, prefix: str) -> list[Client]:
+def _load(base: str, clients: int, seconds: float, prefix: str) -> tuple[list[Client], float]:
+    """The clients after `seconds` of answering (or once the review has all its answers), and how
+    long they answered."""
     raters = [Client(base, f"{prefix} {i}") for i in range(clients)]
-    until = time.monotonic() + seconds
-    threads = [threading.Thread(target=r.run, args=(until,)) for r in raters]
+    started = time.monotonic()
+    threads = [threading.Thread(target=r.run, args=(started + seconds,)) for r in raters]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(seconds + 60)
-    return raters
+    return raters, max(r.ended for r in raters) - started
 
 
 def _start(command: list[str], port: int, log: Path) -> subprocess.Popen:
@@ -153,7 +165,7 @@ def _review_run(source: Path, folder: Path, clients: int) -> Path:
     for name in COPIED:
         (shutil.copytree if (source / name).is_dir() else shutil.copy2)(source / name, run_dir / name)
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    config["review"] = {**config.get("review", {}), "raters": clients}
+    config["review"] = {**config.get("review", {}), "raters": RATERS}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
     review_plan.write_plan(str(run_dir), review_plan.make_plan(load_run_config(str(run_dir)), str(run_dir)))
     return run_dir
@@ -218,12 +230,13 @@ def _measure(command: list[str], port: int, folder: Path, args, prefix: str, sto
     process = _start(command, port, folder / f"{prefix}.log")
     load_before = os.getloadavg()
     try:
-        raters = _load(f"http://127.0.0.1:{port}", args.clients, args.seconds, prefix)
+        raters, answering = _load(f"http://127.0.0.1:{port}", args.clients, args.seconds, prefix)
     finally:
         load_after = os.getloadavg()
         _stop(process)
     figures = {
         "load_average_1m": [round(load_before[0], 2), round(load_after[0], 2)],
+        "answering_s": round(answering, 1),
         **_check(raters, _stored(stored_in) if stored_in else None),
     }
     for kind in KINDS:
@@ -302,8 +315,9 @@ def main() -> None:
     for label, found in servers.items():
         found.pop("_page")
         figures[label] = found
-        checked = f"{found['answers_sent']:,} answers sent" + (
-            f", {found['answers_stored']:,} stored, {found['lost']} lost, {found['doubled']} doubled"
+        checked = f"{found['pages']:,} pages sent in {found['answering_s']} s" + (
+            f", {found['answers_sent']:,} answers confirmed, {found['answers_stored']:,} stored, "
+            f"{found['lost']} lost, {found['doubled']} doubled"
             if "lost" in found
             else ""
         )
