@@ -182,6 +182,21 @@ def test_each_signal_has_a_switch_that_turns_it_off():
                             assert response.read()[:2] == b"\xff\xd8", (switch, url)  # a JPEG
 
 
+def test_a_tdmrep_json_past_the_size_cap_is_cut_counted_malformed_and_no_signal():
+    """Read up to `download.robots_max_bytes` only: a file whose rules run past the cap is cut there,
+    does not parse, is counted once, and reserves nothing (the spec: no readable file, no signal)."""
+    cap = Download().robots_max_bytes
+    padded = json.dumps([{"location": "/", "tdm-reservation": 1, "note": "x" * (cap + 1_000)}])
+    with LoopbackImageServer(host="127.0.0.27", tdmrep=padded) as server:
+        crawler = Crawler(Download(allowed_networks=["127.0.0.27/32"], robots_txt=False))
+        for photo in ("coffee", "moon"):
+            with crawler.opener.open(server.url(f"/photo/{photo}.jpg"), timeout=5) as response:
+                assert response.read()[:2] == b"\xff\xd8"  # fetched: the reservation was past the cap
+        log = server.log
+    assert [path for path, _, _ in log].count("/.well-known/tdmrep.json") == 1
+    assert crawler.signals.malformed() == {"tdmrep.json": 1}
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
