@@ -9,7 +9,9 @@ for), one page each. On a page of m images rater A answers y (m-1 times) then n,
 last three (or fewer) u n n after y's. So per class the last image is rejected (no, no), the one
 before it, when there is one, tied (selection frequency 0.5, kept at `min_selection` 0.5), the
 one before that kept on one yes and one unsure, the rest kept on two yeses: precision (m-1)/m
-per class, (N-K)/N overall for N images, and K images dropped by `apply`.
+per class, (N-K)/N overall for N images, and K images dropped by `apply`, replaced from the
+reserve where a class has candidates left there. Before A answers its first page, arrows, h j k l
+and a mouse click are tried on it (and undone).
 """
 
 from __future__ import annotations
