@@ -50,7 +50,8 @@ def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp
     assert plan["corpus"] == {"rows": 700, "shards": 3}
     stages = plan["stages"]
     assert list(stages) == ["tag", "select", "score", "rank", "sample", "download"]
-    assert stages["tag"]["work"] == {"rows": 700, "shards": 3}
+    # 3 files of at most 1,000,000 rows (corpus.work_unit_rows): grouped into one work unit
+    assert stages["tag"]["work"] == {"rows": 700, "shards": 3, "work_units": 1, "work_unit_rows": 1_000_000}
     assert stages["score"]["work"]["captions_scored"] == 2 * 200 * 0.4  # candidates x first-pass captions x fill
     # N / (1 - the dead URL share) requests a class, the reserve at most; at the measured fetch rate
     fetch = {"images_to_fetch_at_most": 10 * 1300, "requests": 10 * 1250, "bytes": 10 * 1250 * 150_000}

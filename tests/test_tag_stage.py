@@ -21,7 +21,9 @@ def corpus(tmp_path_factory):
 
 
 def _config(corpus, workers=1):
-    return Config(corpus=Corpus(paths=[str(corpus / "part-*.parquet")]), runner=Runner(workers=workers))
+    # files of 2,500 rows in one row group, above the bound: one work unit each, named by the file
+    corpus = Corpus(paths=[str(corpus / "part-*.parquet")], work_unit_rows=1_000)
+    return Config(corpus=corpus, runner=Runner(workers=workers))
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +126,8 @@ def test_progress_counts_the_rows_validation_read_from_the_footers(corpus, tmp_p
         raise AssertionError(f"{path}: footer read a second time")
 
     monkeypatch.setattr(progress, "parquet_rows", read_again)
-    config = Config(corpus=Corpus(paths=[str(corpus / "part-00000.parquet"), str(corpus / "part-00002.parquet")]))
+    paths = [str(corpus / "part-00000.parquet"), str(corpus / "part-00002.parquet")]
+    config = Config(corpus=Corpus(paths=paths, work_unit_rows=1_000))
     with caplog.at_level("INFO", logger=progress.__name__):
         run_tag(config, str(tmp_path))
     assert "tag: 3,500/3,500 rows (2/2 shards)" in caplog.text

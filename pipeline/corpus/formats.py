@@ -148,7 +148,7 @@ class Source:
         rows = self.num_rows()
         if rows is not None:
             return rows
-        size = FileSystems.match([self.path])[0].metadata_list[0].size_in_bytes
+        size = file_size(self.path)
         with _open(self.path) as raw:
             head = raw.read(JSON_SCHEMA_BYTES)
         text = (
@@ -159,10 +159,17 @@ class Source:
             round(size * max(lines, 0) / len(head)) if len(head) < size else max(lines + (not text.endswith(b"\n")), 0)
         )
 
-    def batches(self, columns: list[str], types: dict[str, pa.DataType], batch_rows: int) -> Iterator[RawBatch]:
-        """The file's rows in batches of up to `batch_rows`, with only `columns`; a text file's
-        values are converted to `types`."""
-        if self.format == "parquet":
+    def batches(
+        self, columns: list[str], types: dict[str, pa.DataType], batch_rows: int, part: Part | None = None
+    ) -> Iterator[RawBatch]:
+        """The file's rows (or those of `part` of it) in batches of up to `batch_rows`, with only
+        `columns`; a text file's values are converted to `types`. Positions and line numbers are
+        the file's, whatever the part."""
+        if part is not None and part.kind == "row_groups":
+            yield from self._parquet_batches(columns, batch_rows, part)
+        elif part is not None:
+            yield from self._range_batches(columns, types, batch_rows, part)
+        elif self.format == "parquet":
             yield from self._parquet_batches(columns, batch_rows)
         elif self.format == "json":
             records = io.BytesIO(self._json_array_lines())
@@ -173,6 +180,32 @@ class Source:
                 if header_lines:
                     raw.readline()
                 yield from self._line_batches(_line_blocks(raw, batch_rows), columns, types, header_lines)
+
+    def splittable(self) -> bool:
+        """Whether the file can be read in parts: parquet (by row groups), and csv, tsv and jsonl
+        files that are not compressed (by byte ranges cut at line starts: one line is one row). A
+        gzipped file cannot be entered part way, and a .json array is parsed whole."""
+        return self.format == "parquet" or (
+            self.format in ("csv", "tsv", "jsonl") and _compression(self.path) == CompressionTypes.UNCOMPRESSED
+        )
+
+    def _range_batches(
+        self, columns: list[str], types: dict[str, pa.DataType], batch_rows: int, part: Part
+    ) -> Iterator[RawBatch]:
+        """The rows of the lines that start in the byte range [part.start, part.end); the first
+        of them is line `part.first_line` of the file (0-based, the header included)."""
+        header_lines = self._header()[1] if self.format in ("csv", "tsv") else 0
+        with _open(self.path) as raw:
+            start = part.start
+            if start > 0:
+                raw.seek(start - 1)
+                start += len(raw.readline()) - 1  # on to the first line that starts in the range
+            else:
+                for _ in range(header_lines):
+                    start += len(raw.readline())
+            first = max(part.first_line - header_lines, 0)
+            blocks = _line_blocks(_LineRange(raw, start, part.end), batch_rows)
+            yield from self._line_batches(blocks, columns, types, header_lines, first)
 
     # parquet
 
@@ -194,10 +227,11 @@ class Source:
         with _open(self.path) as raw, self._parquet(raw) as parquet:
             return parquet.read_row_group(group, columns=columns)
 
-    def _parquet_batches(self, columns: list[str], batch_rows: int) -> Iterator[RawBatch]:
+    def _parquet_batches(self, columns: list[str], batch_rows: int, part: Part | None = None) -> Iterator[RawBatch]:
         with _open(self.path) as raw, self._parquet(raw) as parquet:
-            batches = parquet.iter_batches(batch_size=batch_rows, columns=columns)
-            position = 0
+            groups = None if part is None else list(range(part.start, part.end))
+            batches = parquet.iter_batches(batch_size=batch_rows, columns=columns, row_groups=groups)
+            position = 0 if part is None else part.first_line
             while True:
                 try:
                     batch = next(batches)
@@ -280,10 +314,14 @@ class Source:
         return b"".join(json.dumps(record, ensure_ascii=False).encode() + b"\n" for record in records)
 
     def _line_batches(
-        self, blocks: Iterator[bytes], columns: list[str], types: dict[str, pa.DataType], header_lines: int
+        self,
+        blocks: Iterator[bytes],
+        columns: list[str],
+        types: dict[str, pa.DataType],
+        header_lines: int,
+        position: int = 0,
     ) -> Iterator[RawBatch]:
         parse = _Parser(self, columns, types)
-        position = 0
         for block in blocks:
             batch, positions, malformed = parse.block(block, position)
             if self.layout.strict and malformed:
@@ -291,6 +329,54 @@ class Source:
                 raise CorpusError(f"shard {self.path}: line {line + header_lines + 1}: {why} (corpus.strict is on)")
             yield RawBatch(batch, positions, [(line + header_lines + 1, why) for line, why in malformed])
             position += block.count(b"\n")
+
+
+@dataclass(frozen=True)
+class Part:
+    """Part of a corpus file, read as one piece of a work unit: `row_groups` [start, end) of a
+    parquet file, whose first row is row `first_line` of the file; or the lines of a text file
+    that start in the byte range [start, end), the first of them line `first_line` (0-based,
+    the header included)."""
+
+    kind: str  # "row_groups" or "bytes"
+    start: int
+    end: int
+    first_line: int = 0
+
+
+class _LineRange:
+    """A file from `start` (a line start), read up to `end` and then to the end of the line that
+    holds byte end - 1: the lines that start before `end`."""
+
+    def __init__(self, raw, start: int, end: int):
+        self.raw, self.left = raw, max(end - start, 0)  # none left: no line starts in the range
+        if self.left:
+            raw.seek(start)
+
+    def read(self, size: int) -> bytes:
+        if self.left <= 0:
+            return b""
+        data = self.raw.read(min(size, self.left))
+        self.left = 0 if not data else self.left - len(data)
+        if self.left == 0 and data and not data.endswith(b"\n"):
+            data += self.raw.readline()  # the range's last line runs on past its end
+        return data
+
+
+def count_line_starts(path: str, start: int, end: int) -> int:
+    """The lines of a file that start in the byte range [start, end) (0 < end <= the file's size):
+    as `Source.batches` reads a `bytes` part, counted without parsing."""
+    with _open(path) as raw:
+        raw.seek(max(start - 1, 0))
+        left, lines = end - 1 - max(start - 1, 0), int(start == 0)
+        while left > 0 and (data := raw.read(min(READ_BYTES, left))):
+            lines += data.count(b"\n")
+            left -= len(data)
+    return lines
+
+
+def file_size(path: str) -> int:
+    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
 
 
 def _line_blocks(raw, lines: int) -> Iterator[bytes]:

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config.schema import Columns, Corpus
-from imagenot.pipeline.corpus.formats import CorpusError, Layout, Source, corpus_stem
+from imagenot.pipeline.corpus.formats import CorpusError, Layout, Part, Source, corpus_stem
 from imagenot.pipeline.run.paths import name as path_name
 from imagenot.pipeline.run.shard_progress import rows_read as report_rows_read
 
@@ -209,8 +209,11 @@ def validate_shard(path: str, columns: Columns, layout: Layout = DEFAULT_LAYOUT)
     return source.num_rows()
 
 
-def read_shard(path: str, columns: Columns, batch_rows: int, layout: Layout = DEFAULT_LAYOUT) -> Iterator[ShardBatch]:
-    """The shard's rows in batches of up to `batch_rows`, checked, with canonical columns."""
+def read_shard(
+    path: str, columns: Columns, batch_rows: int, layout: Layout = DEFAULT_LAYOUT, part: Part | None = None
+) -> Iterator[ShardBatch]:
+    """The shard's rows (or those of `part` of it: `units`) in batches of up to `batch_rows`,
+    checked, with canonical columns; row ids and line numbers are the file's, whatever the part."""
     stem = corpus_stem(path)
     source = Source(path, layout)
     schema = source.schema()
@@ -218,7 +221,7 @@ def read_shard(path: str, columns: Columns, batch_rows: int, layout: Layout = DE
     types = _text_types(source, schema, present) if source.is_text else {}
     listed = 0
     read_any = False
-    for raw in source.batches(list(present.values()), types, batch_rows):
+    for raw in source.batches(list(present.values()), types, batch_rows, part):
         read_any = True
         rows = raw.batch.num_rows + len(raw.malformed)
         report_rows_read(rows)  # for the driver's time left

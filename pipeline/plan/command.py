@@ -9,7 +9,7 @@ import click
 
 from imagenot.pipeline.config.preflight import build_stages, preflight
 from imagenot.pipeline.config.schema import load_config
-from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_footers, make_plan, render
+from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_units, make_plan, render
 
 
 def _rate_options(command):
@@ -52,7 +52,7 @@ def plan_command(
 
     config = load_config(config_path)
     preflight(config, run_dir, build_stages(config))
-    rows, shards = corpus_footers(config)
+    rows, shards, units = corpus_units(config)
     dataflow = config.runner.dataflow
     workers = workers or (dataflow.max_workers if dataflow else config.runner.workers)
     if sample_rows:
@@ -60,4 +60,7 @@ def plan_command(
     else:
         plan = make_plan(config, rows, shards, Rates(**rates), workers)
         plan = {**plan, **summary(plan, config, rates["candidates"]), "warnings": []}
+    # the tag stage's work units: files cut or grouped to at most corpus.work_unit_rows rows
+    tag_work = plan["stages"]["tag"]["work"]
+    tag_work.update(work_units=len(units), work_unit_rows=config.corpus.work_unit_rows)
     click.echo(json.dumps(plan) if as_json else render(plan))

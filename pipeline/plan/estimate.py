@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.corpus.formats import Source
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
+from imagenot.pipeline.corpus.units import FileShape, WorkUnit, file_shape, plan_units
 
 FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
 SAMPLE_ROWS = 200_000  # `--sample`: at 10 us a row for tag and select, under a minute on one core
@@ -122,18 +122,28 @@ def corpus_footers(config: Config) -> tuple[int, int]:
     """(rows, shards) of the configured corpus, from parquet footers (a text file's rows are
     estimated from its size and its first megabyte); raises on any shard that a build would
     refuse (missing mapped column, unreadable footer or header)."""
+    rows, shards, _ = corpus_units(config)
+    return rows, shards
+
+
+def corpus_units(config: Config) -> tuple[int, int, list[WorkUnit]]:
+    """`corpus_footers`, and the work units the tag stage will cut the corpus into (`corpus.work_unit_rows`)."""
+    bound = config.corpus.work_unit_rows
     if config.corpus.synth is not None:
         synth = config.corpus.synth
-        return synth.rows, math.ceil(synth.rows / synth.shard_rows)
+        sizes = [min(synth.shard_rows, synth.rows - start) for start in range(0, synth.rows, synth.shard_rows)]
+        shapes = [FileShape(f"part-{i:05d}.parquet", n, True, (n,)) for i, n in enumerate(sizes)]
+        return synth.rows, len(sizes), plan_units(shapes, bound)
     shards = list_shards(config.corpus.paths)
     layout = layout_of(config.corpus)
 
-    def rows(path: str) -> int:
+    def shape(path: str) -> FileShape:
         validate_shard(path, config.corpus.columns, layout)
-        return Source(path, layout).estimated_rows()
+        return file_shape(path, layout)
 
     with ThreadPoolExecutor(FOOTER_THREADS) as pool:
-        return sum(pool.map(rows, shards)), len(shards)
+        shapes = list(pool.map(shape, shards))
+    return sum(s.rows for s in shapes), len(shards), plan_units(shapes, bound)
 
 
 def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int) -> dict:

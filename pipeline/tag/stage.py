@@ -1,11 +1,13 @@
 """The tag stage: corpus shards in, tagged shards and per-synset caption counts out.
 
-`tag_shard` is the whole stage for one shard as a plain function; Beam spreads the shards over
+`tag_unit` is the whole stage for one work unit (`pipeline.corpus.units`: corpus files cut or
+grouped to about `corpus.work_unit_rows` rows) as a plain function; Beam spreads the units over
 workers (one matcher per worker, see `pipeline.run.shards`). Outputs go to `<run dir>/tag/`: per
-input shard `tagged/<stem>.parquet` (the rows with at least one match: `row_id`, `wnids`,
-`matched`, then the source columns) and `tallies/<stem>.json`; then `tag_tally.json` (the sum)
-and `synset_counts.tsv`. Every row read is counted once: dropped by a reason, tagged, or
-unmatched.
+unit `tagged/<unit id>.parquet` (the rows with at least one match: `row_id`, `wnids`, `matched`,
+then the source columns; a unit of one whole file is named by the file, as before) and
+`tallies/<unit id>.json`; then `tag_tally.json` (the sum) and `synset_counts.tsv`. Every row read
+is counted once: dropped by a reason, tagged, or unmatched; row ids, the tally and the counts are
+the same whatever the units.
 """
 
 from __future__ import annotations
@@ -27,21 +29,39 @@ from imagenot.pipeline.corpus.formats import Layout
 from imagenot.pipeline.corpus.preflight import check_corpus, check_distinct_stems
 from imagenot.pipeline.corpus.reader import (
     DEFAULT_LAYOUT,
+    MALFORMED_LISTED,
     layout_of,
     list_shards,
     read_shard,
     shard_identities,
     validate_shard,
 )
+from imagenot.pipeline.corpus.units import (
+    WorkUnit,
+    count_range,
+    describe,
+    file_shapes,
+    number_lines,
+    plan_units,
+    text_ranges,
+)
 from imagenot.pipeline.registry import Stage, run_stage
 from imagenot.pipeline.run.config_file import record_run_config, settled_config
 from imagenot.pipeline.run.files import read_json, write_json, write_text
 from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
 from imagenot.pipeline.run.lock import run_lock
-from imagenot.pipeline.run.paths import name
+from imagenot.pipeline.run.paths import name, stem
 from imagenot.pipeline.run.progress import watch_shards
 from imagenot.pipeline.run.runner import make_pipeline
-from imagenot.pipeline.run.shards import ShardWorker, process_shards, resumable_shard, shard_files, write_batches
+from imagenot.pipeline.run.shards import (
+    TALLIES_DIR,
+    ShardWorker,
+    process_shards,
+    resumable_shard,
+    shard_files,
+    sum_tallies,
+    write_batches,
+)
 from imagenot.pipeline.run.stage_dir import finish_stage, open_stage
 from imagenot.pipeline.tag.matcher import LemmaMatcher, count_synsets
 from imagenot.wordnet.index import NounIndex, load_index
@@ -52,6 +72,7 @@ log = logging.getLogger(__name__)
 
 STAGE = TAG
 COUNTS_FILE = "synset_counts.tsv"
+ROWS_BY_FILE = "rows_by_file"  # a unit's tally: rows read per file, for the empty files
 
 
 def build_matcher(index: NounIndex, ignore_forms: list[str]) -> LemmaMatcher:
@@ -69,64 +90,86 @@ def tag_batch(batch: pa.RecordBatch, matcher: LemmaMatcher) -> pa.RecordBatch:
     return tagged.filter(pc.greater(pc.list_value_length(tags.wnids), 0))
 
 
-def tag_shard(
-    shard: str,
+def tag_unit(
+    unit: WorkUnit,
     columns: Columns,
     batch_rows: int,
     matcher: LemmaMatcher,
     stage_dir: str,
     layout: Layout = DEFAULT_LAYOUT,
 ) -> dict:
-    """Tag one shard into `stage_dir`, or return the tally of an earlier run that finished it.
+    """Tag one work unit into `stage_dir`, or return the tally of an earlier run that finished it.
 
-    The tally: shards, empty_shards (file name -> 1 for a shard with no rows), rows_read, dropped
-    (reason -> rows), malformed_lines ("<file>:<line>: <what>" -> 1, the first of each shard),
-    rows_tagged, rows_unmatched and synset_captions (wnid -> tagged rows mentioning it).
+    The tally: shards (the files the unit starts), rows_read, dropped (reason -> rows),
+    malformed_lines ("<file>:<line>: <what>" -> 1, the first of each piece), rows_tagged,
+    rows_unmatched, synset_captions (wnid -> tagged rows mentioning it) and rows_by_file (file
+    name -> rows read), from which `finish_tally` names the empty files.
     """
-    files = shard_files(stage_dir, TAGGED_DIR, shard)
-    return resumable_shard(files, lambda: _tag_into(files.data, shard, columns, batch_rows, matcher, layout))
+    files = shard_files(stage_dir, TAGGED_DIR, unit.key)
+    return resumable_shard(files, lambda: _tag_into(files.data, unit, columns, batch_rows, matcher, layout))
 
 
-def _tag_into(path: str, shard: str, columns: Columns, batch_rows: int, matcher: LemmaMatcher, layout: Layout) -> dict:
+def _tag_into(
+    path: str, unit: WorkUnit, columns: Columns, batch_rows: int, matcher: LemmaMatcher, layout: Layout
+) -> dict:
     started = time.monotonic()
-    counts, dropped, synsets, malformed = Counter(), Counter(), Counter(), Counter()
+    counts, dropped, synsets, malformed, by_file = Counter(), Counter(), Counter(), Counter(), Counter()
 
     def tagged_batches():
-        for piece in read_shard(shard, columns, batch_rows, layout):
-            tagged = tag_batch(piece.batch, matcher)
-            counts.update(rows_read=piece.rows_read, rows_tagged=tagged.num_rows)
-            counts.update(rows_unmatched=piece.batch.num_rows - tagged.num_rows)
-            dropped.update(piece.dropped)
-            malformed.update(piece.malformed)
-            synsets.update(count_synsets(tagged.column("wnids")))
-            yield tagged
+        for unit_piece in unit.pieces:
+            for piece in read_shard(unit_piece.path, columns, batch_rows, layout, unit_piece.part):
+                tagged = tag_batch(piece.batch, matcher)
+                counts.update(rows_read=piece.rows_read, rows_tagged=tagged.num_rows)
+                counts.update(rows_unmatched=piece.batch.num_rows - tagged.num_rows)
+                by_file[name(unit_piece.path)] += piece.rows_read
+                dropped.update(piece.dropped)
+                malformed.update(piece.malformed)
+                synsets.update(count_synsets(tagged.column("wnids")))
+                yield tagged
 
     def no_batch() -> pa.Schema:
-        raise RuntimeError(f"shard {shard}: read_shard yields a batch even for a shard with no rows")
+        raise RuntimeError(f"unit {unit.id}: read_shard yields a batch even for a shard with no rows")
 
     write_batches(path, tagged_batches(), no_batch)
     tally = {
-        "shards": 1,
-        "empty_shards": {name(shard): 1} if counts["rows_read"] == 0 else {},
+        "shards": sum(piece.starts_file for piece in unit.pieces),
         "rows_read": counts["rows_read"],
         "dropped": dict(sorted(dropped.items())),
         "malformed_lines": dict(sorted(malformed.items())),
         "rows_tagged": counts["rows_tagged"],
         "rows_unmatched": counts["rows_unmatched"],
         "synset_captions": dict(sorted(synsets.items())),
+        ROWS_BY_FILE: dict(sorted(by_file.items())),
     }
     rate = tally["rows_read"] / max(time.monotonic() - started, 1e-9)
-    log.info("tag: %s: %d rows, %d tagged, %.0f rows/s", shard, tally["rows_read"], tally["rows_tagged"], rate)
+    log.info("tag: %s: %d rows, %d tagged, %.0f rows/s", unit.id, tally["rows_read"], tally["rows_tagged"], rate)
     return tally
+
+
+def finish_tally(total: dict, shards: list[str]) -> dict:
+    """The units' summed tally as the stage reports it, the same whatever the units: empty_shards
+    (file name -> 1 for a file with no rows) and, of each file, the first MALFORMED_LISTED
+    malformed lines by line number; rows_by_file dropped."""
+    rows = total.get(ROWS_BY_FILE, {})
+    names = sorted((name(shard) for shard in shards), key=len, reverse=True)
+    lines: dict[str, list[tuple[int, str]]] = {}
+    for key in total.get("malformed_lines", {}):
+        file = next(n for n in names if key.startswith(n + ":"))
+        lines.setdefault(file, []).append((int(key[len(file) + 1 :].split(":", 1)[0]), key))
+    kept = [key for found in lines.values() for _, key in sorted(found)[:MALFORMED_LISTED]]
+    finished = {key: value for key, value in total.items() if key != ROWS_BY_FILE}
+    finished["empty_shards"] = {name(shard): 1 for shard in shards if not rows.get(name(shard))}
+    finished["malformed_lines"] = dict.fromkeys(kept, 1)
+    return sum_tallies([finished])
 
 
 def _tag_worker(config: Config) -> LemmaMatcher:
     return build_matcher(load_index(), config.tagging.ignore_forms)
 
 
-def _tag_one(config: Config, stage_dir: str, shard: str, matcher: LemmaMatcher) -> dict:
+def _tag_one(config: Config, stage_dir: str, unit: WorkUnit, matcher: LemmaMatcher) -> dict:
     corpus = config.corpus
-    return tag_shard(shard, corpus.columns, config.tagging.batch_rows, matcher, stage_dir, layout_of(corpus))
+    return tag_unit(unit, corpus.columns, config.tagging.batch_rows, matcher, stage_dir, layout_of(corpus))
 
 
 def settings(config: Config) -> dict:
@@ -141,31 +184,62 @@ def settings(config: Config) -> dict:
 
 
 def run_tag(config: Config, run_dir: str) -> dict:
-    """Tag every corpus shard on the configured runner into `<run_dir>/tag/`; returns the tally."""
+    """Tag every corpus work unit on the configured runner into `<run_dir>/tag/`; returns the tally."""
     shards = list_shards(config.corpus.paths)
     check_distinct_stems(shards)
-    # every schema is checked before any work starts; the footers' row counts feed the progress
+    # every schema is checked before any work starts
     layout = layout_of(config.corpus)
-    shard_rows = [validate_shard(shard, config.corpus.columns, layout) for shard in shards]
+    for shard in shards:
+        validate_shard(shard, config.corpus.columns, layout)
+    bound = config.corpus.work_unit_rows
+    units = plan_units(file_shapes(shards, layout), bound)
     stage_dir = open_stage(run_dir, STAGE, settings(config))
     write_json(
         FileSystems.join(stage_dir, CORPUS_SHARDS_FILE),
         [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))],
     )
-    log.info("tag: %d shards", len(shards))
+    units = _numbered(config, stage_dir, units, bound)
+    _drop_stale(stage_dir, units)
+    log.info("tag: %s", describe(units, bound))
     total_path = FileSystems.join(stage_dir, TAG_TALLY_FILE)
-    known_rows = None if None in shard_rows else shard_rows  # text files have no footer
+    keys = [unit.key for unit in units]
+    known_rows = [unit.rows for unit in units] if all(unit.exact for unit in units) else None  # text: estimates
     with (
-        watch_shards(stage_dir, shards, STAGE, "rows_read", shard_rows=known_rows),
+        watch_shards(stage_dir, keys, STAGE, "rows_read", shard_rows=known_rows),
         make_pipeline(config.runner) as pipeline,
     ):
         worker = ShardWorker(functools.partial(_tag_one, config, stage_dir), functools.partial(_tag_worker, config))
-        process_shards(pipeline, shards, worker, total_path)
-    tally = read_json(total_path)
+        process_shards(pipeline, units, worker, total_path)
+    tally = finish_tally(read_json(total_path), shards)
+    write_json(total_path, tally)
     write_text(FileSystems.join(stage_dir, COUNTS_FILE), counts_table(tally["synset_captions"], load_index()))
     figures = {key: value for key, value in tally.items() if key != "synset_captions"}
     finish_stage(stage_dir, {**figures, "synsets_found": len(tally["synset_captions"])})
     return tally
+
+
+def _numbered(config: Config, stage_dir: str, units: list[WorkUnit], bound: int) -> list[WorkUnit]:
+    """The units with their text ranges' first lines, counted on the workers (once: the counts
+    stay in the stage folder, under the bound that cut the ranges)."""
+    ranges = text_ranges(units)
+    if not ranges:
+        return units
+    path = FileSystems.join(stage_dir, f"line_starts-{bound}.json")
+    if not FileSystems.exists(path):
+        with make_pipeline(config.runner) as pipeline:
+            process_shards(pipeline, ranges, ShardWorker(count_range), path)
+    return number_lines(units, read_json(path).get("line_starts", {}))
+
+
+def _drop_stale(stage_dir: str, units: list[WorkUnit]) -> None:
+    """Outputs and tallies of units that are not these (a run killed under another
+    corpus.work_unit_rows): gone, so no row is read twice."""
+    ids = {unit.id for unit in units}
+    for folder in (TAGGED_DIR, TALLIES_DIR):
+        pattern = FileSystems.join(stage_dir, folder, "*")
+        stale = [m.path for m in FileSystems.match([pattern])[0].metadata_list if stem(m.path) not in ids]
+        if stale:
+            FileSystems.delete(stale)
 
 
 def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
