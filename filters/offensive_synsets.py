@@ -1,8 +1,10 @@
 """Drop candidates that WordNet itself marks as offensive, before any classifier sees them.
 
-Two of WordNet's own marks, read from the synset alone:
+Two of WordNet's own marks, read from the synset and its lemmas:
 - its usage domain (`usage_domains()` in NLTK): ethnic slur, disparagement, or obscenity (whose
   synset, obscenity.n.02, is also WordNet's "vulgarism"); 12, 39 and 8 noun synsets in WordNet 3.0.
+  A lemma's own usage domain marks its synset too, as the class would carry the lemma: "blackamoor"
+  (ethnic slur) in black.n.05, "Red_Indian" (disparagement) in indian.n.01.
 - its gloss calls it an offensive, derogatory, disparaging, contemptuous, pejorative, insulting,
   obscene, vulgar or abusive term, name, word, expression or reference ("offensive term for a
   Jew", "a Latin American (disparaging) term for foreigners", "obscene terms for feces"), a term
@@ -12,7 +14,7 @@ Two of WordNet's own marks, read from the synset alone:
   "(music) a slur over two notes" (tie) are not marks.
 
 Each mark is a reason of its own, so the funnel counts them apart; a synset with several keeps
-the first of USAGE_DOMAINS' order, then the gloss. Over all 82,115 nouns the rule marks the 75
+the first of USAGE_DOMAINS' order, then the gloss. Over all 82,115 nouns the rule marks the 77
 synsets in tests/data/offensive_synsets.tsv.
 """
 
@@ -64,6 +66,9 @@ def offensive_mark(synset: Synset) -> tuple[str, str] | None:
     for domain, (reason, label) in USAGE_DOMAINS.items():
         if domain in synset.usage_domains:
             return reason, f"WordNet usage: {label}"
+        marked = [lemma for lemma, domains in zip(synset.lemmas, synset.lemma_usage_domains) if domain in domains]
+        if marked:
+            return reason, f"WordNet usage of its lemma {marked[0]!r}: {label}"
     found = _GLOSS_MARKS.search(synset.gloss)
     if found:
         return GLOSS_REASON, f"gloss: {found.group(0).strip('( )')!r}"
@@ -80,7 +85,11 @@ def marked_synsets(index: NounIndex) -> dict[str, tuple[str, str]]:
     synsets = list(index)
     glosses = pa.array([synset.gloss for synset in synsets], pa.string())
     matched = pc.match_substring_regex(glosses, _GLOSS_MARKS.pattern, ignore_case=True).to_numpy(zero_copy_only=False)
-    read_again = (synset for synset, hit in zip(synsets, matched) if hit or synset.usage_domains)
+    read_again = (
+        synset
+        for synset, hit in zip(synsets, matched)
+        if hit or synset.usage_domains or any(synset.lemma_usage_domains)
+    )
     return {synset.wnid: mark for synset in read_again if (mark := offensive_mark(synset)) is not None}
 
 

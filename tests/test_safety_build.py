@@ -31,7 +31,7 @@ TARGETS = {
     "turd": ("crap.n.01", "offensive_synsets", "wordnet_usage_obscenity"),
     "hillbilly": ("hillbilly.n.01", "offensive_synsets", "gloss_offensive_term"),
     "pommy": ("pommy.n.01", "offensive_synsets", "gloss_offensive_term"),
-    "Black person": ("black.n.05", "person_synsets", "identity_race_ethnicity"),
+    "Black person": ("black.n.05", "offensive_synsets", "wordnet_usage_ethnic_slur"),  # its lemma blackamoor
     "Frenchman": ("frenchman.n.01", "person_synsets", "identity_nationality"),
     "Muslim": ("muslim.n.01", "person_synsets", "identity_religion"),
     "gay man": ("gay_man.n.01", "person_synsets", "identity_sexual_orientation"),
@@ -98,7 +98,8 @@ def test_the_expected_reasons_are_those_read_from_wordnet():
     identity = _read_wordnet_list("identity_person_synsets.tsv", "expected")
     for name, step, reason in TARGETS.values():
         if step == "offensive_synsets":
-            assert offensive[name] == f"usage: {reason.removeprefix('wordnet_usage_').replace('_', ' ')}" or (
+            usage = f"usage: {reason.removeprefix('wordnet_usage_').replace('_', ' ')}"
+            assert offensive[name] in (usage, f"lemma {usage}") or (
                 reason == "gloss_offensive_term" and offensive[name].startswith("gloss: ")
             ), name
         elif step == "person_synsets":
@@ -119,7 +120,9 @@ def test_why_names_the_rule_for_each(built):
         assert result.exit_code == 0, result.output
         assert f"dropped at step '{step}' ({reason})" in result.output, result.output
     black = invoke(why, ["black.n.05", "--run", str(built / "run")]).output
-    assert "names people by race or ethnicity: descends from n09636106 person_of_color.n.01" in black
+    assert "WordNet usage of its lemma 'blackamoor': ethnic slur" in black
+    muslim = invoke(why, ["muslim.n.01", "--run", str(built / "run")]).output
+    assert "names people by religion: descends from " in muslim
     assert "WordNet usage: ethnic slur" in invoke(why, ["kike", "--run", str(built / "run")]).output
     assert "classifier score 0.9" in invoke(why, ["blowjob", "--run", str(built / "run")]).output
     unseen = invoke(why, ["nigger.n.01", "--run", str(built / "run")]).output  # no caption names it
@@ -132,7 +135,8 @@ def test_the_card_counts_each_rule_and_the_report_lists_the_wnids(built):
     section = card.split("## Safety: offensive and identity synsets")[1].split("\n## ")[0]
     lines = [line.split(" | ") for line in section.splitlines() if line.startswith("| ")]
     rows = {cells[0].strip("| "): cells for cells in lines}
-    assert rows["WordNet usage: ethnic slur"][2] == "3" and rows["WordNet usage: ethnic slur"][3].strip(" |") == "12"
+    # kike, wop, paddy and black (its lemma blackamoor); in WordNet 12 synsets and black.n.05
+    assert rows["WordNet usage: ethnic slur"][2] == "4" and rows["WordNet usage: ethnic slur"][3].strip(" |") == "13"
     assert rows["person synset naming disability or illness"][2] == "2"
     assert rows["text classifier (alt-profanity-check)"][2] == "1"
     assert rows["any other person synset"][1] == "off"

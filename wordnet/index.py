@@ -44,6 +44,8 @@ class Synset:
     usage_domains: tuple[str, ...] = ()  # wnids of WordNet's usage labels, e.g. ethnic_slur.n.01
     examples: tuple[str, ...] = ()  # WordNet's usage examples
     lemma_counts: tuple[int, ...] = ()  # each lemma's tagged-corpus count (NLTK `Lemma.count()`), as `lemmas`
+    # each lemma's own usage labels (NLTK `Lemma.usage_domains()`), as `lemmas`: "blackamoor" in black.n.05
+    lemma_usage_domains: tuple[tuple[str, ...], ...] = ()
 
     @property
     def head(self) -> str:
@@ -122,11 +124,18 @@ def _build_from_nltk() -> NounIndex:
             tuple(wnid_of_offset(d.offset()) for d in s.usage_domains()),
             tuple(s.examples()),
             tuple(lemma.count() for lemma in s.lemmas()),
+            tuple(tuple(wnid_of_offset(d.synset().offset()) for d in lemma.usage_domains()) for lemma in s.lemmas()),
         )
     depth = _shortest_depths({wnid: fields[5] for wnid, fields in raw.items()})
     synsets = {
         wnid: Synset(
-            wnid, *fields[:6], depth=depth[wnid], usage_domains=fields[6], examples=fields[7], lemma_counts=fields[8]
+            wnid,
+            *fields[:6],
+            depth=depth[wnid],
+            usage_domains=fields[6],
+            examples=fields[7],
+            lemma_counts=fields[8],
+            lemma_usage_domains=fields[9],
         )
         for wnid, fields in sorted(raw.items())
     }
@@ -175,6 +184,7 @@ def _save(index: NounIndex, path: Path) -> None:
                 s.usage_domains,
                 s.examples,
                 s.lemma_counts,
+                s.lemma_usage_domains,
             ]
             for s in index
         ],
@@ -202,6 +212,7 @@ def _load(path: Path) -> NounIndex:
             tuple(row[8]),
             tuple(row[9]),
             tuple(row[10]),
+            tuple(tuple(domains) for domains in row[11]),
         )
         for row in payload["synsets"]
     }
