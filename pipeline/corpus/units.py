@@ -193,6 +193,6 @@ def describe(units: list[WorkUnit], bound: int) -> str:
     cut = {piece.path for unit in units for piece in unit.pieces if piece.part is not None}
     grouped = sum(len(unit.pieces) for unit in units if len(unit.pieces) > 1)
     return (
-        f"{len(units):,} work units of at most {bound:,} rows (corpus.work_unit_rows) from {len(files):,} files: "
-        f"{len(cut):,} cut, {grouped:,} grouped"
+        f"{len(units):,} work unit(s) of at most {bound:,} rows (corpus.work_unit_rows) from {len(files):,} "
+        f"file(s): {len(cut):,} cut, {grouped:,} grouped"
     )
