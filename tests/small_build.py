@@ -14,8 +14,11 @@ from imagenot.pipeline.config.schema import Config, Corpus, load_config
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.tag.stage import run_tag
 
+# Compact captions (corpus.synth.captions), on which the tests' figures were set: realistic ones name about 21
+# noun synsets each, so fewer name exactly one (`imagenot plan` of these 12,000 rows: 702 captions left after the
+# caption rules, against 1,173) and classes would come out short of their images.
 SMALL_BUILD = {
-    "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000}},
+    "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000, "captions": "compact"}},
     "selection": {"min_captions": 8},
     "scoring": {"first_pass_captions": 10},
     "ranking": {"classes": 8, "top_n": 5, "min_captions": 1, "thresholds": {"packaged:all-MiniLM-L6-v2": 0.3}},
@@ -23,7 +26,13 @@ SMALL_BUILD = {
 }
 
 # A synthetic corpus large enough for the score, rank and sample stages' own tests.
-TAGGED_CORPUS = {"rows": 20_000, "seed": 5, "url_base": "http://127.0.0.1:9/img", "shard_rows": 10_000}
+TAGGED_CORPUS = {
+    "rows": 20_000,
+    "seed": 5,
+    "url_base": "http://127.0.0.1:9/img",
+    "shard_rows": 10_000,
+    "captions": "compact",  # as SMALL_BUILD: classes with enough one-synset captions from few rows
+}
 
 
 class SmallRun(NamedTuple):
@@ -65,7 +74,7 @@ def tag_corpus(folder: Path) -> None:
     """The TAGGED_CORPUS in folder/corpus and the tag stage over it (default tagging) in folder/run."""
     c = TAGGED_CORPUS
     (folder / "corpus").mkdir()
-    synth_corpus(folder / "corpus", c["rows"], c["seed"], c["url_base"], c["shard_rows"])
+    synth_corpus(folder / "corpus", c["rows"], c["seed"], c["url_base"], c["shard_rows"], captions=c["captions"])
     run_tag(Config(corpus=Corpus(paths=[str(folder / "corpus" / "part-*.parquet")])), str(folder / "run"))
 
 

@@ -103,6 +103,8 @@ def config_path(gcs_bucket, tmp_path_factory):
         str(synth["shard_rows"]),
         "--url-base",
         f"http://127.0.0.1:{port}/img",
+        "--captions",
+        synth["captions"],
     )
     config = {
         **SMALL_BUILD,

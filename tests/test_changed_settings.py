@@ -99,7 +99,7 @@ def test_a_build_with_every_download_option_changed_finishes(small_run, tmp_path
 
 ALL_CHANGED = {
     "corpus": {
-        "synth": {"rows": 6_000, "seed": 6, "shard_rows": 2_000},
+        "synth": {"rows": 6_000, "seed": 6, "shard_rows": 2_000, "captions": "compact"},  # full classes from few rows
         "columns": {
             "width": None,
             "height": None,

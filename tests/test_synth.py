@@ -1,15 +1,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import statistics
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.config.schema import Columns
+from imagenot.pipeline.config.schema import FUNCTION_WORDS, Columns, Config
 from imagenot.pipeline.corpus.reader import DROP_REASONS, read_shard
 from imagenot.pipeline.corpus.synth import (
     BAD_SHARES,
@@ -20,7 +24,9 @@ from imagenot.pipeline.corpus.synth import (
     TRUTH_SCHEMA,
     synth_command,
     synth_corpus,
+    synth_shards,
 )
+from imagenot.pipeline.tag.stage import build_matcher
 
 ROWS, SHARD_ROWS, URL_BASE = 6_000, 2_500, "http://img.test:9/x"
 
@@ -174,3 +180,44 @@ def test_command_writes_a_corpus_and_refuses_to_overwrite(tmp_path):
     assert "120 rows in 3 shards" in first.output
     again = invoke(synth_command, args)
     assert again.exit_code != 0 and "already holds a corpus" in again.output
+
+
+# The real LAION sample (../shared/data/laion_sample_9614.parquet, 9,614 captions) measured as
+# caption_cost below measures (benchmarks/bench_corpus_read.py --captions; benchmarks/README.md, issue 31
+# item 5): mean caption characters, mean candidate noun synsets per tagged caption (default tagging).
+REAL_MEAN_CHARS, REAL_SYNSETS_MEAN = 59.3, 21.28
+# sha256 of the 3,000-row corpus below as the synth of 3192e59 (before corpus.synth.captions) wrote it.
+COMPACT_DIGEST = "0aaca1e19dc1b20c8a0fed2e8b85db127c83428d4a6af016d2ed4b330dfa1842"
+
+
+def caption_cost(captions: list[str | None], matcher) -> tuple[float, float, float]:
+    """Mean characters of the non-null captions, mean and median noun synsets per tagged caption."""
+    texts = pa.array([text for text in captions if text is not None], pa.string())
+    synsets = pc.list_value_length(matcher.tag(texts).wnids).to_pylist()
+    tagged = [n for n in synsets if n > 0]
+    return statistics.mean(pc.utf8_length(texts).to_pylist()), statistics.mean(tagged), statistics.median(tagged)
+
+
+def test_default_captions_cost_what_real_ones_cost_and_compact_ones_less(index):
+    assert Config.model_validate({"corpus": {"synth": {"rows": 10}}}).corpus.synth.captions == "realistic"
+    realistic = [text for _, shard, _ in synth_shards(4_000, 2, index=index) for text in shard["TEXT"].to_pylist()]
+    matcher = build_matcher(index, FUNCTION_WORDS)  # as the tag stage tags by default
+    chars, synsets, median = caption_cost(realistic, matcher)
+    assert chars == pytest.approx(REAL_MEAN_CHARS, rel=0.1) and synsets == pytest.approx(REAL_SYNSETS_MEAN, rel=0.1)
+    assert 15 <= median <= 21  # the real sample's: 18
+    compact = [t for _, s, _ in synth_shards(4_000, 2, index=index, captions="compact") for t in s["TEXT"].to_pylist()]
+    chars, synsets, _ = caption_cost(compact, matcher)
+    assert chars < 0.8 * REAL_MEAN_CHARS and synsets < 0.7 * REAL_SYNSETS_MEAN
+
+
+def test_compact_captions_are_the_earlier_corpus_byte_for_byte(index, tmp_path):
+    digest_ = hashlib.sha256()
+    for stem, table, truth in synth_shards(3_000, 3, shard_rows=1_000, index=index, captions="compact"):
+        digest_.update(json.dumps([stem, table.to_pydict(), truth.to_pydict()], sort_keys=True).encode())
+    assert digest_.hexdigest() == COMPACT_DIGEST
+    synth_corpus(tmp_path / "call", 300, 3, shard_rows=100, index=index, captions="compact")
+    args = "--rows 300 --seed 3 --shard-rows 100".split()
+    assert invoke(synth_command, ["--out", str(tmp_path / "cli"), *args, "--captions", "compact"]).exit_code == 0
+    assert digest(tmp_path / "cli") == digest(tmp_path / "call")  # the command passes --captions on
+    assert invoke(synth_command, ["--out", str(tmp_path / "default"), *args]).exit_code == 0
+    assert digest(tmp_path / "default") != digest(tmp_path / "call")

@@ -75,6 +75,12 @@ class Synth(Section):
     seed: int = Field(0, ge=0, lt=2**32)
     url_base: str = Field("http://127.0.0.1:8000/img", description="image URLs start here")
     shard_rows: int = Field(100_000, ge=1)
+    captions: Literal["realistic", "compact"] = Field(
+        "realistic",
+        description="realistic: captions as long and naming as many noun synsets as real LAION captions, for "
+        "benchmarks and plans; compact: the shorter captions of earlier versions, byte for byte (small builds "
+        "that need full classes from few rows)",
+    )
 
 
 class Corpus(Section):

@@ -6,6 +6,12 @@ hyphens), lower/as-in-WordNet/Title/UPPER case by style, plurals regular ("boxes
 and irregular from WordNet's noun.exc ("mice"), punctuation glued on ("dogs," "(Golden
 Retriever)" "painter's"). Template words ("photo", "kitchen floor", "Set") are WordNet nouns
 too, as in real captions; they are filler, not what the caption is about.
+
+Two caption kinds (CAPTION_KINDS, `corpus.synth.captions`): "realistic" captions cost what a real
+LAION caption costs to tag (about 59 characters, about 21 candidate noun synsets per tagged caption:
+gloss context on more captions, and a tail of common many-sensed tag words); "compact" captions are
+the shorter ones this module wrote before (about 44 characters, 13 synsets), kept byte for byte for
+small test and demo builds that need many captions about one synset from few rows.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ STYLE_SHARES = (0.3, 0.3, 0.3, 0.1)
 PLURAL_SHARE = 0.35
 HYPHEN_SHARE = 0.15  # multi-word lemmas written "hot-dog" rather than "hot dog"
 GLUE_SHARE = 0.2
-CONTEXT_SHARE = {"single": 0.25, "other_sense": 0.7}  # gloss words appended as context
+CONTEXT_SHARE = {"single": 0.25, "other_sense": 0.7}  # gloss words appended as context (compact)
 CASES = ("lower", "wordnet", "title", "upper")
 CASE_SHARES = {  # by style
     "product": (0.15, 0.1, 0.55, 0.2),
@@ -104,7 +110,19 @@ PLACES = ("kitchen floor", "beach", "garden", "table", "street", "park", "sofa",
 AUDIENCES = ("Men", "Women", "Kids", "Girls", "Boys")
 SIZES = ("10 x 12 cm", "XL", "Size M", "2.5 inch", "500ml", "A4")
 COUNTS = ("two", "three", "four", "2", "3", "5", "several", "many", "10")
-U_PER_ROW = 9  # uniform draws each caption consumes
+CAPTION_KINDS = ("realistic", "compact")
+# Realistic captions: gloss context on more of them, and web captions' tail of tags made of common,
+# many-sensed words ("Home Decor Wall Art Print"): each names several noun synsets, which is what makes
+# a real caption name about 20 of them (benchmarks/README.md, "Synthetic captions against real ones").
+REALISTIC_CONTEXT_SHARE = {"single": 0.6, "other_sense": 0.8}
+TAIL_SHARE = 0.28
+TAIL_WORDS = (
+    "home", "design", "set", "black", "white", "light", "art", "print", "wall", "style", "case", "cover", "room",
+    "card", "gift", "view", "house", "water", "paper", "star", "life", "day", "party", "decor", "kit", "pattern",
+    "background", "line", "top", "frame", "logo", "shirt", "box", "garden", "kitchen", "board", "sign", "time",
+)  # fmt: skip
+TAIL_LENGTHS = (1, 2, 3, 4)
+U_PER_ROW = {"compact": 9, "realistic": 10}  # uniform draws each caption consumes
 
 
 class Caption(NamedTuple):
@@ -140,8 +158,12 @@ def _distinct(ranks: list[int], n: int) -> list[int]:
 class CaptionWriter:
     """Writes one caption from a few uniform draws; all randomness comes from the caller."""
 
-    def __init__(self, lexicon: Lexicon):
+    def __init__(self, lexicon: Lexicon, captions: str = "realistic"):
+        if captions not in CAPTION_KINDS:
+            raise ValueError(f"captions must be one of {', '.join(CAPTION_KINDS)}, not {captions!r}")
         self.lexicon = lexicon
+        self.realistic = captions == "realistic"
+        self.context_share = REALISTIC_CONTEXT_SHARE if self.realistic else CONTEXT_SHARE
         filler_options = {  # slot -> (divisor picking from the draw, options)
             "Brand": (1, lexicon.brands),
             "Brand2": (3, lexicon.brands),
@@ -193,7 +215,7 @@ class CaptionWriter:
             slot: self._spell(self.lexicon.lemma(rank, draw), False, case, u[4] < HYPHEN_SHARE)[0]
             for slot, rank, draw in zip(slots, ranks, u[5:8])
         }
-        text = self._fill(template, u[2], subjects)
+        text = self._tail(self._fill(template, u[2], subjects), u)
         mentioned = sorted(self.lexicon.wnids[rank] for rank in ranks)
         return Caption(text, None, "multi", None, None, None, mentioned, None, "multi")
 
@@ -214,10 +236,20 @@ class CaptionWriter:
             written = (glue if not surface.endswith("s") else glue.replace("'s", "'")).format(surface)
         article = "an" if surface[:1].lower() in "aeiou" else "a"
         text = self._fill(template, u[6], {"x": written, "ax": f"{article} {written}"})
-        if u[7] < CONTEXT_SHARE[kind]:
+        if u[7] < self.context_share[kind]:
             text = f"{text.rstrip('.!')} - {self.lexicon.gloss_context(rank)}"
+        text = self._tail(text, u)
         wnid = self.lexicon.wnids[rank]
         return Caption(text, wnid, kind, lemma, surface, form, [wnid], decoy, style)
+
+    def _tail(self, text: str, u: list[float]) -> str:
+        """`text`, for realistic captions and a share TAIL_SHARE of draws u[9], with a few TAIL_WORDS after it."""
+        if not self.realistic or u[9] >= TAIL_SHARE:
+            return text
+        draw = int(u[9] / TAIL_SHARE * 2**40)
+        count = TAIL_LENGTHS[draw % len(TAIL_LENGTHS)]
+        words = [TAIL_WORDS[(draw // 7**i) % len(TAIL_WORDS)] for i in range(1, count + 1)]
+        return f"{text} | {' '.join(words)}"
 
     def _spell(self, lemma: str, plural: bool, case: str, hyphen: bool) -> tuple[str, str]:
         form = "base"

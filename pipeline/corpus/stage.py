@@ -30,7 +30,7 @@ def run_corpus(config: Config, run_dir: str) -> None:
     delete_folder(FileSystems.join(run_dir, STAGE))
     stage_dir = open_stage(run_dir, STAGE, settings(config))
     synth = config.corpus.synth
-    result = synth_corpus(stage_dir, synth.rows, synth.seed, synth.url_base, synth.shard_rows)
+    result = synth_corpus(stage_dir, synth.rows, synth.seed, synth.url_base, synth.shard_rows, captions=synth.captions)
     finish_stage(stage_dir, {"rows": result.rows, "shards": len(result.shards)})
 
 

@@ -5,6 +5,9 @@ captions in LAION's styles about WordNet noun synsets drawn Zipf-like (see `lexi
 `captions`), captions about several synsets or none, lemmas used in another of their senses,
 exact duplicate captions, NSFW-tagged rows and rows the reader must drop. The same seed gives
 the same bytes. Rows are generated and written shard by shard, never the whole corpus at once.
+`captions` picks the caption kind (`captions.CAPTION_KINDS`): "realistic" (the default) costs what
+real captions cost to tag; "compact" is the shorter captions of earlier versions, byte for byte,
+for small builds that need many captions about one synset from few rows.
 
 Shards `part-00000.parquet`, ... hold up to `shard_rows` rows each, in LAION-5B's schema:
 SAMPLE_ID int64 (the row's number in the corpus), URL "<url_base>/<SAMPLE_ID>.jpg", TEXT,
@@ -14,8 +17,8 @@ similarity float64 (CLIP score, 0.28-0.45), punsafe float64 (in [0, 0.5) for UNL
 
 Rates: KIND_SHARES for what a fresh caption is about; DUPLICATE_SHARE of the rows with a
 caption copy the caption (and truth) of an earlier row, heavy-tailed so that some captions recur
-many times. Short alt texts also collide by chance: at 1M rows about 26% of captions repeat an
-earlier one, within the 10-30% of exact duplicates seen in LAION's captions. NSFW_SHARES for
+many times. Short alt texts also collide by chance: at 1M rows about 22% of captions repeat an
+earlier one (26% of compact ones), within the 10-30% of exact duplicates seen in LAION's captions. NSFW_SHARES for
 the NSFW tag; BAD_SHARES (1.5% in all) for rows built to trigger each of the reader's drop
 reasons.
 
@@ -51,7 +54,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
+from imagenot.pipeline.corpus.captions import CAPTION_KINDS, U_PER_ROW, Caption, CaptionWriter
 from imagenot.pipeline.corpus.lexicon import Lexicon
 from imagenot.pipeline.run.files import atomic_output
 from imagenot.pipeline.run.layout import CORPUS_PARTS
@@ -60,6 +63,7 @@ from imagenot.wordnet.index import NounIndex, load_index
 
 DEFAULT_URL_BASE = "http://127.0.0.1:8000/img"
 DEFAULT_SHARD_ROWS = 100_000
+DEFAULT_CAPTIONS = "realistic"
 GROUND_TRUTH = "ground_truth.parquet"
 KIND_SHARES = {"single": 0.72, "other_sense": 0.06, "multi": 0.14, "none": 0.08}
 DUPLICATE_SHARE = 0.15
@@ -139,6 +143,7 @@ def synth_corpus(
     url_base: str = DEFAULT_URL_BASE,
     shard_rows: int = DEFAULT_SHARD_ROWS,
     index: NounIndex | None = None,
+    captions: str = DEFAULT_CAPTIONS,
 ) -> SynthResult:
     """Write `rows` rows as shards plus ground truth into `out` (any FileSystems folder), which
     must hold no corpus yet. Each file appears whole under its name or not at all."""
@@ -153,7 +158,7 @@ def synth_corpus(
         atomic_output(truth_path) as truth_stream,
         pq.ParquetWriter(truth_stream, TRUTH_SCHEMA, compression="zstd") as truth_writer,
     ):
-        for stem, table, truth in synth_shards(rows, seed, url_base, shard_rows, index):
+        for stem, table, truth in synth_shards(rows, seed, url_base, shard_rows, index, captions):
             shards.append(FileSystems.join(out, f"{stem}.parquet"))
             with atomic_output(shards[-1]) as stream:
                 pq.write_table(table, stream, compression="zstd")
@@ -167,10 +172,12 @@ def synth_shards(
     url_base: str = DEFAULT_URL_BASE,
     shard_rows: int = DEFAULT_SHARD_ROWS,
     index: NounIndex | None = None,
+    captions: str = DEFAULT_CAPTIONS,
 ) -> Iterator[tuple[str, pa.Table, pa.Table]]:
     """(stem, shard table, ground truth) of each shard `synth_corpus` writes, in order, in memory."""
     rng = np.random.default_rng(seed)
-    generator = _ShardGenerator(Lexicon(index or load_index(), rng), rng, url_base.rstrip("/"))
+    writer = CaptionWriter(Lexicon(index or load_index(), rng), captions)
+    generator = _ShardGenerator(writer, rng, url_base.rstrip("/"), U_PER_ROW[captions])
     for number, start in enumerate(range(0, rows, shard_rows)):
         stem = f"part-{number:05d}"
         yield stem, *generator.shard(stem, start, min(shard_rows, rows - start))
@@ -190,9 +197,10 @@ def _labels(rng: np.random.Generator, shares: dict[str, float], n: int, rest: st
 class _ShardGenerator:
     """Rows shard by shard from one random stream, with a pool of captions to duplicate."""
 
-    def __init__(self, lexicon: Lexicon, rng: np.random.Generator, url_base: str):
-        self.lexicon = lexicon
-        self.writer = CaptionWriter(lexicon)
+    def __init__(self, writer: CaptionWriter, rng: np.random.Generator, url_base: str, draws_per_row: int):
+        self.lexicon = writer.lexicon
+        self.writer = writer
+        self.draws_per_row = draws_per_row
         self.rng = rng
         self.url_base = url_base
         self.pool: list[tuple[str, Caption]] = []
@@ -202,7 +210,7 @@ class _ShardGenerator:
         kinds = _labels(rng, KIND_SHARES, n, rest="single")
         ranks = self.lexicon.draw_ranks(rng, 3 * n).reshape(n, 3).tolist()
         decoys = self.lexicon.draw_ambiguous_ranks(rng, n).tolist()
-        draws = rng.random((n, U_PER_ROW)).tolist()
+        draws = rng.random((n, self.draws_per_row)).tolist()
         duplicate = (rng.random(n) < DUPLICATE_SHARE).tolist()
         pool_draws = rng.random(n).tolist()
         bad = _labels(rng, BAD_SHARES, n, rest=None)
@@ -291,10 +299,18 @@ class _ShardGenerator:
     type=click.IntRange(min=1),
     help="rows per parquet shard",
 )
-def synth_command(out: str, rows: int, seed: int, url_base: str, shard_rows: int) -> None:
+@click.option(
+    "--captions",
+    type=click.Choice(CAPTION_KINDS),
+    default=DEFAULT_CAPTIONS,
+    show_default=True,
+    help="realistic: as long and as many-sensed as real captions; compact: the shorter captions of "
+    "earlier versions (small test builds)",
+)
+def synth_command(out: str, rows: int, seed: int, url_base: str, shard_rows: int, captions: str) -> None:
     """Generate a synthetic LAION-schema corpus with its ground truth."""
     try:
-        result = synth_corpus(out, rows, seed, url_base, shard_rows)
+        result = synth_corpus(out, rows, seed, url_base, shard_rows, captions=captions)
     except FileExistsError as err:
         raise click.ClickException(str(err)) from err
     click.echo(f"{result.rows} rows in {len(result.shards)} shards, ground truth {result.ground_truth}")

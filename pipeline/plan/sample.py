@@ -50,7 +50,10 @@ def sample_batches(config: Config, rows: int, seed: int) -> Iterator[ShardBatch]
     """About `rows` corpus rows, checked, spread over the shards by a seeded choice."""
     synth, columns = config.corpus.synth, config.corpus.columns
     if synth is not None:
-        for stem, table, _ in synth_shards(min(rows, synth.rows), synth.seed, synth.url_base, synth.shard_rows):
+        shards = synth_shards(
+            min(rows, synth.rows), synth.seed, synth.url_base, synth.shard_rows, captions=synth.captions
+        )
+        for stem, table, _ in shards:
             yield check_rows(Source(f"{stem}.parquet", Layout()), table, columns, np.arange(table.num_rows))
         return
     layout = layout_of(config.corpus)

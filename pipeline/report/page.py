@@ -120,7 +120,8 @@ def _overview(facts: RunFacts) -> str:
     c = facts.config
     warning = (
         '<p class="warning"><b>Synthetic corpus.</b> This dataset was built from a synthetic LAION-style corpus '
-        f"(<code>imagenot synth</code>, {c.corpus.synth.rows:,} rows, seed {c.corpus.synth.seed}); its captions and "
+        f"(<code>imagenot synth</code>, {c.corpus.synth.rows:,} rows, seed {c.corpus.synth.seed}, "
+        f"{c.corpus.synth.captions} captions); its captions and "
         "URLs are made up. It demonstrates the pipeline and is not data to train or evaluate on.</p>"
         if facts.synthetic
         else ""
