@@ -119,6 +119,26 @@ def test_a_text_file_cut_into_byte_ranges_reads_as_the_whole_file(tmp_path, fmt,
         assert malformed[0].startswith("big.tsv:12: ")
 
 
+def test_files_of_other_columns_are_not_grouped(tmp_path):
+    """A unit writes one tagged file: a file with LAION's NSFW column beside files without it starts
+    a unit of its own, and the stage tags them all."""
+    laion = _table(200).append_column("NSFW", pa.array(["UNLIKELY"] * 200))
+    pq.write_table(_table(100), tmp_path / "a.parquet")
+    pq.write_table(laion, tmp_path / "b.parquet")
+    write_as(_table(100, 500), tmp_path / "c.tsv")
+    write_as(_table(100, 700), tmp_path / "d.jsonl")
+    paths = sorted(tmp_path.iterdir())
+    units = plan_units(file_shapes([str(p) for p in paths], DEFAULT_LAYOUT), 1_000)
+    assert [u.id for u in units] == ["a", "b", "c..d"]
+    config = tmp_path.with_name("c.yaml")
+    config.write_text(yaml.safe_dump({"selection": {"allowed_nsfw_tags": None, "max_punsafe": None}}))
+    run = tmp_path.with_name("run")
+    result = invoke(tag_command, ["--input", str(tmp_path / "*"), "--config", str(config), "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    assert pq.read_table(run / "tag" / "tagged" / "b.parquet").column_names[-1] == "nsfw"
+    assert json.loads((run / "tag" / "tag_tally.json").read_text())["rows_read"] == 500
+
+
 def test_gzipped_files_and_json_arrays_are_read_whole(tmp_path):
     table = _table(3_000)
     paths = [write_as(table, tmp_path / "a.tsv.gz"), write_as(table, tmp_path / "b.json")]

@@ -13,7 +13,8 @@ not cost one Beam element each, and no worker holds more than a unit's rows.
   and malformed lines' numbers are the file's.
 - A gzipped file (it cannot be entered part way) or a .json array (parsed whole) is read whole.
 - Files of at most the bound that are not cut are grouped, in path order, into units of at most
-  the bound (a text file's rows estimated).
+  the bound (a text file's rows estimated); a group holds files of the same column names only, as
+  its rows go to one tagged file.
 
 A unit's id tells its content given the file list: a whole file's is its name less the last
 suffix (as a shard's outputs were always named), a file's part `<stem>@rg<first>-<last>` (row
@@ -45,6 +46,7 @@ class FileShape:
     exact: bool
     row_groups: tuple[int, ...] | None = None
     size: int | None = None
+    columns: tuple[str, ...] = ()  # its schema's names: only files with the same ones are grouped
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,12 @@ class WorkUnit:
 
 def file_shape(path: str, layout: Layout) -> FileShape:
     source = Source(path, layout)
+    columns = tuple(sorted(source.schema().names))
     if source.format == "parquet":
         groups = tuple(source.row_group_rows())
-        return FileShape(path, sum(groups), True, row_groups=groups)
-    return FileShape(path, source.estimated_rows(), False, size=file_size(path) if source.splittable() else None)
+        return FileShape(path, sum(groups), True, row_groups=groups, columns=columns)
+    size = file_size(path) if source.splittable() else None
+    return FileShape(path, source.estimated_rows(), False, size=size, columns=columns)
 
 
 def file_shapes(paths: list[str], layout: Layout) -> list[FileShape]:
@@ -105,7 +109,8 @@ def plan_units(shapes: Iterable[FileShape], bound: int) -> list[WorkUnit]:
     for shape in shapes:
         parts = _cut(shape, bound)
         if parts is None and shape.rows <= bound:
-            if sum(s.rows for s in group) + shape.rows > bound:
+            # a unit writes one tagged file: its files must give the same columns
+            if sum(s.rows for s in group) + shape.rows > bound or (group and group[0].columns != shape.columns):
                 flush()
             group.append(shape)
             continue
