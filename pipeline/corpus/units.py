@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -86,10 +86,17 @@ def file_shape(path: str, layout: Layout) -> FileShape:
     return FileShape(path, source.estimated_rows(), False, size=size, columns=columns)
 
 
-def file_shapes(paths: list[str], layout: Layout) -> list[FileShape]:
-    """Every file's shape, read many at once."""
+def file_shapes(paths: list[str], layout: Layout, check: Callable[[str], object] | None = None) -> list[FileShape]:
+    """Every file's shape, read many at once, each file first given to `check` (which raises on a
+    file the stage refuses: the first such file in `paths` order is the one raised)."""
+
+    def shape(path: str) -> FileShape:
+        if check is not None:
+            check(path)
+        return file_shape(path, layout)
+
     with ThreadPoolExecutor(SHAPE_THREADS) as pool:
-        return list(pool.map(lambda path: file_shape(path, layout), paths))
+        return list(pool.map(shape, paths))
 
 
 def plan_units(shapes: Iterable[FileShape], bound: int) -> list[WorkUnit]:

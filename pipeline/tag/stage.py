@@ -187,12 +187,11 @@ def run_tag(config: Config, run_dir: str) -> dict:
     """Tag every corpus work unit on the configured runner into `<run_dir>/tag/`; returns the tally."""
     shards = list_shards(config.corpus.paths)
     check_distinct_stems(shards)
-    # every schema is checked before any work starts
+    # every schema is checked before any work starts (with the footers and heads the units are cut from)
     layout = layout_of(config.corpus)
-    for shard in shards:
-        validate_shard(shard, config.corpus.columns, layout)
     bound = config.corpus.work_unit_rows
-    units = plan_units(file_shapes(shards, layout), bound)
+    check = functools.partial(validate_shard, columns=config.corpus.columns, layout=layout)
+    units = plan_units(file_shapes(shards, layout, check), bound)
     stage_dir = open_stage(run_dir, STAGE, settings(config))
     write_json(
         FileSystems.join(stage_dir, CORPUS_SHARDS_FILE),
