@@ -15,6 +15,7 @@ from cli_runner import invoke
 
 from imagenot.pipeline.config.schema import FUNCTION_WORDS, Columns, Config
 from imagenot.pipeline.corpus.reader import DROP_REASONS, read_shard
+from imagenot.pipeline.corpus.stage import run_corpus
 from imagenot.pipeline.corpus.synth import (
     BAD_SHARES,
     DUPLICATE_SHARE,
@@ -26,6 +27,7 @@ from imagenot.pipeline.corpus.synth import (
     synth_corpus,
     synth_shards,
 )
+from imagenot.pipeline.plan.sample import sample_batches
 from imagenot.pipeline.tag.stage import build_matcher
 
 ROWS, SHARD_ROWS, URL_BASE = 6_000, 2_500, "http://img.test:9/x"
@@ -221,3 +223,15 @@ def test_compact_captions_are_the_earlier_corpus_byte_for_byte(index, tmp_path):
     assert digest(tmp_path / "cli") == digest(tmp_path / "call")  # the command passes --captions on
     assert invoke(synth_command, ["--out", str(tmp_path / "default"), *args]).exit_code == 0
     assert digest(tmp_path / "default") != digest(tmp_path / "call")
+
+
+@pytest.mark.parametrize("captions", ["realistic", "compact"])
+def test_the_corpus_stage_and_the_plan_write_the_configured_captions(captions, index, tmp_path):
+    synth = {"rows": 300, "seed": 3, "shard_rows": 100, "captions": captions}
+    config = Config.model_validate({"corpus": {"synth": synth}})
+    run_corpus(config, str(tmp_path / "run"))
+    synth_corpus(tmp_path / "direct", 300, 3, shard_rows=100, index=index, captions=captions)
+    written = pq.read_table(sorted((tmp_path / "run" / "corpus").glob("part-*.parquet")))["TEXT"].to_pylist()
+    assert written == pq.read_table(sorted((tmp_path / "direct").glob("part-*.parquet")))["TEXT"].to_pylist()
+    planned = [text for part in sample_batches(config, 300, 0) for text in part.batch.column("caption").to_pylist()]
+    assert set(planned) <= set(written) and len(planned) > 250
