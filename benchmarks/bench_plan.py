@@ -17,8 +17,10 @@ half an hour); `--rate NAME=VALUE` overrides a `Rates` field.
 
 `--against CONFIG RUN ...` compares `imagenot plan --sample` (its default sample) with finished
 builds instead (each RUN built from CONFIG with `imagenot build`): candidates, classes, captions
-scored and embedded as [plan low, mid, high, built, mid / built], whether the plan warns that it
-cannot fill `ranking.classes` and whether the build fell short, and the plan's seconds.
+scored and embedded as [plan low, mid, high, built, mid / built], score's and rank's captions and
+embedded captions as [plan mid, built], the eligible candidates the plan took for broad words,
+whether the plan warns that it cannot fill `ranking.classes` and whether the build fell short, and
+the plan's seconds. A build's captions embedded count only with a fresh embedding cache.
 
     python benchmarks/bench_plan.py --against configs/demo.yaml runs/demo
 """
@@ -97,6 +99,15 @@ def against_build(config_path: str, run: str, rates: Rates) -> dict:
         ]
         for key, value in built.items()
     }
+    stages = plan["stages"]
+    per_stage = {  # the mid plan beside the build, stage by stage
+        f"{stage}_{key}": [stages[stage]["work"][work], summary[stage][measured]]
+        for stage in ("score", "rank")
+        for key, work, measured in (
+            ("captions", "captions_scored", "rows_scored"),
+            ("embedded", "captions_to_embed", "captions_embedded"),
+        )
+    }
     warns = any(w.startswith("cannot fill") for w in plan["warnings"])
     short = built["classes"] < config.ranking.classes
     return {
@@ -104,6 +115,8 @@ def against_build(config_path: str, run: str, rates: Rates) -> dict:
         "rows": rows,
         "sample": plan["sample"]["rows"],
         "figures": figures,
+        "per_stage": per_stage,
+        "broad": plan["sample"]["broad"],
         "warns_cannot_fill": warns,
         "build_short": short,
         "agree": warns == short,

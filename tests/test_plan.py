@@ -176,14 +176,16 @@ def test_the_priority_path_scores_a_multiple_of_m_and_embeds_what_the_first_pass
 
 
 def _build_figures(run) -> dict:
-    """What the finished build found: candidates, classes, captions scored, and the classes that any
-    K would get (those past the threshold and min_captions: `class` or `beyond_top_k` in ranking.tsv)."""
+    """What the finished build found: candidates, classes, captions scored and embedded (score + rank,
+    its embedding cache fresh), and the classes that any K would get (those past the threshold and
+    min_captions: `class` or `beyond_top_k` in ranking.tsv)."""
     summary = json.loads((run / "summary.json").read_text())
     fates = [line.split("\t")[3] for line in (run / "rank" / "ranking.tsv").read_text().splitlines()[1:]]
     return {
         "candidates": summary["select"]["candidates"],
         "classes": summary["rank"]["classes"],
         "captions_scored": summary["score"]["rows_scored"] + summary["rank"]["rows_scored"],
+        "captions_embedded": summary["score"]["captions_embedded"] + summary["rank"]["captions_embedded"],
         "passing": sum(fate in ("class", "beyond_top_k") for fate in fates),
     }
 
@@ -206,8 +208,10 @@ def test_the_sampled_plan_matches_the_build_and_warns_when_and_only_when_it_fall
     assert plan["candidates"]["mid"] == built["candidates"]
     expected_classes = min(asked, built["passing"])
     assert abs(plan["classes"]["mid"] - expected_classes) <= 0.15 * expected_classes
-    if not more_classes:
-        assert abs(plan["captions_scored"]["mid"] - built["captions_scored"]) <= 0.15 * built["captions_scored"]
+    if not more_classes:  # the build ranked K = 8: its captions are those of 8 classes
+        for key in ("captions_scored", "captions_embedded"):
+            assert abs(plan[key]["mid"] - built[key]) <= 0.15 * built[key], (key, plan[key], built[key])
+            assert plan[key]["low"] <= built[key] <= plan[key]["high"], (key, plan[key], built[key])
     cannot = [w for w in plan["warnings"] if w.startswith("cannot fill")]
     assert bool(cannot) == (expected_classes < asked)
     if cannot:
@@ -238,3 +242,18 @@ def test_the_sample_is_spread_over_shards_and_seeded(corpus):
     assert {row.split(":")[0] for batch in ids for row in batch} == {"part-00000", "part-00001", "part-00002"}
     other_seed = [b.batch.column("row_id").to_pylist() for b in sample_batches(config, 90, seed=2)]
     assert sum(map(len, ids)) <= 90 and ids != other_seed
+
+
+def test_broad_candidates_are_the_last_taken_as_classes():
+    from imagenot.pipeline.plan.projection import broad_fence, choice_spread, class_weights
+
+    eligible = [float(c) for c in range(20, 60, 2)] + [5_000.0]  # 20 typical candidates and a broad word
+    assert 58 < broad_fence(eligible) < 5_000
+    few = class_weights(eligible, classes=10, keep=0.8, broad=True)  # K binds: 16 typical ones pass, 10 taken
+    assert sum(w for _, w in few) == pytest.approx(10) and dict(few)[5_000.0] == 0
+    many = class_weights(eligible, classes=17, keep=0.8, broad=True)  # K does not: the broad one passes too
+    assert dict(many)[5_000.0] == pytest.approx(1) and sum(w for _, w in many) == pytest.approx(17)
+    blind = class_weights(eligible, classes=10, keep=0.8, broad=False)  # the high end: all alike
+    assert dict(blind)[5_000.0] == pytest.approx(10 / 21)
+    # the classes' mean captions: the narrower, the more classes are drawn from the pool
+    assert choice_spread(few, 10) > choice_spread(few, 19) > 0 == choice_spread(few, 0)

@@ -61,12 +61,13 @@ class Rates:
     exact_repeat_share: float = 0.65  # the same among static's exact captions (fitted: it favours frequent ones)
     priority_rounds: float = 2.8  # priority path: captions scored per class / exact_per_class (bench_scoring: 2.6-2.9)
     priority_miss_share: float = 0.16  # priority path: its scored captions not in the cache (bench_scoring: 0.14-0.19)
-    # What a sample cannot know (`--sample`): the share of the candidates able to fill a class that
-    # score at or above the threshold (measured by builds: benchmarks/README.md, "`imagenot plan
-    # --sample` against builds"), and the web's dead URLs (10-30% of LAION's: docs, method).
-    threshold_keep_low: float = 0.5
-    threshold_keep_share: float = 0.7
-    threshold_keep_high: float = 0.9
+    # What a sample cannot know (`--sample`): the share of the candidates able to enter the ranking
+    # that score at or above the threshold (measured by builds: 0.73 to 0.82, the middle taken;
+    # benchmarks/README.md, "`imagenot plan --sample` against builds"), and the web's dead URLs
+    # (10-30% of LAION's: docs, method).
+    threshold_keep_low: float = 0.6
+    threshold_keep_share: float = 0.77
+    threshold_keep_high: float = 0.95
     dead_url_low: float = 0.1
     dead_url_share: float = 0.2
     dead_url_high: float = 0.3
@@ -80,7 +81,7 @@ class Rates:
     price_traffic_gb: float = 0.045  # USD, assumed: Cloud NAT's processing of the workers' fetched bytes
 
 
-def caption_work(config: Config, rows: int, rates: Rates) -> dict:
+def caption_work(config: Config, rows: int, rates: Rates, class_sizes: list[tuple[float, float]] | None = None) -> dict:
     """Captions per stage: what score and rank score, what their encoder embeds (each distinct
     text once, and not again in rank if score's first pass embedded it), and what the static first
     phase reads.
@@ -94,6 +95,11 @@ def caption_work(config: Config, rows: int, rates: Rates) -> dict:
     static model reads them all first. With `priority` it scores a class's captions in the sample's
     priority order until its list is settled: about `priority_rounds` x M, and most of them are the
     first pass's (the same keyed order when the seeds agree), so only `priority_miss_share` is embedded.
+
+    `class_sizes` (a sampled plan: `projection.py`): (projected captions, weight) of the candidates
+    that may become classes, each weighted by its chance of becoming one, in place of the exponential
+    spread: the mean, E[min(M, c)] and the share beyond the first pass (sum of max(0, c - f) over sum
+    of c) are their weighted ones.
     """
     scoring, classes = config.scoring, config.ranking.classes
     first_pass = min(rates.candidates * scoring.first_pass_captions * rates.first_pass_fill, rows)
@@ -104,11 +110,18 @@ def caption_work(config: Config, rows: int, rates: Rates) -> dict:
         "priority": rates.priority_rounds * config.exact_per_class,
     }
     per_class = mean * -math.expm1(-bound[scoring.first_phase] / mean)  # E[min(bound, c)]
+    beyond_first_pass = math.exp(-scoring.first_pass_captions / mean)
+    weight = sum(w for _, w in class_sizes or [])
+    if weight > 0:
+        mean = sum(c * w for c, w in class_sizes) / weight
+        per_class = sum(min(bound[scoring.first_phase], c) * w for c, w in class_sizes) / weight
+        beyond = sum(max(0.0, c - scoring.first_pass_captions) * w for c, w in class_sizes)
+        beyond_first_pass = beyond / max(mean * weight, 1e-9)
     if scoring.first_phase == "priority":
         embedded_share = rates.priority_miss_share
     else:
         repeats = rates.class_duplicate_share if scoring.first_phase == "off" else rates.exact_repeat_share
-        embedded_share = math.exp(-scoring.first_pass_captions / mean) * (1 - repeats)
+        embedded_share = beyond_first_pass * (1 - repeats)
     return {
         "score_captions": round(first_pass),
         "score_embedded": round(first_pass * (1 - rates.first_pass_duplicate_share)),
@@ -146,10 +159,18 @@ def corpus_units(config: Config) -> tuple[int, int, list[WorkUnit]]:
     return sum(s.rows for s in shapes), len(shards), plan_units(shapes, bound)
 
 
-def make_plan(config: Config, rows: int, shards: int, rates: Rates, workers: int) -> dict:
-    """Per stage: the work, the Beam jobs it submits and its vCPU- and GPU-hours."""
+def make_plan(
+    config: Config,
+    rows: int,
+    shards: int,
+    rates: Rates,
+    workers: int,
+    class_sizes: list[tuple[float, float]] | None = None,
+) -> dict:
+    """Per stage: the work, the Beam jobs it submits and its vCPU- and GPU-hours (`class_sizes`:
+    `caption_work`'s)."""
     sampling, download = config.sampling, config.download
-    work = caption_work(config, rows, rates)
+    work = caption_work(config, rows, rates, class_sizes)
     gpu = config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator is not None
     processes = workers * rates.processes_per_worker
 
@@ -291,6 +312,8 @@ def _render_sample(plan: dict) -> list[str]:
         f"classes {_span(plan['classes'])} (the threshold keeps {keeps['mid']} of them, "
         f"{keeps['low']} to {keeps['high']}: "
         f"{keeps['source']}); images {_span(plan['images'])}",
+        f"broad candidates {sample['broad']['candidates']:,} (over {sample['broad']['fence'] or 0:,} captions; "
+        f"{sample['broad']['source']})",
         f"captions scored {_span(plan['captions_scored'])}, embedded {_span(plan['captions_embedded'])}; download "
         f"{_span(plan['download_requests'])} requests, {_span(plan['download_bytes'])} bytes; "
         f"{_span(plan['vcpu_hours'])} vCPU-h, {_span(plan['gpu_hours'])} GPU-h, USD {_span(plan['cost_usd'])}",

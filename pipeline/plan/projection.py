@@ -5,11 +5,23 @@ single-synset captions; those that can enter the ranking (`Config.min_class_capt
 and those that can fill N + reserve; the expected classes, min(K, eligible x the share the
 threshold keeps), a share no sample can measure without the encoder (`Rates.threshold_keep_*`,
 measured by builds); then `make_plan` with what the sample measured in place of the footer-only
-plan's guesses: the candidates, the first pass's fill and the mean captions of a class.
+plan's guesses: the candidates, the first pass's fill and the captions of a class.
+
+Which eligible candidates become classes depends on their gloss scores, which no sample has; but
+it is not blind to size. The few candidates with far more captions than the rest are broad words
+(the filler of many captions about something else: "photo", "wallpaper", "beach"), which score low
+against their gloss. Assumed (`class_weights`): the eligible candidates above Tukey's upper fence
+on log captions (`broad_fence`) pass the threshold at the same share as the others but score below
+them, so the K classes are taken from the others first and from these only when the others run
+out; each candidate's chance of becoming a class weighs its captions in rank's captions and in its
+captions beyond score's first pass. The high end of the captions' range drops the assumption (a
+class is like any eligible candidate). Checked on three builds (benchmarks/README.md, "`imagenot
+plan --sample` against builds").
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import replace
 
@@ -19,6 +31,7 @@ from imagenot.pipeline.plan.sample import (
     BOUNDS,
     SampleTally,
     Selected,
+    Z,
     projector,
     sample_batches,
     select_sample,
@@ -38,6 +51,43 @@ SUMMARY_KEYS = (
     "cost_usd",
 )
 RESOLUTION = 10  # sample captions a class needs at the least for its figures to mean much
+FENCE_IQRS = 1.5  # Tukey's upper fence: Q3 + 1.5 x (Q3 - Q1), here of log captions
+
+
+def broad_fence(eligible: list[float]) -> float:
+    """Captions above which an eligible candidate is taken for a broad word: Tukey's upper fence
+    on log captions (none for fewer than 4 candidates)."""
+    if len(eligible) < 4:
+        return math.inf
+    q1, _, q3 = statistics.quantiles([math.log(c) for c in eligible], n=4)
+    return math.exp(q3 + FENCE_IQRS * (q3 - q1))
+
+
+def class_weights(eligible: list[float], classes: int, keep: float, broad: bool) -> list[tuple[float, float]]:
+    """(captions, chance of becoming a class) for each eligible candidate, given `classes` of them
+    become classes and the threshold keeps `keep` of them. `broad`: the candidates above the fence
+    are the last taken; otherwise each eligible candidate has the same chance."""
+    if not eligible:
+        return []
+    fence = broad_fence(eligible) if broad else math.inf
+    typical = [c for c in eligible if c <= fence]
+    wide = [c for c in eligible if c > fence]
+    from_typical = min(classes, keep * len(typical))
+    from_wide = min(max(0.0, classes - from_typical), len(wide))  # rounding aside, at most keep x len(wide)
+    return [(c, from_typical / len(typical)) for c in typical] + [(c, from_wide / len(wide)) for c in wide]
+
+
+def choice_spread(class_sizes: list[tuple[float, float]], classes: int) -> float:
+    """The relative half width (Z standard errors) of the classes' mean captions from which of the
+    candidates become classes: `classes` drawn without replacement from those with a chance, the
+    spread of their captions weighted by it."""
+    pool = [(c, w) for c, w in class_sizes if w > 0]
+    weight = sum(w for _, w in pool)
+    if classes < 1 or not weight:
+        return 0.0
+    mean = sum(c * w for c, w in pool) / weight
+    sd = math.sqrt(sum(w * (c - mean) ** 2 for c, w in pool) / weight)
+    return Z * sd / mean / math.sqrt(classes) * math.sqrt(max(0.0, 1 - classes / len(pool)))
 
 
 def summary(plan: dict, config: Config, candidates: float) -> dict:
@@ -76,25 +126,40 @@ def sampled_plan(config: Config, rows: int, shards: int, rates: Rates, workers: 
     for bound in BOUNDS:
         captions = list(selected[bound].captions.values())
         eligible = [c for c in captions if c >= need_rank]
+        fence = broad_fence(eligible)
         classes = min(k, round(len(eligible) * keep[bound]))
+        class_sizes = class_weights(eligible, classes, keep[bound], broad=bound != "high")
         first_pass = config.scoring.first_pass_captions
         candidates = len(captions) + selected[bound].unseen  # an unseen one: a caption or so
         first_passes = sum(min(first_pass, c) for c in captions) + selected[bound].unseen
         fill = first_passes / (candidates * first_pass) if captions else 0.0
-        share = statistics.fmean(eligible) / rows if eligible else 0.0
+        share = sum(c * w for c, w in class_sizes) / classes / rows if classes and eligible else 0.0
         bound_rates = replace(
             rates, candidates=round(candidates), first_pass_fill=fill, class_share=share, dead_url_share=dead[bound]
         )
         bound_config = _with_classes(config, classes)
-        plans[bound] = make_plan(bound_config, rows, shards, bound_rates, workers)
+        plans[bound] = make_plan(bound_config, rows, shards, bound_rates, workers, class_sizes)
+        if bound == "mid":
+            spread = choice_spread(class_sizes, classes)
         per_bound[bound] = {
             **summary(plans[bound], bound_config, candidates),
             "classes": classes,
             "images": classes * sampling.images_per_class,
             "eligible": len(eligible),
             "can_fill": sum(c >= need_fill for c in captions),
+            "broad": sum(c > fence for c in eligible),
+            "broad_fence": round(fence) if eligible and math.isfinite(fence) else None,
         }
     figures = {key: _ranged([per_bound[b][key] for b in BOUNDS]) for key in (*SUMMARY_KEYS, "eligible", "can_fill")}
+    figures["broad"] = {key: per_bound["mid"][key] for key in ("broad", "broad_fence")}
+    rank = plans["mid"]["stages"]["rank"]["work"]
+    for key, work in (("captions_scored", "captions_scored"), ("captions_embedded", "captions_to_embed")):
+        figure, half = figures[key], round(rank[work] * spread)  # which candidates become classes
+        figures[key] = {
+            **figure,
+            "low": min(figure["low"], figure["mid"] - half),
+            "high": max(figure["high"], figure["mid"] + half),
+        }
     mid = selected["mid"]
     return {
         **plans["mid"],
@@ -135,6 +200,13 @@ def _sample_section(
         "eligible": figures["eligible"],
         "n_plus_reserve": config.sampling.images_per_class + config.sampling.reserve,
         "can_fill": figures["can_fill"],
+        "broad": {
+            "candidates": figures["broad"]["broad"],
+            "fence": figures["broad"]["broad_fence"],
+            "source": "assumed: eligible candidates above Tukey's upper fence on log captions are broad words "
+            "that pass the threshold as often as the rest but are the last taken as classes (the high end: "
+            "any eligible one as likely)",
+        },
         "threshold_keeps": {
             **keep,
             "source": "Rates.threshold_keep_*: the share measured by builds "
