@@ -188,7 +188,7 @@ def test_command_writes_a_corpus_and_refuses_to_overwrite(tmp_path):
 # caption_cost below measures (benchmarks/bench_corpus_read.py --captions; benchmarks/README.md, issue 31
 # item 5): mean caption characters, mean candidate noun synsets per tagged caption (default tagging).
 REAL_MEAN_CHARS, REAL_SYNSETS_MEAN = 59.3, 21.28
-# sha256 of the 3,000-row corpus below as the synth of 3192e59 (before corpus.synth.captions) wrote it.
+# sha256 of the 3,000-row corpus below as the synth of ff064f6 (before corpus.synth.captions) wrote it.
 COMPACT_DIGEST = "0aaca1e19dc1b20c8a0fed2e8b85db127c83428d4a6af016d2ed4b330dfa1842"
 
 
