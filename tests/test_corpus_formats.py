@@ -78,6 +78,29 @@ def test_the_same_rows_read_the_same_in_every_format(small_run, tmp_path):
         assert (dropped, malformed) == (expected_dropped, []), extension
 
 
+def test_imagenot_tag_gives_each_format_the_parquet_files_tagged_rows_and_counts(small_run, tmp_path):
+    """Through the command line, every format img2dataset reads: the same rows tag to the same
+    tagged table (row ids included) and the same synset counts as their parquet file."""
+    rows = _rows(small_run.run / "corpus" / "part-00000.parquet").slice(0, 1_000)
+    runs = {}
+    for extension in ["parquet", *FORMATS]:
+        folder = tmp_path / extension
+        folder.mkdir()
+        path = write_as(rows, folder / f"part-0.{extension}")
+        runs[extension] = tmp_path / f"run-{extension}"
+        result = invoke(tag_command, ["--input", str(path), "--out", str(runs[extension])])
+        assert result.exit_code == 0, (extension, result.output)
+    expected = pq.read_table(runs["parquet"] / "tag" / "tagged")
+    counts = (runs["parquet"] / "tag" / "synset_counts.tsv").read_text()
+    assert expected.num_rows > 500
+    for extension in FORMATS:
+        tagged = pq.read_table(runs[extension] / "tag" / "tagged")
+        assert tagged.select(["row_id", "wnids", "matched", "url", "caption"]).equals(
+            expected.select(["row_id", "wnids", "matched", "url", "caption"])
+        ), extension
+        assert (runs[extension] / "tag" / "synset_counts.tsv").read_text() == counts, extension
+
+
 def test_dictionary_encoded_and_large_string_columns_are_read_as_strings(tmp_path):
     urls = pa.array(["http://a/1.jpg", "http://a/2.jpg"]).dictionary_encode()  # what pandas writes for a category
     captions = pa.array(["a dog", "two mice"], pa.large_string())
