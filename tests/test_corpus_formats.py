@@ -101,6 +101,36 @@ def test_imagenot_tag_gives_each_format_the_parquet_files_tagged_rows_and_counts
         assert (runs[extension] / "tag" / "synset_counts.tsv").read_text() == counts, extension
 
 
+def test_text_files_in_a_bucket_tag_as_their_local_parquet_file_split_into_work_units(gcs_bucket, small_run, tmp_path):
+    """gs:// csv.gz (read whole) and jsonl (cut into byte ranges of at most work_unit_rows rows)
+    through `imagenot tag`: the local parquet file's tagged rows and synset counts."""
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    rows = _rows(small_run.run / "corpus" / "part-00000.parquet").slice(0, 2_500)
+    config = tmp_path / "units.yaml"
+    config.write_text(yaml.safe_dump({"corpus": {"work_unit_rows": 1_000}}))
+    runs = {}
+    for extension in ("parquet", "csv.gz", "jsonl"):
+        local = write_as(rows, tmp_path / f"part-0.{extension}")
+        path = str(local)
+        if extension != "parquet":
+            path = f"{gcs_bucket}/formats/part-0.{extension}"
+            with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                f.write(local.read_bytes())  # the file's bytes as they are (Beam would gzip a .gz again)
+        runs[extension] = tmp_path / f"run-{extension.replace('.', '-')}"
+        result = invoke(tag_command, ["--input", path, "--out", str(runs[extension]), "--config", str(config)])
+        assert result.exit_code == 0, (extension, result.output)
+    assert len(list((runs["jsonl"] / "tag" / "tagged").glob("*@b*.parquet"))) >= 2  # cut into byte ranges
+    columns = ["row_id", "wnids", "matched", "url", "caption"]
+    expected = pq.read_table(runs["parquet"] / "tag" / "tagged").select(columns).sort_by("row_id")
+    for extension in ("csv.gz", "jsonl"):
+        tagged = pq.read_table(runs[extension] / "tag" / "tagged").select(columns).sort_by("row_id")
+        assert tagged.equals(expected), extension
+        counts = (runs[extension] / "tag" / "synset_counts.tsv").read_text()
+        assert counts == (runs["parquet"] / "tag" / "synset_counts.tsv").read_text(), extension
+
+
 def test_dictionary_encoded_and_large_string_columns_are_read_as_strings(tmp_path):
     urls = pa.array(["http://a/1.jpg", "http://a/2.jpg"]).dictionary_encode()  # what pandas writes for a category
     captions = pa.array(["a dog", "two mice"], pa.large_string())
