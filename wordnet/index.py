@@ -91,23 +91,21 @@ class NounIndex:
 
     def ancestors(self, wnid: str) -> frozenset[str]:
         """Every synset on any hypernym path from `wnid` to the root, `wnid` excluded."""
-        if wnid not in self._ancestors:
-            found: set[str] = set()
-            for parent in self.synsets[wnid].hypernyms:
-                found.add(parent)
-                found |= self.ancestors(parent)
-            self._ancestors[wnid] = frozenset(found)
-        return self._ancestors[wnid]
+        return self._closure(wnid, "hypernyms", self._ancestors)
 
     def descendants(self, wnid: str) -> frozenset[str]:
         """Every synset below `wnid` through hyponym links, `wnid` excluded."""
-        if wnid not in self._descendants:
+        return self._closure(wnid, "hyponyms", self._descendants)
+
+    def _closure(self, wnid: str, relation: str, memo: dict[str, frozenset[str]]) -> frozenset[str]:
+        """Every synset `relation` links lead to from `wnid`, `wnid` excluded, kept in `memo`."""
+        if wnid not in memo:
             found: set[str] = set()
-            for child in self.synsets[wnid].hyponyms:
-                found.add(child)
-                found |= self.descendants(child)
-            self._descendants[wnid] = frozenset(found)
-        return self._descendants[wnid]
+            for linked in getattr(self.synsets[wnid], relation):
+                found.add(linked)
+                found |= self._closure(linked, relation, memo)
+            memo[wnid] = frozenset(found)
+        return memo[wnid]
 
 
 def _build_from_nltk() -> NounIndex:
