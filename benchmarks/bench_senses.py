@@ -26,14 +26,11 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from imagenot.filters.caption_rules import KEPT, caption_decision
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.score import senses_command as new
-from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.tag.stage import build_matcher
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.lemmas import normalize
@@ -70,30 +67,9 @@ def old_senses_table(table: pa.Table, config, queries) -> pa.Table:
         for i, row in zip(rows, scores):
             order = sorted(range(len(wnids)), key=lambda j: (-row[j], wnids[j]))
             ranked[i] = (tuple(wnids[j] for j in order), row[order])
-    index = queries.senses.index
-    predicted = [wnids[0] for wnids, _ in ranked]
     tags = build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array(captions, pa.string()))
     matched = [forms or [] for forms in tags.matched.to_pylist()]
-    rule = PairChecker(caption_rules(config.selection.caption_rules), predicted, index).rules_fired(
-        captions, matched, predicted
-    )
-    score = np.array([s[0] for _, s in ranked], np.float32)
-    margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for _, s in ranked], np.float32)
-    passes, reason = caption_decision(score, margin, new.caption_threshold(config), config.scoring.sense_margin, rule)
-    return (
-        table.append_column("predicted", pa.array([index[wnid].name for wnid in predicted], pa.string()))
-        .append_column("score", pa.array(score))
-        .append_column("margin", pa.array(margin))
-        .append_column("passes", pa.array(passes))
-        .append_column("reason", pa.array([None if r == KEPT else r for r in reason], pa.string()))
-        .append_column(
-            "senses",
-            pa.array(
-                [[{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, s)] for wnids, s in ranked],
-                new.SENSE_TYPE,
-            ),
-        )
-    )
+    return new.decided_table(table, config, queries.senses.index, ranked, matched)
 
 
 def dev_input(copies: int) -> pa.Table:

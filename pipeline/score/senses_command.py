@@ -33,7 +33,7 @@ from imagenot.pipeline.score.runtimes import load_encoder
 from imagenot.pipeline.score.sense_contrast import SenseQueries
 from imagenot.pipeline.score.stage import _encoder_options
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
-from imagenot.wordnet.index import load_index
+from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.senses import sense_label
 
@@ -110,10 +110,16 @@ def senses_table(table: pa.Table, config: Config, queries: SenseQueries, path: s
         raise SensesError(f"{path}: row {empty[0]}: caption is null")
     vectors = caption_encoder(queries).encode(captions)
     ranked = sense_rows(queries, vectors, lemmas)
-    index = queries.senses.index
+    return decided_table(table, config, queries.senses.index, ranked, matched_forms(captions, config))
+
+
+def decided_table(table: pa.Table, config: Config, index: NounIndex, ranked: list, matched: list) -> pa.Table:
+    """`table` with each row's best sense (`ranked`: its senses and scores, best first) and what a
+    build would do with it (the caption rules over `matched`, the tagger's forms, then the rule)."""
+    captions = table.column("caption").to_pylist()
     predicted = [wnids[0] for wnids, _ in ranked]
     rule = PairChecker(caption_rules(config.selection.caption_rules), predicted, index).rules_fired(
-        captions, matched_forms(captions, config), predicted
+        captions, matched, predicted
     )
     score = np.array([s[0] for _, s in ranked], np.float32)
     margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for _, s in ranked], np.float32)
