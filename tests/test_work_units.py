@@ -176,10 +176,12 @@ def test_a_killed_tag_stage_keeps_its_finished_units_and_drops_another_bounds(tm
     before = kept.stat().st_mtime_ns
     assert tag(1_000, tmp_path / "cut") == whole
     assert kept.stat().st_mtime_ns == before and (cut_dir / "tagged" / "part-0@rg2-2.parquet").exists()
-    # killed, then run under another bound: the other layout's units go, no row is read twice
+    # killed, then run under another bound: a setting of the stage, so the other layout's units go
+    # (and the stages after it rerun: no stage mixes two layouts' files), no row is read twice
     (cut_dir / "DONE").unlink()
     (cut_dir / "tallies" / "part-0@rg3-3.json").unlink()
     assert tag(2_000, tmp_path / "cut") == whole
+    assert json.loads((cut_dir / "fingerprint.json").read_text())["settings"]["reading"]["work_unit_rows"] == 2_000
     assert len(list((cut_dir / "tagged").iterdir())) == len(list((cut_dir / "tallies").iterdir()))
 
 

@@ -50,11 +50,10 @@ from imagenot.pipeline.run.config_file import record_run_config, settled_config
 from imagenot.pipeline.run.files import read_json, write_json, write_text
 from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
 from imagenot.pipeline.run.lock import run_lock
-from imagenot.pipeline.run.paths import name, stem
+from imagenot.pipeline.run.paths import name
 from imagenot.pipeline.run.progress import watch_shards
 from imagenot.pipeline.run.runner import make_pipeline
 from imagenot.pipeline.run.shards import (
-    TALLIES_DIR,
     ShardWorker,
     process_shards,
     resumable_shard,
@@ -106,7 +105,11 @@ def tag_unit(
     name -> rows read), from which `finish_tally` names the empty files.
     """
     files = shard_files(stage_dir, TAGGED_DIR, unit.key)
-    return resumable_shard(files, lambda: _tag_into(files.data, unit, columns, batch_rows, matcher, layout))
+    return resumable_shard(
+        files,
+        lambda: _tag_into(files.data, unit, columns, batch_rows, matcher, layout),
+        reusable=lambda tally: ROWS_BY_FILE in tally,  # a tally of code before work units lacks it: redone
+    )
 
 
 def _tag_into(
@@ -177,7 +180,8 @@ def settings(config: Config) -> dict:
     return {
         "shards": shard_identities(list_shards(config.corpus.paths)),
         "columns": config.corpus.columns.model_dump(),
-        "reading": config.corpus.model_dump(include={"format", "column_names", "strict"}),
+        # the work units name the tagged files, which select's outputs follow: a new bound reruns both
+        "reading": config.corpus.model_dump(include={"format", "column_names", "strict", "work_unit_rows"}),
         "tagging": config.tagging.model_dump(exclude={"batch_rows"}),  # batch size changes no result
         "wordnet": WORDNET_VERSION,
     }
@@ -198,7 +202,6 @@ def run_tag(config: Config, run_dir: str) -> dict:
         [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))],
     )
     units = _numbered(config, stage_dir, units, bound)
-    _drop_stale(stage_dir, units)
     log.info("tag: %s", describe(units, bound))
     total_path = FileSystems.join(stage_dir, TAG_TALLY_FILE)
     keys = [unit.key for unit in units]
@@ -228,17 +231,6 @@ def _numbered(config: Config, stage_dir: str, units: list[WorkUnit], bound: int)
         with make_pipeline(config.runner) as pipeline:
             process_shards(pipeline, ranges, ShardWorker(count_range), path)
     return number_lines(units, read_json(path).get("line_starts", {}))
-
-
-def _drop_stale(stage_dir: str, units: list[WorkUnit]) -> None:
-    """Outputs and tallies of units that are not these (a run killed under another
-    corpus.work_unit_rows): gone, so no row is read twice."""
-    ids = {unit.id for unit in units}
-    for folder in (TAGGED_DIR, TALLIES_DIR):
-        pattern = FileSystems.join(stage_dir, folder, "*")
-        stale = [m.path for m in FileSystems.match([pattern])[0].metadata_list if stem(m.path) not in ids]
-        if stale:
-            FileSystems.delete(stale)
 
 
 def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
