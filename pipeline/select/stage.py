@@ -89,7 +89,11 @@ def select_shard(
     step:reason, kept by class after step 6 and after the rules, and the rules' drops by
     wnid:rule (`RULE_DROPS`, which `imagenot why` reads)."""
     files = shard_files(stage_dir, SELECTED_DIR, shard)
-    return resumable_shard(files, lambda: _select_into(files.data, shard, selection, lookup, checker))
+    return resumable_shard(
+        files,
+        lambda: _select_into(files.data, shard, selection, lookup, checker),
+        reusable=lambda tally: RULE_DROPS in tally,  # a tally of code before the per-class drops: redone
+    )
 
 
 def _select_into(path: str, shard: str, selection: Selection, lookup: CandidateLookup, checker: PairChecker) -> dict:
