@@ -4,11 +4,13 @@ A request names an image id; the plan (or the dataset, for a flagged page's exam
 a tar of the run and a key inside it. Nothing from the request ever becomes a path. Each tar's
 member offsets are read once (one pass over its headers: the server starts it for every tar in a
 thread of its own, and a request for a tar not indexed yet waits for that tar alone); after that
-an image is one positioned read of a local tar kept open, or one seek and read of a bucket's.
+an image is one positioned read of a local tar (opened for the read: a run may hold more tars than a
+process may keep open), or one seek and read of a bucket's.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tarfile
 import threading
@@ -19,6 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.pipeline.dataset.webdataset import split_member
 from imagenot.pipeline.report.thumbnails import IMAGE_EXTENSIONS
 
+log = logging.getLogger(__name__)
 MEDIA_TYPES = {"jpg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 
 
@@ -31,7 +34,6 @@ class ImageSource:
         tars = sorted({tar for tar, _ in where.values()})
         self._offsets: dict[str, dict[str, tuple[int, int, str]]] = {}
         self._locks = {tar: threading.Lock() for tar in tars}  # one tar indexed at a time, others read on
-        self._files: dict[str, int] = {}  # a local tar's open descriptor
 
     def _path(self, tar: str) -> str:
         return FileSystems.join(self.run_dir, tar)
@@ -46,7 +48,6 @@ class ImageSource:
                 if self.local:  # seeks past each member's data
                     with tarfile.open(self._path(tar), mode="r:") as members:
                         found = _image_members(members)
-                    self._files[tar] = os.open(self._path(tar), os.O_RDONLY)
                 else:  # a bucket's object: one streamed pass
                     with (
                         FileSystems.open(self._path(tar), compression_type=CompressionTypes.UNCOMPRESSED) as stream,
@@ -62,8 +63,8 @@ class ImageSource:
         for tar in self._locks:
             try:
                 self._index(tar)
-            except Exception:  # noqa: BLE001, S112  (the request for one of its images reports it)
-                continue
+            except Exception as err:  # noqa: BLE001  (the request for one of its images reports it)
+                log.warning("review: cannot index %s yet (%s); its images are read on request", tar, err)
 
     def read(self, image: str) -> tuple[bytes, str] | None:
         """The image's bytes and media type; None for an id this review does not show."""
@@ -75,14 +76,14 @@ class ImageSource:
             return None
         offset, size, extension = place
         if self.local:
-            return os.pread(self._files[tar], size, offset), MEDIA_TYPES[extension]
+            descriptor = os.open(self._path(tar), os.O_RDONLY)
+            try:
+                return os.pread(descriptor, size, offset), MEDIA_TYPES[extension]
+            finally:
+                os.close(descriptor)
         with FileSystems.open(self._path(tar), compression_type=CompressionTypes.UNCOMPRESSED) as f:
             f.seek(offset)
             return f.read(size), MEDIA_TYPES[extension]
-
-    def close(self) -> None:
-        for tar in list(self._files):
-            os.close(self._files.pop(tar))
 
 
 def _image_members(members: tarfile.TarFile) -> dict[str, tuple[int, int, str]]:
