@@ -9,6 +9,7 @@ import click
 
 from imagenot.pipeline.config.preflight import build_stages, preflight
 from imagenot.pipeline.config.schema import load_config
+from imagenot.pipeline.corpus.units import text_ranges
 from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_units, make_plan, render
 
 
@@ -63,4 +64,6 @@ def plan_command(
     # the tag stage's work units: files cut or grouped to at most corpus.work_unit_rows rows
     tag_work = plan["stages"]["tag"]["work"]
     tag_work.update(work_units=len(units), work_unit_rows=config.corpus.work_unit_rows)
+    if text_ranges(units):  # a first job counts the lines of the text files cut into byte ranges
+        plan["stages"]["tag"]["jobs"] = 2
     click.echo(json.dumps(plan) if as_json else render(plan))

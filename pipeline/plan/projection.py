@@ -157,7 +157,7 @@ def sampled_plan(config: Config, rows: int, shards: int, rates: Rates, workers: 
         figure, half = figures[key], round(rank[work] * spread)  # which candidates become classes
         figures[key] = {
             **figure,
-            "low": min(figure["low"], figure["mid"] - half),
+            "low": max(0, min(figure["low"], figure["mid"] - half)),
             "high": max(figure["high"], figure["mid"] + half),
         }
     mid = selected["mid"]
