@@ -71,6 +71,7 @@ log = logging.getLogger(__name__)
 
 STAGE = TAG
 COUNTS_FILE = "synset_counts.tsv"
+LINE_STARTS_FILE = "line_starts.json"  # the text ranges' line counts (a first job)
 ROWS_BY_FILE = "rows_by_file"  # a unit's tally: rows read per file, for the empty files
 
 
@@ -201,7 +202,7 @@ def run_tag(config: Config, run_dir: str) -> dict:
         FileSystems.join(stage_dir, CORPUS_SHARDS_FILE),
         [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))],
     )
-    units = _numbered(config, stage_dir, units, bound)
+    units = _numbered(config, stage_dir, units)
     log.info("tag: %s", describe(units, bound))
     total_path = FileSystems.join(stage_dir, TAG_TALLY_FILE)
     keys = [unit.key for unit in units]
@@ -220,13 +221,13 @@ def run_tag(config: Config, run_dir: str) -> dict:
     return tally
 
 
-def _numbered(config: Config, stage_dir: str, units: list[WorkUnit], bound: int) -> list[WorkUnit]:
+def _numbered(config: Config, stage_dir: str, units: list[WorkUnit]) -> list[WorkUnit]:
     """The units with their text ranges' first lines, counted on the workers (once: the counts
-    stay in the stage folder, under the bound that cut the ranges)."""
+    stay in the stage folder, which a new bound clears, as it is a setting of the stage)."""
     ranges = text_ranges(units)
     if not ranges:
         return units
-    path = FileSystems.join(stage_dir, f"line_starts-{bound}.json")
+    path = FileSystems.join(stage_dir, LINE_STARTS_FILE)
     if not FileSystems.exists(path):
         with make_pipeline(config.runner) as pipeline:
             process_shards(pipeline, ranges, ShardWorker(count_range), path)
