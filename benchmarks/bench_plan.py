@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_build import SHARD_ROWS, bench_config, bench_size, load_text, measured_rates  # noqa: E402
 
 from imagenot.pipeline.config.schema import Config, load_config  # noqa: E402
-from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_footers, make_plan  # noqa: E402
+from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_units, make_plan  # noqa: E402
 from imagenot.pipeline.plan.projection import plan_from_sample  # noqa: E402
 
 MODES = ("off", "static")
@@ -78,7 +78,7 @@ def compare(result: dict, mode: str, rates: Rates) -> dict:
 def against_build(config_path: str, run: str, rates: Rates) -> dict:
     """The sampled plan of `config_path` beside the finished build in `run`."""
     config = load_config(config_path)
-    rows, shards = corpus_footers(config)
+    rows, shards, _ = corpus_units(config)
     started = time.perf_counter()
     plan = plan_from_sample(config, rows, shards, rates, config.runner.workers, SAMPLE_ROWS, 0)
     seconds = time.perf_counter() - started

@@ -15,15 +15,14 @@ K x `exact_per_class`.
 
 from __future__ import annotations
 
+import functools
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
-from imagenot.pipeline.corpus.units import FileShape, WorkUnit, file_shape, plan_units
+from imagenot.pipeline.corpus.units import FileShape, WorkUnit, file_shapes, plan_units
 
-FOOTER_THREADS = 16  # footers are small reads: latency-bound, so many at once
 SAMPLE_ROWS = 200_000  # `--sample`: at 10 us a row for tag and select, under a minute on one core
 
 
@@ -131,16 +130,11 @@ def caption_work(config: Config, rows: int, rates: Rates, class_sizes: list[tupl
     }
 
 
-def corpus_footers(config: Config) -> tuple[int, int]:
-    """(rows, shards) of the configured corpus, from parquet footers (a text file's rows are
-    estimated from its size and its first megabyte); raises on any shard that a build would
-    refuse (missing mapped column, unreadable footer or header)."""
-    rows, shards, _ = corpus_units(config)
-    return rows, shards
-
-
 def corpus_units(config: Config) -> tuple[int, int, list[WorkUnit]]:
-    """`corpus_footers`, and the work units the tag stage will cut the corpus into (`corpus.work_unit_rows`)."""
+    """(rows, shards) of the configured corpus, from parquet footers (a text file's rows are
+    estimated from its size and its first megabyte), and the work units the tag stage will cut it
+    into (`corpus.work_unit_rows`); raises on any shard that a build would refuse (missing mapped
+    column, unreadable footer or header), as the tag stage does, from the same pass."""
     bound = config.corpus.work_unit_rows
     if config.corpus.synth is not None:
         synth = config.corpus.synth
@@ -149,13 +143,8 @@ def corpus_units(config: Config) -> tuple[int, int, list[WorkUnit]]:
         return synth.rows, len(sizes), plan_units(shapes, bound)
     shards = list_shards(config.corpus.paths)
     layout = layout_of(config.corpus)
-
-    def shape(path: str) -> FileShape:
-        validate_shard(path, config.corpus.columns, layout)
-        return file_shape(path, layout)
-
-    with ThreadPoolExecutor(FOOTER_THREADS) as pool:
-        shapes = list(pool.map(shape, shards))
+    check = functools.partial(validate_shard, columns=config.corpus.columns, layout=layout)
+    shapes = file_shapes(shards, layout, check)
     return sum(s.rows for s in shapes), len(shards), plan_units(shapes, bound)
 
 

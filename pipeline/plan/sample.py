@@ -33,7 +33,7 @@ from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.formats import Layout, Source
 from imagenot.pipeline.corpus.reader import ShardBatch, check_rows, layout_of, list_shards, read_shard
 from imagenot.pipeline.corpus.synth import synth_shards
-from imagenot.pipeline.plan.estimate import FOOTER_THREADS
+from imagenot.pipeline.corpus.units import SHAPE_THREADS
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.select.stage import choose_synsets
 from imagenot.pipeline.tag.matcher import count_synsets
@@ -68,7 +68,7 @@ def sample_batches(config: Config, rows: int, seed: int) -> Iterator[ShardBatch]
             if read >= rows:
                 return
         return
-    with ThreadPoolExecutor(FOOTER_THREADS) as pool:
+    with ThreadPoolExecutor(SHAPE_THREADS) as pool:
         sizes = list(pool.map(Source.row_group_rows, sources))
     groups = [
         (source, group, sum(rows_of[:group]), n)  # (file, row group, its first row, its rows)
