@@ -20,6 +20,10 @@ written, with its case and neighbours, and names why the word does not name the 
 - part_of_speech: the word used as a verb, adjective or adverb ("Gets", "Now on Etsy", "Organic
   Fruit"), by TextBlob's pattern tagger (its lexicon ships in the wheel) on the lower-cased
   caption, where WordNet also has the word in that part of speech.
+- rare_sense: WordNet's tagged counts give every form the caption spells a commoner noun sense.
+- none_of_these: a fitted model says the word names none of its noun senses there: a name, a
+  sense WordNet lacks, a letter or abbreviation, a modifier (`filters.none_of_these`, with the
+  corpus's statistics of how the form is written).
 
 `pair_rule` returns the first rule that fires, in the order above, or None. The select stage
 runs it (`pair_rules`, through `check_rows`, which also counts the drops per class and rule for
@@ -39,12 +43,24 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.filters.batches import Drops, require_column
+from imagenot.filters.none_of_these import NoneOfThese, none_of_these_scores
 
 STEP = "caption_rules"
 OTHER_SENSE = "other_sense"
 BELOW_THRESHOLD = "below_threshold"
 KEPT = ""
-RULES = ("size_code", "number", "foreign_word", "case", "name", "title", "part_of_speech", "rare_sense")
+NONE_OF_THESE = "none_of_these"
+RULES = (
+    "size_code",
+    "number",
+    "foreign_word",
+    "case",
+    "name",
+    "title",
+    "part_of_speech",
+    "rare_sense",
+    NONE_OF_THESE,
+)
 
 _WORD = re.compile(r"[^\W_]+")
 _SEPARATORS = r"[\W_]+"
@@ -85,13 +101,14 @@ class CaptionRules:
     function_words: frozenset[str] = frozenset()  # English: never a name's neighbour
     tag_words: Callable[[tuple[str, ...]], list[str]] | None = None  # Penn tags of lower-cased words
     word_pos: Callable[[str], set[str]] | None = None  # WordNet's parts of speech of a word: "n", "v", "a", ...
+    none_of_these: NoneOfThese | None = None  # the none_of_these rule's model, with the corpus's form statistics
 
 
 def pair_rule(caption: str, form: str, sense: Sense, rules: CaptionRules) -> str | None:
     """The first rule that says `form` (a normalised surface form that tagged `sense`) does not
     name the synset in `caption`, or None. A form not found in the caption as written (text
     the tagger normalised beyond case and punctuation) passes."""
-    span = _find_span(caption, form)
+    span = find_span(caption, form)
     if span is None:
         return None
     start, end = span
@@ -101,7 +118,7 @@ def pair_rule(caption: str, form: str, sense: Sense, rules: CaptionRules) -> str
     return None
 
 
-def _find_span(caption: str, form: str) -> tuple[int, int] | None:
+def find_span(caption: str, form: str) -> tuple[int, int] | None:
     """Where the form first occurs in the caption: its words apart by any separators, apostrophes
     anywhere inside a word, a possessive "'s" after it."""
     words = ["'?".join(map(re.escape, word)) for word in form.split(" ")]
@@ -201,6 +218,32 @@ def _rare_sense(caption: str, start: int, end: int, sense: Sense, rules: Caption
     return bool(spelled) and all(form in sense.outranked_forms for form in spelled)
 
 
+def _none_of_these(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
+    if rules.none_of_these is None:
+        return False
+    [(_, drops)] = none_of_these_scores([(caption, start, end, sense.lemmas)], rules.none_of_these)
+    return drops
+
+
+def none_of_these_pairs(
+    captions: list[str], forms: list[str | None], senses: list[Sense], rules: CaptionRules
+) -> list[tuple[float | None, bool]]:
+    """Per (caption, the matched form, its synset's facts), the none-of-these probability and
+    whether the rule drops the pair (None, False: the form is not in the caption as written, or the
+    model is not loaded); the other rules are not consulted."""
+    found = [find_span(caption, form) if caption and form else None for caption, form in zip(captions, forms)]
+    where = [i for i, span in enumerate(found) if span is not None and rules.none_of_these is not None]
+    scored = (
+        none_of_these_scores([(captions[i], *found[i], senses[i].lemmas) for i in where], rules.none_of_these)
+        if where
+        else []
+    )
+    out: list[tuple[float | None, bool]] = [(None, False)] * len(captions)
+    for i, (p, drops) in zip(where, scored):
+        out[i] = (p, drops)
+    return out
+
+
 def _spells(folded: str, form: str) -> bool:
     """Whether the lower-cased text is the form, or the form with a plural ending."""
     return folded.startswith(form) and len(folded) - len(form) <= 2
@@ -215,6 +258,7 @@ _CHECKS = {
     "title": _title,
     "part_of_speech": _part_of_speech,
     "rare_sense": _rare_sense,
+    NONE_OF_THESE: _none_of_these,
 }
 
 

@@ -156,7 +156,14 @@ class CaptionRules(Section):
     )
     given_names: str = Field(
         "/usr/share/dict/propernames.gz",
-        description="given names, one a line (Debian's miscfiles): name and title rules",
+        description="given names, one a line (Debian's miscfiles): name, title and none_of_these rules",
+    )
+    none_of_these_threshold: float = Field(
+        0.95,
+        gt=0,
+        le=1,
+        description="none_of_these rule: the fitted probability that the word names none of its noun senses at "
+        "which a pair is dropped (filters/none_of_these.py)",
     )
 
 

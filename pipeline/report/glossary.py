@@ -69,6 +69,8 @@ CAPTION_REASONS = {
     "title": "caption rule: the caption names a work (a year in brackets, by and a name, ebook, DVD ...)",
     "part_of_speech": "caption rule: the caption uses the word as a verb, adjective or adverb",
     "rare_sense": "caption rule: WordNet's tagged counts give the word a commoner noun sense than the synset",
+    "none_of_these": "caption rule: a fitted model says the word names none of its noun senses there (a name, a "
+    "sense WordNet lacks, a letter or abbreviation, a modifier), at `selection.caption_rules.none_of_these_threshold`",
     "other_sense": "another noun sense of the caption's word fits the caption better than the class's sense, or not "
     "`scoring.sense_margin` worse (sense contrast); the card names the winning senses",
     "duplicate_url": "another caption of the class has the same URL; its best one stays",

@@ -12,6 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.filters.batches import Drops
 from imagenot.filters.caption_rules import (
+    NONE_OF_THESE,
     RULES,
     CaptionRules,
     ClassDrops,
@@ -20,9 +21,11 @@ from imagenot.filters.caption_rules import (
     keep_passing_rows,
     pair_rules,
 )
+from imagenot.filters.none_of_these import NoneOfThese, Words
+from imagenot.filters.none_of_these_model import BIAS, WEIGHTS
 from imagenot.pipeline.config.schema import FUNCTION_WORDS
 from imagenot.pipeline.config.schema import CaptionRules as CaptionRulesConfig
-from imagenot.wordnet.index import NounIndex
+from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.lemmas import normalize_text
 from imagenot.wordnet.nltk_data import load_nltk_wordnet
 
@@ -31,6 +34,7 @@ _NAME_RULES = {"name", "title"}
 # them (Debian's propernames has "The").
 _NOT_NAMES = frozenset({*FUNCTION_WORDS, *"the of and with by for to on from".split()})
 _NUMBER_ROOT = "number.n.02"
+_COLOUR_ROOT = "color.n.01"  # a word before one of its lemmas names the colour ("Poppy Orange")
 
 
 def caption_rules(config: CaptionRulesConfig) -> CaptionRules:
@@ -38,15 +42,53 @@ def caption_rules(config: CaptionRulesConfig) -> CaptionRules:
     unknown = set(config.rules) - set(RULES)
     if unknown:
         raise ImagenotError(f"selection.caption_rules.rules: unknown {sorted(unknown)}; known: {', '.join(RULES)}")
-    names = read_given_names(config.given_names) if _NAME_RULES & set(config.rules) else []
+    names = read_given_names(config.given_names) if (_NAME_RULES | {NONE_OF_THESE}) & set(config.rules) else []
+    given_names = frozenset(n.lower() for n in names) - _NOT_NAMES
     return CaptionRules(
         enabled=frozenset(config.rules),
         foreign_words=frozenset(w.lower() for w in config.foreign_words),
-        given_names=frozenset(n.lower() for n in names) - _NOT_NAMES,
+        given_names=given_names,
         function_words=_NOT_NAMES,
         tag_words=tag_words,
         word_pos=word_pos,
+        none_of_these=none_of_these_model(config, given_names) if NONE_OF_THESE in config.rules else None,
     )
+
+
+def none_of_these_model(config: CaptionRulesConfig, given_names: frozenset[str]) -> NoneOfThese:
+    """The shipped model at the config's threshold, with its word lists; no corpus statistics yet
+    (`NoneOfThese.with_stats` adds a run's)."""
+    words = Words(given_names, colour_words(), is_english, tagged_counts)
+    return NoneOfThese(WEIGHTS, BIAS, config.none_of_these_threshold, words)
+
+
+@functools.cache
+def colour_words() -> frozenset[str]:
+    """The one-word lemmas of WordNet's colours, lower-cased."""
+    index = load_index()
+    root = index.by_name(_COLOUR_ROOT).wnid
+    return frozenset(
+        lemma.lower() for wnid in index.descendants(root) for lemma in index[wnid].lemmas if lemma.isalpha()
+    )
+
+
+@functools.cache
+def tagged_counts(word: str) -> tuple[int, int]:
+    """How often WordNet's tagged corpus (SemCor) has the word (a form, inflected or not) as a
+    noun, and in every part of speech."""
+    wordnet = _wordnet()
+    counts = {pos: 0 for pos in "nvar"}
+    for pos in counts:
+        base = wordnet.morphy(word, pos)
+        for synset in wordnet.synsets(base, pos) if base else []:
+            counts[pos] += _count(synset, base)
+    return counts["n"], sum(counts.values())
+
+
+@functools.cache
+def is_english(word: str) -> bool:
+    """Whether WordNet (in any part of speech, inflected or not) or the function words know the word."""
+    return word in _NOT_NAMES or bool(word_pos(word))
 
 
 def read_given_names(path: str) -> list[str]:

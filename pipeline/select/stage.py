@@ -13,16 +13,21 @@ candidate's captions the caption rules dropped, per rule, for `imagenot why`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections import Counter
+from collections.abc import Iterable
 
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
+from imagenot.filters.caption_rules import NONE_OF_THESE
 from imagenot.filters.funnel import Funnel, build_funnel
 from imagenot.filters.min_captions import synset_caption_counts
+from imagenot.filters.none_of_these import FormStats, form_statistics
+from imagenot.filters.none_of_these_model import BIAS, WEIGHTS
 from imagenot.filters.offensive_synsets import marked_synsets
 from imagenot.filters.person_synsets import identity_synsets
 from imagenot.filters.select import SynsetSelection, select_synsets
@@ -56,13 +61,15 @@ from imagenot.pipeline.run.shards import (
 from imagenot.pipeline.run.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.select.funnel_files import RULE_DROPS, rule_drop_key, write_funnel
-from imagenot.wordnet.index import load_index
+from imagenot.wordnet.index import NounIndex, load_index
+from imagenot.wordnet.lemmas import normalize_all
 
 log = logging.getLogger(__name__)
 
 STAGE = SELECT
 UPSTREAM = TAG
 USABLE_FILE = "usable_counts.json"
+FORM_STATS = "form_stats"  # the first pass's tally key: "kind:form" -> occurrences (filters.none_of_these)
 
 
 def _unsafe_filter(batch, selection: Selection):
@@ -74,12 +81,29 @@ def _row_filter_columns(selection: Selection) -> list[str]:
 
 
 def usable_counts(shard: str, selection: Selection) -> dict:
-    """wnid -> captions of a tagged shard that pass the row-level NSFW filter."""
-    counts = Counter()
-    for batch in read_batches(shard, _row_filter_columns(selection)):
+    """wnid -> captions of a tagged shard that pass the row-level NSFW filter; and, when the
+    none_of_these rule is on, how those captions write each matched form (`FORM_STATS`)."""
+    counts, forms = Counter(), Counter()
+    with_forms = NONE_OF_THESE in selection.caption_rules.rules
+    columns = [*_row_filter_columns(selection), *(["caption", "matched"] if with_forms else [])]
+    for batch in read_batches(shard, columns):
         kept, _ = _unsafe_filter(batch, selection)
         counts.update(synset_caption_counts(kept))
-    return {"usable": dict(sorted(counts.items()))}
+        if with_forms:
+            stats = form_statistics(kept.column("caption").to_pylist(), kept.column("matched").to_pylist())
+            forms.update({f"{kind}:{form}": n for kind, by_form in stats.items() for form, n in by_form.items()})
+    return {"usable": dict(sorted(counts.items())), FORM_STATS: dict(sorted(forms.items()))}
+
+
+def read_form_stats(tally: dict, candidates: Iterable[str], index: NounIndex) -> FormStats:
+    """The first pass's form statistics (`FORM_STATS`), kept for the candidates' forms only."""
+    wanted = set(normalize_all(sorted({lemma for wnid in candidates for lemma in index[wnid].lemmas})))
+    counts: dict[str, dict[str, int]] = {}
+    for key, n in tally.get(FORM_STATS, {}).items():
+        kind, form = key.split(":", 1)
+        if any(form[: len(form) - cut] in wanted for cut in range(3)):  # a lemma, or it with a plural ending
+            counts.setdefault(kind, {})[form] = n
+    return FormStats(counts)
 
 
 def select_shard(
@@ -170,6 +194,11 @@ def settings(config: Config) -> dict:
         **config.selection.model_dump(),
         "reference_wnids": digest(reference_wnids(config.selection.reference, index)),
         "safety_rules": digest([marked_synsets(index), identity_synsets(index)]),
+        **(
+            {"none_of_these_model": digest([WEIGHTS, BIAS])}
+            if NONE_OF_THESE in config.selection.caption_rules.rules
+            else {}
+        ),
     }
 
 
@@ -186,14 +215,17 @@ def run_select(config: Config, run_dir: str) -> Funnel:
         process_shards(
             pipeline, shards, ShardWorker(functools.partial(usable_counts, selection=selection_config)), usable_path
         )
-    selection = choose_synsets(
-        tagged_tally["synset_captions"], read_json(usable_path).get("usable", {}), selection_config
-    )
+    usable = read_json(usable_path)
+    selection = choose_synsets(tagged_tally["synset_captions"], usable.get("usable", {}), selection_config)
     log.info("select: %d synsets found, %d candidates", len(selection.found), len(selection.candidates))
 
     total_path = FileSystems.join(stage_dir, SELECT_TALLY_FILE)
     with watch_shards(stage_dir, shards, STAGE, "rows_in"), make_pipeline(config.runner) as pipeline:
-        checker = PairChecker(caption_rules(selection_config.caption_rules), selection.candidates, load_index())
+        rules = caption_rules(selection_config.caption_rules)
+        if rules.none_of_these is not None:
+            stats = read_form_stats(usable, selection.candidates, load_index())
+            rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
+        checker = PairChecker(rules, selection.candidates, load_index())
         select_fn = ShardWorker(
             functools.partial(select_shard, selection_config, CandidateLookup(selection), checker, stage_dir)
         )

@@ -1,0 +1,89 @@
+"""The real dev set's judgments: three readers' files, their majority, and the old single reading.
+
+Each reader's file (`real_dev_judged_a.tsv`, `_b`, `_c`; `real_dev_guide.md`) has `row_id`,
+`synset`, `right_sense`, `picturable`, `use`, `sense`, one line per pair of `real_dev_pairs.tsv`.
+A pair's answer to a question is the one at least two readers give (None where all three differ).
+Before those files exist, `old_judgments` reads the earlier single reader's 361 pairs (right_sense
+and picturable only, pairs of earlier defaults): figures from it are for development, not the
+dev set's.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+READERS = ("a", "b", "c")
+QUESTIONS = ("right_sense", "picturable", "use")
+# The uses where the word names none of its WordNet noun senses (real_dev_guide.md).
+NONE_USES = frozenset({"name", "missing_sense", "letter_abbrev", "modifier", "not_noun", "foreign"})
+OLD_COMMIT = "010927c~1"  # the last commit with the single reader's judgments of the earlier pairs
+Key = tuple[str, str]  # (row_id, synset)
+
+
+def reader_files(folder: Path = DATA) -> list[Path]:
+    return [folder / f"real_dev_judged_{reader}.tsv" for reader in READERS]
+
+
+def read_tsv(path: Path) -> list[dict]:
+    with path.open(newline="") as file:
+        return list(csv.DictReader(file, delimiter="\t"))
+
+
+def read_readers(folder: Path = DATA) -> list[dict[Key, dict]] | None:
+    """Each reader's judgments by (row_id, synset); None until all three files are there."""
+    paths = reader_files(folder)
+    if not all(path.is_file() for path in paths):
+        return None
+    readings = []
+    for path in paths:
+        rows = read_tsv(path)
+        missing = [q for q in QUESTIONS if rows and q not in rows[0]]
+        if missing:
+            raise SystemExit(f"{path}: no column {', '.join(missing)}")
+        readings.append({(row["row_id"], row["synset"]): row for row in rows})
+    return readings
+
+
+def majority(readings: list[dict[Key, dict]], question: str) -> dict[Key, str | None]:
+    """Per pair judged by every reader, the answer at least two give (None where none has two)."""
+    keys = set.intersection(*(set(r) for r in readings))
+    answers = {}
+    for key in keys:
+        value, n = Counter(r[key][question].strip() for r in readings).most_common(1)[0]
+        answers[key] = value if n >= 2 else None
+    return answers
+
+
+def old_judgments() -> dict[Key, dict]:
+    """The single reader's judgments of 361 pairs of earlier defaults (with their caption and
+    matched form), from git history."""
+    text = subprocess.run(
+        ["git", "show", f"{OLD_COMMIT}:benchmarks/data/real_dev_judged.tsv"],
+        cwd=DATA,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    rows = csv.DictReader(text.splitlines(), delimiter="\t")
+    return {(row["row_id"], row["synset"]): row for row in rows}
+
+
+def labelled_pairs(folder: Path = DATA) -> tuple[list[dict], str]:
+    """(pairs with caption, matched, synset and a `none` label, which judgments): the readers'
+    majority `use` where their files are there (pairs without a majority left out), else the old
+    reader's right_sense 'no' as a stand-in (a wrong pair, of any kind)."""
+    readings = read_readers(folder)
+    if readings is None:
+        pairs = [{**row, "none": row["right_sense"] == "no"} for row in old_judgments().values()]
+        return [p for p in pairs if p["right_sense"] in ("yes", "no")], "old single reader (right_sense no)"
+    use = majority(readings, "use")
+    pairs = []
+    for row in read_tsv(folder / "real_dev_pairs.tsv"):
+        answer = use.get((row["row_id"], row["synset"]))
+        if answer is not None and answer != "unclear":
+            pairs.append({**row, "use": answer, "none": answer in NONE_USES})
+    return pairs, "three readers' majority use"
