@@ -220,6 +220,11 @@ class Run:
             return f"{captions:,} captions of the {c.min_class_captions:,} a class needs (ranking.min_captions)"
         if row["fate"] == "below_threshold":
             return f"score {row['score']} below the threshold {c.threshold} for {c.scoring.model} (ranking.thresholds)"
+        if row["fate"] == "low_pass_share":
+            return (
+                f"{_share(row)} of its captions pass the caption rules and the sense decision, under the "
+                f"{c.ranking.min_pass_share:.0%} a class needs (ranking.min_pass_share)"
+            )
         if row["fate"] == "beyond_top_k":
             passing = [w for w, r in self.ranking.items() if r["fate"] in ("class", "beyond_top_k")]
             return (
@@ -227,6 +232,16 @@ class Run:
                 f"only the best {c.ranking.classes:,} become classes (ranking.classes)"
             )
         return f"score {row['score']}"
+
+    def pass_share(self, wnid: str) -> str | None:
+        """A scored candidate's estimated share of captions that use its word in its sense."""
+        row = (self.ranking or {}).get(wnid)
+        if not row or not row.get("pass_share") or row["fate"] == "low_pass_share":
+            return None
+        floor = (
+            f" (a class needs {self.config.ranking.min_pass_share:.0%}, ranking.min_pass_share)" if self.config else ""
+        )
+        return f"{_share(row)} of its captions pass the caption rules and the sense decision{floor}"
 
     def _sharing_lemmas(self, wnid: str, reference: set[str]) -> list[str]:
         """Reference synsets with a lemma of `wnid`, compared case-insensitively as step 2 does."""
@@ -253,6 +268,10 @@ class Run:
         return "; ".join(parts) if parts else f"no ancestor, descendant or shared lemma in {name}"
 
 
+def _share(row: dict) -> str:
+    return f"{float(row['pass_share']):.0%}"
+
+
 @click.command("why")
 @click.argument("word")
 @click.option("--run", "run_dir", required=True, help="the run directory (its select/ folder holds synset_fates.tsv)")
@@ -269,6 +288,8 @@ def why(word: str, run_dir: str) -> None:
         click.echo(f"{prefix}{run.fate(wnid)}\n  reference: {run.relation(wnid)}")
         if (dropped := run.rules_dropped(wnid)) is not None:
             click.echo(f"  {dropped}")
+        if (share := run.pass_share(wnid)) is not None:
+            click.echo(f"  {share}")
         if (lost := run.senses_lost(wnid)) is not None:
             click.echo(f"  {lost}")
         if wnid in run.classes and (images := download_fate(run_dir, wnid)) is not None:  # failures, blocklists, drops

@@ -292,6 +292,13 @@ class Ranking(Section):
         "(a threshold means something for one encoder only)",
     )
     classes: int = Field(1000, ge=1, le=100_000, description="K, the number of classes")
+    min_pass_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="the share of a synset's captions that must pass the caption rules (none_of_these among them) "
+        "and the sense decision for it to be a class (pipeline/rank/pass_share.py); 0: off",
+    )
 
     @field_validator("thresholds")
     @classmethod

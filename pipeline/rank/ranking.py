@@ -21,6 +21,7 @@ import numpy as np
 BELOW_THRESHOLD = "below_threshold"
 BEYOND_TOP_K = "beyond_top_k"
 NO_CAPTIONS = "no_captions"
+LOW_PASS_SHARE = "low_pass_share"
 TOO_FEW_CAPTIONS = "too_few_captions"
 
 
@@ -49,10 +50,14 @@ def rank_synsets(
     k: int,
     captions: Mapping[str, int] | None = None,
     min_captions: int = 1,
+    pass_shares: Mapping[str, float] | None = None,
+    min_pass_share: float = 0.0,
 ) -> Ranking:
     """The top `k` synsets by top-n mean similarity among those scoring >= `threshold` and, when
     `captions` (wnid -> captions a synset could draw images from) is given, having at least
-    `min_captions` of them: a class must be able to fill its images."""
+    `min_captions` of them: a class must be able to fill its images; and, when `pass_shares`
+    (wnid -> the share of its captions that use the word in its sense) is given, a share of at
+    least `min_pass_share`."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     scores: dict[str, float] = {}
@@ -64,6 +69,8 @@ def rank_synsets(
         scores[wnid] = top_n_mean(similarities[wnid], top_n)
         if captions is not None and captions.get(wnid, 0) < min_captions:
             dropped[wnid] = TOO_FEW_CAPTIONS
+        elif pass_shares is not None and pass_shares.get(wnid, 0.0) < min_pass_share:
+            dropped[wnid] = LOW_PASS_SHARE
         elif scores[wnid] < threshold:
             dropped[wnid] = BELOW_THRESHOLD
     passing = sorted((w for w in scores if w not in dropped), key=lambda w: (-scores[w], w))

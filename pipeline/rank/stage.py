@@ -12,7 +12,9 @@ A synset's score is the mean of its top-n first-pass caption similarities; synse
 encoder's threshold are dropped and the best K become the classes (ties by wnid). Class indices
 follow wnid order, as ImageNet's do; `rank` is the position by score. Outputs in `rank/`:
 `class_list.tsv` and `classes.json` (index, wnid, name, lemmas, gloss, captions, score, rank),
-`ranking.tsv` (every scored candidate with its score and fate), and `scored/<stem>.parquet`
+`ranking.tsv` (every scored candidate with its score, pass share and fate: a candidate whose
+estimated share of captions used in its sense, `pass_share.py`, is under `ranking.min_pass_share`
+is dropped as `low_pass_share`), and `scored/<stem>.parquet`
 (`<stem>-r<round>.parquet` on the priority path): the
 selected captions of the classes with `gloss_similarity` and `class_index`, for sampling.
 """
@@ -31,6 +33,7 @@ from imagenot.pipeline.commands.stage import stage_command
 from imagenot.pipeline.config.preflight import check_text_models
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
+from imagenot.pipeline.rank.pass_share import pass_shares, sense_pass_shares
 from imagenot.pipeline.rank.priority import priority_rounds
 from imagenot.pipeline.rank.ranking import Ranking, rank_synsets
 from imagenot.pipeline.rank.sampling_order import reference_edges
@@ -82,14 +85,15 @@ def class_rows(ranking: Ranking, captions: dict[str, int], index: NounIndex) -> 
     ]
 
 
-def ranking_rows(ranking: Ranking, index: NounIndex) -> list[dict]:
-    """Every scored candidate, best first (ties by wnid), with its fate."""
+def ranking_rows(ranking: Ranking, index: NounIndex, shares: dict[str, float]) -> list[dict]:
+    """Every scored candidate, best first (ties by wnid), with its pass share and fate."""
     order = sorted(ranking.scores, key=lambda w: (-ranking.scores[w], w))
     return [
         {
             "wnid": w,
             "name": index[w].name,
             "score": round(ranking.scores[w], 6),
+            "pass_share": shares.get(w, ""),
             "fate": ranking.dropped.get(w, "class"),
         }
         for w in order
@@ -164,7 +168,10 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     """Rank the scored candidates, write the class list, score the classes' captions."""
     stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
     index = load_index()
-    kept = read_json(stage_path(run_dir, SELECT, SELECT_TALLY_FILE)).get("kept", {})
+    select_tally = read_json(stage_path(run_dir, SELECT, SELECT_TALLY_FILE))
+    kept = select_tally.get("kept", {})
+    sense = sense_pass_shares(run_dir, config.scoring.sense_margin)
+    shares = pass_shares(select_tally.get("single_synset", kept), kept, sense)
     ranking = rank_synsets(
         score_stage.first_pass_similarities(run_dir),
         config.ranking.top_n,
@@ -172,12 +179,16 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
         config.ranking.classes,
         captions=kept,
         min_captions=config.min_class_captions,
+        pass_shares=shares,
+        min_pass_share=config.ranking.min_pass_share,
     )
     rows = class_rows(ranking, kept, index)
     write_tsv(FileSystems.join(stage_dir, CLASS_LIST_FILE), CLASS_COLUMNS, rows)
     write_json(FileSystems.join(stage_dir, CLASSES_FILE), rows)
     write_tsv(
-        FileSystems.join(stage_dir, RANKING_FILE), ("wnid", "name", "score", "fate"), ranking_rows(ranking, index)
+        FileSystems.join(stage_dir, RANKING_FILE),
+        ("wnid", "name", "score", "pass_share", "fate"),
+        ranking_rows(ranking, index, shares),
     )
 
     shards = stage_shards(stage_path(run_dir, SELECT), SELECTED_DIR)

@@ -43,6 +43,8 @@ SYNSET_REASONS = {
     "below_threshold": "rank: the mean gloss similarity of the synset's top captions is below "
     "`ranking.thresholds`; sample: the caption's similarity is below `sampling.threshold`",
     "beyond_top_k": "the synset passed every filter but ranked after the best `ranking.classes`",
+    "low_pass_share": "rank: under `ranking.min_pass_share` of the synset's captions pass the caption rules and the "
+    "sense decision: its word mostly names something else",
 }
 CAPTION_REASONS = {
     "below_threshold": SYNSET_REASONS["below_threshold"],
