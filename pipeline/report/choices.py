@@ -67,6 +67,17 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         ),
         ("selection.max_punsafe", show(s.max_punsafe), "highest LAION punsafe a row may have (null: off)"),
         ("selection.keep_unrated", show(s.keep_unrated), "keep rows with no NSFW tag or punsafe value"),
+        (
+            "selection.caption_rules.rules",
+            show(s.caption_rules.rules),
+            "caption rules: a step-6 caption is dropped where one says its word does not name the synset",
+        ),
+        (
+            "selection.caption_rules.none_of_these_threshold",
+            show(s.caption_rules.none_of_these_threshold),
+            "none_of_these rule: the fitted probability that the word names none of its noun senses at which a "
+            "caption is dropped",
+        ),
         ("scoring.encoder", sc.encoder, "text encoder library (the paper used RoBERTa)"),
         ("scoring.model", sc.model, f"text encoder model; resolved to {model_id}"),
         (
@@ -140,6 +151,12 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
             "ranking.min_captions",
             show(r.min_captions),
             f"single-synset captions a class needs (null: N); {config.min_class_captions:,} here",
+        ),
+        (
+            "ranking.min_pass_share",
+            show(r.min_pass_share),
+            "share of a synset's captions that must pass the caption rules and the sense decision for it to be a "
+            "class (0: off)",
         ),
         ("ranking.classes", show(r.classes), "K, the number of classes (step 8)"),
         ("sampling.images_per_class", show(sa.images_per_class), "N, images per class (step 8)"),
