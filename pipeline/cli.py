@@ -79,6 +79,11 @@ AUDITS = {
         "Exact and near duplicates (--drop: take them out).",
     ),
     "agreement": ("imagenot.pipeline.audit.agreement", "agreement_command", "Image-class and image-caption agreement."),
+    "classes": (
+        "imagenot.pipeline.audit.classes",
+        "classes_command",
+        "Per class of a list: the share of a corpus's captions naming it that use it in its sense.",
+    ),
     "label-noise": (
         "imagenot.pipeline.audit.label_noise",
         "label_noise_command",

@@ -1,0 +1,142 @@
+"""`imagenot audit classes --list FILE --corpus GLOB [--config FILE] --out FILE.tsv`: for every class
+of a class list, the share of a corpus sample's captions naming it that use its word in its sense.
+
+A caption names a class when the build's tagger matches one of the class's lemmas in it (any
+other synsets it names do not matter here: this is about the word, not step 6). Each (caption,
+class) pair gets the build's own decision: the caption rules with none_of_these, the corpus's form
+statistics counted over these captions as select counts them over the tagged rows; then the
+sense decision of `imagenot senses` (`decided_table`: the best noun sense of the word and its
+margin), which must be the class's, by `scoring.sense_margin`, under `caption_decision`. One row
+per listed class, in the list's order: `wnid`, `name`, `captions` (pairs), `pass_share`, its
+95% Clopper-Pearson interval `low`-`high`, and `flagged` (1: another use dominates: another noun
+sense wins more of the captions than the class keeps, or the interval lies wholly under one half).
+A class no caption names has 0 captions and an empty share.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import click
+import pyarrow as pa
+
+from imagenot.errors import ImagenotError
+from imagenot.filters.caption_rules import caption_decision
+from imagenot.filters.none_of_these import FormStats, form_statistics
+from imagenot.pipeline.audit.rankings import clopper_pearson
+from imagenot.pipeline.config.reference_lists import read_class_list
+from imagenot.pipeline.config.schema import Config, load_config
+from imagenot.pipeline.corpus.reader import list_shards
+from imagenot.pipeline.run.files import read_table, write_tsv
+from imagenot.pipeline.score.senses_command import (
+    caption_encoder,
+    caption_threshold,
+    decided_table,
+    scorer,
+    sense_rows,
+)
+from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
+from imagenot.pipeline.tag.stage import build_matcher
+from imagenot.wordnet.index import NounIndex, load_index
+
+COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged")
+CONFIDENCE = 0.95
+PASSES, SENSE = "passes", "sense:"
+
+
+def read_captions(pattern: str, config: Config) -> list[str]:
+    """The captions of every parquet file the pattern matches, in path order (the config's caption column)."""
+    shards = list_shards([pattern])
+    if not shards:
+        raise ImagenotError(f"--corpus {pattern!r}: no file matches")
+    column, captions = config.corpus.columns.caption, []
+    for shard in shards:
+        if not shard.endswith(".parquet"):
+            raise ImagenotError(f"{shard}: audit classes reads parquet files only")
+        table = read_table(shard)
+        if column not in table.column_names:
+            raise ImagenotError(
+                f"{shard}: no caption column {column!r} (corpus.columns.caption); has {table.column_names}"
+            )
+        captions += [c for c in table.column(column).to_pylist() if isinstance(c, str) and c.strip()]
+    return captions
+
+
+def class_pairs(captions: list[str], classes: list[str], config: Config) -> tuple[list[tuple[int, str]], list]:
+    """(caption position, wnid) of every listed class a caption names, and every caption's matched forms."""
+    tags = build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array(captions, pa.string()))
+    wanted = set(classes)
+    matched = [forms or [] for forms in tags.matched.to_pylist()]
+    pairs = [
+        (i, w) for i, wnids in enumerate(tags.wnids.to_pylist()) for w in dict.fromkeys(wnids or []) if w in wanted
+    ]
+    return pairs, matched
+
+
+def decide(captions: list[str], classes: list[str], config: Config, index: NounIndex) -> dict[str, list[str]]:
+    """wnid -> per caption naming it: PASSES where the build keeps the pair, else `sense:` and the
+    noun sense that won it, or the reason (a caption rule's name, below_threshold)."""
+    pairs, matched = class_pairs(captions, classes, config)
+    if not pairs:
+        return {}
+    rules = caption_rules(config.selection.caption_rules)
+    if rules.none_of_these is not None:  # the corpus's statistics, as select counts them
+        stats = FormStats(form_statistics(captions, matched))
+        rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
+    checker = PairChecker(rules, {w for _, w in pairs}, index)
+    texts = [captions[i] for i, _ in pairs]
+    forms = [matched[i] for i, _ in pairs]
+    wnids = [w for _, w in pairs]
+    fired = checker.rules_fired(texts, forms, wnids)
+    queries = scorer(config)
+    words = [next(queries.senses.forms(w)[m] for m in f if m in queries.senses.forms(w)) for f, w in zip(forms, wnids)]
+    ranked = sense_rows(queries, caption_encoder(queries).encode(texts), words)
+    decided = decided_table(pa.table({"caption": texts}), config, index, ranked, forms)
+    score, margin = decided.column("score").to_numpy(), decided.column("margin").to_numpy()
+    passes, reason = caption_decision(score, margin, caption_threshold(config), config.scoring.sense_margin, fired)
+    predicted = [index.by_name(name).wnid for name in decided.column("predicted").to_pylist()]
+    outcomes: dict[str, list[str]] = {}
+    for wnid, best, ok, why in zip(wnids, predicted, passes, reason):
+        outcome = f"{SENSE}{index[best].name}" if best != wnid else PASSES if ok else str(why)
+        outcomes.setdefault(wnid, []).append(outcome)
+    return outcomes
+
+
+def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
+    n, k = len(outcomes), outcomes.count(PASSES)
+    row = {"wnid": wnid, "name": index[wnid].name, "captions": n, "pass_share": "", "low": "", "high": "", "flagged": 0}
+    if not n:
+        return row
+    low, high = clopper_pearson(k / n, n, CONFIDENCE)
+    senses = Counter(o for o in outcomes if o.startswith(SENSE))
+    other = senses.most_common(1)[0][1] if senses else 0
+    flagged = other > k or high < 0.5
+    return {**row, "pass_share": round(k / n, 4), "low": round(low, 4), "high": round(high, 4), "flagged": int(flagged)}
+
+
+def audit_classes(list_path: str, corpus: str, config: Config) -> list[dict]:
+    index = load_index()
+    classes = read_class_list(list_path, index)
+    outcomes = decide(read_captions(corpus, config), classes, config, index)
+    return [class_row(wnid, outcomes.get(wnid, []), index) for wnid in classes]
+
+
+@click.command("classes")
+@click.option("--list", "list_path", required=True, help="a class list: one wnid (or synset name) a line")
+@click.option("--corpus", required=True, help="parquet files of captions (a glob; local or gs://)")
+@click.option("--config", "config_path", help="config whose tagger, caption rules and sense settings to use")
+@click.option("--out", "out_path", required=True, help="the TSV to write, one row per listed class")
+def classes_command(list_path: str, corpus: str, config_path: str | None, out_path: str) -> None:
+    """Per class of a list: the share of a corpus sample's captions naming it that use it in its sense."""
+    rows = audit_classes(list_path, corpus, load_config(config_path))
+    write_tsv(out_path, COLUMNS, rows)
+    named = [r for r in rows if r["captions"]]
+    flagged = sum(r["flagged"] for r in rows)
+    pairs = sum(r["captions"] for r in rows)
+    kept = sum(r["pass_share"] * r["captions"] for r in named)
+    share = f"{kept / pairs:.0%}" if pairs else "no"
+    click.echo(
+        f"{out_path}: {len(rows):,} classes, {len(named):,} named by {pairs:,} captions "
+        f"({share} of them use the word in the class's sense); {flagged:,} flagged"
+    )
