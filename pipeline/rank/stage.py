@@ -12,7 +12,7 @@ A synset's score is the mean of its top-n first-pass caption similarities; synse
 encoder's threshold are dropped and the best K become the classes (ties by wnid). Class indices
 follow wnid order, as ImageNet's do; `rank` is the position by score. Outputs in `rank/`:
 `class_list.tsv` and `classes.json` (index, wnid, name, lemmas, gloss, captions, score, rank),
-`ranking.tsv` (every scored candidate with its score, pass share and fate: a candidate whose
+`ranking.tsv` (every scored candidate with its score, fate and pass share: a candidate whose
 estimated share of captions used in its sense, `pass_share.py`, is under `ranking.min_pass_share`
 is dropped as `low_pass_share`), and `scored/<stem>.parquet`
 (`<stem>-r<round>.parquet` on the priority path): the
@@ -86,15 +86,15 @@ def class_rows(ranking: Ranking, captions: dict[str, int], index: NounIndex) -> 
 
 
 def ranking_rows(ranking: Ranking, index: NounIndex, shares: dict[str, float]) -> list[dict]:
-    """Every scored candidate, best first (ties by wnid), with its pass share and fate."""
+    """Every scored candidate, best first (ties by wnid), with its fate and pass share."""
     order = sorted(ranking.scores, key=lambda w: (-ranking.scores[w], w))
     return [
         {
             "wnid": w,
             "name": index[w].name,
             "score": round(ranking.scores[w], 6),
-            "pass_share": shares.get(w, ""),
             "fate": ranking.dropped.get(w, "class"),
+            "pass_share": shares.get(w, ""),
         }
         for w in order
     ]
@@ -187,7 +187,7 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     write_json(FileSystems.join(stage_dir, CLASSES_FILE), rows)
     write_tsv(
         FileSystems.join(stage_dir, RANKING_FILE),
-        ("wnid", "name", "score", "pass_share", "fate"),
+        ("wnid", "name", "score", "fate", "pass_share"),
         ranking_rows(ranking, index, shares),
     )
 
