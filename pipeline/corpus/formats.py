@@ -25,7 +25,6 @@ import csv
 import io
 import json
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -35,10 +34,15 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
-from imagenot.errors import ImagenotError
+from imagenot.pipeline.corpus.streams import (
+    CorpusError,
+    file_size,
+    gunzipped_head,
+    is_gzipped,
+    open_stored,
+    open_text,
+)
 from imagenot.pipeline.run.paths import name as path_name
 
 FORMATS = ("parquet", "csv", "tsv", "json", "jsonl")
@@ -52,11 +56,8 @@ _EXTENSIONS = {
 }
 READ_BYTES = 1 << 22  # bytes read from a text file at a time
 JSON_SCHEMA_BYTES = 1 << 20  # bytes of a json file read for its keys
-
-
-class CorpusError(ImagenotError, ValueError):
-    """A shard cannot be used; the message names the shard and, for schema errors, the column,
-    the type found and the type expected."""
+UTF8_BOM = b"\xef\xbb\xbf"  # may start a text file (pyarrow's readers skip it)
+PARQUET_MAGIC = b"PAR1"  # a parquet file's first and last four bytes
 
 
 @dataclass(frozen=True)
@@ -102,20 +103,6 @@ def corpus_stem(path: str) -> str:
     return base
 
 
-def _compression(path: str) -> str:
-    return CompressionTypes.GZIP if path.lower().endswith(".gz") else CompressionTypes.UNCOMPRESSED
-
-
-@contextlib.contextmanager
-def _open(path: str, compression: str = CompressionTypes.UNCOMPRESSED):
-    try:
-        raw = FileSystems.open(path, compression_type=compression)
-    except Exception as err:  # OSError, BeamIOError, permission: all mean "cannot open"
-        raise CorpusError(f"shard {path}: cannot open: {type(err).__name__}: {err}") from err
-    with raw:
-        yield raw
-
-
 class Source:
     """One corpus file: its schema and its rows."""
 
@@ -129,7 +116,7 @@ class Source:
     def schema(self) -> pa.Schema:
         """The file's columns; a text file's are strings (its values are converted when read)."""
         if self.format == "parquet":
-            with _open(self.path) as raw, self._parquet(raw) as parquet:
+            with open_stored(self.path) as raw, self._parquet(raw) as parquet:
                 return parquet.schema_arrow
         if self.format in ("csv", "tsv"):
             return pa.schema([(name, pa.string()) for name in self._header()[0]])
@@ -139,7 +126,7 @@ class Source:
         """The rows, where the file says so without being read (a parquet footer), else None."""
         if self.format != "parquet":
             return None
-        with _open(self.path) as raw, self._parquet(raw) as parquet:
+        with open_stored(self.path) as raw, self._parquet(raw) as parquet:
             return parquet.metadata.num_rows
 
     def estimated_rows(self) -> int:
@@ -149,11 +136,9 @@ class Source:
         if rows is not None:
             return rows
         size = file_size(self.path)
-        with _open(self.path) as raw:
+        with open_stored(self.path) as raw:
             head = raw.read(JSON_SCHEMA_BYTES)
-        text = (
-            zlib.decompressobj(wbits=47).decompress(head) if _compression(self.path) == CompressionTypes.GZIP else head
-        )
+        text = gunzipped_head(self.path, head, len(head) >= size) if is_gzipped(self.path) else head
         lines = text.count(b"\n") - (self.format in ("csv", "tsv") and self._header()[1])
         return (
             round(size * max(lines, 0) / len(head)) if len(head) < size else max(lines + (not text.endswith(b"\n")), 0)
@@ -175,7 +160,7 @@ class Source:
             records = io.BytesIO(self._json_array_lines())
             yield from self._line_batches(_line_blocks(records, batch_rows), columns, types, 0)
         else:
-            with _open(self.path, _compression(self.path)) as raw:
+            with open_text(self.path) as raw:
                 header_lines = self._header()[1] if self.format in ("csv", "tsv") else 0
                 if header_lines:
                     raw.readline()
@@ -185,9 +170,7 @@ class Source:
         """Whether the file can be read in parts: parquet (by row groups), and csv, tsv and jsonl
         files that are not compressed (by byte ranges cut at line starts: one line is one row). A
         gzipped file cannot be entered part way, and a .json array is parsed whole."""
-        return self.format == "parquet" or (
-            self.format in ("csv", "tsv", "jsonl") and _compression(self.path) == CompressionTypes.UNCOMPRESSED
-        )
+        return self.format == "parquet" or (self.format in ("csv", "tsv", "jsonl") and not is_gzipped(self.path))
 
     def _range_batches(
         self, columns: list[str], types: dict[str, pa.DataType], batch_rows: int, part: Part
@@ -195,7 +178,7 @@ class Source:
         """The rows of the lines that start in the byte range [part.start, part.end); the first
         of them is line `part.first_line` of the file (0-based, the header included)."""
         header_lines = self._header()[1] if self.format in ("csv", "tsv") else 0
-        with _open(self.path) as raw:
+        with open_stored(self.path) as raw:
             start = part.start
             if start > 0:
                 raw.seek(start - 1)
@@ -214,21 +197,26 @@ class Source:
         try:
             parquet = pq.ParquetFile(raw)
         except Exception as err:  # ArrowInvalid for a bad footer, OSError for short reads
+            if _cut_parquet(raw):
+                raise CorpusError(
+                    f"shard {self.path}: ends early: it starts as a parquet file but lacks the footer a whole one "
+                    "ends with (the file is truncated); copy it again"
+                ) from err
             raise CorpusError(f"shard {self.path}: not a readable parquet file: {err}") from err
         yield parquet
 
     def row_group_rows(self) -> list[int]:
         """A parquet file's rows per row group, from its footer."""
-        with _open(self.path) as raw, self._parquet(raw) as parquet:
+        with open_stored(self.path) as raw, self._parquet(raw) as parquet:
             return [parquet.metadata.row_group(i).num_rows for i in range(parquet.metadata.num_row_groups)]
 
     def read_row_group(self, group: int, columns: list[str]) -> pa.Table:
         """One row group of a parquet file, only `columns`, as stored."""
-        with _open(self.path) as raw, self._parquet(raw) as parquet:
+        with open_stored(self.path) as raw, self._parquet(raw) as parquet:
             return parquet.read_row_group(group, columns=columns)
 
     def _parquet_batches(self, columns: list[str], batch_rows: int, part: Part | None = None) -> Iterator[RawBatch]:
-        with _open(self.path) as raw, self._parquet(raw) as parquet:
+        with open_stored(self.path) as raw, self._parquet(raw) as parquet:
             groups = None if part is None else list(range(part.start, part.end))
             batches = parquet.iter_batches(batch_size=batch_rows, columns=columns, row_groups=groups)
             position = 0 if part is None else part.first_line
@@ -248,7 +236,7 @@ class Source:
 
     def _header(self) -> tuple[list[str], int]:
         """The column names and the lines of header (0 or 1)."""
-        with _open(self.path, _compression(self.path)) as raw:
+        with open_text(self.path) as raw:
             first = raw.readline()
         if not first.strip():
             raise CorpusError(
@@ -266,9 +254,9 @@ class Source:
     def _json_keys(self) -> dict[str, pa.DataType]:
         """The keys of the records in the file's first megabyte, in order of appearance, each
         with the type of its first value that is not null (an integer, a float or else a string)."""
-        with _open(self.path, _compression(self.path)) as raw:
+        with open_text(self.path) as raw:
             head = raw.read(JSON_SCHEMA_BYTES)
-        text = head.decode("utf-8", errors="replace")
+        text = head.removeprefix(UTF8_BOM).decode("utf-8", errors="replace")
         decoder, keys, position = json.JSONDecoder(), {}, 0
         if self.format == "json":
             position = text.find("[") + 1
@@ -296,7 +284,7 @@ class Source:
     def _json_array_lines(self) -> bytes:
         """A .json array's records as json lines (the array is parsed whole: for big
         files, jsonl streams)."""
-        with _open(self.path, _compression(self.path)) as raw:
+        with open_text(self.path) as raw:
             data = raw.read()
         try:
             records = json.loads(data)
@@ -363,20 +351,27 @@ class _LineRange:
         return data
 
 
+def _cut_parquet(raw) -> bool:
+    """Whether a file starts with parquet's magic bytes and does not end with them: the footer
+    of a parquet file is at its end, so such a file was cut short."""
+    raw.seek(0)
+    head = raw.read(4)
+    raw.seek(0, io.SEEK_END)
+    size = raw.tell()
+    raw.seek(max(size - 4, 0))
+    return head == PARQUET_MAGIC and (size < 8 or raw.read(4) != PARQUET_MAGIC)
+
+
 def count_line_starts(path: str, start: int, end: int) -> int:
     """The lines of a file that start in the byte range [start, end) (0 < end <= the file's size):
     as `Source.batches` reads a `bytes` part, counted without parsing."""
-    with _open(path) as raw:
+    with open_stored(path) as raw:
         raw.seek(max(start - 1, 0))
         left, lines = end - 1 - max(start - 1, 0), int(start == 0)
         while left > 0 and (data := raw.read(min(READ_BYTES, left))):
             lines += data.count(b"\n")
             left -= len(data)
     return lines
-
-
-def file_size(path: str) -> int:
-    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
 
 
 def _line_blocks(raw, lines: int) -> Iterator[bytes]:
@@ -455,14 +450,17 @@ class _Parser:
 
     def _read(self, block: bytes) -> tuple[pa.Table, list[tuple[int, str]]]:
         """The block's rows, and the lines pyarrow skipped (1-based in the block, with why)."""
-        source = io.BytesIO(block)
         if self.source.format in ("jsonl", "json"):
+            objects, bad = _objects_only(block)
+            if not objects:
+                return pa.Table.from_batches([self.empty()]), bad
             schema = pa.schema(list(self.types.items()))
             options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
             table = pa_json.read_json(
-                source, pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1), options
+                io.BytesIO(objects), pa_json.ReadOptions(use_threads=False, block_size=len(objects) + 1), options
             )
-            return table.select(self.columns), []
+            return table.select(self.columns), bad
+        source = io.BytesIO(block)
         bad: list[tuple[int, str]] = []
 
         def skip(row) -> str:
@@ -487,6 +485,26 @@ class _Parser:
             if kind == pa.string() and pc.any(pc.match_substring(table.column(column), "\n")).as_py():
                 raise _Unparsed("an unterminated quote")
         return table, bad
+
+
+def _objects_only(block: bytes) -> tuple[bytes, list[tuple[int, str]]]:
+    """The block's lines that start with an object (`{`), and the others (1-based in the block,
+    with why): pyarrow's json reader crashes the process (SIGSEGV) on a block that starts with
+    `null`, so no line that is not an object reaches it."""
+    data = np.frombuffer(block, np.uint8)
+    ends = np.flatnonzero(data == 10) + 1
+    starts = np.concatenate(([0], ends[:-1]))
+    bad = []
+    for i in np.flatnonzero(data[starts] != ord("{")):  # most lines: none, checked at C speed
+        text = block[starts[i] : ends[i]].strip()
+        if not text.removeprefix(UTF8_BOM).startswith(b"{"):  # pyarrow reads a BOM
+            shown = text[:40].decode("utf-8", "replace")
+            bad.append((int(i) + 1, f"not a json object: {shown}" if text else "an empty line"))
+    if not bad:
+        return block, []
+    skipped = {line - 1 for line, _ in bad}
+    kept = b"".join(block[starts[i] : ends[i]] for i in range(len(starts)) if i not in skipped)
+    return kept, bad
 
 
 class _Unparsed(Exception):

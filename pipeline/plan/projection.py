@@ -25,6 +25,7 @@ import math
 import statistics
 from dataclasses import replace
 
+from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.plan.estimate import Rates, make_plan
 from imagenot.pipeline.plan.sample import (
@@ -258,4 +259,9 @@ def plan_from_sample(
     config: Config, rows: int, shards: int, rates: Rates, workers: int, sample_rows: int, seed: int
 ) -> dict:
     tally = tag_sample(config, sample_batches(config, sample_rows, seed))
+    if not tally.rows:
+        raise ImagenotError(
+            f"plan --sample: the corpus's {shards:,} file(s) hold no rows (a header or nothing): there is nothing "
+            "to project, and a build would find no class"
+        )
     return sampled_plan(config, rows, shards, rates, workers, tally)
