@@ -67,7 +67,7 @@ OPTIONAL = {
     "cleanlab": ("pipeline/audit/",),
     "skimage": ("pipeline/demo/image_server.py",),
     "ahocorasick": (),  # dev only: the tests' reference matcher
-    "flask": ("pipeline/review/app.py",),
+    "flask": ("pipeline/review/app.py", "pipeline/review/web.py", "pipeline/review/class_app.py"),
     "waitress": ("pipeline/review/command.py",),
     "crowdkit": ("pipeline/review/aggregate.py",),
 }

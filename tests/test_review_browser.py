@@ -18,14 +18,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,6 +30,7 @@ import yaml
 from browser import FLAGS
 from cli_runner import invoke
 from ports import free_loopback_port
+from review_server import Server
 from scipy import stats
 from shared_runs import copy_run
 
@@ -53,41 +49,6 @@ def _review(*args: str) -> str:
     result = invoke(review_command, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.output
-
-
-class Server:
-    """`imagenot review serve` as a user starts it, in its own process group."""
-
-    def __init__(self, run_dir: Path, port: int, log: Path):
-        self.run_dir, self.port, self.log = run_dir, port, log
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        command = [
-            str(Path(sys.executable).with_name("imagenot")),
-            "review",
-            "serve",
-            "--run",
-            str(self.run_dir),
-            "--port",
-            str(self.port),
-        ]
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()
-            try:
-                with urllib.request.build_opener().open(f"http://127.0.0.1:{self.port}/", timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.3)
-        raise AssertionError(f"the review server did not answer within 120 s:\n{self.log.read_text()}")
-
-    def kill(self) -> None:
-        """As a crash would: SIGKILL, no chance to flush or close anything."""
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
 
 
 def _browser(folder: Path):

@@ -13,6 +13,7 @@ from collections import Counter
 
 from imagenot.pipeline.config.schema import Config, Download
 from imagenot.pipeline.report.facts import RunFacts
+from imagenot.pipeline.report.human_review import review_found
 from imagenot.pipeline.report.markdown import count_of, table
 
 NOT_GIVEN = "Not stated (set `datasheet.{key}` in the config)"
@@ -71,8 +72,8 @@ def _composition(facts: RunFacts) -> list[str]:
         "### Composition",
         "",
         f"{len(facts.classes):,} classes (WordNet noun synsets), {facts.images:,} images labelled from caption text; "
-        f"each row: {columns}. The corpus carried {licence}. The images are third-party web content, "
-        "not reviewed by a person: some may show people, text or material a user does not expect.",
+        f"each row: {columns}. The corpus carried {licence}. The images are third-party web content: some may "
+        f"show people, text or material a user does not expect. {review_found(facts.review)}",
         "",
     ]
 

@@ -19,6 +19,22 @@ def _plain(text: str) -> str:
     return html.escape(text).replace("|", "\\|")
 
 
+def review_found(results: dict | None) -> str:
+    """One sentence on whether people looked at the images, and what they found."""
+    if results is None:
+        return "No person looked at them."
+    overall = results["overall"]
+    found = (
+        f": {overall['accepted']:,} of {overall['decided']:,} sampled images kept, label precision {_interval(overall)}"
+        if overall["precision"] is not None
+        else ", with no decided answer yet"
+    )
+    return (
+        f"People checked the labels of {results['images_answered']:,} of them (see Human review){found}; "
+        "the rest were not looked at."
+    )
+
+
 def review_lines(results: dict | None) -> list[str]:
     """The card's section (Markdown lines)."""
     if results is None:

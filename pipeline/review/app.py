@@ -1,62 +1,37 @@
-"""The review web app (Flask, served by waitress): class pages, flagged pages, images by id.
+"""The image review's web app (Flask, served by waitress): class pages, flagged pages, images by id.
 
 Routes: `/` (name form, or on to the next page), `POST /rater`, `/next`, `GET|POST /task/<id>`,
-`/image/<id>`. With a token set (a non-loopback host), every request carries it, as `?token=`
-(the first one; it is then kept in a cookie), the cookie, or an `Authorization: Bearer` header.
-Errors are short plain pages with their 4xx status, never a traceback.
+`/image/<id>`; the guards, sign-in and layout are `web.ReviewApp`'s. Before a request the session
+looks whether the run's dataset or plan changed (`ReviewSession.refresh`) before a POST, and a
+watcher looks at them and the tars every second, so what it serves is the run as it is; while another command holds
+the run's lock a page's answers are refused (503: the rater sends it again) rather than stored
+for images that may be on their way out.
 """
 
 from __future__ import annotations
 
 import functools
-import hmac
-import logging
 import re
 
-from flask import Flask, Response, abort, make_response, redirect, request
-from itsdangerous import BadSignature, URLSafeSerializer
-from werkzeug.exceptions import HTTPException
+from flask import Flask, Response, abort, redirect, request
 
 from imagenot.pipeline.review import pages
 from imagenot.pipeline.review.plan import CLASS
 from imagenot.pipeline.review.session import ReviewSession, Task
+from imagenot.pipeline.review.web import ReviewApp
 
-log = logging.getLogger(__name__)
 IMAGE_ID = re.compile(r"[0-9a-f]{24}")
-MAX_NAME = 60
-RATER_COOKIE, TOKEN_COOKIE = "imagenot_rater", "imagenot_review_token"
-TEMPLATES = ("LAYOUT", "NAME_FORM", "CLASS_PAGE", "FLAGGED_PAGE")
+TEMPLATES = ("CLASS_PAGE", "FLAGGED_PAGE")
 
 
 def create_app(session: ReviewSession, secret: str, token: str | None = None) -> Flask:
-    app = Flask("imagenot.review")
-    app.config.update(MAX_CONTENT_LENGTH=session.settings.max_body_bytes, MAX_FORM_PARTS=2 * 200 + 10)
-    signer = URLSafeSerializer(secret, salt="rater")
-
-    templates = {name: app.jinja_env.from_string(getattr(pages, name)) for name in TEMPLATES}  # compiled once
-
-    @functools.lru_cache(maxsize=4096)
-    def signed_rater(cookie: str) -> int | None:  # a rater's cookie is checked once, not on each request
-        try:
-            rater = signer.loads(cookie)
-        except BadSignature:
-            return None
-        return rater if isinstance(rater, int) else None
+    review = ReviewApp(session, secret, token, session.settings.max_body_bytes, "images")
+    app = review.app
+    templates = {name: review.template(getattr(pages, name)) for name in TEMPLATES}  # compiled once
 
     @functools.lru_cache(maxsize=1024)
-    def task_body(task_id: str, shown: tuple[str, ...]) -> str:  # a page's grid is the same for every rater
-        task = session.tasks[task_id]
+    def task_body(generation: int, task: Task, shown: tuple[str, ...]) -> str:  # the same for every rater
         return _task_body(session, templates, task, [q for q in task.questions if q.image in shown])
-
-    def page(title: str, body: str, rater: int | None = None, status: int = 200) -> Response:
-        name = session.rater_name(rater) if rater is not None else None
-        progress = session.progress(rater) if rater is not None else None
-        html = templates["LAYOUT"].render(title=title, style=pages.STYLE, body=body, rater=name, progress=progress)
-        return make_response(html, status)
-
-    def current_rater() -> int | None:
-        rater = signed_rater(request.cookies.get(RATER_COOKIE, ""))
-        return rater if rater is not None and session.rater_name(rater) is not None else None
 
     def known_task(task_id: str) -> Task:
         task = session.tasks.get(task_id)
@@ -65,80 +40,36 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         return task
 
     @app.before_request
-    def check_token():
-        if token is None:
-            return None
-        given = request.args.get("token") or request.cookies.get(TOKEN_COOKIE) or ""
-        bearer = request.headers.get("Authorization", "")
-        if bearer.startswith("Bearer "):
-            given = given or bearer[len("Bearer ") :]
-        if not given:
-            abort(401, "this review needs its token: open the address the server printed")
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            abort(403, "wrong token")
-        return None
-
-    @app.after_request
-    def keep_token(response: Response) -> Response:
-        if token is not None and request.args.get("token") == token:
-            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
-        response.headers["Cache-Control"] = (
-            "private, max-age=3600" if request.path.startswith("/image/") else "no-store"
-        )
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        return response
-
-    @app.errorhandler(HTTPException)
-    def http_error(error: HTTPException) -> Response:
-        return Response(f"{error.code} {error.name}: {error.description}\n", error.code, mimetype="text/plain")
-
-    @app.errorhandler(Exception)
-    def server_error(error: Exception) -> Response:
-        log.exception("review server error")
-        return Response("500 Internal Server Error: the error is in the server's log\n", 500, mimetype="text/plain")
-
-    @app.get("/")
-    def home():
-        rater = current_rater()
-        if rater is not None:
-            return redirect("/next", 303)
-        return page("who is rating", templates["NAME_FORM"].render(max_name=MAX_NAME))
-
-    @app.post("/rater")
-    def sign_in():
-        name = " ".join(request.form.get("name", "").split())
-        if not name or len(name) > MAX_NAME:
-            abort(400, f"a rater's name is 1 to {MAX_NAME} characters")
-        response = redirect("/next", 303)
-        response.set_cookie(RATER_COOKIE, signer.dumps(session.rater(name)), httponly=True, samesite="Strict")
-        return response
+    def see_the_run_as_it_is():
+        if request.method == "POST":  # an answer is checked against the dataset as it is now
+            session.refresh()
 
     @app.get("/next")
     def next_page():
-        rater = current_rater()
+        rater = review.current_rater()
         if rater is None:
             return redirect("/", 303)
         task = session.next_task(rater)
         if task is None:
-            return page("done", pages.DONE, rater)
+            return review.page("done", pages.DONE, rater)
         return redirect(f"/task/{task.id}", 303)
 
     @app.get("/task/<task_id>")
     def show_task(task_id: str):
         task = known_task(task_id)
-        rater = current_rater()
+        rater = review.current_rater()
         if rater is None:
             return redirect("/", 303)
         questions = session.open_questions(task, rater)
         if not questions:
             return redirect("/next", 303)
-        body = task_body(task.id, tuple(q.image for q in questions))
-        return page(session.classes[task.class_index]["name"], body, rater)
+        body = task_body(session.generation, task, tuple(q.image for q in questions))
+        return review.page(session.classes[task.class_index]["name"], body, rater)
 
     @app.post("/task/<task_id>")
     def answer_task(task_id: str):
         task = known_task(task_id)
-        rater = current_rater()
+        rater = review.current_rater()
         if rater is None:
             abort(401, "give your name first (open /)")
         shown = {q.image for q in task.questions}
@@ -146,10 +77,18 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         for field, value in request.form.items(multi=True):
             image = field[2:] if field.startswith("a-") else None
             if image not in shown:
-                abort(400, f"field {field[:40]!r} is not an image of this page")
+                abort(400, f"field {field[:40]!r} is not an image of this page (or no longer in the dataset)")
             if value not in task.answers:
                 abort(400, f"answer {value[:20]!r} is not one of {', '.join(task.answers)}")
             answers.append((image, value))
+        if session.changing:
+            response = Response(
+                "503 Service Unavailable: another command is changing this run; send the page again in a moment\n",
+                503,
+                mimetype="text/plain",
+            )
+            response.headers["Retry-After"] = "5"
+            return response
         session.record(rater, task, answers)
         return redirect("/next", 303)
 

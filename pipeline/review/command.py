@@ -8,7 +8,6 @@ the report and the export again.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import secrets
 
@@ -25,6 +24,7 @@ from imagenot.pipeline.download import drops
 from imagenot.pipeline.registry import run_stage
 from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.review import plan as review_plan
+from imagenot.pipeline.review.hosts import is_loopback, url_host
 from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
 from imagenot.pipeline.review.store import Store, database_path
 from imagenot.pipeline.run.layout import DOWNLOAD, read_classes, stage_path
@@ -90,15 +90,6 @@ def _plan_and_show(config: Config, run_dir: str, break_lock: bool = False) -> No
     )
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 @review_command.command("serve")
 @run_option
 @click.option(
@@ -118,7 +109,7 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
     from imagenot.pipeline.review.session import ReviewSession
     from imagenot.wordnet.index import load_index
 
-    if not _is_loopback(host) and token is None:
+    if not is_loopback(host) and token is None:
         token = secrets.token_urlsafe(24)
     config = _config(run_dir, config_path)
     if not FileSystems.exists(review_plan.plan_path(run_dir)):
@@ -127,10 +118,15 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
     store = Store(run_dir)
     session = ReviewSession(run_dir, config.review, load_index(), store)
     app = create_app(session, store.secret(), token)
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     click.echo(f"review of {run_dir}: {len(session.tasks):,} pages, answers in {database_path(run_dir)}")
-    click.echo(f"open http://{shown}:{port}/{f'?token={token}' if token else ''}   (Ctrl-C stops; answers are kept)")
+    click.echo(f"open {address(host, port, token)}   (Ctrl-C stops; answers are kept)")
     waitress.serve(app, host=host, port=port, threads=threads, ident="imagenot-review", _quiet=True)
+
+
+def address(host: str, port: int, token: str | None) -> str:
+    """The address a rater opens: a listen-everywhere host as 127.0.0.1, IPv6 in brackets."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    return f"http://{url_host(shown)}:{port}/{f'?token={token}' if token else ''}"
 
 
 @review_command.command("status")
@@ -140,8 +136,10 @@ def status_command(run_dir: str, config_path: str | None) -> None:
     """Answers so far: per class, images still needing answers, per rater with agreement."""
     config = _config(run_dir, config_path)
     store = Store(run_dir)
-    results, _, images = review_figures(run_dir, config.review, store)
+    results, _, planned = review_figures(run_dir, config.review, store)
     store.close()
+    current = review_plan.image_ids(review_plan.read_dataset(run_dir))
+    images = planned.filter(pc.is_in(planned.column("image"), pa.array(sorted(current), pa.string())))
     wanted = config.review.raters
     answered = pc.add(pc.add(images.column("yes"), images.column("no")), images.column("unsure"))
     needing = pc.less(answered, wanted)
@@ -154,9 +152,12 @@ def status_command(run_dir: str, config_path: str | None) -> None:
         left = pc.sum(pc.cast(pc.filter(needing, mask), pa.int64())).as_py() or 0
         click.echo(f"{c:>4} {names.get(c, '?')[:27]:<27} {given:>8} {left:>9}")
     left = pc.sum(pc.cast(needing, pa.int64())).as_py() or 0
+    on_current = pc.sum(answered).as_py() or 0
+    gone = results["answers"] - on_current
     click.echo(
-        f"{results['answers']:,} answers ({results['unsure_answers']:,} unsure); "
-        f"{left:,} of {images.num_rows:,} images need more"
+        f"{on_current:,} answers on the dataset's images ({results['unsure_answers']:,} unsure in all"
+        + (f"; {gone:,} more on images no longer in the dataset" if gone else "")
+        + f"); {left:,} of {images.num_rows:,} images need more"
     )
     for r in results["raters"]:
         agreement = "n/a" if r["agreement_with_others"] is None else f"{r['agreement_with_others']:.1%}"
@@ -172,8 +173,13 @@ def export_command(run_dir: str, config_path: str | None) -> None:
     overall = results["overall"]
     click.echo(
         f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; "
-        f"overall precision {overall['precision']} over {overall['decided']:,} images"
+        f"overall precision {_rounded(overall['precision'])} over {overall['decided']:,} images"
     )
+
+
+def _rounded(share: float | None) -> str:
+    """A precision as the card gives it (3 decimals), or what stands for none yet."""
+    return "not measured yet" if share is None else f"{share:.3f}"
 
 
 def rejected_rows(run_dir: str, images: pa.Table) -> pa.Table:

@@ -77,14 +77,14 @@ LAYOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>{{ title }} · imagenot review</title>
 <style>{{ style }}</style></head><body>
 <header><h1>imagenot review</h1>{% if rater %}<p>Rater <b id="rater">{{ rater }}</b>
-{% if progress %} · <span id="left">{{ progress.left_for_you }}</span> images left for you
+{% if progress %} · <span id="left">{{ progress.left_for_you }}</span> {{ unit }} left for you
 · {{ progress.answers_wanted }} answers still wanted in all · {{ progress.given }} answered
-{% if progress.per_minute %} · your pace {{ '%.1f' % progress.per_minute }} images/min{% endif %}{% endif %}\
+{% if progress.per_minute %} · your pace {{ '%.1f' % progress.per_minute }} {{ unit }}/min{% endif %}{% endif %}\
 </p>{% endif %}</header>
 {{ body | safe }}</body></html>"""
 
 NAME_FORM = """<h2>Who is rating?</h2>
-<p>Give your name once: your answers are stored under it, and no image is shown to you twice.</p>
+<p>Give your name once: your answers are stored under it, and you are not shown any of the {{ unit }} twice.</p>
 <form method="post" action="/rater"><input type="text" name="name" maxlength="{{ max_name }}" required autofocus>
 <button type="submit">Start</button></form>"""
 

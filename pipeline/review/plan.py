@@ -74,6 +74,11 @@ def image_id(row_id: str, sha256: str | None) -> str:
     return hashlib.sha256(f"{row_id}\0{sha256 or ''}".encode()).hexdigest()[:24]
 
 
+def image_ids(dataset: pa.Table) -> set[str]:
+    """The ids the dataset's images are served under."""
+    return {image_id(r, s) for r, s in zip(dataset.column("row_id").to_pylist(), dataset.column("sha256").to_pylist())}
+
+
 def read_dataset(run_dir: str) -> pa.Table:
     """The run's downloaded images (the review shows images: it needs the download stage)."""
     if not is_done(run_dir, DOWNLOAD):

@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS answers (
     rater INTEGER NOT NULL REFERENCES raters(id), image TEXT NOT NULL, task TEXT NOT NULL,
     answer TEXT NOT NULL, answered_at REAL NOT NULL, PRIMARY KEY (rater, image));
 CREATE INDEX IF NOT EXISTS answers_by_task ON answers (task);
+CREATE INDEX IF NOT EXISTS answers_by_image ON answers (image);
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -105,17 +106,24 @@ class Store:
         row = self.connection().execute("SELECT name FROM raters WHERE id = ?", (rater,)).fetchone()
         return row[0] if row else None
 
-    def save(self, rater: int, task: str, answers: Iterable[tuple[str, str]]) -> int:
-        """Store a page's answers (image, answer) in one transaction; the new ones stored."""
-        now = time.time()
+    def save(self, rater: int, task: str, answers: Iterable[tuple[str, str]], wanted: int | None = None) -> list[str]:
+        """Store a page's answers (image, answer) in one transaction, each only while its image has
+        fewer than `wanted` answers (None: no limit); the images whose answers were stored."""
+        now, limit = time.time(), wanted if wanted is not None else 2**62
         db = self.connection()
-        with_time = [(rater, image, task, answer, now) for image, answer in answers]
+        stored = []
         with self.write_lock:
             db.execute("BEGIN IMMEDIATE")
             try:
-                before = db.total_changes
-                db.executemany("INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?)", with_time)
-                stored = db.total_changes - before
+                for image, answer in answers:
+                    before = db.total_changes
+                    db.execute(
+                        "INSERT OR IGNORE INTO answers SELECT ?, ?, ?, ?, ? "
+                        "WHERE (SELECT COUNT(*) FROM answers WHERE image = ?) < ?",
+                        (rater, image, task, answer, now, image, limit),
+                    )
+                    if db.total_changes > before:
+                        stored.append(image)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")

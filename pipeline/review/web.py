@@ -1,0 +1,136 @@
+"""What every review server shares (the image review's and the class review's): a Flask app with
+its guards, the rater's name form and signed cookie, and the page layout.
+
+Guards, in order, on every request: with a token set (a non-loopback host), the request carries
+it, as `?token=` (the first one; it is then kept in a cookie), the cookie, or an
+`Authorization: Bearer` header; without one, the `Host` header must name a loopback address, so
+a page of another site cannot reach the server through a name that resolves to 127.0.0.1 (DNS
+rebinding). A POST whose `Origin` (or, absent that, `Referer`) is not the server's own is refused
+(403) whatever cookie it carries: a rater's browser sends it on a form another site made. Errors
+are short plain pages with their 4xx status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import logging
+import urllib.parse
+from typing import Protocol
+
+from flask import Flask, Response, abort, make_response, redirect, request
+from itsdangerous import BadSignature, URLSafeSerializer
+from werkzeug.exceptions import HTTPException
+
+from imagenot.pipeline.review import pages
+from imagenot.pipeline.review.hosts import is_loopback
+
+log = logging.getLogger(__name__)
+MAX_NAME = 60
+RATER_COOKIE, TOKEN_COOKIE = "imagenot_rater", "imagenot_review_token"
+
+
+class Raters(Protocol):
+    """What the shared routes need of a review: its raters, by name and by id, and their progress."""
+
+    def rater(self, name: str) -> int: ...
+
+    def rater_name(self, rater: int) -> str | None: ...
+
+    def progress(self, rater: int) -> dict: ...
+
+
+def _origin_host(value: str) -> str | None:
+    """scheme://host[:port] of an Origin or Referer header, as `host[:port]`; None if it has none."""
+    parts = urllib.parse.urlsplit(value)
+    return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+class ReviewApp:
+    """A Flask app with the review's guards and sign-in; a review adds its own routes to `.app`."""
+
+    def __init__(self, raters: Raters, secret: str, token: str | None, max_body: int, unit: str):
+        self.raters, self.token, self.unit = raters, token, unit
+        app = self.app = Flask("imagenot.review")
+        app.config.update(MAX_CONTENT_LENGTH=max_body, MAX_FORM_PARTS=2 * 200 + 10)
+        self.signer = URLSafeSerializer(secret, salt="rater")
+        self.layout = app.jinja_env.from_string(pages.LAYOUT)
+        self.name_form = app.jinja_env.from_string(pages.NAME_FORM)
+        self.signed_rater = functools.lru_cache(maxsize=4096)(self._signed_rater)  # checked once per cookie
+        app.before_request(self._guard)
+        app.after_request(self._headers)
+        app.register_error_handler(HTTPException, _http_error)
+        app.register_error_handler(Exception, _server_error)
+        app.add_url_rule("/", "home", self._home, methods=["GET"])
+        app.add_url_rule("/rater", "sign_in", self._sign_in, methods=["POST"])
+
+    def template(self, source: str):
+        return self.app.jinja_env.from_string(source)
+
+    def _signed_rater(self, cookie: str) -> int | None:
+        try:
+            rater = self.signer.loads(cookie)
+        except BadSignature:
+            return None
+        return rater if isinstance(rater, int) else None
+
+    def current_rater(self) -> int | None:
+        rater = self.signed_rater(request.cookies.get(RATER_COOKIE, ""))
+        return rater if rater is not None and self.raters.rater_name(rater) is not None else None
+
+    def page(self, title: str, body: str, rater: int | None = None, status: int = 200) -> Response:
+        name = self.raters.rater_name(rater) if rater is not None else None
+        progress = self.raters.progress(rater) if rater is not None else None
+        html = self.layout.render(
+            title=title, style=pages.STYLE, body=body, rater=name, progress=progress, unit=self.unit
+        )
+        return make_response(html, status)
+
+    def _guard(self) -> None:
+        if self.token is None:
+            if not is_loopback(urllib.parse.urlsplit(f"//{request.host}").hostname or ""):
+                abort(403, "this review answers on its loopback address only")
+        else:
+            given = request.args.get("token") or request.cookies.get(TOKEN_COOKIE) or ""
+            bearer = request.headers.get("Authorization", "")
+            if bearer.startswith("Bearer "):
+                given = given or bearer[len("Bearer ") :]
+            if not given:
+                abort(401, "this review needs its token: open the address the server printed")
+            if not hmac.compare_digest(given.encode(), self.token.encode()):
+                abort(403, "wrong token")
+        if request.method == "POST":
+            sender = request.headers.get("Origin") or request.headers.get("Referer")
+            if sender is not None and _origin_host(sender) != request.host.lower():
+                abort(403, "a form sent from another site")
+
+    def _headers(self, response: Response) -> Response:
+        if self.token is not None and request.args.get("token") == self.token:
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="Strict")
+        response.headers["Cache-Control"] = (
+            "private, max-age=3600" if request.path.startswith("/image/") else "no-store"
+        )
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+    def _home(self):
+        if self.current_rater() is not None:
+            return redirect("/next", 303)
+        return self.page("who is rating", self.name_form.render(max_name=MAX_NAME, unit=self.unit))
+
+    def _sign_in(self):
+        name = " ".join(request.form.get("name", "").split())
+        if not name or len(name) > MAX_NAME:
+            abort(400, f"a rater's name is 1 to {MAX_NAME} characters")
+        response = redirect("/next", 303)
+        response.set_cookie(RATER_COOKIE, self.signer.dumps(self.raters.rater(name)), httponly=True, samesite="Strict")
+        return response
+
+
+def _http_error(error: HTTPException) -> Response:
+    return Response(f"{error.code} {error.name}: {error.description}\n", error.code, mimetype="text/plain")
+
+
+def _server_error(error: Exception) -> Response:
+    log.exception("review server error")
+    return Response("500 Internal Server Error: the error is in the server's log\n", 500, mimetype="text/plain")
