@@ -67,7 +67,7 @@ def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> pa.Tab
 
 def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
     """Apply the list to the run's dataset, backfilling from the reserve; what it removed."""
-    blocklist = load_blocklists([list_path])
+    blocklist = load_blocklists([list_path], "--list")
     candidates = functools.cache(lambda: download_stage.load_candidates(run_dir)[0])  # once the stage is known done
     samples_removed = 0
 

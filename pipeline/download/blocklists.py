@@ -4,14 +4,16 @@
 `KIND VALUE`, KIND one of `url`, `domain`, `sha256`, `md5` (hex digests of the original image
 bytes, the forms published hash lists use); `#` starts a comment, blank lines are skipped. A
 url entry matches that URL (scheme and host in any case); a domain entry matches its host and
-every subdomain. URL and domain entries drop rows before any fetch (`blocklist_url`,
-`blocklist_domain`); a hash match drops an image after its fetch and before anything of it is
+every subdomain, and one that can match no host (a port, a wildcard, a URL, an address cut short)
+is refused, naming the file and line. URL and domain entries drop rows before any fetch
+(`blocklist_url`, `blocklist_domain`); a hash match drops an image after its fetch and before anything of it is
 written (`blocklist_sha256`, `blocklist_md5`, see `image_guard.GuardedResizer`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,11 +22,13 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.download.hosts import host_of
 from imagenot.pipeline.run.files import read_bytes, read_json
+from imagenot.pipeline.run.paths import folder_exists
 
 KINDS = ("url", "domain", "sha256", "md5")
 HEX_DIGITS = {"sha256": 64, "md5": 32}
 HASH_MESSAGE = "blocklisted image: {kind} match"  # the resizer's error message, a counted reason
 APPLIED_FILE = "blocklists_applied.json"  # in the download stage: lists applied after the fact
+_FOLDER = "is a folder: name a list file"
 
 
 class BlocklistError(ImagenotError, ValueError):
@@ -70,7 +74,9 @@ class Blocklist:
                         f"{name}:{number}: a {kind} is {HEX_DIGITS[kind]} hex digits, got {value[:80]!r}"
                     )
             elif kind == "domain":
-                value = value.lower().rstrip(".")
+                value = value.lower().rstrip(".").removeprefix("[").removesuffix("]")  # [::1] as in a URL
+                if problem := _domain_problem(value):
+                    raise BlocklistError(f"{name}:{number}: domain {value[:80]!r} can match no host: {problem}")
             else:
                 value = normal_url(value)
             self.entries[kind].add(value)
@@ -104,13 +110,44 @@ def hash_problem(data: bytes, hashes: dict[str, frozenset[str]]) -> str | None:
     return None
 
 
-def load_blocklists(paths: list[str]) -> Blocklist:
-    """The blocklists' entries; a missing or malformed file is an error naming it."""
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def _domain_problem(value: str) -> str | None:
+    """Why a domain entry (lower case, no trailing dot) matches no URL's host, or None."""
+    if "/" in value:
+        return "it is a URL or a path, not a host; list the host alone (`domain example.com`) or use a `url` entry"
+    if "*" in value:
+        if _address(value.lstrip("*.")) is not None:
+            return "a wildcard over an IP address, which has no subdomains; list the address alone"
+        return "wildcards are not read; a domain entry matches its host and every subdomain already"
+    if ":" in value and _address(value) is None:
+        return "a port; a domain entry is a host, matched on any port: list the host alone"
+    if "" in value.split("."):
+        return "an empty label (a dot at its start or two dots in a row)"
+    if value.rsplit(".", 1)[-1].isdigit() and _address(value) is None:
+        return "it ends in a number, as no host name does, and it is not a whole IP address"
+    return None
+
+
+def load_blocklists(paths: list[str], option: str = "download.blocklists") -> Blocklist:
+    """The blocklists' entries; a missing or malformed file is an error naming it and `option`,
+    where the user named it."""
     blocklist = Blocklist()
     for path in paths:
-        if not FileSystems.exists(path):
-            raise BlocklistError(f"download.blocklists: {path} does not exist")
-        blocklist.add(path, read_bytes(path))
+        if not FileSystems.exists(path):  # a bucket's "folder" is no object
+            raise BlocklistError(f"{option}: {path} " + (_FOLDER if folder_exists(path) else "does not exist"))
+        try:
+            data = read_bytes(path)
+        except IsADirectoryError as err:
+            raise BlocklistError(f"{option}: {path} {_FOLDER}") from err
+        except OSError as err:
+            raise BlocklistError(f"{option}: {path}: cannot read it: {type(err).__name__}: {err}") from err
+        blocklist.add(path, data)
     return blocklist
 
 
