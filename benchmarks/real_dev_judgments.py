@@ -15,7 +15,14 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from imagenot.filters.none_of_these import FormStats, form_statistics
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.score.senses_command import matched_forms
+
 DATA = Path(__file__).parent / "data"
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "laion_sample_9614.parquet"
 READERS = ("a", "b", "c")
 QUESTIONS = ("right_sense", "picturable", "use")
 # The uses where the word names none of its WordNet noun senses (real_dev_guide.md).
@@ -87,3 +94,12 @@ def labelled_pairs(folder: Path = DATA) -> tuple[list[dict], str]:
         if answer is not None and answer != "unclear":
             pairs.append({**row, "use": answer, "none": answer in NONE_USES})
     return pairs, "three readers' majority use"
+
+
+def sample_form_stats(path: Path, config: Config) -> FormStats:
+    """The none-of-these corpus statistics of the real LAION sample, every caption tagged by the
+    build's tagger (as select's first pass counts them over the tagged rows)."""
+    captions = [
+        c if isinstance(c, str) else "" for c in pq.read_table(path, columns=["TEXT"]).column("TEXT").to_pylist()
+    ]
+    return FormStats(form_statistics(captions, matched_forms(captions, config)))

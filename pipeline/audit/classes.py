@@ -75,32 +75,45 @@ def class_pairs(captions: list[str], classes: list[str], config: Config) -> tupl
 
 
 def decide(captions: list[str], classes: list[str], config: Config, index: NounIndex) -> dict[str, list[str]]:
-    """wnid -> per caption naming it: PASSES where the build keeps the pair, else `sense:` and the
-    noun sense that won it, or the reason (a caption rule's name, below_threshold)."""
+    """wnid -> `pair_outcomes` of the captions naming it, the corpus's form statistics counted
+    over all the captions."""
     pairs, matched = class_pairs(captions, classes, config)
-    if not pairs:
-        return {}
+    stats = FormStats(form_statistics(captions, matched))
+    wnids = [w for _, w in pairs]
+    results = pair_outcomes([captions[i] for i, _ in pairs], [matched[i] for i, _ in pairs], wnids, config, stats)
+    outcomes: dict[str, list[str]] = {}
+    for wnid, outcome in zip(wnids, results):
+        outcomes.setdefault(wnid, []).append(outcome)
+    return outcomes
+
+
+def pair_outcomes(
+    captions: list[str], matched: list[list[str]], wnids: list[str], config: Config, stats: FormStats
+) -> list[str]:
+    """Per (caption, its matched forms, a synset it names), what the build does with the pair:
+    PASSES, or the caption rule that drops it (select's, with `stats` for none_of_these), else
+    `sense:` and the noun sense of the word that wins it, else why the sense decision drops it."""
+    if not captions:
+        return []
+    index = load_index()
     rules = caption_rules(config.selection.caption_rules)
     if rules.none_of_these is not None:  # the corpus's statistics, as select counts them
-        stats = FormStats(form_statistics(captions, matched))
         rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
-    checker = PairChecker(rules, {w for _, w in pairs}, index)
-    texts = [captions[i] for i, _ in pairs]
-    forms = [matched[i] for i, _ in pairs]
-    wnids = [w for _, w in pairs]
-    fired = checker.rules_fired(texts, forms, wnids)
+    fired = PairChecker(rules, set(wnids), index).rules_fired(captions, matched, wnids)
     queries = scorer(config)
-    words = [next(queries.senses.forms(w)[m] for m in f if m in queries.senses.forms(w)) for f, w in zip(forms, wnids)]
-    ranked = sense_rows(queries, caption_encoder(queries).encode(texts), words)
-    decided = decided_table(pa.table({"caption": texts}), config, index, ranked, forms)
+    words = [
+        next(queries.senses.forms(w)[m] for m in forms if m in queries.senses.forms(w))
+        for forms, w in zip(matched, wnids)
+    ]
+    ranked = sense_rows(queries, caption_encoder(queries).encode(captions), words)
+    decided = decided_table(pa.table({"caption": captions}), config, index, ranked, matched)
     score, margin = decided.column("score").to_numpy(), decided.column("margin").to_numpy()
     passes, reason = caption_decision(score, margin, caption_threshold(config), config.scoring.sense_margin, fired)
     predicted = [index.by_name(name).wnid for name in decided.column("predicted").to_pylist()]
-    outcomes: dict[str, list[str]] = {}
-    for wnid, best, ok, why in zip(wnids, predicted, passes, reason):
-        outcome = f"{SENSE}{index[best].name}" if best != wnid else PASSES if ok else str(why)
-        outcomes.setdefault(wnid, []).append(outcome)
-    return outcomes
+    return [
+        rule or (f"{SENSE}{index[best].name}" if best != wnid else PASSES if ok else str(why))
+        for wnid, best, ok, why, rule in zip(wnids, predicted, passes, reason, fired)
+    ]
 
 
 def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
