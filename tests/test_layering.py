@@ -68,7 +68,7 @@ OPTIONAL = {
     "skimage": ("pipeline/demo/image_server.py",),
     "ahocorasick": (),  # dev only: the tests' reference matcher
     "flask": ("pipeline/review/app.py", "pipeline/review/web.py", "pipeline/review/class_app.py"),
-    "waitress": ("pipeline/review/command.py",),
+    "waitress": ("pipeline/review/serving.py",),
     "crowdkit": ("pipeline/review/aggregate.py",),
 }
 

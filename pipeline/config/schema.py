@@ -299,6 +299,19 @@ class Ranking(Section):
         description="the share of a synset's captions that must pass the caption rules (none_of_these among them) "
         "and the sense decision for it to be a class (pipeline/rank/pass_share.py); 0: off",
     )
+    vetoed: list[str] = Field(
+        default_factory=list,
+        description="wnids people dropped from the class list (`imagenot review classes apply` adds them): "
+        "never classes, the next candidates take their places",
+    )
+
+    @field_validator("vetoed")
+    @classmethod
+    def _wnids(cls, vetoed: list[str]) -> list[str]:
+        for wnid in vetoed:
+            if not (len(wnid) == 9 and wnid[0] == "n" and wnid[1:].isdigit()):
+                raise ValueError(f"ranking.vetoed holds {wnid!r}: a WordNet noun id is n and 8 digits, like n02084071")
+        return sorted(set(vetoed))
 
     @field_validator("thresholds")
     @classmethod
@@ -603,6 +616,9 @@ class Review(Section):
         0.95, gt=0, lt=1, description="confidence of that interval, and of the card's precision intervals"
     )
     raters: int = Field(3, ge=1, le=50, description="answers wanted per image, each from another rater")
+    class_raters: int = Field(
+        2, ge=1, le=50, description="answers wanted per candidate class on the class review's pages"
+    )
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks each class's sample (a keyed hash of row ids)")
     page_size: int = Field(24, ge=1, le=200, description="images on one class page")
     examples: int = Field(

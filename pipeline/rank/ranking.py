@@ -13,7 +13,7 @@ full, for picking their images.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +23,7 @@ BEYOND_TOP_K = "beyond_top_k"
 NO_CAPTIONS = "no_captions"
 LOW_PASS_SHARE = "low_pass_share"
 TOO_FEW_CAPTIONS = "too_few_captions"
+VETOED = "vetoed"  # people dropped it from the class list (ranking.vetoed)
 
 
 def top_n_mean(similarities: np.ndarray, n: int) -> float:
@@ -52,12 +53,13 @@ def rank_synsets(
     min_captions: int = 1,
     pass_shares: Mapping[str, float] | None = None,
     min_pass_share: float = 0.0,
+    vetoed: Collection[str] = (),
 ) -> Ranking:
     """The top `k` synsets by top-n mean similarity among those scoring >= `threshold` and, when
     `captions` (wnid -> captions a synset could draw images from) is given, having at least
     `min_captions` of them: a class must be able to fill its images; and, when `pass_shares`
     (wnid -> the share of its captions that use the word in its sense) is given, a share of at
-    least `min_pass_share`."""
+    least `min_pass_share`. A `vetoed` synset (people dropped it) is never a class."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     scores: dict[str, float] = {}
@@ -67,7 +69,9 @@ def rank_synsets(
             dropped[wnid] = NO_CAPTIONS
             continue
         scores[wnid] = top_n_mean(similarities[wnid], top_n)
-        if captions is not None and captions.get(wnid, 0) < min_captions:
+        if wnid in vetoed:
+            dropped[wnid] = VETOED
+        elif captions is not None and captions.get(wnid, 0) < min_captions:
             dropped[wnid] = TOO_FEW_CAPTIONS
         elif pass_shares is not None and pass_shares.get(wnid, 0.0) < min_pass_share:
             dropped[wnid] = LOW_PASS_SHARE

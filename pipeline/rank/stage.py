@@ -181,6 +181,7 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
         min_captions=config.min_class_captions,
         pass_shares=shares,
         min_pass_share=config.ranking.min_pass_share,
+        vetoed=frozenset(config.ranking.vetoed),
     )
     rows = class_rows(ranking, kept, index)
     write_tsv(FileSystems.join(stage_dir, CLASS_LIST_FILE), CLASS_COLUMNS, rows)

@@ -45,6 +45,7 @@ SYNSET_REASONS = {
     "beyond_top_k": "the synset passed every filter but ranked after the best `ranking.classes`",
     "low_pass_share": "rank: under `ranking.min_pass_share` of the synset's captions pass the caption rules and the "
     "sense decision: its word mostly names something else",
+    "vetoed": "rank: people dropped it from the class list (`imagenot review classes apply`, `ranking.vetoed`)",
 }
 CAPTION_REASONS = {
     "below_threshold": SYNSET_REASONS["below_threshold"],

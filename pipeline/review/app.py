@@ -11,16 +11,15 @@ for images that may be on their way out.
 from __future__ import annotations
 
 import functools
-import re
 
-from flask import Flask, Response, abort, redirect, request
+from flask import Flask, abort, redirect, request
 
 from imagenot.pipeline.review import pages
 from imagenot.pipeline.review.plan import CLASS
-from imagenot.pipeline.review.session import ReviewSession, Task
+from imagenot.pipeline.review.session import ReviewSession
+from imagenot.pipeline.review.tracker import Task
 from imagenot.pipeline.review.web import ReviewApp
 
-IMAGE_ID = re.compile(r"[0-9a-f]{24}")
 TEMPLATES = ("CLASS_PAGE", "FLAGGED_PAGE")
 
 
@@ -72,34 +71,13 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         rater = review.current_rater()
         if rater is None:
             abort(401, "give your name first (open /)")
-        shown = {q.image for q in task.questions}
-        answers = []
-        for field, value in request.form.items(multi=True):
-            image = field[2:] if field.startswith("a-") else None
-            if image not in shown:
-                abort(400, f"field {field[:40]!r} is not an image of this page (or no longer in the dataset)")
-            if value not in task.answers:
-                abort(400, f"answer {value[:20]!r} is not one of {', '.join(task.answers)}")
-            answers.append((image, value))
+        answers = review.answers({q.image for q in task.questions}, task.answers, "an image")
         if session.changing:
-            response = Response(
-                "503 Service Unavailable: another command is changing this run; send the page again in a moment\n",
-                503,
-                mimetype="text/plain",
-            )
-            response.headers["Retry-After"] = "5"
-            return response
+            return review.busy()
         session.record(rater, task, answers)
         return redirect("/next", 303)
 
-    @app.get("/image/<image>")
-    def image(image: str):
-        found = session.images.read(image) if IMAGE_ID.fullmatch(image) else None
-        if found is None:
-            abort(404, "no such image in this review")
-        data, media_type = found
-        return Response(data, mimetype=media_type)
-
+    review.serve_images(lambda: session.images)
     return app
 
 

@@ -9,7 +9,6 @@ the report and the export again.
 from __future__ import annotations
 
 import json
-import secrets
 
 import click
 import pyarrow as pa
@@ -24,8 +23,9 @@ from imagenot.pipeline.download import drops
 from imagenot.pipeline.registry import run_stage
 from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.review import plan as review_plan
-from imagenot.pipeline.review.hosts import is_loopback, url_host
+from imagenot.pipeline.review.class_command import classes_command
 from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
+from imagenot.pipeline.review.serving import serve_app, server_options, server_token
 from imagenot.pipeline.review.store import Store, database_path
 from imagenot.pipeline.run.layout import DOWNLOAD, read_classes, stage_path
 from imagenot.pipeline.run.lock import run_lock
@@ -92,25 +92,15 @@ def _plan_and_show(config: Config, run_dir: str, break_lock: bool = False) -> No
 
 @review_command.command("serve")
 @run_option
-@click.option(
-    "--host", default="127.0.0.1", show_default=True, help="address to listen on; another than loopback needs --token"
-)
-@click.option("--port", default=8780, show_default=True, type=click.IntRange(1, 65535))
-@click.option(
-    "--token", default=None, help="a secret every request must carry (generated and printed for a non-loopback --host)"
-)
-@click.option("--threads", default=16, show_default=True, type=click.IntRange(1, 256), help="requests served at once")
+@server_options(8780)
 @run_config_option
 def serve_command(run_dir: str, host: str, port: int, token: str | None, threads: int, config_path: str | None) -> None:
     """Serve the review pages to raters' browsers (answers go to SQLite as they are given)."""
-    import waitress
-
     from imagenot.pipeline.review.app import create_app
     from imagenot.pipeline.review.session import ReviewSession
     from imagenot.wordnet.index import load_index
 
-    if not is_loopback(host) and token is None:
-        token = secrets.token_urlsafe(24)
+    token = server_token(host, token)
     config = _config(run_dir, config_path)
     if not FileSystems.exists(review_plan.plan_path(run_dir)):
         click.echo("no review plan yet: planning one with the run's settings (imagenot review plan changes them)")
@@ -119,14 +109,7 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
     session = ReviewSession(run_dir, config.review, load_index(), store)
     app = create_app(session, store.secret(), token)
     click.echo(f"review of {run_dir}: {len(session.tasks):,} pages, answers in {database_path(run_dir)}")
-    click.echo(f"open {address(host, port, token)}   (Ctrl-C stops; answers are kept)")
-    waitress.serve(app, host=host, port=port, threads=threads, ident="imagenot-review", _quiet=True)
-
-
-def address(host: str, port: int, token: str | None) -> str:
-    """The address a rater opens: a listen-everywhere host as 127.0.0.1, IPv6 in brackets."""
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    return f"http://{url_host(shown)}:{port}/{f'?token={token}' if token else ''}"
+    serve_app(app, host, port, token, threads)
 
 
 @review_command.command("status")
@@ -237,3 +220,6 @@ def apply_command(run_dir: str, min_selection: float | None, config_path: str | 
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         done = apply_review(config, run_dir)
     click.echo(f"review apply: {json.dumps(done)}")
+
+
+review_command.add_command(classes_command)

@@ -14,8 +14,22 @@ FLAGGED_INSTRUCTIONS = (
     "An automatic check doubts this image's label. Compare it with the examples of its given class and of "
     "the suggested class: which class does the image show? Both, or neither, are answers too."
 )
+CANDIDATE_INSTRUCTIONS = (
+    "Should this WordNet sense be a class of the dataset? Its images will be those whose captions name it: "
+    "read its gloss and the captions below. Keep it when most captions use the word in this sense and the thing "
+    "can be photographed; drop it when they mostly mean something else (a brand, a name, another sense of the "
+    "word) or nothing a picture can show; unsure otherwise."
+)
+CANDIDATE_KEYS = "Keys: y keep, n drop, u unsure, Enter sends and moves on. The mouse works too."
 KEYS = "Keys: arrows or h j k l move, y yes, n no, u unsure, Enter sends the page. The mouse works too."
-FLAGGED_KEYS = "Keys: g given, s suggested, b both, n neither, Enter sends the page. The mouse works too."
+FLAGGED_CANDIDATE_INSTRUCTIONS = (
+    "Should this WordNet sense be a class of the dataset? Its images will be those whose captions name it: "
+    "read its gloss and the captions below. Keep it when most captions use the word in this sense and the thing "
+    "can be photographed; drop it when they mostly mean something else (a brand, a name, another sense of the "
+    "word) or nothing a picture can show; unsure otherwise."
+)
+CANDIDATE_KEYS = "Keys: y keep, n drop, u unsure, Enter sends and moves on. The mouse works too."
+KEYS = "Keys: g given, s suggested, b both, n neither, Enter sends the page. The mouse works too."
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 1em;color:#222}
@@ -26,7 +40,9 @@ header{display:flex;justify-content:space-between;align-items:baseline;border-bo
 .item.current{border-color:#1a66d9}.item img{width:100%;height:170px;object-fit:contain;background:#eee}
 .item label{margin-right:.4em;cursor:pointer;white-space:nowrap;font-size:.9em}\
 .item.yes{background:#e3f5e3}.item.no{background:#fbe3e3}
-.item.unsure{background:#f7f2d8}.caption{font-size:.8em;color:#555}.examples{display:flex;gap:6px;flex-wrap:wrap}
+.item.unsure{background:#f7f2d8}.item.keep{background:#e3f5e3}.item.drop{background:#fbe3e3}
+.captions li{margin:.2em 0}.captions .dropped{color:#999}.figures{color:#444}
+.caption{font-size:.8em;color:#555}.examples{display:flex;gap:6px;flex-wrap:wrap}
 .examples img{width:120px;height:120px;object-fit:contain;background:#eee}
 .flagged{display:grid;grid-template-columns:1fr 1fr 1fr;gap:1em}\
 .flagged .target img{width:100%;max-height:360px;object-fit:contain}
@@ -50,8 +66,8 @@ function columns() {
 }
 function mark(item) {
   const chosen = item.querySelector('input:checked');
-  item.classList.remove('yes', 'no', 'unsure');
-  if (chosen && ['yes', 'no', 'unsure'].includes(chosen.value)) item.classList.add(chosen.value);
+  item.classList.remove('yes', 'no', 'unsure', 'keep', 'drop');
+  if (chosen && ['yes', 'no', 'unsure', 'keep', 'drop'].includes(chosen.value)) item.classList.add(chosen.value);
 }
 items.forEach((item, i) => {
   item.addEventListener('click', () => show(i));
@@ -91,6 +107,9 @@ NAME_FORM = """<h2>Who is rating?</h2>
 DONE = """<h2>Nothing left for you</h2><p>Every image has its answers, or you answered every image still waiting.
 Thank you. The answers are saved; the review's owner runs <code>imagenot review export</code>.</p>"""
 
+CLASSES_DONE = """<h2>Nothing left for you</h2><p>Every class has its answers, or you answered every class still
+waiting. Thank you. The answers are saved; the review's owner runs <code>imagenot review classes apply</code>.</p>"""
+
 CLASS_PAGE = """<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2>\
 <p class="gloss">{{ c.gloss }}</p>
 <p class="path">WordNet: {{ c.path | join(' › ') }}</p><p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
@@ -121,3 +140,21 @@ FLAGGED_PAGE = """<h2>Which class does this image show?</h2>\
 <div class="examples">{% for e in suggested_examples %}\
 <img src="/image/{{ e }}" alt="example of the suggested class">{% endfor %}</div></div>
 </div><button type="submit">Send (Enter)</button></form><script>{{ script | safe }}</script>"""
+
+CANDIDATE_PAGE = """<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2>\
+<p class="gloss">{{ c.gloss }}</p>
+<p class="path">WordNet: {{ c.path | join(' › ') }}</p>
+<p class="figures">Candidate {{ c.position + 1 }} by rank · score {{ '%.3f' % c.score }} · \
+{% if c.pass_share is not none %}<span id="share">{{ '%.0f' % (100 * c.pass_share) }}%</span> of its captions \
+use the word in this sense{% else %}no estimate of the share of its captions used in this sense{% endif %}</p>
+<p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
+<form id="answers" method="post" action="/class/{{ c.wnid }}" data-keys='{"y": "keep", "n": "drop", "u": "unsure"}'>
+<div class="item" data-image="{{ c.wnid }}">{% for answer in answers %}\
+<label><input type="radio" name="a-{{ c.wnid }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}</div>
+<button type="submit">Send (Enter)</button></form>
+<h3>Captions the build labels with it</h3><ol class="captions">{% for caption in c.captions %}\
+<li class="{{ 'kept' if caption.passes else 'dropped' }}">{{ caption.caption }}\
+{% if not caption.passes %} <small>(another sense fits it better: not used)</small>{% endif %}</li>{% endfor %}</ol>
+{% if c.thumbnails %}<h3>Its images</h3><div class="examples">{% for image in c.thumbnails %}\
+<img src="/image/{{ image }}" alt="an image of the class">{% endfor %}</div>{% endif %}
+<script>{{ script | safe }}</script>"""

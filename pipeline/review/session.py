@@ -1,29 +1,18 @@
-"""What the review server knows of a run: its pages, classes, images, and which page a rater gets next.
+"""What the image review's server knows of a run: its pages, classes and images.
 
-Pages come from `review/plan.parquet`. A rater is given the page with the fewest raters who
-answered or hold it open, among those that still want answers and that hold an image the rater
-has not answered; a page's images already answered by the rater are not shown again.
-
-The database is the record; the server also keeps the answers' counts, who answered what and
-who holds which page open in memory (read from the database when it starts), so a page is
-chosen and rendered without a query over every answer. An image collects at most
-`review.raters` answers: the store checks the count in the transaction that adds one.
-
-The run can change under a running server (`run_state`): the server keeps to the images the
-dataset holds now. It reads the plan, the dataset and the answers again when the dataset's
-files, its tars or the plan changed (a watcher looks every second, and a page sent is checked
-against the dataset's files first), so an image taken out is no longer shown, served or
-answered, and one put in is; while another command holds the run's lock, `changing` is set and
-pages sent are refused.
+Pages come from `review/plan.parquet`; which page a rater gets next, and the answers' counts,
+are the `tracker.Tracker`'s. The run can change under a running server (`run_state`): the
+server keeps to the images the dataset holds now. It reads the plan, the dataset and the
+answers again when the dataset's files, its tars or the plan changed (a watcher looks every
+second, and a page sent is checked against the dataset's files first), so an image taken out is
+no longer shown, served or answered, and one put in is; while another command holds the run's
+lock, `changing` is set and pages sent are refused.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import Counter, defaultdict
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,37 +20,14 @@ import pyarrow.compute as pc
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Review
 from imagenot.pipeline.review.images import ImageSource
-from imagenot.pipeline.review.plan import CLASS, FLAGGED, image_id, plan_path, read_dataset, read_plan
+from imagenot.pipeline.review.plan import FLAGGED, image_id, plan_path, read_dataset, read_plan
 from imagenot.pipeline.review.run_state import files_state, run_is_locked, watch
 from imagenot.pipeline.review.store import Store
+from imagenot.pipeline.review.tracker import Question, Task, Tracker
 from imagenot.pipeline.run.layout import DATASET_DIR, DONE_FILE, DOWNLOAD, read_classes, stage_path
 from imagenot.wordnet.index import NounIndex
 
 log = logging.getLogger(__name__)
-
-LEASE_SECONDS = 15 * 60  # a page opened and not sent counts as being answered for this long
-CLASS_ANSWERS = ("yes", "no", "unsure")
-FLAGGED_ANSWERS = ("given", "suggested", "both", "neither")
-
-
-@dataclass(frozen=True)
-class Question:
-    image: str
-    row_id: str
-    caption: str
-
-
-@dataclass(frozen=True)
-class Task:
-    id: str
-    kind: str  # plan.CLASS or plan.FLAGGED
-    class_index: int
-    suggested_class: int | None
-    questions: tuple[Question, ...]
-
-    @property
-    def answers(self) -> tuple[str, ...]:
-        return CLASS_ANSWERS if self.kind == CLASS else FLAGGED_ANSWERS
 
 
 def wordnet_path(index: NounIndex, wnid: str) -> list[str]:
@@ -72,11 +38,11 @@ def wordnet_path(index: NounIndex, wnid: str) -> list[str]:
     return [index[w].name for w in reversed(path)]
 
 
-class ReviewSession:
+class ReviewSession(Tracker):
     def __init__(self, run_dir: str, settings: Review, index: NounIndex, store: Store):
-        self.run_dir, self.settings, self.store, self.index = run_dir, settings, store, index
-        self._lock, self._reload_lock = threading.Lock(), threading.Lock()
-        self.names: dict[int, str] = {}
+        super().__init__(store, settings.raters)
+        self.run_dir, self.settings, self.index = run_dir, settings, index
+        self._reload_lock = threading.Lock()
         self.generation, self.changing = 0, False
         self._load()
         watch(self, lambda session: session.refresh(tars=True), "review-run-watch")
@@ -110,27 +76,10 @@ class ReviewSession:
         where = {q.image: current[q.image] for t in tasks.values() for q in t.questions}
         images = ImageSource(run_dir, {**example_where, **where})
         threading.Thread(target=images.index_all, name="review-tar-index", daemon=True).start()
-        with self._lock:
-            self.classes, self.tasks, self.examples, self.images = classes, tasks, examples, images
-            self.task_of_image = {q.image: t.id for t in tasks.values() for q in t.questions}
-            self.counts: Counter[str] = Counter()  # image -> answers
-            self.answered: defaultdict[int, set[str]] = defaultdict(set)  # rater -> images answered
-            self.times: defaultdict[int, list[float]] = defaultdict(list)  # rater -> [first, last] answer time
-            self.leases: defaultdict[str, dict[int, float]] = defaultdict(dict)  # task -> rater -> opened at
-            # Kept as answers come, so a page is chosen and its progress line written without a pass
-            # over every image: answers still wanted, planned images still wanting answers ("open"),
-            # per rater the open images they answered, and who answered each open image.
-            self.missing = self.settings.raters * len(self.task_of_image)
-            self.open_images = len(self.task_of_image)
-            self.mine_open: Counter[int] = Counter()
-            self.raters_of: defaultdict[str, set[int]] = defaultdict(set)
-            # per page the fewest answers any of its open images has (None: none open), a floor under
-            # what `next_task` works out for a rater, so most pages are passed over at a glance
-            self.least: dict[str, int | None] = {t: 0 for t in tasks}
-            for rater, image, at in self.store.answer_times():
-                self._count(rater, image, at)
-            self._state = (head, self._tar_state())
-            self.generation += 1
+        self.classes, self.examples, self.images = classes, examples, images
+        self.install(tasks)
+        self._state = (head, self._tar_state())
+        self.generation += 1
 
     def refresh(self, tars: bool = False) -> None:
         """Look whether the run changed under the server: while another command holds its lock,
@@ -148,95 +97,6 @@ class ReviewSession:
             except (ImagenotError, OSError) as err:  # half written: refuse answers until it is whole
                 log.warning("review: cannot read the changed run yet (%s)", err)
                 self.changing = True
-
-    def _count(self, rater: int, image: str, at: float) -> None:
-        before = self.counts[image]
-        self.counts[image] = before + 1
-        self.answered[rater].add(image)
-        span = self.times[rater]
-        self.times[rater] = [min(span[0], at), max(span[1], at)] if span else [at, at]
-        task, wanted = self.task_of_image.get(image), self.settings.raters
-        if task is None or before >= wanted:  # not in the plan, or it had its answers already
-            return
-        self.missing -= 1
-        if before + 1 < wanted:
-            self.mine_open[rater] += 1
-            self.raters_of[image].add(rater)
-        else:  # its last wanted answer: no longer open for anyone
-            self.open_images -= 1
-            for other in self.raters_of.pop(image, ()):
-                self.mine_open[other] -= 1
-        counts = [self.counts[q.image] for q in self.tasks[task].questions if self.counts[q.image] < wanted]
-        self.least[task] = min(counts) if counts else None
-
-    def rater(self, name: str) -> int:
-        rater = self.store.rater(name)
-        self.names[rater] = name
-        return rater
-
-    def rater_name(self, rater: int) -> str | None:
-        if rater not in self.names:
-            name = self.store.rater_name(rater)
-            if name is None:
-                return None
-            self.names[rater] = name
-        return self.names[rater]
-
-    def record(self, rater: int, task: Task, answers: list[tuple[str, str]]) -> int:
-        """Store a page's answers (each image once, the first answer given stays, none past the
-        answers an image wants); the answers stored."""
-        with self._lock:
-            new = dict(a for a in reversed(answers) if a[0] not in self.answered[rater])  # the first of repeats
-            stored = self.store.save(rater, task.id, list(new.items()), self.settings.raters)
-            now = time.time()
-            for image in stored:
-                self._count(rater, image, now)
-            self.leases[task.id].pop(rater, None)
-        return len(stored)
-
-    def open_questions(self, task: Task, rater: int) -> list[Question]:
-        with self._lock:
-            self.leases[task.id][rater] = time.time()
-            return [q for q in task.questions if q.image not in self.answered[rater]]
-
-    def next_task(self, rater: int) -> Task | None:
-        """The page this rater should answer next (None: nothing left for them)."""
-        since, wanted_answers = time.time() - LEASE_SECONDS, self.settings.raters
-        with self._lock:
-            answered, counts = self.answered[rater], self.counts
-            best, best_key = None, None
-            for order, task in enumerate(self.tasks.values()):
-                least = self.least[task.id]
-                if least is None:
-                    continue
-                leases = self.leases.get(task.id)
-                busy = sum(1 for r, at in leases.items() if r != rater and at >= since) if leases else 0
-                if best_key is not None and least + busy >= best_key[0]:
-                    continue  # it cannot beat the best so far: its key is at least that, its order later
-                wanted = [
-                    counts[q.image]
-                    for q in task.questions
-                    if q.image not in answered and counts[q.image] < wanted_answers
-                ]
-                if not wanted:
-                    continue
-                key = (min(wanted) + busy, order)
-                if best_key is None or key < best_key:
-                    best, best_key = task, key
-            return best
-
-    def progress(self, rater: int) -> dict:
-        """What the page tells the rater: images left for them, answers still wanted, their pace."""
-        with self._lock:
-            left, missing = self.open_images - self.mine_open[rater], self.missing
-            given, span = len(self.answered[rater]), self.times.get(rater)
-        minutes = (span[1] - span[0]) / 60 if span and given > 1 else 0
-        return {
-            "left_for_you": left,
-            "answers_wanted": missing,
-            "given": given,
-            "per_minute": given / minutes if minutes else None,
-        }
 
 
 def _group(table: pa.Table, column: str) -> dict[str, list[dict]]:

@@ -44,19 +44,19 @@ def is_local(run_dir: str) -> bool:
     return FileSystems.get_filesystem(run_dir).has_dirs()
 
 
-def database_path(run_dir: str) -> Path:
+def database_path(run_dir: str, file: str = REVIEW_DB_FILE) -> Path:
     """Where the run's answers live on this machine (see the module's note on bucket runs)."""
     if is_local(run_dir):
-        return Path(stage_path(run_dir, REVIEW, REVIEW_DB_FILE))
+        return Path(stage_path(run_dir, REVIEW, file))
     digest = hashlib.sha256(run_dir.rstrip("/").encode()).hexdigest()[:16]
-    return cache_dir() / "review" / digest / REVIEW_DB_FILE
+    return cache_dir() / "review" / digest / file
 
 
 def copy_back(run_dir: str, store: Store) -> str | None:
     """A bucket run: a consistent copy of the local database into the run; its path."""
     if is_local(run_dir):
         return None
-    target = stage_path(run_dir, REVIEW, REVIEW_DB_FILE)
+    target = stage_path(run_dir, REVIEW, store.path.name)
     snapshot = store.path.with_suffix(".snapshot")
     with sqlite3.connect(snapshot) as copy:
         store.connection().backup(copy)
@@ -67,12 +67,13 @@ def copy_back(run_dir: str, store: Store) -> str | None:
 
 
 class Store:
-    """The answers of one run. One connection per thread (sqlite3 connections stay in theirs)."""
+    """The answers of one run's review (`file`: the image review's, or the class review's
+    `classes.sqlite`). One connection per thread (sqlite3 connections stay in theirs)."""
 
-    def __init__(self, run_dir: str):
-        self.path = database_path(run_dir)
+    def __init__(self, run_dir: str, file: str = REVIEW_DB_FILE):
+        self.path = database_path(run_dir, file)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        remote = stage_path(run_dir, REVIEW, REVIEW_DB_FILE)
+        remote = stage_path(run_dir, REVIEW, file)
         if not self.path.exists() and not is_local(run_dir) and FileSystems.exists(remote):
             self.path.write_bytes(read_bytes(remote))
         self._local = threading.local()

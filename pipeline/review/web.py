@@ -15,7 +15,9 @@ from __future__ import annotations
 import functools
 import hmac
 import logging
+import re
 import urllib.parse
+from collections.abc import Callable
 from typing import Protocol
 
 from flask import Flask, Response, abort, make_response, redirect, request
@@ -24,9 +26,11 @@ from werkzeug.exceptions import HTTPException
 
 from imagenot.pipeline.review import pages
 from imagenot.pipeline.review.hosts import is_loopback
+from imagenot.pipeline.review.images import ImageSource
 
 log = logging.getLogger(__name__)
 MAX_NAME = 60
+IMAGE_ID = re.compile(r"[0-9a-f]{24}")
 RATER_COOKIE, TOKEN_COOKIE = "imagenot_rater", "imagenot_review_token"
 
 
@@ -85,6 +89,41 @@ class ReviewApp:
             title=title, style=pages.STYLE, body=body, rater=name, progress=progress, unit=self.unit
         )
         return make_response(html, status)
+
+    def serve_images(self, images: Callable[[], ImageSource]) -> None:
+        """`GET /image/<id>`: an image of the review (`images()`: the source now), 404 for any other."""
+
+        def image(image: str) -> Response:
+            found = images().read(image) if IMAGE_ID.fullmatch(image) else None
+            if found is None:
+                abort(404, "no such image in this review")
+            data, media_type = found
+            return Response(data, mimetype=media_type)
+
+        self.app.add_url_rule("/image/<image>", "image", image, methods=["GET"])
+
+    def answers(self, shown: set[str], allowed: tuple[str, ...], item: str) -> list[tuple[str, str]]:
+        """The (item, answer) pairs a page sent, as `a-<item>` fields: 400 for any field that is
+        not an item of the page (`item`: what an item is, for the message) or an answer not allowed."""
+        answers = []
+        for field, value in request.form.items(multi=True):
+            name = field[2:] if field.startswith("a-") else None
+            if name not in shown:
+                abort(400, f"field {field[:40]!r} is not {item} of this page (or no longer in the review)")
+            if value not in allowed:
+                abort(400, f"answer {value[:20]!r} is not one of {', '.join(allowed)}")
+            answers.append((name, value))
+        return answers
+
+    def busy(self) -> Response:
+        """503: another command is changing the run; the rater's page keeps its answers to send again."""
+        response = Response(
+            "503 Service Unavailable: another command is changing this run; send the page again in a moment\n",
+            503,
+            mimetype="text/plain",
+        )
+        response.headers["Retry-After"] = "5"
+        return response
 
     def _guard(self) -> None:
         if self.token is None:

@@ -1,0 +1,76 @@
+"""The class review's web app (Flask, served by waitress): one candidate class a page.
+
+Routes: `/` (name form, or on to the next class), `POST /rater`, `/next`, `GET|POST /class/<wnid>`,
+`/image/<id>` (a class's thumbnails); the guards, sign-in and layout are `web.ReviewApp`'s, the
+same as the image review's. A wnid the review does not hold is 404, an answer other than keep,
+drop or unsure 400; answers are refused (503) while another command holds the run's lock.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from flask import Flask, abort, redirect
+
+from imagenot.pipeline.review import pages
+from imagenot.pipeline.review.class_session import ClassSession
+from imagenot.pipeline.review.tracker import Task
+from imagenot.pipeline.review.web import ReviewApp
+
+
+def create_class_app(session: ClassSession, secret: str, token: str | None, max_body: int) -> Flask:
+    review = ReviewApp(session, secret, token, max_body, "classes")
+    app = review.app
+    template = review.template(pages.CANDIDATE_PAGE)
+
+    @functools.lru_cache(maxsize=4096)
+    def body(generation: int, wnid: str) -> str:  # a class's page is the same for every rater
+        return template.render(
+            c=session.candidates[wnid],
+            answers=session.tasks[wnid].answers,
+            instructions=pages.CANDIDATE_INSTRUCTIONS,
+            keys_help=pages.CANDIDATE_KEYS,
+            script=pages.SCRIPT,
+        )
+
+    def known(wnid: str) -> Task:
+        task = session.tasks.get(wnid)
+        if task is None:
+            abort(404, "no such class in this review")
+        return task
+
+    @app.get("/next")
+    def next_class():
+        rater = review.current_rater()
+        if rater is None:
+            return redirect("/", 303)
+        task = session.next_task(rater)
+        if task is None:
+            return review.page("done", pages.CLASSES_DONE, rater)
+        return redirect(f"/class/{task.id}", 303)
+
+    @app.get("/class/<wnid>")
+    def show_class(wnid: str):
+        task = known(wnid)
+        rater = review.current_rater()
+        if rater is None:
+            return redirect("/", 303)
+        if not session.open_questions(task, rater):
+            return redirect("/next", 303)
+        return review.page(session.candidates[wnid]["name"], body(session.generation, wnid), rater)
+
+    @app.post("/class/<wnid>")
+    def answer_class(wnid: str):
+        session.refresh()
+        task = known(wnid)
+        rater = review.current_rater()
+        if rater is None:
+            abort(401, "give your name first (open /)")
+        answers = review.answers({wnid}, task.answers, "the class")
+        if session.changing:
+            return review.busy()
+        session.record(rater, task, answers)
+        return redirect("/next", 303)
+
+    review.serve_images(lambda: session.images)
+    return app

@@ -1,0 +1,143 @@
+"""`imagenot review classes serve|status|export|apply --run RUN`: people check the class list.
+
+serve: one candidate class a page, best first (`class_plan`, `class_app`); status: answers so
+far; export: the answers and figures into the run (`class_results`); apply: the classes raters
+dropped join `ranking.vetoed` in RUN/config.yaml and the run is built again from rank on (as
+resume does: a changed setting reruns its stage and those after it), the next candidates in rank
+order taking the dropped classes' places and coming up for review.
+"""
+
+from __future__ import annotations
+
+import click
+
+from imagenot.pipeline.commands.lock_option import break_lock_option
+from imagenot.pipeline.commands.stage import run_config_option
+from imagenot.pipeline.config.schema import load_run_config
+from imagenot.pipeline.review.class_results import (
+    CLASS_DB_FILE,
+    class_figures,
+    dropped_classes,
+    export_classes,
+    with_vetoes,
+)
+from imagenot.pipeline.review.serving import serve_app, server_options, server_token
+
+run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished rank/ stage")
+
+
+@click.group("classes")
+def classes_command() -> None:
+    """Class review: raters read each candidate class (gloss, captions) and keep or drop it."""
+
+
+@classes_command.command("serve")
+@run_option
+@server_options(8781)
+@run_config_option
+def serve_command(run_dir: str, host: str, port: int, token: str | None, threads: int, config_path: str | None) -> None:
+    """Serve the class pages to raters' browsers, best candidate first (answers go to SQLite as given)."""
+    from imagenot.pipeline.review import class_plan
+    from imagenot.pipeline.review.class_app import create_class_app
+    from imagenot.pipeline.review.class_session import ClassSession
+    from imagenot.pipeline.review.store import Store, database_path
+    from imagenot.pipeline.run.layout import DATASET_DIR, DONE_FILE, DOWNLOAD, stage_path
+    from imagenot.wordnet.index import load_index
+
+    token = server_token(host, token)
+    config, index = load_run_config(run_dir, config_path), load_index()
+    class_plan.ranked_classes(run_dir)  # refused at once without a class list
+    store = Store(run_dir, CLASS_DB_FILE)
+    watched = [
+        class_plan.ranking_path(run_dir),
+        stage_path(run_dir, DOWNLOAD, DONE_FILE),
+        stage_path(run_dir, DOWNLOAD, DATASET_DIR, "*.parquet"),
+    ]
+    session = ClassSession(
+        run_dir, config.review.class_raters, store, lambda: class_plan.candidates(run_dir, config, index), watched
+    )
+    app = create_class_app(session, store.secret(), token, config.review.max_body_bytes)
+    click.echo(
+        f"class review of {run_dir}: {len(session.tasks):,} classes, {config.review.class_raters} answers wanted "
+        f"each, answers in {database_path(run_dir, CLASS_DB_FILE)}"
+    )
+    serve_app(app, host, port, token, threads)
+
+
+@classes_command.command("status")
+@run_option
+@run_config_option
+def status_command(run_dir: str, config_path: str | None) -> None:
+    """Answers so far: per class in rank order keep / drop / unsure, and the classes that need more."""
+    from imagenot.pipeline.review.class_plan import ranked_classes
+    from imagenot.pipeline.review.store import Store
+    from imagenot.wordnet.index import load_index
+
+    config, index = load_run_config(run_dir, config_path), load_index()
+    store = Store(run_dir, CLASS_DB_FILE)
+    try:
+        results = class_figures(config, index, store)
+    finally:
+        store.close()
+    answered = {c["wnid"]: c for c in results["classes"]}
+    wanted = config.review.class_raters
+    click.echo(f"{'class':<40} {'keep':>5} {'drop':>5} {'unsure':>6}  verdict")
+    need = 0
+    for position, row in enumerate(ranked_classes(run_dir), 1):
+        c = answered.get(row["wnid"], {"keep": 0, "drop": 0, "unsure": 0, "verdict": None})
+        given = c["keep"] + c["drop"] + c["unsure"]
+        need += given < wanted
+        shown = f"{position:>4} {row['wnid']} {index[row['wnid']].name}"[:40]
+        click.echo(f"{shown:<40} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {c['verdict'] or '-'}")
+    dropped = dropped_classes(results)
+    click.echo(
+        f"{results['answers']:,} answers by {len(results['raters'])} raters; {need:,} classes need more "
+        f"({wanted} answers wanted each); {results['kept']:,} of {results['reviewed']:,} decided kept; "
+        f"{len(dropped):,} dropped and not applied yet" + (f" ({', '.join(dropped)})" if dropped else "")
+    )
+
+
+@classes_command.command("export")
+@run_option
+@run_config_option
+def export_command(run_dir: str, config_path: str | None) -> None:
+    """Write review/class_answers.parquet and review/class_results.json into the run."""
+    from imagenot.wordnet.index import load_index
+
+    results = export_classes(run_dir, load_run_config(run_dir, config_path), load_index())
+    share = "not measured yet" if results["share"] is None else f"{results['share']:.3f}"
+    click.echo(
+        f"class review export: {results['answers']:,} answers by {len(results['raters'])} raters; "
+        f"{results['kept']:,} of {results['reviewed']:,} decided classes kept ({share})"
+    )
+
+
+@classes_command.command("apply")
+@run_option
+@run_config_option
+@break_lock_option
+def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> None:
+    """Veto the classes raters dropped (ranking.vetoed) and build the run again from rank on."""
+    from imagenot.pipeline.build import build
+    from imagenot.pipeline.config.preflight import build_stages, preflight
+    from imagenot.pipeline.review.class_plan import ranked_classes
+    from imagenot.pipeline.run.lock import run_lock
+    from imagenot.wordnet.index import load_index
+
+    config, index = load_run_config(run_dir, config_path), load_index()
+    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
+        dropped = dropped_classes(export_classes(run_dir, config, index))
+        if not dropped:
+            click.echo("class review apply: no class was dropped (more drop than keep answers); nothing to do")
+            return
+        before = {r["wnid"] for r in ranked_classes(run_dir)}
+        config = with_vetoes(config, dropped)
+        preflight(config, run_dir, build_stages(config))
+        export_classes(run_dir, config, index)  # the card the build writes lists the vetoes
+        ran = build(config, run_dir)
+    promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
+    click.echo(
+        f"class review apply: vetoed {', '.join(dropped)} (ranking.vetoed in {run_dir}/config.yaml); "
+        f"promoted {', '.join(promoted) or 'none (no candidate left)'}, now up for review; "
+        f"stages run again: {', '.join(ran)}"
+    )

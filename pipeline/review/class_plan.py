@@ -1,0 +1,168 @@
+"""What the class review shows of each candidate class: who it is, the captions that name it, and
+the share of them used in its sense (`imagenot review classes`).
+
+The candidates are the run's classes in rank's order, best first (`rank/ranking.tsv`, fate
+`class`): after `review classes apply` the next candidates that took the vetoed classes' places
+are classes too, and come up for review. Each shows its name, lemmas, gloss and WordNet path;
+`CAPTIONS_SHOWN` of its first-pass captions (`score/first_pass/`: the captions the build scored
+for it), those with the smallest keyed hash of their row id under `review.seed`, so every rater
+sees the same ones, each marked with whether the sense decision (`caption_decision` at
+`scoring.sense_margin`) keeps it; its pass share (rank's, `ranking.tsv`: the caption rules' and
+the sense decision's share; where rank has none, the sense decision's share of its first-pass
+captions); and, once the download stage finished, up to `THUMBNAILS` of its images.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from imagenot.errors import ImagenotError
+from imagenot.filters.caption_rules import caption_decision
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.rank.pass_share import sense_pass_shares
+from imagenot.pipeline.review.plan import image_id
+from imagenot.pipeline.review.session import wordnet_path
+from imagenot.pipeline.run.files import read_schema, read_table, read_tsv, stage_shards
+from imagenot.pipeline.run.keyed_hash import sample_keys
+from imagenot.pipeline.run.layout import (
+    DOWNLOAD,
+    FIRST_PASS_DIR,
+    MARGIN_COLUMN,
+    RANK,
+    RANKING_FILE,
+    SCORE,
+    SCORE_COLUMN,
+    SELECT,
+    SELECTED_DIR,
+    dataset_shards,
+    stage_path,
+)
+from imagenot.pipeline.run.stage_dir import is_done
+from imagenot.wordnet.index import NounIndex
+
+CAPTIONS_SHOWN = 12
+THUMBNAILS = 8
+CLASS_FATE = "class"
+
+
+def ranking_path(run_dir: str) -> str:
+    return stage_path(run_dir, RANK, RANKING_FILE)
+
+
+def ranked_classes(run_dir: str) -> list[dict]:
+    """The run's classes in rank's order (wnid, score, pass_share as rank wrote them)."""
+    if not is_done(run_dir, RANK):
+        raise ImagenotError(f"{run_dir}: no finished rank/ stage; the class review shows rank's class list")
+    return [r for r in read_tsv(ranking_path(run_dir)) if r["fate"] == CLASS_FATE]
+
+
+def describe(index: NounIndex, wnid: str, position: int) -> dict:
+    """A candidate's name, lemmas, gloss and WordNet path."""
+    if wnid not in index:
+        raise ImagenotError(f"{wnid} is not a WordNet 3.0 noun synset id")
+    synset = index[wnid]
+    return {
+        "wnid": wnid,
+        "position": position,
+        "name": synset.name,
+        "lemmas": ", ".join(lemma.replace("_", " ") for lemma in synset.lemmas),
+        "gloss": synset.gloss,
+        "path": wordnet_path(index, wnid),
+    }
+
+
+def _first_pass(run_dir: str, wnids: set[str]) -> pa.Table:
+    """The candidates' first-pass rows: row_id, wnid, similarity and (with sense contrast) margin."""
+    shards = stage_shards(stage_path(run_dir, SCORE), FIRST_PASS_DIR)
+    if not shards:
+        return pa.table({"row_id": pa.array([], pa.string()), "wnid": pa.array([], pa.string())})
+    names = read_schema(shards[0]).names
+    columns = ["row_id", "wnid", SCORE_COLUMN, *([MARGIN_COLUMN] if MARGIN_COLUMN in names else [])]
+    table = pa.concat_tables(read_table(s, columns) for s in shards)
+    return table.filter(pc.is_in(table.column("wnid"), pa.array(sorted(wnids), pa.string())))
+
+
+def shown_captions(run_dir: str, config: Config, wnids: set[str]) -> dict[str, list[dict]]:
+    """Per candidate its CAPTIONS_SHOWN captions (caption, passes), in keyed-hash order."""
+    rows = _first_pass(run_dir, wnids)
+    if not rows.num_rows:
+        return {}
+    row_ids = rows.column("row_id").to_pylist()
+    keys = sample_keys(row_ids, config.review.seed)
+    wnid_of = np.array(rows.column("wnid").to_pylist(), object)
+    chosen = {}
+    for wnid in wnids:
+        members = np.flatnonzero(wnid_of == wnid)
+        chosen[wnid] = [row_ids[i] for i in members[np.argsort(keys[members], kind="stable")[:CAPTIONS_SHOWN]]]
+    picked = [i for members in chosen.values() for i in members]
+    at = {r: i for i, r in enumerate(row_ids)}
+    similarity = rows.column(SCORE_COLUMN).to_numpy()[[at[r] for r in picked]]
+    margin = (
+        rows.column(MARGIN_COLUMN).to_numpy()[[at[r] for r in picked]]
+        if MARGIN_COLUMN in rows.column_names
+        else np.full(len(picked), np.inf, np.float32)
+    )
+    passes, _ = caption_decision(similarity, margin, None, config.scoring.sense_margin)
+    verdict = dict(zip(picked, passes.tolist()))
+    text = _captions(run_dir, set(picked))
+    return {
+        wnid: [{"caption": text.get(r, ""), "passes": verdict[r]} for r in members] for wnid, members in chosen.items()
+    }
+
+
+def _captions(run_dir: str, row_ids: set[str]) -> dict[str, str]:
+    """row_id -> caption, from select's kept captions (one pass, the wanted rows only)."""
+    wanted = pa.array(sorted(row_ids), pa.string())
+    found = {}
+    for shard in stage_shards(stage_path(run_dir, SELECT), SELECTED_DIR):
+        table = read_table(shard, ["row_id", "caption"])
+        table = table.filter(pc.is_in(table.column("row_id"), wanted))
+        found.update(zip(table.column("row_id").to_pylist(), table.column("caption").to_pylist()))
+    return found
+
+
+def pass_shares(run_dir: str, config: Config, ranked: list[dict]) -> dict[str, float | None]:
+    """Per candidate rank's pass share, or the sense decision's share of its first-pass captions."""
+    shares = {r["wnid"]: float(r["pass_share"]) for r in ranked if r.get("pass_share")}
+    if len(shares) < len(ranked):
+        sense = sense_pass_shares(run_dir, config.scoring.sense_margin)
+        shares.update({r["wnid"]: sense.get(r["wnid"]) for r in ranked if r["wnid"] not in shares})
+    return shares
+
+
+def thumbnails(run_dir: str, wnids: set[str]) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]]]:
+    """Per candidate up to THUMBNAILS of its downloaded images (ids), and where each lies."""
+    if not is_done(run_dir, DOWNLOAD):
+        return {}, {}
+    shown: dict[str, list[str]] = {}
+    where = {}
+    for shard in dataset_shards(run_dir, DOWNLOAD):
+        for r in read_table(shard, ["row_id", "wnid", "sha256", "tar", "key", "order"]).to_pylist():
+            images = shown.setdefault(r["wnid"], [])
+            if r["wnid"] in wnids and len(images) < THUMBNAILS:
+                image = image_id(r["row_id"], r["sha256"])
+                images.append(image)
+                where[image] = (r["tar"], r["key"])
+    return shown, where
+
+
+def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dict], dict[str, tuple[str, str]]]:
+    """The run's classes as the class review shows them, best first, and where their thumbnails lie."""
+    ranked = ranked_classes(run_dir)
+    wnids = {r["wnid"] for r in ranked}
+    captions = shown_captions(run_dir, config, wnids)
+    shares = pass_shares(run_dir, config, ranked)
+    shown, where = thumbnails(run_dir, wnids)
+    rows = [
+        {
+            **describe(index, r["wnid"], position),
+            "score": float(r["score"]),
+            "captions": captions.get(r["wnid"], []),
+            "pass_share": shares.get(r["wnid"]),
+            "thumbnails": shown.get(r["wnid"], []),
+        }
+        for position, r in enumerate(ranked)
+    ]
+    return rows, where
