@@ -114,3 +114,37 @@ def test_a_candidate_under_the_pass_share_floor_is_no_class():
     ranking = rank_synsets(scores, 1, 0.5, 3, pass_shares={"n1": 0.2, "n2": 0.9, "n3": 0.9}, min_pass_share=0.5)
     assert ranking.classes == ("n2",)
     assert ranking.dropped == {"n1": LOW_PASS_SHARE, "n3": BELOW_THRESHOLD}
+
+
+def _run_with_ranking(folder, index, rows):
+    """A run folder with what `imagenot why` reads of select and rank: fates and a ranking."""
+    from imagenot.filters.funnel import FATE_COLUMNS
+
+    (folder / "select").mkdir(parents=True)
+    (folder / "rank").mkdir()
+    fates = ["\t".join(FATE_COLUMNS)]
+    ranking = ["wnid\tname\tscore\tfate\tpass_share"]
+    for name, fate, share in rows:
+        wnid = index.by_name(name).wnid
+        fates.append(f"{wnid}\t{name}\tkept\tcandidate\t\t20 single-synset captions")
+        ranking.append(f"{wnid}\t{name}\t0.6\t{fate}\t{share}")
+    (folder / "select" / "synset_fates.tsv").write_text("\n".join(fates) + "\n")
+    (folder / "rank" / "ranking.tsv").write_text("\n".join(ranking) + "\n")
+    (folder / "config.yaml").write_text("ranking:\n  min_pass_share: 0.5\n")
+    return folder
+
+
+def test_why_prints_a_candidates_pass_share(tmp_path, index):
+    from cli_runner import invoke
+
+    from imagenot.pipeline.commands.why import why
+
+    run = _run_with_ranking(
+        tmp_path, index, [("corvette.n.01", LOW_PASS_SHARE, 0.2), ("gavel.n.01", "beyond_top_k", 0.9)]
+    )
+    low = invoke(why, ["corvette.n.01", "--run", str(run)])
+    assert low.exit_code == 0, low.output
+    assert "dropped at step 'rank' (low_pass_share): 20% of its captions pass" in low.output
+    assert "under the 50% a class needs (ranking.min_pass_share)" in low.output
+    passed = invoke(why, ["gavel.n.01", "--run", str(run)]).output
+    assert "90% of its captions pass the caption rules and the sense decision (a class needs 50%" in passed
