@@ -282,18 +282,43 @@ def test_a_column_the_config_needs_and_the_corpus_lacks_is_refused_before_anythi
     assert not run.exists() or not any(run.iterdir())  # no config.yaml, no lock
 
 
-def test_the_check_reads_one_file_of_thousands(tmp_path):
-    """A bucket of thousands of shards is listed once and one footer read, however big."""
+def test_the_check_reads_every_file_of_thousands_and_names_the_first_lacking_a_column(tmp_path):
+    """Every file's footer is read (many at once): a bucket of thousands of shards where only the
+    last lacks a column a setting needs is refused naming that file."""
     folder = tmp_path / "many"
     folder.mkdir()
-    pq.write_table(pa.table({"URL": ["http://a/1.jpg"], "TEXT": ["a dog"]}), folder / "part-00000.parquet")
-    for n in range(1, 3_000):
-        (folder / f"part-{n:05d}.parquet").write_bytes(b"not read")
+    whole = pa.table({"URL": ["http://a/1.jpg"], "TEXT": ["a dog"], "NSFW": ["UNLIKELY"]})
+    for n in range(2_999):
+        pq.write_table(whole, folder / f"part-{n:05d}.parquet")
+    pq.write_table(whole.drop_columns(["NSFW"]), folder / "part-02999.parquet")
     config = load_config(None, [str(folder / "*.parquet")])
     from imagenot.pipeline.corpus.preflight import check_corpus_schema
 
-    with pytest.raises(CorpusError, match="part-00000.parquet: the corpus has no column 'NSFW'"):
+    with pytest.raises(CorpusError, match="part-02999.parquet: the corpus has no column 'NSFW'"):
         check_corpus_schema(config)
+
+
+@pytest.mark.parametrize("command", ["tag", "build", "plan"])
+def test_a_second_file_lacking_a_column_the_preset_needs_is_refused_naming_it_and_the_setting(tmp_path, command):
+    """Preset laion reads NSFW for selection.allowed_nsfw_tags: a second parquet without it is
+    refused before anything is written, not after tag ran on every row."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    pq.write_table(pa.table({"URL": ["http://a/1.jpg"], "TEXT": ["a dog"], "NSFW": ["UNLIKELY"]}), corpus / "a.parquet")
+    pq.write_table(pa.table({"URL": ["http://a/2.jpg"], "TEXT": ["a cat"]}), corpus / "b.parquet")
+    config, run = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text(yaml.safe_dump({"corpus": {"paths": [str(corpus / "*.parquet")], "preset": "laion"}}))
+    if command == "tag":
+        result = invoke(tag_command, ["--input", str(corpus / "*.parquet"), "--out", str(run), "--config", str(config)])
+    elif command == "build":
+        result = invoke(build_command, ["--config", str(config), "--out", str(run)])
+    else:
+        result = invoke(plan_command, ["--config", str(config), "--out", str(run)])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"Error: shard {corpus / 'b.parquet'}: the corpus has no column 'NSFW'")
+    assert "selection.allowed_nsfw_tags needs" in line
+    assert not run.exists() or not any(run.iterdir())
 
 
 PRESET_FILES = {  # preset -> (file name, its rows as the corpus ships them, what the preset maps url/caption to)

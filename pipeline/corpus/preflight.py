@@ -1,50 +1,73 @@
 """The corpus checked before any stage writes: `check_corpus_schema(config)`.
 
 `plan`, `build` and every stage command call it before they take the run's lock or write a
-file. It lists the corpus (a glob is one listing, whatever the shard count) and reads the schema
-of one file per format (a parquet footer, a csv/tsv header, a json file's first records), never
-the rows, so it takes a second or two even for thousands of shards in a bucket. It refuses, in
-one line: a file whose format it cannot tell, two files whose rows would share ids, a missing or
-mistyped url or caption column, and a column that an enabled setting needs and the corpus lacks,
-naming the column, the `corpus.columns` key that maps it and the setting with how to turn it off.
+file. It lists the corpus (a glob is one listing, whatever the shard count) and reads every
+file's shape (a parquet footer, a csv/tsv header, a text file's first megabyte; many files at
+once: `units.file_shapes`), never the rows past those. It refuses, in one line: a file whose
+format it cannot tell, two files whose rows would share ids, a file that is unreadable or ends
+early, a missing or mistyped url or caption column, and a column that an enabled setting needs
+and a file lacks, naming the file, the column, the `corpus.columns` key that maps it and the
+setting with how to turn it off.
+
+The pass is kept (`corpus_shapes`): `plan`, which cuts the corpus into work units from the same
+shapes, takes it from there when the files and settings are the same, so it reads each footer and
+head once.
 """
 
 from __future__ import annotations
 
+import functools
+
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.corpus.formats import CorpusError, Source, corpus_stem, file_format
-from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
+from imagenot.pipeline.corpus.formats import CorpusError, corpus_stem
+from imagenot.pipeline.corpus.reader import layout_of, listed_shards, validate_shard
+from imagenot.pipeline.corpus.units import FileShape, file_shapes
+
+_last_pass: dict[tuple, list[FileShape]] = {}  # the latest checked pass, keyed by its files and settings
+
+
+def corpus_shapes(
+    config: Config, listed: list[tuple[str, int, float]] | None = None
+) -> tuple[list[str], list[FileShape]]:
+    """The configured corpus's files, sorted, and their shapes; every file is checked as above
+    (the first bad file in path order is the one named). `listed`: the corpus as just listed."""
+    corpus = config.corpus
+    listed = listed or listed_shards(corpus.paths)
+    shards = [path for path, _, _ in listed]
+    check_distinct_stems(shards)
+    layout = layout_of(corpus)
+    needed = config.selection.row_nsfw_columns()
+    key = (tuple(listed), layout, corpus.columns.model_dump_json(), tuple(sorted(needed.items())))
+    if key not in _last_pass:
+        shapes = file_shapes(shards, layout, functools.partial(validate_shard, columns=corpus.columns, layout=layout))
+        for shape in shapes:
+            for setting, canonical in needed.items():
+                column = getattr(corpus.columns, canonical)
+                if column not in shape.columns:
+                    raise CorpusError(
+                        f"shard {shape.path}: the corpus has no column {column!r} (mapped by corpus.columns."
+                        f"{canonical}), which selection.{setting} needs; map corpus.columns.{canonical} to the "
+                        f"column that holds it, or turn the check off with `selection.{setting}: null` (the file "
+                        f"has columns {list(shape.columns)})"
+                    )
+        _last_pass.clear()
+        _last_pass[key] = shapes
+    return shards, _last_pass[key]
 
 
 def check_corpus_schema(config: Config, missing_ok: bool = False) -> None:
     """Raise a CorpusError if the configured corpus cannot give what the config needs.
     `missing_ok`: a corpus that matches no file passes (a stage that reads only earlier
     stages' outputs runs without it)."""
-    corpus = config.corpus
-    if corpus.synth is not None:
+    if config.corpus.synth is not None:
         return  # generated in the run with every column of LAION's schema
     try:
-        shards = list_shards(corpus.paths)
+        listed = listed_shards(config.corpus.paths)
     except CorpusError:
         if missing_ok:
             return
         raise
-    layout = layout_of(corpus)
-    check_distinct_stems(shards)
-    first_of_format = {}
-    for shard in shards:
-        first_of_format.setdefault(file_format(shard, layout), shard)
-    for shard in first_of_format.values():
-        validate_shard(shard, corpus.columns, layout)
-        names = Source(shard, layout).schema().names
-        for setting, canonical in config.selection.row_nsfw_columns().items():
-            column = getattr(corpus.columns, canonical)
-            if column not in names:
-                raise CorpusError(
-                    f"shard {shard}: the corpus has no column {column!r} (mapped by corpus.columns.{canonical}), which "
-                    f"selection.{setting} needs; map corpus.columns.{canonical} to the column that holds it, or turn "
-                    f"the check off with `selection.{setting}: null` (the file has columns {names})"
-                )
+    corpus_shapes(config, listed)
 
 
 def check_corpus(config: Config, run_dir: str | None) -> None:

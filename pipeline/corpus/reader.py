@@ -129,18 +129,24 @@ class ShardBatch:
 
 def list_shards(patterns: list[str]) -> list[str]:
     """Every file the paths, globs or URLs match, deduplicated and sorted."""
+    return [path for path, _, _ in listed_shards(patterns)]
+
+
+def listed_shards(patterns: list[str]) -> list[tuple[str, int, float]]:
+    """(path, size in bytes, modification time) of every file the paths, globs or URLs match,
+    deduplicated and sorted by path: one listing."""
     if not patterns:
         raise CorpusError("no corpus paths given")
     try:
         results = FileSystems.match(list(patterns))
     except Exception as err:  # Beam raises BeamIOError or ValueError for bad schemes
         raise CorpusError(f"cannot list corpus paths {patterns}: {err}") from err
-    shards: set[str] = set()
+    shards: dict[str, tuple[str, int, float]] = {}
     for result in results:
         if not result.metadata_list:
             raise CorpusError(f"corpus path {result.pattern!r} matches no file")
-        shards.update(meta.path for meta in result.metadata_list)
-    return sorted(shards)
+        shards.update((m.path, (m.path, m.size_in_bytes, m.last_updated_in_seconds)) for m in result.metadata_list)
+    return sorted(shards.values())
 
 
 def shard_identities(shards: list[str]) -> list[list]:

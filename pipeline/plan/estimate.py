@@ -15,13 +15,12 @@ K x `exact_per_class`.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import asdict, dataclass
 
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.corpus.reader import layout_of, list_shards, validate_shard
-from imagenot.pipeline.corpus.units import FileShape, WorkUnit, file_shapes, plan_units
+from imagenot.pipeline.corpus.preflight import corpus_shapes
+from imagenot.pipeline.corpus.units import FileShape, WorkUnit, plan_units
 
 SAMPLE_ROWS = 200_000  # `--sample`: at 10 us a row for tag and select, under a minute on one core
 
@@ -134,17 +133,14 @@ def corpus_units(config: Config) -> tuple[int, int, list[WorkUnit]]:
     """(rows, shards) of the configured corpus, from parquet footers (a text file's rows are
     estimated from its size and its first megabyte), and the work units the tag stage will cut it
     into (`corpus.work_unit_rows`); raises on any shard that a build would refuse (missing mapped
-    column, unreadable footer or header), as the tag stage does, from the same pass."""
+    column, unreadable footer or header), as the preflight does, from the same pass."""
     bound = config.corpus.work_unit_rows
     if config.corpus.synth is not None:
         synth = config.corpus.synth
         sizes = [min(synth.shard_rows, synth.rows - start) for start in range(0, synth.rows, synth.shard_rows)]
         shapes = [FileShape(f"part-{i:05d}.parquet", n, True, (n,)) for i, n in enumerate(sizes)]
         return synth.rows, len(sizes), plan_units(shapes, bound)
-    shards = list_shards(config.corpus.paths)
-    layout = layout_of(config.corpus)
-    check = functools.partial(validate_shard, columns=config.corpus.columns, layout=layout)
-    shapes = file_shapes(shards, layout, check)
+    shards, shapes = corpus_shapes(config)  # the preflight's pass
     return sum(s.rows for s in shapes), len(shards), plan_units(shapes, bound)
 
 
