@@ -1,0 +1,38 @@
+"""imagenot audit classes: one row per listed class, the share of the corpus's captions naming it
+that the build's per-pair decision keeps in its sense, with its interval."""
+
+import csv
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from cli_runner import invoke
+
+from imagenot.pipeline.audit.classes import COLUMNS, classes_command
+
+CAPTIONS = [
+    "Led Zeppelin live at Earls Court",
+    "Led Zeppelin IV vinyl",
+    "20W LED floodlights for the garden",
+    "a tower crane lifting steel beams at the port",
+    "no listed word here",
+]
+
+
+def test_every_listed_class_gets_a_row(tmp_path, index):
+    pq.write_table(pa.table({"URL": ["https://x/"] * len(CAPTIONS), "TEXT": CAPTIONS}), tmp_path / "c.parquet")
+    listed = ["light-emitting_diode.n.01", "gavel.n.01", "crane.n.04"]
+    (tmp_path / "list.txt").write_text("".join(f"{index.by_name(n).wnid}\n" for n in listed))
+    out = tmp_path / "audit.tsv"
+    args = ["--list", str(tmp_path / "list.txt"), "--corpus", str(tmp_path / "*.parquet"), "--out", str(out)]
+    result = invoke(classes_command, args)
+    assert result.exit_code == 0, result.output
+    with out.open() as file:
+        rows = list(csv.DictReader(file, delimiter="\t"))
+    assert tuple(rows[0]) == COLUMNS and [r["name"] for r in rows] == listed
+    led, gavel, crane = rows
+    # "Led" matches LED only by case folding: the case rule drops both; the floodlights keep theirs
+    assert (led["captions"], led["pass_share"], led["flagged"]) == ("3", "0.3333", "0")
+    assert float(led["low"]) < 1 / 3 < float(led["high"])
+    assert (gavel["captions"], gavel["pass_share"], gavel["low"], gavel["flagged"]) == ("0", "", "", "0")
+    assert crane["captions"] == "1" and crane["pass_share"] in ("0.0", "1.0")
+    assert "3 classes, 2 named by 4 captions" in result.output
