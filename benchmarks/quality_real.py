@@ -15,7 +15,11 @@ Reads `benchmarks/data/real_dev_pairs.tsv` and the readers' files `real_dev_judg
 - none of these: precision and recall of the none_of_these decision against the readers' `use`
   (name, missing_sense, letter_abbrev, modifier, not_noun, foreign), on every judged pair;
 - each caption rule alone, and as the build runs them (the first that fires): wrong pairs and right
-  pairs it removes, over every judged pair.
+  pairs it removes, over every judged pair;
+- class level: per synset with at least `MIN_CLASS_PAIRS` judged step-6 pairs, its pass share as
+  the rank stage estimates it (the share of its step-6 pairs the defaults keep) against the share
+  the readers judge right; per floor (`ranking.min_pass_share`), the synsets kept, how many of
+  them are mostly right (>= half), and how many mostly right synsets the floor loses.
 
 `--old` runs the same on the single reader's 361 pairs of earlier defaults (right_sense and
 picturable only; no agreement, no `use`): development figures, never the dev set's.
@@ -57,6 +61,8 @@ from imagenot.wordnet.index import load_index
 
 STALE_BELOW = 0.95
 STEP6 = ("kept", "rule_dropped")
+MIN_CLASS_PAIRS = 3
+FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 
 
 def cohen_kappa(first: list[str], second: list[str]) -> float | None:
@@ -186,6 +192,21 @@ def rule_figures(pairs: list[dict], rules, senses: dict) -> dict:
     return rows
 
 
+def class_figures(pairs: list[dict], decided: list[str]) -> dict:
+    by_synset: dict[str, list[tuple[bool, bool]]] = {}
+    for p, d in zip(pairs, decided):
+        if p["source"] in STEP6 and p["right_sense"] is not None:
+            by_synset.setdefault(p["synset"], []).append((d == PASSES, p["right_sense"] == "yes"))
+    synsets = {s: v for s, v in by_synset.items() if len(v) >= MIN_CLASS_PAIRS}
+    estimated = {s: float(np.mean([k for k, _ in v])) for s, v in synsets.items()}
+    mostly_right = {s for s, v in synsets.items() if np.mean([r for _, r in v]) >= 0.5}
+    rows = {}
+    for floor in FLOORS:
+        kept = {s for s, share in estimated.items() if share >= floor}
+        rows[floor] = {"kept": len(kept), "mostly_right": len(kept & mostly_right), "lost": len(mostly_right - kept)}
+    return {"synsets": len(synsets), "mostly_right": len(mostly_right), "by_floor": rows}
+
+
 def run_kept_pairs(run: Path, index) -> set:
     table = pq.read_table(sorted((run / "select" / "selected").glob("*.parquet")), columns=["row_id", "wnid"])
     return {(r, index[w].name) for r, w in zip(table.column("row_id").to_pylist(), table.column("wnid").to_pylist())}
@@ -217,6 +238,8 @@ def main() -> None:
         NONE_OF_THESE: none_of_these_figures(pairs, scores),
         "threshold": config.selection.caption_rules.none_of_these_threshold,
         "rules": rule_figures(pairs, rules, senses),
+        "classes": class_figures(pairs, decided),
+        "min_pass_share": config.ranking.min_pass_share,
     }
     if agreed:
         for question in QUESTIONS:
@@ -226,6 +249,7 @@ def main() -> None:
     print(f"none_of_these at {result['threshold']}: {result[NONE_OF_THESE]}")
     for rule, row in result["rules"].items():
         print(f"rule {rule:15s} {row}")
+    print(f"classes (min_pass_share {result['min_pass_share']}): {result['classes']}")
     print(json.dumps(result, sort_keys=True))
 
 
