@@ -167,3 +167,41 @@ def test_plan_sample_of_a_header_only_csv_is_one_line(tmp_path):
         "Error: plan --sample: the corpus's 1 file(s) hold no rows (a header or nothing): there is nothing to "
         "project, and a build would find no class"
     )
+
+
+def test_a_tsv_without_the_url_column_its_names_need_is_refused_naming_the_column(tmp_path):
+    """Preset cc3m names two columns (caption, url); a file of captions alone once read 99.9% of
+    its lines as malformed and ended with exit status 0."""
+    path = tmp_path / "captions.tsv"
+    path.write_text("".join(f"a dog on the beach number {i}\n" for i in range(999)) + "a cat\thttp://a/1.jpg\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"corpus": {"paths": [str(path)], "preset": "cc3m"}}))
+    result = invoke(tag_command, ["--input", str(path), "--out", str(tmp_path / "run"), "--config", str(config)])
+    assert result.exit_code == 1, result.output
+    assert _last_line(result) == (
+        f"Error: shard {path}: 999 of its first 1,000 lines have 1 field(s), where corpus.column_names names 2 "
+        "(caption, url): it has no column ['url']; set corpus.column_names to its columns in order"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_text_that_is_not_utf8_is_the_same_reason_in_every_format(tmp_path):
+    """A caption or URL whose bytes are not UTF-8 is `caption_not_utf8` / `url_not_utf8` in csv and
+    tsv too, as in json lines and parquet (csv once called it a malformed line)."""
+    good, caption, url = b"http://a/1\ta dog", b"http://a/2\tcaf\xe9 cat", b"http://a/\xff3\ta cat"
+    (tmp_path / "t.tsv").write_bytes(b"\n".join([b"URL\tTEXT", good, caption, url]) + b"\n")
+    (tmp_path / "c.csv").write_bytes(
+        b"\n".join(line.replace(b"\t", b",") for line in [b"URL\tTEXT", good, caption, url]) + b"\n"
+    )
+    (tmp_path / "j.jsonl").write_bytes(
+        b"".join(b'{"URL":"%s","TEXT":"%s"}\n' % tuple(line.split(b"\t")) for line in [good, caption, url])
+    )
+    pairs = [line.split(b"\t") for line in [good, caption, url]]
+    urls, texts = (pa.array([p[i] for p in pairs], pa.binary()).view(pa.string()) for i in (0, 1))
+    pq.write_table(pa.table({"URL": urls, "TEXT": texts}), tmp_path / "p.parquet")
+    inputs = [arg for name in ("t.tsv", "c.csv", "j.jsonl", "p.parquet") for arg in ("--input", str(tmp_path / name))]
+    config = _config(tmp_path, [])
+    result = invoke(tag_command, [*inputs, "--out", str(tmp_path / "run"), "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    tally = json.loads((tmp_path / "run" / "tag" / "figures.json").read_text())
+    assert tally["dropped"] == {"caption_not_utf8": 4, "url_not_utf8": 4} and tally["rows_tagged"] == 4

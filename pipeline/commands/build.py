@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from imagenot.errors import ImagenotError
 from imagenot.pipeline.commands.lock_option import break_lock_option
 from imagenot.pipeline.stage_order import STAGE_NAMES
 
@@ -20,10 +21,15 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
     from imagenot.pipeline.commands.build_summary import class_shortfall, closing_summary, image_shortfall
     from imagenot.pipeline.config.preflight import build_stages, preflight
     from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.registry import declared
     from imagenot.pipeline.run.lock import run_lock
     from imagenot.pipeline.run.paths import stem
 
     config = load_config(config_path, needs_corpus=True)
+    if from_stage and from_stage not in [stage.name for stage in build_stages(config)]:
+        raise ImagenotError(
+            f"--from {from_stage}: this config does not run that stage ({declared(from_stage).unwanted})"
+        )
     run_dir = run_dir or f"runs/{stem(config_path)}"
     preflight(config, run_dir, build_stages(config))  # before the lock or config.yaml is written
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):

@@ -25,6 +25,7 @@ import csv
 import io
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -56,6 +57,7 @@ _EXTENSIONS = {
 }
 READ_BYTES = 1 << 22  # bytes read from a text file at a time
 JSON_SCHEMA_BYTES = 1 << 20  # bytes of a json file read for its keys
+FIELDS_CHECK_BYTES = 1 << 16  # bytes of a csv/tsv file whose lines' fields are counted before it is read
 UTF8_BOM = b"\xef\xbb\xbf"  # may start a text file (pyarrow's readers skip it)
 PARQUET_MAGIC = b"PAR1"  # a parquet file's first and last four bytes
 
@@ -251,6 +253,24 @@ class Source:
             return fields, 1
         return list(names), int(fields == list(names))
 
+    def check_fields(self) -> None:
+        """A csv/tsv file whose first lines (FIELDS_CHECK_BYTES) mostly hold another number of fields than
+        its header (or corpus.column_names) names is refused: it lacks a column, or the names are
+        not its columns, and reading on would drop nearly every line as malformed."""
+        names, header_lines = self._header()
+        with open_text(self.path) as raw:
+            lines = raw.read(FIELDS_CHECK_BYTES).split(b"\n")[header_lines:-1]  # the last may be cut short
+        counts = Counter(len(_split_line(line, self.format, "replace")) for line in lines)
+        fields, most = counts.most_common(1)[0] if counts else (len(names), 0)
+        if fields == len(names) or counts[len(names)] * 2 >= len(lines):
+            return
+        named = "corpus.column_names" if self.layout.column_names is not None else "its header"
+        lacks = f"no column {names[fields:]}" if fields < len(names) else f"{fields - len(names)} column(s) not named"
+        raise CorpusError(
+            f"shard {self.path}: {most:,} of its first {len(lines):,} lines have {fields} field(s), where {named} "
+            f"names {len(names)} ({', '.join(names)}): it has {lacks}; set corpus.column_names to its columns in order"
+        )
+
     def _json_keys(self) -> dict[str, pa.DataType]:
         """The keys of the records in the file's first megabyte, in order of appearance, each
         with the type of its first value that is not null (an integer, a float or else a string)."""
@@ -395,9 +415,9 @@ def _line_end(data: bytes | bytearray, lines: int) -> int:
     return int(np.flatnonzero(np.frombuffer(data, np.uint8) == 10)[lines - 1]) + 1
 
 
-def _split_line(line: bytes, fmt: str) -> list[str]:
+def _split_line(line: bytes, fmt: str, errors: str = "strict") -> list[str]:
     """The fields of one csv/tsv line, as the block parser reads them."""
-    text = line.decode("utf-8").rstrip("\r\n")
+    text = line.decode("utf-8", errors).rstrip("\r\n")
     if fmt == "tsv":
         return text.split("\t")
     return next(csv.reader([text]))
@@ -409,6 +429,7 @@ class _Parser:
     def __init__(self, source: Source, columns: list[str], types: dict[str, pa.DataType]):
         self.source, self.columns = source, columns
         self.types = {column: types.get(column, pa.string()) for column in columns}
+        self.read_types = {column: pa.binary() if kind == pa.string() else kind for column, kind in self.types.items()}
         if source.format in ("csv", "tsv"):
             names, _ = source._header()
             missing = [column for column in columns if column not in names]
@@ -479,12 +500,17 @@ class _Parser:
                 ignore_empty_lines=False,
                 invalid_row_handler=skip,
             ),
-            pa_csv.ConvertOptions(column_types=self.types, include_columns=self.columns),
+            # text as bytes: the reader tells a value that is not UTF-8 (`caption_not_utf8`, ...), as in json, parquet
+            pa_csv.ConvertOptions(column_types=self.read_types, include_columns=self.columns),
         )
         for column, kind in self.types.items():  # an unterminated quote runs on over the next lines
             if kind == pa.string() and pc.any(pc.match_substring(table.column(column), "\n")).as_py():
                 raise _Unparsed("an unterminated quote")
-        return table, bad
+        text = [
+            table.column(c).combine_chunks().view(pa.string()) if k == pa.string() else table.column(c)
+            for c, k in self.types.items()
+        ]
+        return pa.table(text, names=list(self.types)), bad
 
 
 def _objects_only(block: bytes) -> tuple[bytes, list[tuple[int, str]]]:

@@ -10,8 +10,9 @@ is either kept or dropped under exactly one counted reason, the first that appli
 - `line_malformed`: a line of a text file that does not parse (a field missing or extra, an
   unterminated quote, a value that is not a number where one is expected); the first
   `MALFORMED_LISTED` of a shard are listed by file and line in the tally (`formats`).
-- `caption_not_utf8`: the caption's bytes are not UTF-8 (parquet does not check that a string
-  column holds UTF-8; such a value is unreadable text, and reading on would crash on it).
+- `caption_not_utf8`: the caption's bytes are not UTF-8, in any format (parquet does not check
+  that a string column holds UTF-8, and csv/tsv values are read as bytes; such a value is
+  unreadable text, and reading on would crash on it).
 - `caption_missing`: the caption is null.
 - `caption_empty`: the caption is empty or only whitespace.
 - `caption_not_text`: the caption has no letter or digit in any script (only punctuation,
@@ -209,9 +210,12 @@ def shard_schema(path: str, layout: Layout = DEFAULT_LAYOUT) -> pa.Schema:
 
 def validate_shard(path: str, columns: Columns, layout: Layout = DEFAULT_LAYOUT) -> int | None:
     """Check the shard's schema against the column mapping, from the parquet footer (or a text
-    file's header) only; returns the shard's row count where the footer has it, else None."""
+    file's header, and a csv/tsv file's first lines' fields) only; returns the shard's row count
+    where the footer has it, else None."""
     source = Source(path, layout)
     _present_columns(source, source.schema(), columns)
+    if source.format in ("csv", "tsv"):
+        source.check_fields()
     return source.num_rows()
 
 

@@ -38,4 +38,13 @@ def synthetic(config: Config) -> bool:
     return config.corpus.synth is not None
 
 
-DECLARATION = Stage(STAGE, None, settings, run_corpus, "Write the config's synthetic corpus.", wanted=synthetic)
+DECLARATION = Stage(
+    STAGE,
+    None,
+    settings,
+    run_corpus,
+    "Write the config's synthetic corpus.",
+    wanted=synthetic,
+    unwanted="corpus.synth is not set: the corpus stage writes a synthetic corpus only; the corpus is read from "
+    "corpus.paths by tag",
+)
