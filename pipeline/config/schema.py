@@ -593,7 +593,10 @@ class Export(Section):
     @model_validator(mode="after")
     def _webdataset_always(self) -> Export:
         if "webdataset" not in self.formats:
-            raise ValueError("export.formats must include 'webdataset': the Hugging Face loader reads the tars")
+            raise ValueError(
+                "export.formats must include 'webdataset': the train/test tars are always written (the metadata's "
+                "`shard` column and timm's _info.json name them); list imagefolder or hf-parquet beside it"
+            )
         return self
 
 
