@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+
+import pytest
+from browser import FLAGS
 
 
 class Server:
@@ -72,3 +76,19 @@ class Client:
     def sign_in(self, name: str) -> None:
         status, _, body = self.open("/rater", {"name": name})
         assert status == 200, body
+
+
+def review_browser(folder: Path):
+    """Headless chromium driven by selenium (Debian's chromium-driver), its profile in `folder`;
+    skips the test where either is missing."""
+    webdriver = pytest.importorskip("selenium.webdriver")
+    if not shutil.which("chromedriver"):
+        pytest.skip("no chromedriver (scripts/setup.sh installs Debian's chromium-driver)")
+    options = webdriver.ChromeOptions()
+    for flag in (*FLAGS, "--window-size=1200,900", f"--user-data-dir={folder}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(
+        options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
+    )
+    driver.set_page_load_timeout(30)
+    return driver

@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import sqlite3
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from browser import FLAGS
 from cli_runner import invoke
 from ports import free_loopback_port
-from review_server import Server
+from review_server import Server, review_browser
 from scipy import stats
 from shared_runs import copy_run
 
@@ -49,19 +46,6 @@ def _review(*args: str) -> str:
     result = invoke(review_command, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.output
-
-
-def _browser(folder: Path):
-    if not shutil.which("chromedriver"):
-        pytest.skip("no chromedriver (scripts/setup.sh installs Debian's chromium-driver)")
-    options = webdriver.ChromeOptions()
-    for flag in (*FLAGS, "--window-size=1200,900", f"--user-data-dir={folder}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(
-        options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
-    )
-    driver.set_page_load_timeout(30)
-    return driver
 
 
 def _sign_in(driver, base: str, name: str) -> None:
@@ -146,7 +130,7 @@ def reviewed(downloaded_run, tmp_path_factory):
     server = Server(run_dir, free_loopback_port(), folder / "server.log")
     server.start()
     base = f"http://127.0.0.1:{server.port}"
-    a, b = _browser(folder / "a"), _browser(folder / "b")
+    a, b = review_browser(folder / "a"), review_browser(folder / "b")
     pages = {"A": [], "B": []}
     try:
         _sign_in(a, base, "Ann <b>A</b>")

@@ -70,7 +70,8 @@ def _what(facts: RunFacts) -> list[str]:
         ]
     if not k:
         lines += [f"> **No classes.** This run ended with {describe(facts)}. See How it was built.", ""]
-    images = f"{facts.images:,} images ({', '.join(f'{n:,} {s}' for s, n in facts.splits.items())})"
+    by_split = ", ".join(f"{n:,} {s}" for s, n in facts.splits.items() if n)
+    images = count_of(facts.images, "image") + (f" ({by_split})" if by_split else "")  # an emptied dataset has none
     checked = (
         "No person looked at the images or checked a label"
         if facts.review is None
@@ -500,9 +501,10 @@ def _using(facts: RunFacts) -> list[str]:
 
 
 def _human_review(facts: RunFacts) -> list[str]:
+    from imagenot.pipeline.report.class_review import class_review_lines
     from imagenot.pipeline.report.human_review import review_lines  # it builds on this module's table helpers
 
-    return review_lines(facts.review)
+    return class_review_lines(facts.class_review) + review_lines(facts.review)
 
 
 def _safety(facts: RunFacts) -> list[str]:

@@ -52,7 +52,7 @@ def class_review_lines(results: dict | None) -> list[str]:
     lines = [
         "## Class review",
         "",
-        f"Before the images were judged, {count_of(len(results['raters']), 'rater')} read the candidate classes "
+        f"{count_of(len(results['raters']), 'rater')} read the candidate classes "
         f"(name, gloss, WordNet path, {results['captions_shown']} captions each; "
         f"{results['raters_wanted']} answers wanted a class): "
         f"{results['kept']:,} of the {results['reviewed']:,} classes decided were kept, {share}. "

@@ -18,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.filters.overlap import overlap_removals
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.report.class_review import read_class_results
 from imagenot.pipeline.report.safety import Safety, gather_safety
 from imagenot.pipeline.report.similarity import ClassSimilarities, caption_similarities
 from imagenot.pipeline.run.files import read_bytes, read_json, read_tsv, stage_shards
@@ -107,6 +108,7 @@ class RunFacts:
     safety: Safety  # what the offensive, identity and classifier rules removed
     review: dict | None = None  # review/results.json (`imagenot review export`), when people reviewed the labels
     review_plot: bytes | None = None  # review/precision.png
+    class_review: dict | None = None  # review/class_results.json (`imagenot review classes`), when people read them
 
     @property
     def images(self) -> int:
@@ -226,5 +228,6 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
         stale_audits=stale_audits,
         review=read_json(review_results) if FileSystems.exists(review_results) else None,
         review_plot=_optional(stage_path(run_dir, REVIEW, REVIEW_PLOT_FILE)),
+        class_review=read_class_results(run_dir),
         safety=gather_safety(run_dir, index),
     )
