@@ -1,10 +1,11 @@
-"""Label quality on real captions: the real dev set, judged by three readers, under the defaults.
+"""Label quality on real captions: the real dev set, judged by three or more readers, under the defaults.
 
-Reads `benchmarks/data/real_dev_pairs.tsv` and the readers' files `real_dev_judged_{a,b,c}.tsv`
+Reads `benchmarks/data/real_dev_pairs.tsv` and the readers' files `real_dev_judged_?.tsv`
 (`real_dev_guide.md`; `real_dev_judgments.py` reads them). Reports:
 
 - agreement: per question (right_sense, picturable, use), each reader pair's share agreeing and
-  Cohen's kappa, and Fleiss' kappa over the three; a pair counts by majority (2 of 3);
+  Cohen's kappa, and Fleiss' kappa over all; a pair counts by majority (more than half: 2 of 3,
+  3 of 4);
 - the defaults: every pair through the build's own per-pair decision (`pair_outcomes` of `imagenot
   audit classes`: the picturable step, the caption rules with none_of_these on the sample's form
   statistics, the sense decision). Of the step-6 pairs (`source` kept or rule_dropped) the defaults
@@ -44,11 +45,11 @@ from real_dev_judgments import (
     DATA,
     NONE_USES,
     QUESTIONS,
-    READERS,
     majority,
     old_judgments,
     read_readers,
     read_tsv,
+    reader_names,
     sample_form_stats,
 )
 
@@ -85,14 +86,14 @@ def fleiss_kappa(ratings: list[list[str]]) -> float | None:
     return None if chance == 1 else round(float((observed - chance) / (1 - chance)), 3)
 
 
-def agreement(readings: list[dict]) -> dict:
+def agreement(readings: list[dict], names: list[str]) -> dict:
     keys = sorted(set.intersection(*(set(r) for r in readings)))
     result: dict = {"pairs": len(keys)}
     for question in QUESTIONS:
         answers = [[r[key][question].strip() for key in keys] for r in readings]
         by_pair = {}
         for (i, a), (j, b) in combinations(enumerate(answers), 2):
-            by_pair[f"{READERS[i]}-{READERS[j]}"] = {
+            by_pair[f"{names[i]}-{names[j]}"] = {
                 "agree": round(sum(x == y for x, y in zip(a, b)) / len(keys), 3),
                 "kappa": cohen_kappa(a, b),
             }
@@ -108,7 +109,7 @@ def labelled(old: bool) -> tuple[list[dict], dict | None]:
     readings = read_readers()
     if readings is None:
         raise SystemExit(
-            f"no readers' files yet ({', '.join(f'real_dev_judged_{r}.tsv' for r in READERS)} in {DATA}); "
+            f"fewer than three readers' files (real_dev_judged_a.tsv, _b, ...) in {DATA}; "
             "--old gives development figures on the earlier single reading"
         )
     answers = {question: majority(readings, question) for question in QUESTIONS}
@@ -116,7 +117,7 @@ def labelled(old: bool) -> tuple[list[dict], dict | None]:
     for row in read_tsv(DATA / "real_dev_pairs.tsv"):
         key = (row["row_id"], row["synset"])
         pairs.append({**row, **{question: answers[question].get(key) for question in QUESTIONS}})
-    return pairs, agreement(readings)
+    return pairs, agreement(readings, reader_names())
 
 
 def outcomes(pairs: list[dict], config: Config, stats, index) -> list[str]:
@@ -231,7 +232,9 @@ def main() -> None:
         [p["caption"] for p in pairs], [p["matched"] for p in pairs], [senses[p["synset"]] for p in pairs], rules
     )
     result = {
-        "judgments": "old single reader, earlier pairs (development only)" if args.old else "three readers, majority",
+        "judgments": "old single reader, earlier pairs (development only)"
+        if args.old
+        else f"readers {', '.join(reader_names())}, majority",
         "pairs": len(pairs),
         "agreement": agreed,
         "defaults": defaults_figures(pairs, decided, run_kept),

@@ -1,11 +1,11 @@
-"""The real dev set's judgments: three readers' files, their majority, and the old single reading.
+"""The real dev set's judgments: the readers' files, their majority, and the old single reading.
 
-Each reader's file (`real_dev_judged_a.tsv`, `_b`, `_c`; `real_dev_guide.md`) has `row_id`,
+Each reader's file (`real_dev_judged_a.tsv`, `_b`, ...; `real_dev_guide.md`) has `row_id`,
 `synset`, `right_sense`, `picturable`, `use`, `sense`, one line per pair of `real_dev_pairs.tsv`.
-A pair's answer to a question is the one at least two readers give (None where all three differ).
-Before those files exist, `old_judgments` reads the earlier single reader's 361 pairs (right_sense
-and picturable only, pairs of earlier defaults): figures from it are for development, not the
-dev set's.
+A pair's answer to a question is the one more than half the readers give (2 of 3, 3 of 4; None
+where no answer has that many). `old_judgments` reads the earlier single reader's 361 pairs
+(right_sense and picturable only, pairs of earlier defaults): figures from it are for
+development, not the dev set's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from imagenot.pipeline.score.senses_command import matched_forms
 
 DATA = Path(__file__).parent / "data"
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "laion_sample_9614.parquet"
-READERS = ("a", "b", "c")
+MIN_READERS = 3
 QUESTIONS = ("right_sense", "picturable", "use")
 # The uses where the word names none of its WordNet noun senses (real_dev_guide.md).
 NONE_USES = frozenset({"name", "missing_sense", "letter_abbrev", "modifier", "not_noun", "foreign"})
@@ -32,7 +32,12 @@ Key = tuple[str, str]  # (row_id, synset)
 
 
 def reader_files(folder: Path = DATA) -> list[Path]:
-    return [folder / f"real_dev_judged_{reader}.tsv" for reader in READERS]
+    """Each reader's file, by its letter."""
+    return sorted(folder.glob("real_dev_judged_?.tsv"))
+
+
+def reader_names(folder: Path = DATA) -> list[str]:
+    return [path.stem.rsplit("_", 1)[1] for path in reader_files(folder)]
 
 
 def read_tsv(path: Path) -> list[dict]:
@@ -41,9 +46,9 @@ def read_tsv(path: Path) -> list[dict]:
 
 
 def read_readers(folder: Path = DATA) -> list[dict[Key, dict]] | None:
-    """Each reader's judgments by (row_id, synset); None until all three files are there."""
+    """Each reader's judgments by (row_id, synset); None until at least three files are there."""
     paths = reader_files(folder)
-    if not all(path.is_file() for path in paths):
+    if len(paths) < MIN_READERS:
         return None
     readings = []
     for path in paths:
@@ -56,12 +61,12 @@ def read_readers(folder: Path = DATA) -> list[dict[Key, dict]] | None:
 
 
 def majority(readings: list[dict[Key, dict]], question: str) -> dict[Key, str | None]:
-    """Per pair judged by every reader, the answer at least two give (None where none has two)."""
+    """Per pair judged by every reader, the answer more than half of them give (else None)."""
     keys = set.intersection(*(set(r) for r in readings))
     answers = {}
     for key in keys:
         value, n = Counter(r[key][question].strip() for r in readings).most_common(1)[0]
-        answers[key] = value if n >= 2 else None
+        answers[key] = value if 2 * n > len(readings) else None
     return answers
 
 
@@ -93,7 +98,7 @@ def labelled_pairs(folder: Path = DATA) -> tuple[list[dict], str]:
         answer = use.get((row["row_id"], row["synset"]))
         if answer is not None and answer != "unclear":
             pairs.append({**row, "use": answer, "none": answer in NONE_USES})
-    return pairs, "three readers' majority use"
+    return pairs, f"{len(readings)} readers' majority use"
 
 
 def sample_form_stats(path: Path, config: Config) -> FormStats:

@@ -130,20 +130,31 @@ def _has_digit(word: str) -> bool:
     return any(c.isdigit() for c in word)
 
 
-def span_cues(caption: str, start: int, end: int, spans: list[tuple[int, int]] | None = None) -> dict[str, bool]:
-    """The cues of one occurrence that the corpus statistics count too."""
-    spans = tokens(caption) if spans is None else spans
-    text = caption[start:end]
-    first, last = _around(spans, start, end)
-    words = [caption[s:e] for s, e in spans]
-    in_lower = lower_case_share(caption, spans) >= MIN_LOWER_SHARE and first > 0
-    neighbours = [words[i] for i in (first - 1, last + 1) if 0 <= i < len(words)]
-    return {
-        "in_lower_case": in_lower,
-        "capitalised": in_lower and _is_capitalised(text),
-        "capitals": text.isupper() and len(text) >= 2 and lower_case_share(caption, spans) > 0,
-        "beside_digits": any(_has_digit(word) for word in neighbours),
-    }
+@dataclass(frozen=True)
+class _Caption:
+    """A caption's words and their case, read once for all its forms."""
+
+    text: str
+    spans: list[tuple[int, int]]
+    words: list[str]
+    lower_share: float
+
+    @classmethod
+    def read(cls, text: str) -> _Caption:
+        spans = tokens(text)
+        return cls(text, spans, [text[s:e] for s, e in spans], lower_case_share(text, spans))
+
+    def cues(self, first: int, last: int) -> dict[str, bool]:
+        """The cues of the occurrence at word positions first..last that the corpus statistics count."""
+        text = self.text[self.spans[first][0] : self.spans[last][1]]
+        in_lower = self.lower_share >= MIN_LOWER_SHARE and first > 0
+        neighbours = [self.words[i] for i in (first - 1, last + 1) if 0 <= i < len(self.words)]
+        return {
+            "in_lower_case": in_lower,
+            "capitalised": in_lower and _is_capitalised(text),
+            "capitals": text.isupper() and len(text) >= 2 and self.lower_share > 0,
+            "beside_digits": any(_has_digit(word) for word in neighbours),
+        }
 
 
 def form_statistics(captions: Iterable[str | None], matched: Iterable[list[str] | None]) -> dict[str, dict[str, int]]:
@@ -153,13 +164,13 @@ def form_statistics(captions: Iterable[str | None], matched: Iterable[list[str] 
     for caption, forms in zip(captions, matched):
         if not caption or not forms:
             continue
-        spans = tokens(caption)
-        lowered = [caption[s:e].lower().replace("'", "") for s, e in spans]
+        read = _Caption.read(caption)
+        lowered = [word.lower().replace("'", "") for word in read.words]
         for form in set(forms):
             at = _locate(form.split(" "), lowered)
             if at is None:
                 continue
-            cues = span_cues(caption, spans[at[0]][0], spans[at[1]][1], spans)
+            cues = read.cues(*at)
             counts["rows"][form] += 1
             for kind, present in cues.items():
                 counts[kind][form] += present
@@ -185,11 +196,10 @@ def form_key(text: str) -> str:
 def pair_features(caption: str, start: int, end: int, lemmas: tuple[str, ...], model: NoneOfThese) -> dict[str, float]:
     """The features (FEATURES) of the word at caption[start:end] kept for a synset whose lemmas
     WordNet spells as `lemmas`."""
-    spans = tokens(caption)
-    text = caption[start:end]
-    cues = span_cues(caption, start, end, spans)
-    first, last = _around(spans, start, end)
-    words = [caption[s:e] for s, e in spans]
+    read = _Caption.read(caption)
+    text, words = caption[start:end], read.words
+    first, last = _around(read.spans, start, end)
+    cues = read.cues(first, last)
     before = words[first - 1] if first > 0 else ""
     after = words[last + 1] if last + 1 < len(words) else ""
     letters = sum(c.isalpha() for c in text)

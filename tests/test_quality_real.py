@@ -1,4 +1,4 @@
-"""benchmarks/quality_real.py's agreement figures and majority, on three small readers' files."""
+"""benchmarks/quality_real.py's agreement figures and majority (more than half), on three small readers' files."""
 
 import sys
 from pathlib import Path
@@ -28,8 +28,9 @@ def folder(tmp_path):
     return tmp_path
 
 
-def test_no_readers_files_means_none(tmp_path):
-    assert read_readers(tmp_path) is None
+def test_fewer_than_three_readers_files_mean_none(folder):
+    (folder / "real_dev_judged_c.tsv").unlink()
+    assert read_readers(folder) is None
 
 
 def test_a_pair_counts_by_two_of_three(folder):
@@ -43,7 +44,7 @@ def test_a_pair_counts_by_two_of_three(folder):
 
 
 def test_agreement_per_reader_pair_and_across_all(folder):
-    result = agreement(read_readers(folder))
+    result = agreement(read_readers(folder), ["a", "b", "c"])
     assert result["pairs"] == 3
     assert result["picturable"]["readers"]["a-b"] == {"agree": 1.0, "kappa": None}  # all "no": chance is total
     assert result["right_sense"]["readers"]["a-b"]["agree"] == pytest.approx(2 / 3, abs=1e-3)
