@@ -1,6 +1,10 @@
 """Review server latency: page render, answer save and image read with 8 raters at once.
 
-    python benchmarks/bench_review.py [--run runs/demo] [--clients 8] [--seconds 60] [--before REV]
+    python benchmarks/bench_review.py [--run runs/demo] [--clients 8] [--seconds 60] [--before REV] [--classes]
+
+`--classes` measures the class review (`imagenot review classes serve`: one candidate class a
+page, its captions and thumbnails, `review.class_raters` 50) instead of the image review; its run
+copy also takes score/ and select/ (the captions), and it wants no plan.
 
 Copies the run's rank/, download/ and config (a finished `make demo` run by default) into a
 temporary folder, plans a review there with 50 answers wanted an image (review.raters' most),
@@ -12,8 +16,9 @@ the page render), GET one image of it (timed), POST the page's answers (timed as
 SQLite transaction, up to the server's 303).
 
 After each run the answers in the review's SQLite are compared with what each client sent in the
-pages the server confirmed: an answer sent and not stored is lost, one stored twice (or stored
-and never sent) is doubled. Errors are counted per client thread, and the first of each shown.
+pages the server confirmed: an answer sent and not stored is lost (unless its item had all the
+answers it wants by then: those are counted apart, as refused), one stored twice (or stored and
+never sent) is doubled. Errors are counted per client thread, and the first of each shown.
 
 `--before REV` first runs the same load against the review package of git revision REV (its
 `pipeline/review/*.py`, put ahead of this tree's on the server's import path; everything else is
@@ -52,9 +57,27 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from ports import free_loopback_port  # noqa: E402
 
-COPIED = ("config.yaml", "rank", "download")
 KINDS = ("page", "image", "save")
-RATERS = 50  # answers wanted per image (review.raters' most), so the clients have pages for a while
+RATERS = 50  # answers wanted per image or class (review.raters' most), so the clients have pages for a while
+IMAGE = re.compile(r'src="/image/([0-9a-f]{24})"')
+REVIEWS = {  # what differs between the two reviews, for the clients, the run's copy and the server
+    "images": {
+        "page": "/task/",
+        "field": re.compile(r'name="a-([0-9a-f]{24})"'),
+        "answer": "yes",
+        "copied": ("config.yaml", "rank", "download"),
+        "database": "answers.sqlite",
+        "serve": ["review", "serve"],
+    },
+    "classes": {
+        "page": "/class/",
+        "field": re.compile(r'name="a-(n[0-9]{8})"'),
+        "answer": "keep",
+        "copied": ("config.yaml", "select", "score", "rank", "download"),
+        "database": "classes.sqlite",
+        "serve": ["review", "classes", "serve"],
+    },
+}
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -65,8 +88,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 class Client:
     """One rater in its own thread: its timings, the answers the server confirmed, its errors."""
 
-    def __init__(self, base: str, name: str):
-        self.base, self.name = base, name
+    def __init__(self, base: str, name: str, review: dict):
+        self.base, self.name, self.review = base, name, review
         self.timings: dict[str, list[float]] = {kind: [] for kind in KINDS}
         self.sent: list[tuple[str, str, str]] = []  # (rater, image, answer) of each confirmed page
         self.errors: list[str] = []
@@ -97,7 +120,7 @@ class Client:
             while time.monotonic() < until:
                 with self.opener.open(self.base + "/next", timeout=30) as response:  # the redirect is not timed
                     path = urllib.parse.urlsplit(response.geturl()).path
-                if not path.startswith("/task/"):
+                if not path.startswith(self.review["page"]):
                     if not fresh:
                         return  # a new name found nothing: the review has all its answers
                     rater, names, fresh = f"{self.name}.{names}", names + 1, 0
@@ -105,22 +128,24 @@ class Client:
                     continue
                 _, page = self._timed_get("page", path)
                 self.page = page
-                images = list(dict.fromkeys(re.findall(r'name="a-([0-9a-f]{24})"', page)))
-                self._timed_get("image", f"/image/{images[0]}")
+                items = list(dict.fromkeys(self.review["field"].findall(page)))
+                if shown := IMAGE.search(page):
+                    self._timed_get("image", f"/image/{shown.group(1)}")
                 started = time.perf_counter()
-                self._post(path, {f"a-{image}": "yes" for image in images})
+                answer = self.review["answer"]
+                self._post(path, {f"a-{item}": answer for item in items})
                 self.timings["save"].append(time.perf_counter() - started)
-                self.sent += [(rater, image, "yes") for image in images]
+                self.sent += [(rater, item, answer) for item in items]
                 fresh += 1
                 self.ended = time.monotonic()
         except Exception as err:  # noqa: BLE001  (counted and reported per client)
             self.errors.append(f"{type(err).__name__}: {err}")
 
 
-def _load(base: str, clients: int, seconds: float, prefix: str) -> tuple[list[Client], float]:
+def _load(base: str, clients: int, seconds: float, prefix: str, review: dict) -> tuple[list[Client], float]:
     """The clients after `seconds` of answering (or once the review has all its answers), and how
     long they answered."""
-    raters = [Client(base, f"{prefix} {i}") for i in range(clients)]
+    raters = [Client(base, f"{prefix} {i}", review) for i in range(clients)]
     started = time.monotonic()
     threads = [threading.Thread(target=r.run, args=(started + seconds,)) for r in raters]
     for thread in threads:
@@ -155,19 +180,20 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def _review_run(source: Path, folder: Path, clients: int) -> Path:
-    """A copy of the run's rank/, download/ and config with a review plan of `clients` raters an image."""
+def _review_run(source: Path, folder: Path, kind: str) -> Path:
+    """A copy of the stages the review reads, RATERS answers wanted an item; the image review's planned."""
     from imagenot.pipeline.config.schema import load_run_config
     from imagenot.pipeline.review import plan as review_plan
 
     run_dir = folder / "run"
     run_dir.mkdir(parents=True)
-    for name in COPIED:
+    for name in REVIEWS[kind]["copied"]:
         (shutil.copytree if (source / name).is_dir() else shutil.copy2)(source / name, run_dir / name)
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    config["review"] = {**config.get("review", {}), "raters": RATERS}
+    config["review"] = {**config.get("review", {}), "raters": RATERS, "class_raters": RATERS}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
-    review_plan.write_plan(str(run_dir), review_plan.make_plan(load_run_config(str(run_dir)), str(run_dir)))
+    if kind == "images":
+        review_plan.write_plan(str(run_dir), review_plan.make_plan(load_run_config(str(run_dir)), str(run_dir)))
     return run_dir
 
 
@@ -190,8 +216,8 @@ def _review_package(revision: str, folder: Path) -> Path:
     return folder
 
 
-def _stored(run_dir: Path) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(run_dir / "review/answers.sqlite") as db:
+def _stored(run_dir: Path, database: str) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(run_dir / "review" / database) as db:
         rows = db.execute(
             "SELECT raters.name, image, answer FROM answers JOIN raters ON raters.id = answers.rater"
         ).fetchall()
@@ -209,9 +235,12 @@ def _check(raters: list[Client], stored: list[tuple[str, str, str]] | None) -> d
     }
     if stored is not None:
         kept = Counter(stored)
+        full = {item for item, n in Counter(item for _, item, _ in stored).items() if n >= RATERS}
+        missing = sent - kept
         found |= {
             "answers_stored": len(stored),
-            "lost": sum((sent - kept).values()),
+            "refused_item_full": sum(n for (_, item, _), n in missing.items() if item in full),
+            "lost": sum(n for (_, item, _), n in missing.items() if item not in full),
             "doubled": sum((kept - sent).values()),
         }
     return found
@@ -229,15 +258,16 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 def _measure(command: list[str], port: int, folder: Path, args, prefix: str, stored_in: Path | None) -> dict:
     process = _start(command, port, folder / f"{prefix}.log")
     load_before = os.getloadavg()
+    review = REVIEWS[args.kind]
     try:
-        raters, answering = _load(f"http://127.0.0.1:{port}", args.clients, args.seconds, prefix)
+        raters, answering = _load(f"http://127.0.0.1:{port}", args.clients, args.seconds, prefix, review)
     finally:
         load_after = os.getloadavg()
         _stop(process)
     figures = {
         "load_average_1m": [round(load_before[0], 2), round(load_after[0], 2)],
         "answering_s": round(answering, 1),
-        **_check(raters, _stored(stored_in) if stored_in else None),
+        **_check(raters, _stored(stored_in, review["database"]) if stored_in else None),
     }
     for kind in KINDS:
         figures[kind] = _percentiles([t for r in raters for t in r.timings[kind]])
@@ -253,23 +283,24 @@ def _serve_review(args) -> None:
         imagenot.pipeline.__path__.insert(0, args.source)
     from imagenot.pipeline.cli import main as cli
 
-    cli(["review", "serve", "--run", args.serve_run, "--port", str(args.port), "--threads", str(args.threads)])
+    serve = REVIEWS[args.kind]["serve"]
+    cli([*serve, "--run", args.serve_run, "--port", str(args.port), "--threads", str(args.threads)])
 
 
 def _serve_baseline(args) -> None:
     """The floor: the same waitress answering as the review server does, with fixed bytes and no work."""
     import waitress
 
-    page = Path(args.page).read_bytes()
+    page, prefix = Path(args.page).read_bytes(), REVIEWS[args.kind]["page"]
 
     def app(environ, start_response):
         if environ["REQUEST_METHOD"] == "POST":
             environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         path = environ["PATH_INFO"]
-        if path in ("/rater", "/next") or environ["REQUEST_METHOD"] == "POST" and path.startswith("/task/"):
-            start_response("303 See Other", [("Location", "/task/t"), ("Content-Length", "0")])
+        if path in ("/rater", "/next") or environ["REQUEST_METHOD"] == "POST" and path.startswith(prefix):
+            start_response("303 See Other", [("Location", f"{prefix}t"), ("Content-Length", "0")])
             return [b""]
-        body = page if path.startswith("/task/") else b"jpeg"
+        body = page if path.startswith(prefix) else b"jpeg"
         start_response("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(body)))])
         return [body]
 
@@ -282,13 +313,18 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--before", help="also measure the review package of this git revision, first")
+    parser.add_argument("--classes", action="store_true", help="the class review instead of the image review")
     parser.add_argument("--serve", choices=("review", "baseline"), help=argparse.SUPPRESS)  # a server process
     parser.add_argument("--serve-run", help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--page", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--kind", choices=tuple(REVIEWS), help=argparse.SUPPRESS)  # a server process's review
     args = parser.parse_args()
+    args.kind = args.kind or ("classes" if args.classes else "images")
+    if args.classes and args.before:
+        parser.error("--before measures the image review's package: a revision before the class review has none")
     if args.serve == "review":
         return _serve_review(args)
     if args.serve == "baseline":
@@ -301,23 +337,24 @@ def main() -> None:
         sources = {"before": _review_package(args.before, folder / "before-source")} if args.before else {}
         sources["after"] = None
         for label, source in sources.items():
-            run_dir = _review_run(Path(args.run), folder / label, args.clients)
+            run_dir = _review_run(Path(args.run), folder / label, args.kind)
             port = free_loopback_port()
-            command = [*me, "--serve", "review", "--serve-run", str(run_dir), "--port", str(port)]
+            command = [*me, "--serve", "review", "--kind", args.kind, "--serve-run", str(run_dir), "--port", str(port)]
             command += ["--threads", str(args.clients), *(["--source", str(source)] if source else [])]
             servers[label] = _measure(command, port, folder, args, label, run_dir)
         page = folder / "page.html"
         page.write_text(servers["after"]["_page"])
         port = free_loopback_port()
-        command = [*me, "--serve", "baseline", "--page", str(page), "--port", str(port), "--threads", str(args.clients)]
+        command = [*me, "--serve", "baseline", "--kind", args.kind, "--page", str(page), "--port", str(port)]
+        command += ["--threads", str(args.clients)]
         servers["baseline"] = _measure(command, port, folder, args, "baseline", None)
-    figures = {"clients": args.clients, "seconds": args.seconds, "before": args.before}
+    figures = {"review": args.kind, "clients": args.clients, "seconds": args.seconds, "before": args.before}
     for label, found in servers.items():
         found.pop("_page")
         figures[label] = found
         checked = f"{found['pages']:,} pages sent in {found['answering_s']} s" + (
             f", {found['answers_sent']:,} answers confirmed, {found['answers_stored']:,} stored, "
-            f"{found['lost']} lost, {found['doubled']} doubled"
+            f"{found['refused_item_full']} refused (item full), {found['lost']} lost, {found['doubled']} doubled"
             if "lost" in found
             else ""
         )

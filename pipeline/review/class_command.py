@@ -23,7 +23,10 @@ from imagenot.pipeline.review.class_results import (
 )
 from imagenot.pipeline.review.serving import serve_app, server_options, server_token
 
-run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished rank/ stage")
+run_option = click.option(
+    "--run", "run_dir", required=True, help="run directory with a finished rank/ stage (with --list: where answers go)"
+)
+list_option = click.option("--list", "list_path", help="review this class list (wnids, one a line), not the run's")
 
 
 @click.group("classes")
@@ -34,8 +37,19 @@ def classes_command() -> None:
 @classes_command.command("serve")
 @run_option
 @server_options(8781)
+@list_option
+@click.option("--corpus", help="with --list: the corpus (paths or globs) whose captions are shown [corpus.paths]")
 @run_config_option
-def serve_command(run_dir: str, host: str, port: int, token: str | None, threads: int, config_path: str | None) -> None:
+def serve_command(
+    run_dir: str,
+    host: str,
+    port: int,
+    token: str | None,
+    threads: int,
+    list_path: str | None,
+    corpus: str | None,
+    config_path: str | None,
+) -> None:
     """Serve the class pages to raters' browsers, best candidate first (answers go to SQLite as given)."""
     from imagenot.pipeline.review import class_plan
     from imagenot.pipeline.review.class_app import create_class_app
@@ -46,16 +60,25 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
 
     token = server_token(host, token)
     config, index = load_run_config(run_dir, config_path), load_index()
-    class_plan.ranked_classes(run_dir)  # refused at once without a class list
+    if list_path is not None:
+        if corpus is not None:
+            config = config.model_copy(
+                update={"corpus": config.corpus.model_copy(update={"paths": [corpus], "synth": None})}
+            )
+        if not config.corpus.paths and config.corpus.synth is None:
+            raise click.UsageError("--list needs --corpus (or a config whose corpus.paths name one)")
+        click.echo(f"reading {class_plan.LIST_SAMPLE_ROWS:,} corpus rows for the captions of {list_path}'s classes")
+        read, watched = (lambda: class_plan.listed_candidates(config, index, list_path)), []
+    else:
+        class_plan.ranked_classes(run_dir)  # refused at once without a class list
+        read = lambda: class_plan.candidates(run_dir, config, index)  # noqa: E731
+        watched = [
+            class_plan.ranking_path(run_dir),
+            stage_path(run_dir, DOWNLOAD, DONE_FILE),
+            stage_path(run_dir, DOWNLOAD, DATASET_DIR, "*.parquet"),
+        ]
     store = Store(run_dir, CLASS_DB_FILE)
-    watched = [
-        class_plan.ranking_path(run_dir),
-        stage_path(run_dir, DOWNLOAD, DONE_FILE),
-        stage_path(run_dir, DOWNLOAD, DATASET_DIR, "*.parquet"),
-    ]
-    session = ClassSession(
-        run_dir, config.review.class_raters, store, lambda: class_plan.candidates(run_dir, config, index), watched
-    )
+    session = ClassSession(run_dir, config.review.class_raters, store, read, watched)
     app = create_class_app(session, store.secret(), token, config.review.max_body_bytes)
     click.echo(
         f"class review of {run_dir}: {len(session.tasks):,} classes, {config.review.class_raters} answers wanted "
@@ -66,9 +89,11 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
 
 @classes_command.command("status")
 @run_option
+@list_option
 @run_config_option
-def status_command(run_dir: str, config_path: str | None) -> None:
-    """Answers so far: per class in rank order keep / drop / unsure, and the classes that need more."""
+def status_command(run_dir: str, list_path: str | None, config_path: str | None) -> None:
+    """Answers so far: per class in rank (or list) order keep / drop / unsure, and the classes that need more."""
+    from imagenot.pipeline.config.reference_lists import read_class_list
     from imagenot.pipeline.review.class_plan import ranked_classes
     from imagenot.pipeline.review.store import Store
     from imagenot.wordnet.index import load_index
@@ -83,11 +108,12 @@ def status_command(run_dir: str, config_path: str | None) -> None:
     wanted = config.review.class_raters
     click.echo(f"{'class':<40} {'keep':>5} {'drop':>5} {'unsure':>6}  verdict")
     need = 0
-    for position, row in enumerate(ranked_classes(run_dir), 1):
-        c = answered.get(row["wnid"], {"keep": 0, "drop": 0, "unsure": 0, "verdict": None})
+    listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in ranked_classes(run_dir)]
+    for position, wnid in enumerate(listed, 1):
+        c = answered.get(wnid, {"keep": 0, "drop": 0, "unsure": 0, "verdict": None})
         given = c["keep"] + c["drop"] + c["unsure"]
         need += given < wanted
-        shown = f"{position:>4} {row['wnid']} {index[row['wnid']].name}"[:40]
+        shown = f"{position:>4} {wnid} {index[wnid].name}"[:40]
         click.echo(f"{shown:<40} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {c['verdict'] or '-'}")
     dropped = dropped_classes(results)
     click.echo(

@@ -10,6 +10,11 @@ sees the same ones, each marked with whether the sense decision (`caption_decisi
 `scoring.sense_margin`) keeps it; its pass share (rank's, `ranking.tsv`: the caption rules' and
 the sense decision's share; where rank has none, the sense decision's share of its first-pass
 captions); and, once the download stage finished, up to `THUMBNAILS` of its images.
+
+Any class list can be reviewed the same way (`--list FILE --corpus GLOB`): its classes in file
+order, each with the captions that name it in a seeded sample of the corpus (`LIST_SAMPLE_ROWS`
+rows, the tag stage's matcher, as `imagenot plan --sample` reads it), with no pass share (that
+needs the run's encoder) and no images.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from imagenot.wordnet.index import NounIndex
 
 CAPTIONS_SHOWN = 12
 THUMBNAILS = 8
+LIST_SAMPLE_ROWS = 100_000
 CLASS_FATE = "class"
 
 
@@ -112,6 +118,12 @@ def shown_captions(run_dir: str, config: Config, wnids: set[str]) -> dict[str, l
     }
 
 
+def _first_by_key(row_ids: list[str], seed: int) -> list[int]:
+    """Positions of the CAPTIONS_SHOWN row ids with the smallest keyed hash."""
+    keys = sample_keys(row_ids, seed)
+    return np.argsort(keys, kind="stable")[:CAPTIONS_SHOWN].tolist()
+
+
 def _captions(run_dir: str, row_ids: set[str]) -> dict[str, str]:
     """row_id -> caption, from select's kept captions (one pass, the wanted rows only)."""
     wanted = pa.array(sorted(row_ids), pa.string())
@@ -158,7 +170,7 @@ def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dic
     rows = [
         {
             **describe(index, r["wnid"], position),
-            "score": float(r["score"]),
+            "standing": f"Candidate {position + 1} by rank · score {float(r['score']):.3f}",
             "captions": captions.get(r["wnid"], []),
             "pass_share": shares.get(r["wnid"]),
             "thumbnails": shown.get(r["wnid"], []),
@@ -166,3 +178,37 @@ def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dic
         for position, r in enumerate(ranked)
     ]
     return rows, where
+
+
+def listed_candidates(config: Config, index: NounIndex, list_path: str) -> tuple[list[dict], dict]:
+    """The classes of a class list as the class review shows them, in file order (no thumbnails)."""
+    from imagenot.pipeline.config.reference_lists import read_class_list
+    from imagenot.pipeline.plan.sample import sample_batches
+    from imagenot.pipeline.tag.stage import build_matcher, tag_batch
+
+    wnids = read_class_list(list_path, index)
+    wanted = set(wnids)
+    matcher = build_matcher(index, config.tagging.ignore_forms)
+    found: dict[str, list[tuple[str, str]]] = {w: [] for w in wnids}
+    rows = 0
+    for shard_batch in sample_batches(config, LIST_SAMPLE_ROWS, config.review.seed):
+        rows += shard_batch.batch.num_rows
+        tagged = tag_batch(shard_batch.batch, matcher)
+        columns = (tagged.column(name).to_pylist() for name in ("row_id", "wnids", "caption"))
+        for row_id, tags, caption in zip(*columns):
+            for wnid in wanted.intersection(tags):
+                found[wnid].append((row_id, caption))
+    listed = []
+    for position, wnid in enumerate(wnids):
+        named = found[wnid]
+        shown = [named[i] for i in _first_by_key([r for r, _ in named], config.review.seed)] if named else []
+        listed.append(
+            {
+                **describe(index, wnid, position),
+                "standing": f"Class {position + 1} of the list · {len(named):,} of {rows:,} sampled rows name it",
+                "captions": [{"caption": caption, "passes": None} for _, caption in shown],
+                "pass_share": None,
+                "thumbnails": [],
+            }
+        )
+    return listed, {}

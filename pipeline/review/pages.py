@@ -22,14 +22,7 @@ CANDIDATE_INSTRUCTIONS = (
 )
 CANDIDATE_KEYS = "Keys: y keep, n drop, u unsure, Enter sends and moves on. The mouse works too."
 KEYS = "Keys: arrows or h j k l move, y yes, n no, u unsure, Enter sends the page. The mouse works too."
-FLAGGED_CANDIDATE_INSTRUCTIONS = (
-    "Should this WordNet sense be a class of the dataset? Its images will be those whose captions name it: "
-    "read its gloss and the captions below. Keep it when most captions use the word in this sense and the thing "
-    "can be photographed; drop it when they mostly mean something else (a brand, a name, another sense of the "
-    "word) or nothing a picture can show; unsure otherwise."
-)
-CANDIDATE_KEYS = "Keys: y keep, n drop, u unsure, Enter sends and moves on. The mouse works too."
-KEYS = "Keys: g given, s suggested, b both, n neither, Enter sends the page. The mouse works too."
+FLAGGED_KEYS = "Keys: g given, s suggested, b both, n neither, Enter sends the page. The mouse works too."
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 1em;color:#222}
@@ -144,7 +137,7 @@ FLAGGED_PAGE = """<h2>Which class does this image show?</h2>\
 CANDIDATE_PAGE = """<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2>\
 <p class="gloss">{{ c.gloss }}</p>
 <p class="path">WordNet: {{ c.path | join(' › ') }}</p>
-<p class="figures">Candidate {{ c.position + 1 }} by rank · score {{ '%.3f' % c.score }} · \
+<p class="figures">{{ c.standing }} · \
 {% if c.pass_share is not none %}<span id="share">{{ '%.0f' % (100 * c.pass_share) }}%</span> of its captions \
 use the word in this sense{% else %}no estimate of the share of its captions used in this sense{% endif %}</p>
 <p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
@@ -152,9 +145,10 @@ use the word in this sense{% else %}no estimate of the share of its captions use
 <div class="item" data-image="{{ c.wnid }}">{% for answer in answers %}\
 <label><input type="radio" name="a-{{ c.wnid }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}</div>
 <button type="submit">Send (Enter)</button></form>
-<h3>Captions the build labels with it</h3><ol class="captions">{% for caption in c.captions %}\
-<li class="{{ 'kept' if caption.passes else 'dropped' }}">{{ caption.caption }}\
-{% if not caption.passes %} <small>(another sense fits it better: not used)</small>{% endif %}</li>{% endfor %}</ol>
+<h3>Captions that name it</h3><ol class="captions">{% for caption in c.captions %}\
+<li class="{{ 'dropped' if caption.passes is sameas false else 'kept' }}">{{ caption.caption }}\
+{% if caption.passes is sameas false %} <small>(another sense fits it better: not used)</small>{% endif %}</li>\
+{% endfor %}</ol>
 {% if c.thumbnails %}<h3>Its images</h3><div class="examples">{% for image in c.thumbnails %}\
 <img src="/image/{{ image }}" alt="an image of the class">{% endfor %}</div>{% endif %}
 <script>{{ script | safe }}</script>"""
