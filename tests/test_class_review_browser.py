@@ -81,7 +81,8 @@ def test_two_raters_answer_every_class_by_keyboard_and_by_mouse(downloaded_run, 
         server.kill()
     assert "Nothing left for you" in done
     with sqlite3.connect(run_dir / "review/classes.sqlite") as db:
-        stored = db.execute("SELECT raters.name, image, answer FROM answers JOIN raters ON raters.id = rater").fetchall()
+        query = "SELECT raters.name, image, answer FROM answers JOIN raters ON raters.id = rater"
+        stored = db.execute(query).fetchall()
     expected = {("Keys", w, v) for w, v in by_keys.items()} | {("Mouse", w, v) for w, v in by_mouse.items()}
     assert set(stored) == expected and len(stored) == len(expected)
     assert len(by_keys) == len(by_mouse) == 8  # every class once each
