@@ -180,7 +180,7 @@ def test_apply_vetoes_the_dropped_class_and_the_next_candidate_takes_its_place(s
             seen = _answer_all(client, lambda wnid: "drop" if wnid == vetoed else "keep")
             assert sorted(seen) == sorted(ranked)
         status = _classes("status", "--run", str(work))
-        assert f"1 dropped and not applied yet ({vetoed})" in status and "0 classes need more" in status
+        assert f"1 dropped and not applied yet ({vetoed})" in status and f"0 of {len(ranked)} classes" in status
         applied = _classes("apply", "--run", str(work))
         assert f"vetoed {vetoed}" in applied
         config = yaml.safe_load((work / "config.yaml").read_text())
@@ -219,3 +219,38 @@ def test_apply_vetoes_the_dropped_class_and_the_next_candidate_takes_its_place(s
     result = invoke(rank_command, ["--run", str(work)])
     assert result.exit_code == 0, result.output
     assert {r["wnid"]: r["fate"] for r in _ranked(work)}[vetoed] == "vetoed"
+
+
+def test_any_class_list_can_be_reviewed_with_captions_from_a_corpus_sample(served, tmp_path):
+    """`--list FILE` with the run's (synthetic) corpus: the list's classes in file order, each with
+    captions that name one of its lemmas; the answers export as the run's review's do."""
+    run_dir, _ = served
+    classes = json.loads((run_dir / "rank/classes.json").read_text())
+    listed = [c["wnid"] for c in classes[:3]] + ["n02084071"]  # and dog.n.01, which no caption names
+    (tmp_path / "list.txt").write_text("\n".join(listed) + "\n")
+    review = tmp_path / "list-review"
+    args = ("--config", str(run_dir / "config.yaml"), "--list", str(tmp_path / "list.txt"))
+    server = Server(review, free_loopback_port(), tmp_path / "server.log", *args, classes=True)
+    server.start()
+    try:
+        client = Client(server.base)
+        client.sign_in("list reader")
+        status, url, body = client.open("/next")
+        assert url.endswith(f"/class/{listed[0]}")
+        page = body.decode()
+        assert "Class 1 of the list" in page and "no estimate of the share" in page
+        lemmas = [lemma.lower() for lemma in classes[0]["lemmas"].split(", ")]
+        captions = re.findall(r'<li class="kept">([^<]*)', page)
+        assert captions and all(any(lemma in c.lower() for lemma in lemmas) for c in captions)
+        seen = _answer_all(client, lambda wnid: "drop" if wnid == "n02084071" else "keep")
+        assert seen == listed
+    finally:
+        server.kill()
+    exported = _classes("export", "--run", str(review), "--config", str(run_dir / "config.yaml"))
+    assert "3 of 4 decided classes kept (0.750)" in exported
+    results = json.loads((review / "review/class_results.json").read_text())
+    assert [(c["wnid"], c["verdict"]) for c in results["classes"]] == sorted(
+        (w, "drop" if w == "n02084071" else "keep") for w in listed
+    )
+    status = _classes("status", "--run", str(review), "--list", str(tmp_path / "list.txt"))
+    assert "4 answers by 1 rater; 4 of 4 classes need more" in status

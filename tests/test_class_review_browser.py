@@ -88,4 +88,4 @@ def test_two_raters_answer_every_class_by_keyboard_and_by_mouse(downloaded_run, 
     assert len(by_keys) == len(by_mouse) == 8  # every class once each
     status = invoke(review_command, ["classes", "status", "--run", str(run_dir)])
     assert status.exit_code == 0, status.output
-    assert "16 answers by 2 raters; 0 classes need more" in status.output
+    assert "16 answers by 2 raters; 0 of 8 classes need more" in status.output

@@ -14,6 +14,7 @@ import click
 from imagenot.pipeline.commands.lock_option import break_lock_option
 from imagenot.pipeline.commands.stage import run_config_option
 from imagenot.pipeline.config.schema import load_run_config
+from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.review.class_results import (
     CLASS_DB_FILE,
     class_figures,
@@ -117,7 +118,8 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
         click.echo(f"{shown:<40} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {c['verdict'] or '-'}")
     dropped = dropped_classes(results)
     click.echo(
-        f"{results['answers']:,} answers by {len(results['raters'])} raters; {need:,} classes need more "
+        f"{count_of(results['answers'], 'answer')} by {count_of(len(results['raters']), 'rater')}; "
+        f"{need:,} of {count_of(len(listed), 'class')} need more "
         f"({wanted} answers wanted each); {results['kept']:,} of {results['reviewed']:,} decided kept; "
         f"{len(dropped):,} dropped and not applied yet" + (f" ({', '.join(dropped)})" if dropped else "")
     )
@@ -133,7 +135,8 @@ def export_command(run_dir: str, config_path: str | None) -> None:
     results = export_classes(run_dir, load_run_config(run_dir, config_path), load_index())
     share = "not measured yet" if results["share"] is None else f"{results['share']:.3f}"
     click.echo(
-        f"class review export: {results['answers']:,} answers by {len(results['raters'])} raters; "
+        f"class review export: {count_of(results['answers'], 'answer')} "
+        f"by {count_of(len(results['raters']), 'rater')}; "
         f"{results['kept']:,} of {results['reviewed']:,} decided classes kept ({share})"
     )
 
