@@ -69,15 +69,16 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
     """Apply the list to the run's dataset, backfilling from the reserve; what it removed."""
     blocklist = load_blocklists([list_path], "--list")
     candidates = functools.cache(lambda: download_stage.load_candidates(run_dir)[0])  # once the stage is known done
-    samples_removed = 0
+    samples_removed = images_removed = 0
 
     def remove_from_tars(rows: pa.Table) -> None:
         """No bytes of a listed image stay in the run (safe to repeat: a removed member is gone)."""
-        nonlocal samples_removed
+        nonlocal samples_removed, images_removed
         keys: dict[str, set[str]] = defaultdict(set)
         for row in rows.select(["tar", "key"]).to_pylist():
             if row["tar"] is not None:
                 keys[row["tar"]].add(row["key"])
+        images_removed += sum(len(tar_keys) for tar_keys in keys.values())  # an image is several tar members
         for tar, tar_keys in sorted(keys.items()):
             samples_removed += remove_samples(FileSystems.join(run_dir, tar), tar_keys)
 
@@ -96,9 +97,10 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
         "passes": result.passes,
         "removed": result.dropped,
         "still_listed": result.still_flagged,
+        "images_removed": images_removed,
         "tar_members_removed": samples_removed,
         # each image taken out of the dataset left a place the reserve filled, or did not
-        "backfilled": stage_figures(run_dir, download_stage.STAGE)["images"] - images_before + samples_removed,
+        "backfilled": stage_figures(run_dir, download_stage.STAGE)["images"] - images_before + images_removed,
         "applied_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "md5_not_checked": source["entries"]["md5"],
     }
