@@ -13,6 +13,11 @@ not parse (a field missing or extra, an unterminated quote, a value that is not 
 one is expected, a json line that is not an object) is malformed: it is left out of the batch and
 reported with its line number, for the reader to count or, under `corpus.strict`, to refuse. The
 blocks that hold one are split in halves until the line is found, so a clean block costs one parse.
+A json line that does not start with `{` (`null`, a number, an empty line) is found before
+pyarrow parses the block, which it could crash. A csv/tsv file's values are read as bytes, so text
+that is not UTF-8 is told apart (`caption_not_utf8`, ...) as in json and parquet. A gzipped file
+is read to the end of its stream (`streams`): one cut short is an error, as is a parquet file
+without its footer.
 A csv/tsv file's header is its first line; with `corpus.column_names` (files without a header, as
 CC3M and CC12M ship), a first line that spells exactly those names is taken as a header too.
 TSV has no quoting (a tab or a newline cannot be in a value), as CC3M/CC12M and the IANA format.
@@ -254,9 +259,9 @@ class Source:
         return list(names), int(fields == list(names))
 
     def check_fields(self) -> None:
-        """A csv/tsv file whose first lines (FIELDS_CHECK_BYTES) mostly hold another number of fields than
-        its header (or corpus.column_names) names is refused: it lacks a column, or the names are
-        not its columns, and reading on would drop nearly every line as malformed."""
+        """A csv/tsv file whose first lines (FIELDS_CHECK_BYTES) mostly hold another number of
+        fields than its header (or corpus.column_names) names is refused: it lacks a column, or the
+        names are not its columns, and reading on would drop nearly every line as malformed."""
         names, header_lines = self._header()
         with open_text(self.path) as raw:
             lines = raw.read(FIELDS_CHECK_BYTES).split(b"\n")[header_lines:-1]  # the last may be cut short
