@@ -37,7 +37,7 @@ from imagenot.wordnet.lemmas import regular_plurals
 REPO = Path(__file__).resolve().parent.parent
 MODEL_FILE = REPO / "filters" / "none_of_these_model.py"
 SEMCOR = REPO.parent / "shared" / "data" / "semcor30_nouns.parquet"
-THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99)
+THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95)
 SEED = 37
 
 

@@ -92,12 +92,13 @@ def labelled_pairs(folder: Path = DATA) -> tuple[list[dict], str]:
     if readings is None:
         pairs = [{**row, "none": row["right_sense"] == "no"} for row in old_judgments().values()]
         return [p for p in pairs if p["right_sense"] in ("yes", "no")], "old single reader (right_sense no)"
-    use = majority(readings, "use")
+    use, right = majority(readings, "use"), majority(readings, "right_sense")
     pairs = []
     for row in read_tsv(folder / "real_dev_pairs.tsv"):
-        answer = use.get((row["row_id"], row["synset"]))
+        key = (row["row_id"], row["synset"])
+        answer = use.get(key)
         if answer is not None and answer != "unclear":
-            pairs.append({**row, "use": answer, "none": answer in NONE_USES})
+            pairs.append({**row, "use": answer, "right_sense": right.get(key), "none": answer in NONE_USES})
     return pairs, f"{len(readings)} readers' majority use"
 
 

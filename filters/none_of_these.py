@@ -10,9 +10,10 @@ logistic model combines, for one (caption, matched form, synset) pair:
   in a run of capitalised words there (`in_title_run`), after a given name (`after_given_name`),
   in capitals in a caption that is not (`all_capitals`), one or two letters or an abbreviation
   with a full stop (`short`), next to a word holding a digit (`beside_digits`: model numbers,
-  SKUs, sizes), next to a colour or material word (`beside_modifier`), in a caption whose words
-  are mostly not English (`not_english`); whether WordNet spells the synset's lemma with a
-  capital (`proper_sense`: then a capital is what a right pair looks like); how often WordNet's
+  SKUs, sizes), before a colour word (`beside_modifier`: "Poppy Orange"), before another noun
+  that it modifies (`before_noun`: "Stock Photo", "Series Bookcase"), in a caption of three
+  words or fewer (`few_words`), in a caption whose words are mostly not English (`not_english`);
+  whether WordNet spells the synset's lemma with a capital (`proper_sense`); how often WordNet's
   tagged corpus uses the word as a noun against its other parts of speech (`noun_share`: "dry",
   "portable" are mostly adjectives) and whether it ever tagged it as a noun (`untagged_noun`);
 - how the corpus writes the form (`FormStats`, counted over every tagged row before the pairs are
@@ -44,6 +45,8 @@ FEATURES = (
     "short",
     "beside_digits",
     "beside_modifier",
+    "before_noun",
+    "few_words",
     "not_english",
     "proper_sense",
     "noun_share",
@@ -66,6 +69,7 @@ class Words:
     modifiers: frozenset[str] = frozenset()  # colour and material words
     is_english: Callable[[str], bool] = lambda word: True
     tagged_counts: Callable[[str], tuple[int, int]] = lambda word: (0, 0)  # (as a noun, in all parts of speech)
+    is_noun: Callable[[str], bool] = lambda word: False  # WordNet has the word (inflected or not) as a noun
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,7 @@ def pair_features(caption: str, start: int, end: int, lemmas: tuple[str, ...], m
     cues = read.cues(first, last)
     before = words[first - 1] if first > 0 else ""
     after = words[last + 1] if last + 1 < len(words) else ""
+    joined = caption[end : read.spans[last + 1][0]] if last + 1 < len(words) else ""
     letters = sum(c.isalpha() for c in text)
     abbreviation = caption[end : end + 1] == "." and letters <= 3 and _is_capitalised(text)
     english = [model.words.is_english(w.lower()) for w in words if w.isalpha()]
@@ -214,7 +219,9 @@ def pair_features(caption: str, start: int, end: int, lemmas: tuple[str, ...], m
         "all_capitals": float(cues["capitals"] and not any(lemma.isupper() for lemma in lemmas)),
         "short": float(letters <= 2 or abbreviation),
         "beside_digits": float(cues["beside_digits"]),
-        "beside_modifier": float(any(w.lower() in model.words.modifiers for w in (before, after) if w)),
+        "beside_modifier": float(after.lower() in model.words.modifiers),
+        "before_noun": float(joined.strip() == "" and after.isalpha() and model.words.is_noun(after.lower())),
+        "few_words": float(len(words) <= 3),
         "not_english": 1.0 - sum(english) / len(english) if english else 0.0,
         "proper_sense": float(any(_is_capitalised(lemma) for lemma in lemmas)),
         "noun_share": (noun + 1) / (tagged + 2),

@@ -159,7 +159,7 @@ class CaptionRules(Section):
         description="given names, one a line (Debian's miscfiles): name, title and none_of_these rules",
     )
     none_of_these_threshold: float = Field(
-        0.95,
+        0.75,
         gt=0,
         le=1,
         description="none_of_these rule: the fitted probability that the word names none of its noun senses at "
@@ -224,6 +224,15 @@ class Scoring(Section):
     query_template: QueryTemplate = Field(
         "{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss} {hypernym} {examples}"
     )
+    sense_method: Literal["context", "sentence"] = Field(
+        "context",
+        description="sense contrast: context, the matched word's contextual embedding in the caption against sense "
+        "vectors from SemCor's training documents (LMMS-style, hypernym back-off); sentence, the whole caption's "
+        "embedding against each sense's query texts (sense_templates, sense_pooling)",
+    )
+    sense_layers: int = Field(
+        1, ge=1, le=48, description="sense contrast, context: the encoder's last hidden layers summed for a word"
+    )
     sense_templates: list[QueryTemplate] = Field(  # the best on benchmarks/data/sense_dev (benchmarks/README.md)
         default_factory=lambda: [
             "{lemma}: {gloss}",
@@ -232,11 +241,11 @@ class Scoring(Section):
         ],
         min_length=1,
         max_length=8,
-        description="sense contrast: the query texts of every noun sense of a caption's word (fields as "
+        description="sense contrast, sentence: the query texts of every noun sense of a caption's word (fields as "
         "query_template)",
     )
     sense_pooling: Literal["max", "mean"] = Field(
-        "mean", description="sense contrast: pools a sense's query similarities"
+        "mean", description="sense contrast, sentence: pools a sense's query similarities"
     )
     sense_prior: float = Field(
         0.03, ge=0, le=1, description="sense contrast: weight of log P(sense | word) from WordNet's tagged counts"

@@ -58,7 +58,7 @@ def caption_rules(config: CaptionRulesConfig) -> CaptionRules:
 def none_of_these_model(config: CaptionRulesConfig, given_names: frozenset[str]) -> NoneOfThese:
     """The shipped model at the config's threshold, with its word lists; no corpus statistics yet
     (`NoneOfThese.with_stats` adds a run's)."""
-    words = Words(given_names, colour_words(), is_english, tagged_counts)
+    words = Words(given_names, colour_words(), is_english, tagged_counts, is_noun)
     return NoneOfThese(WEIGHTS, BIAS, config.none_of_these_threshold, words)
 
 
@@ -83,6 +83,12 @@ def tagged_counts(word: str) -> tuple[int, int]:
         for synset in wordnet.synsets(base, pos) if base else []:
             counts[pos] += _count(synset, base)
     return counts["n"], sum(counts.values())
+
+
+@functools.cache
+def is_noun(word: str) -> bool:
+    """Whether WordNet has the word, inflected or not, as a noun (and it is no function word)."""
+    return word not in _NOT_NAMES and "n" in word_pos(word)
 
 
 @functools.cache
