@@ -18,6 +18,7 @@ from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.priority import list_settled
 from imagenot.pipeline.sample.classes import sample_class
 from imagenot.pipeline.score.senses_command import senses_command
+from imagenot.wordnet.senses import word_senses
 
 CRANE_MACHINE, CRANE_BIRD = "n03126707", "n02000954"  # crane.n.04, crane.n.05
 
@@ -40,6 +41,7 @@ def _class_rows(n: int = 40) -> pa.Table:
             "gloss_similarity": np.linspace(0.2, 0.8, n).astype(np.float32),
             "other_sense": [CRANE_MACHINE] * n,
             "sense_margin": margin,
+            "sense_fit": np.full(n, 0.5, np.float32),
         }
     )
 
@@ -52,7 +54,7 @@ def test_sample_drops_captions_another_sense_wins_and_counts_them_by_winner():
     assert counts["candidates"] == 40
     lost = {f"r{i:03d}" for i in range(0, 40, 4)}
     assert not lost & set(table.column("row_id").to_pylist())
-    assert "sense_margin" not in table.column_names  # the dataset's schema stays as it was
+    assert not {"sense_margin", "sense_fit"} & set(table.column_names)  # the dataset's schema stays as it was
     off, off_counts = sample_class(rows, sampling, sense_margin=None)
     assert off_counts["other_sense"] == 0 and lost & set(off.column("row_id").to_pylist())
 
@@ -78,9 +80,21 @@ def scored_file(tmp_path_factory):
                 "Harry Potter and the Goblet of Fire (2005) DVD",
                 "Parker Sonnet fountain pen, fine nib, black lacquer",
                 "Parker Sonnet fountain pen, fine nib, black lacquer",
+                "",
+                "a crane",
+                "Mens leather shoes size 10",
+                "Summer adventures with the kids",
+                "a heron and a crane by the crane on the dock",
+                "a heron and a crane by the crane on the dock",
+                "a crane",
             ],
-            "lemma": ["crane", "crane", "hot_dog", "eight", "potter", "fountain pen", "Fountain_Pen"],
-            "id": [1, 2, 3, 4, 5, 6, 7],
+            "lemma": [
+                *("crane", "crane", "hot_dog", "8", "potter", "fountain pen", "Fountain_Pen", "crane", "bed"),
+                *("Mens", "adventures", "crane", "cranes", "quickly"),
+            ],
+            "start": [None] * 11 + [14, 27, None],
+            "end": [None] * 11 + [19, 32, None],
+            "id": list(range(1, 15)),
         }
     )
     pq.write_table(captions, folder / "in.parquet")
@@ -91,7 +105,7 @@ def scored_file(tmp_path_factory):
 
 def test_senses_file_predicts_each_caption_s_sense(scored_file):
     _, table = scored_file
-    assert table.column("id").to_pylist() == [1, 2, 3, 4, 5, 6, 7]  # other columns carried through
+    assert table.column("id").to_pylist() == list(range(1, 15))  # other columns carried through
     assert table.column("predicted").to_pylist()[:2] == ["crane.n.04", "crane.n.05"]
     assert table.column("predicted")[2].as_py().startswith(("hotdog", "frank", "hot_dog"))
     for row in table.to_pylist()[:3]:
@@ -114,21 +128,62 @@ def test_senses_file_drops_what_the_build_s_caption_rules_drop(scored_file):
 
 def test_senses_file_reads_a_lemma_with_spaces_or_underscores(scored_file):
     _, table = scored_file
-    spaced, underscored = table.to_pylist()[5:]
+    spaced, underscored = table.to_pylist()[5:7]
     assert spaced["predicted"] == underscored["predicted"] == "fountain_pen.n.01"
     assert spaced["senses"] == underscored["senses"] and len(spaced["senses"]) == 1
 
 
-def test_senses_file_names_the_row_of_a_lemma_that_is_no_noun(scored_file):
-    folder, _ = scored_file
-    pq.write_table(pa.table({"caption": ["a", "b"], "lemma": ["crane", "quickly"]}), folder / "bad.parquet")
-    result = invoke(senses_command, ["--input", str(folder / "bad.parquet"), "--out", str(folder / "bad-out.parquet")])
-    assert result.exit_code == 1
-    assert "row 1" in result.output and "'quickly' is not a WordNet noun" in result.output
+def test_a_caption_without_the_word_never_passes(scored_file):
+    """Issue 35: an empty caption with lemma crane, and "a crane" with lemma bed, passed; a row that
+    cannot be read is a reason of its own, not an error that stops the file."""
+    _, table = scored_file
+    rows = table.to_pylist()
+    assert [(r["passes"], r["reason"], r["predicted"]) for r in (rows[7], rows[8], rows[13])] == [
+        (False, "word_not_in_caption", None),
+        (False, "word_not_in_caption", None),
+        (False, "not_a_noun", None),
+    ]
+
+
+def test_senses_file_reads_any_form_the_tagger_matches_and_the_span_given(scored_file):
+    _, table = scored_file
+    rows = table.to_pylist()
+    senses = word_senses()
+    for row, lemma, span in ((rows[9], "men", (0, 4)), (rows[10], "adventure", (7, 17))):
+        names = {senses.index[w].name for w in senses.senses(lemma)}
+        assert {s["synset"] for s in row["senses"]} == names and (row["start"], row["end"]) == span
+    assert (rows[0]["start"], rows[0]["end"]) == (16, 21)  # where the word stands, found as the tagger matches
+    assert [(r["start"], r["end"]) for r in rows[11:13]] == [(14, 19), (27, 32)]
+    assert None not in [r["predicted"] for r in rows[11:13]]
+    assert rows[11]["senses"] != rows[12]["senses"]  # each occurrence read where it stands
+    assert all(0 <= r["none_score"] <= 1 for r in rows[:7])
+    assert all(-1 <= r["sense_fit"] <= 1 for r in rows[:7])
+
+
+def test_senses_file_says_which_rows_it_could_not_read(scored_file, tmp_path):
+    """Issue 35: an integer caption was called "null"."""
+    pq.write_table(pa.table({"caption": [7, 8], "lemma": ["crane", "crane"]}), tmp_path / "ints.parquet")
+    result = invoke(senses_command, ["--input", str(tmp_path / "ints.parquet"), "--out", str(tmp_path / "o.parquet")])
+    assert result.exit_code == 0, result.output
+    assert "0 pass; not read: 2 caption_not_text (first: row 0: caption 7 (int))" in result.output
+    assert pq.read_table(tmp_path / "o.parquet").column("reason").to_pylist() == ["caption_not_text"] * 2
+
+
+@pytest.mark.parametrize("content, message", [(None, "no rows"), (b"caption,lemma\na crane,crane\n", "not a parquet")])
+def test_senses_input_that_is_no_table_is_one_line(tmp_path, content, message):
+    """Issue 35: a 0-row parquet (ValueError) and a file that is not parquet (ArrowInvalid) were tracebacks."""
+    path = tmp_path / "in.parquet"
+    if content is None:
+        pq.write_table(pa.table({"caption": pa.array([], pa.string()), "lemma": pa.array([], pa.string())}), path)
+    else:
+        path.write_bytes(content)
+    result = invoke(senses_command, ["--input", str(path), "--out", str(tmp_path / "out.parquet")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1].endswith(f"{path}: {message}") or message in result.output
 
 
 def test_senses_caption_says_what_a_build_would_do():
-    result = invoke(senses_command, ["crane lifting steel beams at the port", "--lemma", "crane"])
+    result = invoke(senses_command, ["crane lifting steel beams at the port", "--lemma", "cranes"])
     assert result.exit_code == 0, result.output
     lines = {line.split()[0]: line for line in result.output.splitlines()[1:] if line.strip()}
     assert lines["crane.n.04"].endswith("kept")
@@ -158,3 +213,21 @@ def test_decision_names_the_caption_rule_before_sense_and_threshold():
     similarity, margin = np.array([0.6, 0.2, 0.6]), np.array([0.1, -0.1, 0.1])
     passes, reason = caption_decision(similarity, margin, 0.5, 0.0, [None, "case", None])
     assert passes.tolist() == [True, False, True] and reason.tolist() == ["", "case", ""]
+
+
+def test_senses_caption_reads_the_occurrence_at_the_span_and_refuses_a_word_not_there():
+    caption = "a heron and a crane by the crane on the dock"
+    first = invoke(senses_command, [caption, "--span", "14:19"])
+    second = invoke(senses_command, [caption, "--span", "27:32"])
+    assert first.exit_code == second.exit_code == 0, first.output + second.output
+    assert "crane at 14:19 ('crane')" in first.output and "crane at 27:32 ('crane')" in second.output
+    absent = invoke(senses_command, ["a crane", "--lemma", "bed"])
+    assert absent.exit_code == 0 and "bed: word not in caption: a build never keeps" in absent.output
+
+
+def test_why_refuses_the_empty_word_plainly(tmp_path):
+    """Issue 35: `why ""` said the empty word "is a verb and an adjective and an adverb"."""
+    from imagenot.pipeline.commands.why import why
+
+    result = invoke(why, ["", "--run", str(tmp_path)])
+    assert result.exit_code == 2 and "the word is empty" in result.output and "verb" not in result.output

@@ -33,6 +33,7 @@ class WordSenses:
         self._irregular = irregular_forms(index)
         self._forms: dict[str, dict[str, str]] = {}  # memo of forms(), per instance
         self._words: dict[str, str] = {}  # memo of normalize(): a word as given -> as the table keys it
+        self._form_words: dict[str, tuple[str, ...]] | None = None  # surface form -> lemmas, built on first use
 
     def word(self, word: str) -> str:
         """`word` normalised as the table's keys are ("Hot_Dog" -> "hot dog"), each spelling once."""
@@ -57,12 +58,25 @@ class WordSenses:
     def forms(self, wnid: str) -> dict[str, str]:
         """Each surface form the tagger matches for the synset's lemmas -> the lemma (normalised)."""
         if wnid not in self._forms:
-            found = {}
-            for word in self.words(wnid):
-                plurals = inflections(word, self._irregular) if word in self._common else set()
-                found.update({form: word for form in plurals}, **{word: word})
-            self._forms[wnid] = found
+            self._forms[wnid] = {form: word for word in self.words(wnid) for form in self.word_forms(word)}
         return self._forms[wnid]
+
+    def word_forms(self, word: str) -> tuple[str, ...]:
+        """The surface forms the tagger matches for a normalised lemma: itself first, then its
+        plurals (common nouns) and noun.exc's forms of it, sorted."""
+        plurals = inflections(word, self._irregular) if word in self._common else set()
+        return (word, *sorted((plurals | set(self._irregular.get(word, ()))) - {word}))
+
+    def form_words(self, form: str) -> tuple[str, ...]:
+        """The lemmas (normalised, sorted) that a surface form in any spelling ("Adventures",
+        "Mens") is a form of, as the tagger matches it; () when it matches none."""
+        if self._form_words is None:
+            table: dict[str, set[str]] = {}
+            for word in self._senses:
+                for surface in self.word_forms(word):
+                    table.setdefault(surface, set()).add(word)
+            self._form_words = {surface: tuple(sorted(words)) for surface, words in table.items()}
+        return self._form_words.get(self.word(form), ())
 
     def log_prior(self, word: str, wnids: tuple[str, ...]) -> list[float]:
         """log P(sense | word) from the tagged counts, add-one smoothed over `wnids`."""

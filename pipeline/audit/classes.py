@@ -5,8 +5,8 @@ A caption names a class when the build's tagger matches one of the class's lemma
 other synsets it names do not matter here: this is about the word, not step 6). Each (caption,
 class) pair gets the build's own decision: the caption rules with none_of_these, the corpus's form
 statistics counted over these captions as select counts them over the tagged rows; then the
-sense decision of `imagenot senses` (`decided_table`: the best noun sense of the word and its
-margin), which must be the class's, by `scoring.sense_margin`, under `caption_decision`. One row
+sense decision of `imagenot senses` (`senses_table`: the best noun sense of the word where it
+stands and its margin), which must be the class's, by `scoring.sense_margin`, under `caption_decision`. One row
 per listed class, in the list's order: `wnid`, `name`, `captions` (pairs), `pass_share`, its
 95% Clopper-Pearson interval `low`-`high`, and `flagged` (1: another use dominates: another noun
 sense wins more of the captions than the class keeps, or the interval lies wholly under one half).
@@ -19,6 +19,7 @@ import dataclasses
 from collections import Counter
 
 import click
+import numpy as np
 import pyarrow as pa
 
 from imagenot.errors import ImagenotError
@@ -29,13 +30,7 @@ from imagenot.pipeline.config.reference_lists import read_class_list
 from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.corpus.reader import list_shards
 from imagenot.pipeline.run.files import read_table, write_tsv
-from imagenot.pipeline.score.senses_command import (
-    caption_encoder,
-    caption_threshold,
-    decided_table,
-    scorer,
-    sense_rows,
-)
+from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.tag.stage import build_matcher
 from imagenot.wordnet.index import NounIndex, load_index
@@ -101,18 +96,16 @@ def pair_outcomes(
         rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
     fired = PairChecker(rules, set(wnids), index).rules_fired(captions, matched, wnids)
     queries = scorer(config)
-    words = [
-        next(queries.senses.forms(w)[m] for m in forms if m in queries.senses.forms(w))
-        for forms, w in zip(matched, wnids)
-    ]
-    ranked = sense_rows(queries, caption_encoder(queries).encode(captions), words)
-    decided = decided_table(pa.table({"caption": captions}), config, index, ranked, matched)
-    score, margin = decided.column("score").to_numpy(), decided.column("margin").to_numpy()
-    passes, reason = caption_decision(score, margin, caption_threshold(config), config.scoring.sense_margin, fired)
-    predicted = [index.by_name(name).wnid for name in decided.column("predicted").to_pylist()]
+    forms = [next(m for m in found if m in queries.senses.forms(w)) for found, w in zip(matched, wnids)]
+    rows = senses_table(pa.table({"caption": captions, "lemma": forms}), config, queries).to_pylist()
+    tested = [r["similarity"] if r["similarity"] is not None else r["score"] or 0.0 for r in rows]
+    margin = [-np.inf if r["margin"] is None else r["margin"] for r in rows]
+    passes, reason = caption_decision(tested, margin, caption_threshold(config), config.scoring.sense_margin, fired)
     return [
-        rule or (f"{SENSE}{index[best].name}" if best != wnid else PASSES if ok else str(why))
-        for wnid, best, ok, why, rule in zip(wnids, predicted, passes, reason, fired)
+        rule
+        or (row["reason"] if row["predicted"] is None else None)  # a word senses cannot read where it stands
+        or (f"{SENSE}{row['predicted']}" if row["predicted"] != index[wnid].name else PASSES if ok else str(why))
+        for wnid, row, ok, why, rule in zip(wnids, rows, passes, reason, fired)
     ]
 
 

@@ -60,6 +60,10 @@ SUGGESTED = 5  # synsets named when what was asked for does not exist
 def senses(word: str, index: NounIndex) -> list[str]:
     """The noun synsets of a wnid, a synset name (gavel.n.01) or a bare word (any case, spaces or
     underscores), in WordNet's sense order."""
+    if not word.strip(" _"):
+        raise click.BadParameter(
+            "the word is empty; give a wnid, a synset name such as gavel.n.01, or a word", param_hint="WORD"
+        )
     if WNID_PATTERN.match(word):
         if word not in index:
             raise click.BadParameter(

@@ -90,7 +90,8 @@ EXPORT_DIR = "dataset"  # the export's folder, beside the stage folders
 SCORE_COLUMN = "gloss_similarity"  # a caption's similarity to its synset's gloss (`similarity` is LAION's CLIP score)
 OTHER_SENSE_COLUMN = "other_sense"  # the best other noun sense of the caption's word (sense contrast)
 MARGIN_COLUMN = "sense_margin"  # the caption's sense score for its synset minus the other sense's
-SENSE_COLUMNS = (OTHER_SENSE_COLUMN, MARGIN_COLUMN)
+FIT_COLUMN = "sense_fit"  # the best sense's score without the prior (how well the word fits any sense)
+SENSE_COLUMNS = (OTHER_SENSE_COLUMN, MARGIN_COLUMN, FIT_COLUMN)
 
 
 def stage_path(run_dir: str, stage: str, *parts: str) -> str:

@@ -48,6 +48,15 @@ def _set_torch_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+def distinct_sequences(input_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(inverse, firsts): the index of each row's distinct token sequence, and a row of each."""
+    first_of: dict[tuple[int, ...], int] = {}
+    inverse = np.fromiter(
+        (first_of.setdefault(tuple(ids), len(first_of)) for ids in input_ids), dtype=np.int64, count=len(input_ids)
+    )
+    return inverse, np.unique(inverse, return_index=True)[1]
+
+
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -77,20 +86,22 @@ class _TokenBatchingEncoder:
     min_token_rows = MIN_TOKEN_ROWS
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        import torch
-
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         tokens = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
-        first_of: dict[tuple[int, ...], int] = {}
-        inverse = np.fromiter(
-            (first_of.setdefault(tuple(ids), len(first_of)) for ids in tokens["input_ids"]),
-            dtype=np.int64,
-            count=len(texts),
-        )
-        firsts = np.unique(inverse, return_index=True)[1]  # row of each distinct sequence
-        lengths = np.array([len(tokens["input_ids"][row]) for row in firsts])
+        inverse, firsts = distinct_sequences(tokens["input_ids"])
         unique = np.zeros((len(firsts), self.dim), dtype=np.float32)
+        for rows, batch in self.batches(tokens, firsts):
+            unique[rows] = self._forward(batch)[: len(rows)].float().numpy()
+        return _normalise(unique)[inverse]
+
+    def batches(self, tokens, firsts: np.ndarray):
+        """(rows of `firsts`, token tensors) per forward pass, under torch.inference_mode: the
+        distinct sequences (`firsts`: a row of `tokens` each) in batches of one length, unpadded,
+        each repeated up to `min_token_rows` token rows (the caller keeps the first copy)."""
+        import torch
+
+        lengths = np.array([len(tokens["input_ids"][row]) for row in firsts])
         with torch.inference_mode():
             for length in np.unique(lengths):
                 same_length = np.flatnonzero(lengths == length)
@@ -99,12 +110,14 @@ class _TokenBatchingEncoder:
                     # A forward pass of few token rows takes another matrix kernel, which rounds
                     # differently: repeat the batch until it has min_token_rows.
                     copies = -(-self.min_token_rows // (len(batch_rows) * int(length)))
-                    batch = {
-                        key: torch.tensor([tokens[key][firsts[i]] for i in batch_rows] * copies)
-                        for key in tokens.keys()
-                    }
-                    unique[batch_rows] = self._forward(batch)[: len(batch_rows)].float().numpy()
-        return _normalise(unique)[inverse]
+                    yield (
+                        batch_rows,
+                        {
+                            key: torch.tensor([tokens[key][firsts[i]] for i in batch_rows] * copies)
+                            for key in ("input_ids", "attention_mask", "token_type_ids")
+                            if key in tokens
+                        },
+                    )
 
     def _forward(self, batch: dict):
         """Sentence embeddings (rows, dim) for one batch of token tensors: sequences of one length,

@@ -1,13 +1,15 @@
 """Sense contrast: a caption kept for synset S must fit S better than every other noun sense of
 the word that matched it.
 
-Each noun sense of the word (all of them: candidates or not) has one or more query texts
-(`scoring.sense_templates`); a caption's score for a sense is its cosine similarity with those
-queries, pooled (`scoring.sense_pooling`: max or mean), plus `scoring.sense_prior` x log P(sense |
-word) from WordNet's tagged counts. The caption's margin is S's score minus the best other
-sense's; `filters.caption_rules.caption_decision` is the rule that keeps or drops it. Sense queries are embedded once
-per worker (and through the embedding cache, once per model); captions reuse the embedding
-their gloss similarity already computed.
+Two ways to score a sense (`scoring.sense_method`): `context` (the default,
+`context_senses.ContextSenses`) reads the word where it stands; `sentence` (`SenseQueries`, here)
+scores the whole caption's embedding against query texts of each noun sense of the word (all of
+them: candidates or not; `scoring.sense_templates`), pooled (`scoring.sense_pooling`: max or
+mean). Both add `scoring.sense_prior` x log P(sense | word) from WordNet's tagged counts. The
+caption's margin is S's score minus the best other sense's, its fit the best sense's score
+without the prior; `filters.caption_rules.caption_decision` is the rule that keeps or drops it.
+Sense queries are embedded once per worker (and through the embedding cache, once per model);
+captions reuse the embedding their gloss similarity already computed.
 
 Scores are computed row by row in float64 (no BLAS), so a caption's margin does not depend on
 the captions batched with it.
@@ -16,7 +18,7 @@ the captions batched with it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -26,14 +28,6 @@ from imagenot.wordnet.queries import query_text
 from imagenot.wordnet.senses import WordSenses, word_senses
 
 NO_OTHER_SENSE = np.float32(np.inf)  # the margin of a caption whose word has one noun sense
-
-
-@dataclass(frozen=True)
-class SenseScores:
-    """One caption's scores for every noun sense of its word, best first."""
-
-    wnids: tuple[str, ...]
-    scores: np.ndarray  # float64, as wnids
 
 
 class SenseQueries:
@@ -60,33 +54,52 @@ class SenseQueries:
             self.embedded += getattr(self.encoder, "embedded", 0) - before
         return np.stack([self._vectors[w] for w in wnids])
 
-    def scores(self, caption_vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> np.ndarray:
-        """float64 (captions, len(wnids)): each caption's score for each sense of `word`."""
+    def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray, forms: Sequence[str]) -> np.ndarray:
+        """What a caption's senses are scored with: its embedding, wherever its word stands."""
+        return caption_vectors
+
+    def scores(self, caption_vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """float64 (captions, len(wnids)) scores and fits (the scores without the prior): each
+        caption's for each sense of `word`."""
         queries = self.vectors(wnids)
         similarity = np.einsum("nd,skd->nsk", np.asarray(caption_vectors, np.float64), queries)
         pooled = similarity.max(axis=2) if self.pooling == "max" else similarity.mean(axis=2)
-        if self.prior:
-            pooled = pooled + self.prior * np.array(self.senses.log_prior(word, wnids))
-        return pooled
+        if not self.prior:
+            return pooled, pooled
+        return pooled + self.prior * np.array(self.senses.log_prior(word, wnids)), pooled
 
-    def ranked(self, caption_vector: np.ndarray, word: str) -> SenseScores:
-        """Every noun sense of `word` for one caption, best first (ties by wnid)."""
-        wnids = self.senses.senses(word)
-        scores = self.scores(caption_vector[None, :], word, wnids)[0]
-        order = sorted(range(len(wnids)), key=lambda i: (-scores[i], wnids[i]))
-        return SenseScores(tuple(wnids[i] for i in order), scores[order])
+
+class SenseScorer(Protocol):
+    """`SenseQueries` or `context_senses.ContextSenses`."""
+
+    senses: WordSenses
+    embedded: int
+
+    def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray, forms: Sequence[str]) -> np.ndarray: ...
+
+    def scores(self, vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def sense_scorer(scoring: Scoring, encoder: TextEncoder, threads: int) -> SenseScorer:
+    """The scorer `scoring.sense_method` names; `encoder` embeds the sentence method's queries."""
+    if scoring.sense_method == "sentence":
+        return SenseQueries(scoring, encoder)
+    from imagenot.pipeline.score.context_senses import ContextSenses
+
+    return ContextSenses(scoring, threads)
 
 
 class SenseContrast:
     """Each caption's margin for its synset over the other senses of the word that matched it."""
 
-    def __init__(self, queries: SenseQueries):
+    def __init__(self, queries: SenseScorer):
         self.queries = queries
         self._groups: dict[tuple[str, frozenset[str]], tuple[str, tuple[str, ...]]] = {}
 
-    def _group(self, wnid: str, matched: Sequence[str]) -> tuple[str, tuple[str, ...]]:
-        """(word, its noun senses) for the synset's lemma the caption matched; the synset's first
-        lemma when none of its forms is among `matched` (a caller that has no `matched` column)."""
+    def _group(self, wnid: str, matched: Sequence[str]) -> tuple[str, tuple[str, ...], str]:
+        """(word, its noun senses, the surface form that matched it) for the synset's lemma the
+        caption matched; the synset's first lemma (and no form) when none of its forms is among
+        `matched` (a caller that has no `matched` column)."""
         forms = self.queries.senses.forms(wnid)
         words = frozenset(forms[f] for f in matched if f in forms)
         key = (wnid, words)
@@ -94,21 +107,31 @@ class SenseContrast:
             chosen = sorted(words) or list(self.queries.senses.words(wnid))[:1]
             senses = sorted({s for word in chosen for s in self.queries.senses.senses(word)} | {wnid})
             self._groups[key] = (chosen[0] if chosen else "", tuple(senses))
-        return self._groups[key]
+        word, senses = self._groups[key]
+        return word, senses, next((f for f in matched if forms.get(f) == word), "")
 
     def margins(
-        self, caption_vectors: np.ndarray, wnids: Sequence[str], matched: Sequence[Sequence[str]]
-    ) -> tuple[list[str | None], np.ndarray]:
-        """(best other sense's wnid or None, float32 margin: inf where the word has no other sense)."""
+        self,
+        captions: Sequence[str],
+        caption_vectors: np.ndarray,
+        wnids: Sequence[str],
+        matched: Sequence[Sequence[str]],
+    ) -> tuple[list[str | None], np.ndarray, np.ndarray]:
+        """(best other sense's wnid or None, float32 margin: inf where the word has no other
+        sense, float32 fit of the best sense) per caption."""
+        groups = [self._group(wnid, forms or ()) for wnid, forms in zip(wnids, matched)]
+        vectors = self.queries.row_vectors(captions, caption_vectors, [form for _, _, form in groups])
         rows: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        for i, (wnid, forms) in enumerate(zip(wnids, matched)):
-            rows.setdefault(self._group(wnid, forms or ()), []).append(i)
+        for i, (word, senses, _) in enumerate(groups):
+            rows.setdefault((word, senses), []).append(i)
         winner: list[str | None] = [None] * len(wnids)
         margin = np.full(len(wnids), NO_OTHER_SENSE, np.float32)
+        fit = np.zeros(len(wnids), np.float32)
         for (word, senses), at in rows.items():
+            scores, fits = self.queries.scores(vectors[at], word, senses)
+            fit[at] = fits[np.arange(len(at)), scores.argmax(axis=1)].astype(np.float32)
             if len(senses) < 2:
                 continue
-            scores = self.queries.scores(caption_vectors[at], word, senses)
             own = np.array([senses.index(wnids[i]) for i in at])
             others = scores.copy()
             others[np.arange(len(at)), own] = -np.inf
@@ -116,4 +139,4 @@ class SenseContrast:
             margin[at] = (scores[np.arange(len(at)), own] - others[np.arange(len(at)), best]).astype(np.float32)
             for i, b in zip(at, best):
                 winner[i] = senses[b]
-        return winner, margin
+        return winner, margin, fit

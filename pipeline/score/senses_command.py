@@ -1,23 +1,35 @@
 """`imagenot senses`: every noun sense of a caption's word, scored as a build scores it.
 
-    imagenot senses "crane lifting steel beams at the port" [--lemma crane] [--config FILE]
+    imagenot senses "crane lifting steel beams at the port" [--lemma cranes] [--span 0:5] [--config FILE]
     imagenot senses --input captions.parquet --out senses.parquet [--config FILE]
 
-The first prints, for each word the tagger finds in the caption (or the `--lemma` given), every
-noun sense with its gloss and sense score, and what a build would do with the caption were it
-a candidate of that sense: kept, the caption rule that drops it (`selection.caption_rules`),
-`other_sense` naming the sense that wins it, or `below_threshold`. The second reads `caption`
-and `lemma` columns (others carried through) and adds `predicted` (the best sense's WordNet
-name), `score`, `margin` (over the runner-up), `passes` (the build would keep the caption for
-`predicted`), `reason` (why not: the rule's name, `other_sense` or `below_threshold`; null when
-it passes) and `senses` (every noun sense of the lemma with its score, best first). The verdict
-is the build's own: the tagger's matched forms, `PairChecker` (select's caption rules) and
+The word may be given in any form the tagger matches ("adventures", "Mens", "Hot_Dog"); the
+span (`--span START:END`, or `start`/`end` columns) says which occurrence, else the first one the
+tagger would match. The first prints, for each word the tagger finds in the caption (or the one
+given), every noun sense with its gloss, sense score and fit, and what a build would do with the
+caption were it a candidate of that sense: kept, the caption rule that drops it
+(`selection.caption_rules`), `other_sense` naming the sense that wins it, or `below_threshold`.
+The second reads `caption` and `lemma` columns (`start` and `end` too where given; others carried
+through) and adds `predicted` (the best sense's WordNet name), `score`, `margin` (over the
+runner-up), `sense_fit` (the best sense's score without the prior), `similarity` (the caption's
+gloss similarity to `predicted`, the build's `gloss_similarity`; only with a caption threshold,
+else null), `passes`, `reason` (why not: the row's own problem, the rule's name, `other_sense` or
+`below_threshold`; null when it passes), `none_score` (the none-of-these model's probability
+for the word at its span, `filters.none_of_these`; null where that rule is off), `start`/`end`
+(the span read: the one given, or where the word was found) and `senses` (every noun sense of
+the word with its score, best first).
+
+A row that cannot be read is not an error: it does not pass, and `reason` says why
+(`caption_not_text`, `not_a_noun`, `word_not_in_caption`, `span_not_the_word`). The verdict is
+the build's own: the tagger's matched forms, `PairChecker` (select's caption rules) and
 `filters.caption_rules.caption_decision` (the sample's sense and threshold tests).
 """
 
 from __future__ import annotations
 
 import functools
+from collections import Counter
+from collections.abc import Sequence
 
 import click
 import numpy as np
@@ -25,23 +37,28 @@ import pyarrow as pa
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
+from imagenot.filters.none_of_these import none_of_these_scores
 from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.run.files import atomic_output, read_table
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.encoders import TextEncoder
+from imagenot.pipeline.score.context_senses import ContextSenses
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseQueries
+from imagenot.pipeline.score.sense_contrast import SenseScorer, sense_scorer
+from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.score.stage import _encoder_options
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
-from imagenot.wordnet.senses import sense_label
+from imagenot.wordnet.senses import WordSenses, sense_label
+from imagenot.wordnet.spans import find_span
 
 SENSE_TYPE = pa.list_(pa.struct([("synset", pa.string()), ("score", pa.float32())]))
+CAPTION_NOT_TEXT, NOT_A_NOUN = "caption_not_text", "not_a_noun"
+WORD_NOT_IN_CAPTION, SPAN_NOT_THE_WORD = "word_not_in_caption", "span_not_the_word"
 
 
 class SensesError(ImagenotError, ValueError):
-    """An input file that `imagenot senses` cannot read; the message names the row or column."""
+    """An input file that `imagenot senses` cannot read; the message names the file and what is wrong."""
 
 
 def caption_threshold(config: Config) -> float | None:
@@ -49,10 +66,15 @@ def caption_threshold(config: Config) -> float | None:
     return config.sampling.threshold if config.sampling.strategy == "threshold" else None
 
 
-def scorer(config: Config) -> SenseQueries:
-    """The config's encoder over sense queries, which go through the build's embedding cache
-    (`scoring.cache_dir`): a word's queries are embedded once per model, by a build or by this
-    command. Captions are embedded by the bare encoder (`caption_encoder`), not cached."""
+def scorer(config: Config) -> SenseScorer:
+    """The config's sense scorer (`scoring.sense_method`). The sentence method's queries go through
+    the build's embedding cache (`scoring.cache_dir`): a word's queries are embedded once per model,
+    by a build or by this command."""
+    scoring = config.scoring
+    return sense_scorer(scoring, _cached_encoder(config), config.runner.torch_threads)
+
+
+def _cached_encoder(config: Config) -> CachedEncoder:
     scoring = config.scoring
     encoder = load_encoder(
         scoring.encoder,
@@ -61,83 +83,156 @@ def scorer(config: Config) -> SenseQueries:
         threads=config.runner.torch_threads,
         **_encoder_options(scoring),
     )
-    return SenseQueries(scoring, CachedEncoder(encoder, scoring.cache_dir or str(cache_dir() / "embeddings")))
+    return CachedEncoder(encoder, scoring.cache_dir or str(cache_dir() / "embeddings"))
 
 
-def caption_encoder(queries: SenseQueries) -> TextEncoder:
-    return getattr(queries.encoder, "encoder", queries.encoder)  # under the CachedEncoder, if any
+def word_vectors(queries: SenseScorer, captions: list[str], spans: list[tuple[int, int]]) -> np.ndarray:
+    """What each caption's senses are scored with: the word's vector at its span (context), or the
+    caption's embedding (sentence: by the bare encoder, captions are not cached)."""
+    if isinstance(queries, ContextSenses):
+        return queries.encoder.encode_spans(captions, spans)
+    return getattr(queries.encoder, "encoder", queries.encoder).encode(captions)
 
 
 def sense_rows(
-    queries: SenseQueries, vectors: np.ndarray, lemmas: list[str]
-) -> list[tuple[tuple[str, ...], np.ndarray]]:
-    """Per caption, the noun senses of its lemma and their scores, best first (ties by wnid)."""
-    out: list = [None] * len(lemmas)
-    by_lemma: dict[str, list[int]] = {}
-    for i, lemma in enumerate(lemmas):
-        by_lemma.setdefault(lemma, []).append(i)
-    queries.senses.normalize_words(list(by_lemma))
-    queries.vectors(sorted({w for lemma in by_lemma for w in queries.senses.senses(lemma)}))  # one encoder call
-    for lemma, rows in by_lemma.items():
-        wnids = queries.senses.senses(lemma)  # sorted by wnid, so a stable sort breaks ties by wnid
-        scores = queries.scores(vectors[rows], lemma, wnids)
+    queries: SenseScorer, vectors: np.ndarray, words: list[tuple[str, ...]]
+) -> list[tuple[tuple[str, ...], np.ndarray, np.ndarray]]:
+    """Per caption, the noun senses of its word (the lemmas a form names: their senses together),
+    their scores and fits, best first (ties by wnid)."""
+    out: list = [None] * len(words)
+    by_word: dict[tuple[str, ...], list[int]] = {}
+    for i, lemmas in enumerate(words):
+        by_word.setdefault(lemmas, []).append(i)
+    for lemmas, rows in by_word.items():
+        wnids = tuple(sorted({w for lemma in lemmas for w in queries.senses.senses(lemma)}))
+        scores, fits = queries.scores(vectors[rows], lemmas[0], wnids)  # sorted by wnid: a stable sort breaks ties
         orders = np.argsort(-scores, axis=1, kind="stable")
-        for i, row, order in zip(rows, scores, orders):
-            out[i] = (tuple(wnids[j] for j in order), row[order])
+        for i, row, fit, order in zip(rows, scores, fits, orders):
+            out[i] = (tuple(wnids[j] for j in order), row[order], fit[order])
     return out
 
 
-def check_lemmas(queries: SenseQueries, lemmas: list, path: str) -> None:
-    """Each distinct lemma looked up once; an error names the first row of a lemma that is no noun."""
-    senses = queries.senses
-    senses.normalize_words([lemma for lemma in set(lemmas) if isinstance(lemma, str)])
-    bad = {lemma for lemma in set(lemmas) if not isinstance(lemma, str) or not senses.senses(lemma)}
-    if bad:
-        row = next(i for i, lemma in enumerate(lemmas) if lemma in bad)
-        raise SensesError(f"{path}: row {row}: lemma {lemmas[row]!r} is not a WordNet noun")
+def rank_rows(queries: SenseScorer, captions: list[str], words: list[tuple[str, ...]], spans: list) -> list:
+    """`sense_rows` for captions whose word stands at `spans`."""
+    return sense_rows(queries, word_vectors(queries, captions, spans), words)
 
 
-def senses_table(table: pa.Table, config: Config, queries: SenseQueries, path: str = "input") -> pa.Table:
-    """`table` (caption, lemma, ...) with predicted, score, margin, passes and senses added."""
+def read_word(senses: WordSenses, caption, form, span) -> tuple[tuple[str, ...], tuple[int, int] | None, str | None]:
+    """(the lemmas the form names, the span of the word in the caption, None) for a readable row,
+    else ((), None, the reason): the given span must hold a form of the word; without one, the
+    first place the tagger would match one."""
+    if not isinstance(caption, str):
+        return (), None, CAPTION_NOT_TEXT
+    words = senses.form_words(form) if isinstance(form, str) else ()
+    if not words:
+        return (), None, NOT_A_NOUN
+    forms = {f for word in words for f in senses.word_forms(word)}
+    if span is not None:
+        start, end = span
+        inside = 0 <= start < end <= len(caption) and senses.word(caption[start:end]) in forms
+        return (words, span, None) if inside else ((), None, SPAN_NOT_THE_WORD)
+    found = [s for s in (find_span(caption, f) for f in sorted(forms)) if s is not None]
+    return (words, min(found), None) if found else ((), None, WORD_NOT_IN_CAPTION)
+
+
+def senses_table(table: pa.Table, config: Config, queries: SenseScorer, path: str = "input") -> pa.Table:
+    """`table` (caption, lemma, [start, end], ...) with the sense decision's columns added."""
     missing = [c for c in ("caption", "lemma") if c not in table.column_names]
     if missing:
         raise SensesError(f"{path}: no column {', '.join(missing)} (found {table.column_names})")
-    lemmas = table.column("lemma").to_pylist()
-    check_lemmas(queries, lemmas, path)
-    captions = table.column("caption").to_pylist()
-    empty = [i for i, c in enumerate(captions) if not isinstance(c, str)]
-    if empty:
-        raise SensesError(f"{path}: row {empty[0]}: caption is null")
-    vectors = caption_encoder(queries).encode(captions)
-    ranked = sense_rows(queries, vectors, lemmas)
-    return decided_table(table, config, queries.senses.index, ranked, matched_forms(captions, config))
+    if ("start" in table.column_names) != ("end" in table.column_names):
+        raise SensesError(f"{path}: a span needs both columns start and end (found {table.column_names})")
+    captions, forms = table.column("caption").to_pylist(), table.column("lemma").to_pylist()
+    spans = [None] * len(captions)
+    if "start" in table.column_names:
+        spans = [
+            (s, e) if isinstance(s, int) and isinstance(e, int) else None
+            for s, e in zip(table.column("start").to_pylist(), table.column("end").to_pylist())
+        ]
+    senses = queries.senses
+    senses.normalize_words([f for f in set(forms) if isinstance(f, str)])
+    read = [read_word(senses, *row) for row in zip(captions, forms, spans)]
+    ok = [i for i, (_, _, why) in enumerate(read) if why is None]
+    kept, at = [captions[i] for i in ok], [read[i][1] for i in ok]
+    ranked = rank_rows(queries, kept, [read[i][0] for i in ok], at)
+    decided = decided_rows(kept, at, config, senses.index, ranked, matched_forms(kept, config))
+    rows: list[dict] = [
+        {
+            "passes": False,
+            "reason": why,
+            "senses": [],
+            "start": (span or (None, None))[0],
+            "end": (span or (None, None))[1],
+        }
+        for (_, _, why), span in zip(read, spans)
+    ]
+    for i, row in zip(ok, decided):
+        rows[i] = row
+    columns = {
+        "predicted": pa.string(),
+        "score": pa.float32(),
+        "margin": pa.float32(),
+        "sense_fit": pa.float32(),
+        "similarity": pa.float32(),
+        "passes": pa.bool_(),
+        "reason": pa.string(),
+        "none_score": pa.float32(),
+        "start": pa.int64(),
+        "end": pa.int64(),
+        "senses": SENSE_TYPE,
+    }
+    for name, kind in columns.items():
+        values = pa.array([row.get(name) for row in rows], kind)
+        if name in ("start", "end") and name in table.column_names:  # the span given, or where the word was found
+            table = table.set_column(table.column_names.index(name), name, values)
+        elif name not in table.column_names:
+            table = table.append_column(name, values)
+    return table
 
 
-def decided_table(table: pa.Table, config: Config, index: NounIndex, ranked: list, matched: list) -> pa.Table:
-    """`table` with each row's best sense (`ranked`: its senses and scores, best first) and what a
+def decided_rows(
+    captions: list[str], spans: list[tuple[int, int]], config: Config, index: NounIndex, ranked: list, matched: list
+) -> list[dict]:
+    """Per caption, its best sense (`ranked`: its senses, scores and fits, best first) and what a
     build would do with it (the caption rules over `matched`, the tagger's forms, then the rule)."""
-    captions = table.column("caption").to_pylist()
-    predicted = [wnids[0] for wnids, _ in ranked]
-    rule = PairChecker(caption_rules(config.selection.caption_rules), predicted, index).rules_fired(
-        captions, matched, predicted
+    predicted = [wnids[0] for wnids, _, _ in ranked]
+    rules = caption_rules(config.selection.caption_rules)
+    rule = PairChecker(rules, predicted, index).rules_fired(captions, matched, predicted)
+    score = np.array([s[0] for _, s, _ in ranked], np.float32)
+    margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for _, s, _ in ranked], np.float32)
+    threshold = caption_threshold(config)
+    similarity = None if threshold is None else gloss_similarities(captions, predicted, config)
+    passes, reason = caption_decision(
+        score if similarity is None else similarity, margin, threshold, config.scoring.sense_margin, rule
     )
-    score = np.array([s[0] for _, s in ranked], np.float32)
-    margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for _, s in ranked], np.float32)
-    passes, reason = caption_decision(score, margin, caption_threshold(config), config.scoring.sense_margin, rule)
-    return (
-        table.append_column("predicted", pa.array([index[wnid].name for wnid in predicted], pa.string()))
-        .append_column("score", pa.array(score))
-        .append_column("margin", pa.array(margin))
-        .append_column("passes", pa.array(passes))
-        .append_column("reason", pa.array([None if r == KEPT else r for r in reason], pa.string()))
-        .append_column(
-            "senses",
-            pa.array(
-                [[{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, s)] for wnids, s in ranked],
-                SENSE_TYPE,
-            ),
-        )
-    )
+    none = [None] * len(captions)
+    if rules.none_of_these is not None:
+        pairs = [(c, s, e, index[w].lemmas) for c, (s, e), w in zip(captions, spans, predicted)]
+        none = [p for p, _ in none_of_these_scores(pairs, rules.none_of_these)]
+    return [
+        {
+            "predicted": index[wnids[0]].name,
+            "score": float(score[i]),
+            "margin": float(margin[i]),
+            "sense_fit": float(fits[0]),
+            "similarity": None if similarity is None else float(similarity[i]),
+            "passes": bool(passes[i]),
+            "reason": None if reason[i] == KEPT else str(reason[i]),
+            "none_score": none[i],
+            "start": spans[i][0],
+            "end": spans[i][1],
+            "senses": [{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, scores)],
+        }
+        for i, (wnids, scores, fits) in enumerate(ranked)
+    ]
+
+
+def gloss_similarities(captions: list[str], wnids: list[str], config: Config) -> np.ndarray:
+    """Each caption's similarity to its synset's query (`scoring.query_template`): the build's
+    `gloss_similarity`, which a caption threshold tests."""
+    encoder = _cached_encoder(config)
+    queries = QueryEmbeddings.build(load_index(), sorted(set(wnids)), config.scoring.query_template, encoder)
+    return np.asarray(score_batch(encoder.encoder.encode(captions), wnids, queries), np.float32)
 
 
 @functools.lru_cache(maxsize=2)
@@ -148,78 +243,129 @@ def _matcher(ignore_forms: tuple[str, ...]):
     return build_matcher(load_index(), list(ignore_forms))
 
 
-def _tags(captions: list[str], config: Config):
-    return _matcher(tuple(config.tagging.ignore_forms)).tag(pa.array(captions, pa.string()))
-
-
-def matched_forms(captions: list[str], config: Config) -> list[list[str]]:
+def matched_forms(captions: Sequence, config: Config) -> list[list[str]]:
     """Per caption, the surface forms the tag stage would match: what the caption rules read."""
-    return [forms or [] for forms in _tags(captions, config).matched.to_pylist()]
+    text = [c if isinstance(c, str) else None for c in captions]
+    tags = _matcher(tuple(config.tagging.ignore_forms)).tag(pa.array(text, pa.string()))
+    return [forms or [] for forms in tags.matched.to_pylist()]
 
 
-def caption_words(caption: str, lemma: str | None, config: Config, queries: SenseQueries) -> list[str]:
-    """The words whose senses to show: `lemma`, else the noun lemmas the tagger finds."""
-    if lemma is not None:
-        if not queries.senses.senses(lemma):
-            raise click.BadParameter(f"{lemma!r} is not a WordNet noun", param_hint="--lemma")
-        return [lemma]
-    tags = _tags([caption], config)
-    wnids, matched = tags.wnids[0].as_py(), tags.matched[0].as_py()
-    words = []
-    for form in matched:
-        words += [queries.senses.forms(w)[form] for w in wnids if form in queries.senses.forms(w)]
-    return list(dict.fromkeys(words))
+def caption_forms(caption: str, form: str | None, span, config: Config, senses: WordSenses) -> list[str]:
+    """The forms of the words whose senses to show: the one given (or standing at the span), else
+    each the tagger matches; only those that name a WordNet noun."""
+    if form is None and span is not None:
+        form = caption[span[0] : span[1]]
+    forms = [form] if form is not None else matched_forms([caption], config)[0]
+    return [f for f in forms if senses.form_words(f)]
 
 
-def describe(caption: str, words: list[str], config: Config, queries: SenseQueries) -> list[str]:
-    """Lines for a person: per word, every sense with gloss and score, and the build's fate."""
-    index, scoring = queries.senses.index, config.scoring
-    vector = caption_encoder(queries).encode([caption])
-    matched = matched_forms([caption], config)[0]
-    rules = caption_rules(config.selection.caption_rules)
+def describe(caption: str, forms: list[str], span, config: Config, queries: SenseScorer) -> list[str]:
+    """Lines for a person: per word, every sense with gloss, score and fit, and the build's fate."""
+    senses, scoring = queries.senses, config.scoring
     lines = []
-    for word in words:
-        wnids, scores = sense_rows(queries, vector, [word])[0]
-        fired = PairChecker(rules, wnids, index).rules_fired([caption] * len(wnids), [matched] * len(wnids), wnids)
-        lines.append(
-            f"{word}: {len(wnids)} noun senses (sense margin {scoring.sense_margin}, "
-            f"caption threshold {caption_threshold(config)})"
-        )
-        for rank, (wnid, score) in enumerate(zip(wnids, scores)):
-            other = 1 if rank == 0 else 0
-            margin = score - scores[other] if len(wnids) > 1 else np.inf
-            _, reason = caption_decision(
-                [score], [margin], caption_threshold(config), scoring.sense_margin, [fired[rank]]
+    for form in forms:
+        lemmas, at, why = read_word(senses, caption, form, span)
+        if why is not None:
+            lines.append(f"{form}: {why.replace('_', ' ')}: a build never keeps the caption for any of its senses")
+            continue
+        wnids, scores, fits = rank_rows(queries, [caption], [lemmas], [at])[0]
+        each_first = [  # each sense in turn as the caption's prediction: its fate were it the candidate
+            (
+                wnids[rank : rank + 1] + wnids[:rank] + wnids[rank + 1 :],
+                np.r_[scores[rank], np.delete(scores, rank)],
+                np.r_[fits[rank], np.delete(fits, rank)],
             )
-            fate = {KEPT: "kept", BELOW_THRESHOLD: BELOW_THRESHOLD}.get(reason[0])
-            if reason[0] == OTHER_SENSE:
-                fate = f"{OTHER_SENSE}: goes to {sense_label(index, wnids[other])}"
-            fate = fate or f"caption rule {reason[0]}"
-            lines.append(f"  {sense_label(index, wnid):40s} {score:6.3f}  {index[wnid].gloss[:60]:60s}  {fate}")
+            for rank in range(len(wnids))
+        ]
+        matched = matched_forms([caption], config) * len(wnids)
+        decided = decided_rows([caption] * len(wnids), [at] * len(wnids), config, senses.index, each_first, matched)
+        lines.append(
+            f"{' / '.join(lemmas)} at {at[0]}:{at[1]} ({caption[at[0] : at[1]]!r}): {len(wnids)} noun senses "
+            f"(sense margin {scoring.sense_margin}, caption threshold {caption_threshold(config)}, "
+            f"none-of-these score {_shown(decided[0]['none_score'])})"
+        )
+        for rank, (wnid, score, fit, row) in enumerate(zip(wnids, scores, fits, decided)):
+            fate = {None: "kept", BELOW_THRESHOLD: BELOW_THRESHOLD}.get(row["reason"])
+            if row["reason"] == OTHER_SENSE:
+                fate = f"{OTHER_SENSE}: goes to {sense_label(senses.index, wnids[1 if rank == 0 else 0])}"
+            fate = fate or f"caption rule {row['reason']}"
+            gloss = senses.index[wnid].gloss[:60]
+            lines.append(f"  {sense_label(senses.index, wnid):40s} {score:6.3f} fit {fit:6.3f}  {gloss:60s}  {fate}")
     return lines
+
+
+def _shown(value: float | None) -> str:
+    return "off" if value is None else f"{value:.3f}"
+
+
+def parse_span(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        start, end = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not START:END (character offsets)", param_hint="--span") from None
+    return start, end
+
+
+def read_input(path: str) -> pa.Table:
+    """The --input file, or one line saying why it cannot be read."""
+    try:
+        table = read_table(path)
+    except FileNotFoundError:
+        raise SensesError(f"{path}: no such file") from None
+    except (OSError, pa.ArrowException) as err:
+        raise SensesError(f"{path}: not a parquet file ({err})") from None
+    if table.num_rows == 0:
+        raise SensesError(f"{path}: no rows")
+    return table
+
+
+def _not_read(table: pa.Table) -> str:
+    """What the output's unreadable rows were, for the closing line."""
+    reasons = table.column("reason").to_pylist()
+    counts = Counter(r for r, p in zip(reasons, table.column("predicted").to_pylist()) if r and p is None)
+    if not counts:
+        return ""
+    first = next(i for i, (r, p) in enumerate(zip(reasons, table.column("predicted").to_pylist())) if r and p is None)
+    caption = table.column("caption")[first].as_py()
+    shown = f"caption {caption!r} ({type(caption).__name__})" if reasons[first] == CAPTION_NOT_TEXT else ""
+    listed = ", ".join(f"{n:,} {reason}" for reason, n in sorted(counts.items()))
+    return f"; not read: {listed} (first: row {first}{': ' + shown if shown else ''})"
 
 
 @click.command("senses")
 @click.argument("caption", required=False)
-@click.option("--lemma", help="the word whose senses to score (default: every noun the tagger finds)")
-@click.option("--input", "input_path", help="a parquet with caption and lemma columns (local or gs://)")
+@click.option("--lemma", help="the word whose senses to score, in any form the tagger matches [default: every noun]")
+@click.option(
+    "--span", "span_text", help="START:END, the word's characters in CAPTION [default: where it first stands]"
+)
+@click.option(
+    "--input", "input_path", help="a parquet with caption and lemma (and start, end) columns (local or gs://)"
+)
 @click.option("--out", "out_path", help="where --input's rows go, with the senses added")
 @click.option("--config", "config_path", help="config whose scoring settings to use [default: the defaults]")
-def senses_command(caption, lemma, input_path, out_path, config_path) -> None:
-    """Score a caption (or a parquet of captions) against every noun sense of its word."""
+def senses_command(caption, lemma, span_text, input_path, out_path, config_path) -> None:
+    """Score a caption's word (or a parquet of them) against every noun sense of the word."""
     if (caption is None) == (input_path is None) or (input_path is None) != (out_path is None):
         raise click.UsageError("give a CAPTION, or --input FILE.parquet with --out FILE.parquet")
+    span = parse_span(span_text)
     config = load_config(config_path)
-    queries = scorer(config)
     if caption is not None:
-        words = caption_words(caption, lemma, config, queries)
-        if not words:
+        queries = scorer(config)
+        forms = caption_forms(caption, lemma, span, config, queries.senses)
+        if not forms:
+            given = lemma if lemma is not None else caption[span[0] : span[1]] if span else None
+            if given is not None:
+                raise click.BadParameter(f"{given!r} is not a form of any WordNet noun", param_hint="--lemma")
             raise click.UsageError(f"no WordNet noun found in {caption!r}; name one with --lemma")
-        click.echo("\n".join(describe(caption, words, config, queries)))
+        click.echo("\n".join(describe(caption, forms, span, config, queries)))
         return
     import pyarrow.parquet as pq
 
-    result = senses_table(read_table(input_path), config, queries, input_path)
+    table = read_input(input_path)
+    result = senses_table(table, config, scorer(config), input_path)
     with atomic_output(out_path) as stream:
         pq.write_table(result, stream)
-    click.echo(f"{out_path}: {result.num_rows:,} captions, {sum(result.column('passes').to_pylist()):,} pass")
+    passed = sum(result.column("passes").to_pylist())
+    click.echo(f"{out_path}: {result.num_rows:,} captions, {passed:,} pass{_not_read(result)}")

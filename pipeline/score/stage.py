@@ -34,12 +34,14 @@ from imagenot.pipeline.run.files import read_json, read_schema, stage_shards, wr
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
     FIRST_PASS_DIR,
+    FIT_COLUMN,
     MARGIN_COLUMN,
     OTHER_SENSE_COLUMN,
     SCORE,
     SCORE_COLUMN,
     SELECT,
     SELECTED_DIR,
+    SENSE_COLUMNS,
     stage_path,
 )
 from imagenot.pipeline.run.progress import watch_shards
@@ -55,7 +57,7 @@ from imagenot.pipeline.run.shards import (
 from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseContrast, SenseQueries
+from imagenot.pipeline.score.sense_contrast import SenseContrast, sense_scorer
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.nltk_data import cache_dir
@@ -65,6 +67,8 @@ UPSTREAM = SELECT
 CUTOFFS_FILE = "first_pass_cutoffs.json"
 TALLY_FILE = "score_tally.json"
 FIRST_PHASE_SETTINGS = ("first_phase", "first_phase_model", "exact_per_class", "exact_cap")
+SENTENCE_SETTINGS = ("sense_templates", "sense_pooling")  # scoring.sense_method sentence's alone
+CONTEXT_SETTINGS = ("sense_layers",)  # scoring.sense_method context's alone
 
 
 def smallest_keys(shard: str, per_synset: int, seed: int, wnids: pa.Array | None = None) -> dict[str, list[int]]:
@@ -103,7 +107,8 @@ def merge_smallest(parts: Iterable[dict[str, list[int]]], per_synset: int) -> di
 
 class CaptionScorer:
     """Embeds captions (through the cache) and scores each against its synset's query and, with
-    sense contrast on, against every noun sense of the word that matched it (`sense_contrast.py`)."""
+    sense contrast on, every noun sense of the word that matched it (`sense_contrast.py`: by
+    default the word read where it stands, `context_senses.py`)."""
 
     def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
         encoder = load_encoder(
@@ -111,8 +116,12 @@ class CaptionScorer:
         )
         self.encoder = CachedEncoder(encoder, scoring.cache_dir or FileSystems.join(str(cache_dir()), "embeddings"))
         self.queries = QueryEmbeddings.build(load_index(), wnids, scoring.query_template, self.encoder)
-        self.contrast = None if scoring.sense_margin is None else SenseContrast(SenseQueries(scoring, self.encoder))
-        self.added = [SCORE_COLUMN] + ([] if self.contrast is None else [OTHER_SENSE_COLUMN, MARGIN_COLUMN])
+        self.contrast = (
+            None
+            if scoring.sense_margin is None
+            else SenseContrast(sense_scorer(scoring, self.encoder, runner.torch_threads))
+        )
+        self.added = [SCORE_COLUMN] + ([] if self.contrast is None else list(SENSE_COLUMNS))
         self.reads = ["caption", "wnid"] + ([] if self.contrast is None else ["matched"])
 
     def captions_embedded(self) -> int:
@@ -122,16 +131,19 @@ class CaptionScorer:
     def score(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """`batch` (with `caption`, `wnid` and, for sense contrast, `matched`) with a float32
         `gloss_similarity` appended, and with sense contrast the best other sense's wnid
-        (`other_sense`, null when the word has one sense) and float32 `sense_margin` over it."""
-        vectors = self.encoder.encode(batch.column("caption").to_pylist())
+        (`other_sense`, null when the word has one sense), the float32 `sense_margin` over it and
+        the best sense's float32 `sense_fit` (its score without the prior)."""
+        captions = batch.column("caption").to_pylist()
+        vectors = self.encoder.encode(captions)
         wnids = batch.column("wnid").to_pylist()
         scores = score_batch(vectors, wnids, self.queries)
         batch = batch.append_column(SCORE_COLUMN, pa.array(scores, pa.float32()))
         if self.contrast is None:
             return batch
-        other, margin = self.contrast.margins(vectors, wnids, batch.column("matched").to_pylist())
+        other, margin, fit = self.contrast.margins(captions, vectors, wnids, batch.column("matched").to_pylist())
         batch = batch.append_column(OTHER_SENSE_COLUMN, pa.array(other, pa.string()))
-        return batch.append_column(MARGIN_COLUMN, pa.array(margin, pa.float32()))
+        batch = batch.append_column(MARGIN_COLUMN, pa.array(margin, pa.float32()))
+        return batch.append_column(FIT_COLUMN, pa.array(fit, pa.float32()))
 
 
 def _encoder_options(scoring: Scoring) -> dict:
@@ -200,8 +212,10 @@ class _ScoreFirstPass(beam.DoFn):
 
 
 def settings(config: Config) -> dict:
-    # The first phase belongs to the rank stage; the cache and batch size change no result.
-    return config.scoring.model_dump(exclude={"cache_dir", "batch_size", *FIRST_PHASE_SETTINGS})
+    # The first phase belongs to the rank stage; the cache and batch size change no result, nor
+    # the settings of the sense method not chosen.
+    unused = SENTENCE_SETTINGS if config.scoring.sense_method == "context" else CONTEXT_SETTINGS
+    return config.scoring.model_dump(exclude={"cache_dir", "batch_size", *FIRST_PHASE_SETTINGS, *unused})
 
 
 def run_score(config: Config, run_dir: str) -> dict:
