@@ -4,7 +4,10 @@
 
 `--classes` measures the class review (`imagenot review classes serve`: one candidate class a
 page, its captions and thumbnails, `review.class_raters` 50) instead of the image review; its run
-copy also takes score/ and select/ (the captions), and it wants no plan.
+copy also takes score/ and select/ (the captions), and it wants no plan. A run's few classes have
+their answers in seconds; `--classes --list FILE --corpus GLOB [--config YAML]` reviews a class
+list instead (1000 classes: a minute's load), its captions read from a sample of the corpus
+(the config maps its columns), no thumbnails.
 
 Copies the run's rank/, download/ and config (a finished `make demo` run by default) into a
 temporary folder, plans a review there with 50 answers wanted an image (review.raters' most),
@@ -180,16 +183,19 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def _review_run(source: Path, folder: Path, kind: str) -> Path:
-    """A copy of the stages the review reads, RATERS answers wanted an item; the image review's planned."""
+def _review_run(source: Path | None, folder: Path, kind: str, config_path: str | None = None) -> Path:
+    """A copy of the stages the review reads (none for a class list's review: `config_path`'s
+    config), RATERS answers wanted an item; the image review's planned."""
     from imagenot.pipeline.config.schema import load_run_config
     from imagenot.pipeline.review import plan as review_plan
 
     run_dir = folder / "run"
     run_dir.mkdir(parents=True)
-    for name in REVIEWS[kind]["copied"]:
+    for name in () if source is None else REVIEWS[kind]["copied"]:
         (shutil.copytree if (source / name).is_dir() else shutil.copy2)(source / name, run_dir / name)
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    if config_path:
+        shutil.copy2(config_path, run_dir / "config.yaml")
+    config = yaml.safe_load((run_dir / "config.yaml").read_text()) if (run_dir / "config.yaml").exists() else {}
     config["review"] = {**config.get("review", {}), "raters": RATERS, "class_raters": RATERS}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
     if kind == "images":
@@ -284,7 +290,8 @@ def _serve_review(args) -> None:
     from imagenot.pipeline.cli import main as cli
 
     serve = REVIEWS[args.kind]["serve"]
-    cli([*serve, "--run", args.serve_run, "--port", str(args.port), "--threads", str(args.threads)])
+    listed = ["--list", args.list, "--corpus", args.corpus] if args.list else []
+    cli([*serve, "--run", args.serve_run, "--port", str(args.port), "--threads", str(args.threads), *listed])
 
 
 def _serve_baseline(args) -> None:
@@ -314,6 +321,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--before", help="also measure the review package of this git revision, first")
     parser.add_argument("--classes", action="store_true", help="the class review instead of the image review")
+    parser.add_argument("--list", help="with --classes: review this class list (wnids) instead of the run's classes")
+    parser.add_argument("--corpus", help="with --list: the corpus whose captions are shown")
+    parser.add_argument("--config", help="with --list: a config (its corpus columns)")
     parser.add_argument("--serve", choices=("review", "baseline"), help=argparse.SUPPRESS)  # a server process
     parser.add_argument("--serve-run", help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
@@ -323,6 +333,8 @@ def main() -> None:
     parser.add_argument("--kind", choices=tuple(REVIEWS), help=argparse.SUPPRESS)  # a server process's review
     args = parser.parse_args()
     args.kind = args.kind or ("classes" if args.classes else "images")
+    if args.list and not (args.kind == "classes" and args.corpus):
+        parser.error("--list reviews a class list: it goes with --classes and --corpus")
     if args.classes and args.before:
         parser.error("--before measures the image review's package: a revision before the class review has none")
     if args.serve == "review":
@@ -337,10 +349,12 @@ def main() -> None:
         sources = {"before": _review_package(args.before, folder / "before-source")} if args.before else {}
         sources["after"] = None
         for label, source in sources.items():
-            run_dir = _review_run(Path(args.run), folder / label, args.kind)
+            source_run = None if args.list else Path(args.run)
+            run_dir = _review_run(source_run, folder / label, args.kind, args.config)
             port = free_loopback_port()
             command = [*me, "--serve", "review", "--kind", args.kind, "--serve-run", str(run_dir), "--port", str(port)]
             command += ["--threads", str(args.clients), *(["--source", str(source)] if source else [])]
+            command += ["--list", args.list, "--corpus", args.corpus] if args.list else []
             servers[label] = _measure(command, port, folder, args, label, run_dir)
         page = folder / "page.html"
         page.write_text(servers["after"]["_page"])
