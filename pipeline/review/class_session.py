@@ -53,7 +53,7 @@ class ClassSession(Tracker):
                 return
             try:
                 self._load()
-            except (ImagenotError, OSError) as err:
+            except (ImagenotError, OSError, ValueError) as err:  # ValueError: pyarrow's ArrowInvalid
                 log.warning("class review: cannot read the changed run yet (%s)", err)
                 self.changing = True
 

@@ -8,6 +8,7 @@ A server compares these files' metadata (a listing, no reads) with what it read 
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.run.layout import LOCK_FILE
 
+log = logging.getLogger(__name__)
 CHECK_SECONDS = 1.0  # how often a server looks at its run
 
 
@@ -43,7 +45,10 @@ def watch(owner: object, check: Callable[[object], None], name: str) -> None:
             target = ref()
             if target is None:
                 return
-            check(target)
+            try:
+                check(target)
+            except Exception:  # noqa: BLE001  (a look that failed is tried again a second later)
+                log.exception("%s: cannot look at the run", name)
             del target
 
     threading.Thread(target=loop, name=name, daemon=True).start()

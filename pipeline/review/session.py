@@ -94,7 +94,7 @@ class ReviewSession(Tracker):
                 return
             try:
                 self._load()
-            except (ImagenotError, OSError) as err:  # half written: refuse answers until it is whole
+            except (ImagenotError, OSError, ValueError) as err:  # half written (ArrowInvalid is a ValueError)
                 log.warning("review: cannot read the changed run yet (%s)", err)
                 self.changing = True
 
