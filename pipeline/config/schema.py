@@ -219,7 +219,9 @@ class Scoring(Section):
         "torch", description="runs the encoder: torch, or ONNX Runtime on a local export of the same weights"
     )
     pooling: Literal["mean", "cls"] = Field("mean", description="transformers encoder only")
-    max_length: int = Field(128, ge=8, le=4096, description="tokens per caption, transformers encoder only")
+    max_length: int = Field(
+        128, ge=8, le=4096, description="tokens per caption: the transformers encoder, and the context sense method"
+    )
     batch_size: int = Field(128, ge=1, le=8192, description="texts per model call")
     query_template: QueryTemplate = Field(
         "{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss} {hypernym} {examples}"

@@ -66,34 +66,12 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 MIN_TOKEN_ROWS = 16  # token rows (sequences x length) of the smallest forward pass
 
 
-class _TokenBatchingEncoder:
-    """Shared inference loop: tokenise once, run each distinct token sequence through the model
-    once, in batches of sequences of the same length, under torch.inference_mode.
+class _SameLengthBatches:
+    """Token sequences batched for a model so that a sequence's output does not depend on its
+    batch-mates (`_TokenBatchingEncoder` says why); `span_encoder.SpanEncoder` shares it."""
 
-    Same-length batches need no padding, and without padding (and on one torch thread, see
-    `_set_torch_threads`) a sequence's embedding does not depend on which other sequences share
-    its batch (with padding it moves in the last float bits): a caption gets the same vector bit
-    for bit in any run, worker or cache state.
-
-    Captions that differ only in ways the tokenizer erases (case for uncased models,
-    whitespace) give identical model inputs, hence are embedded once.
-    """
-
-    tokenizer: object
-    max_length: int
     batch_size: int
-    dim: int
     min_token_rows = MIN_TOKEN_ROWS
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        tokens = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
-        inverse, firsts = distinct_sequences(tokens["input_ids"])
-        unique = np.zeros((len(firsts), self.dim), dtype=np.float32)
-        for rows, batch in self.batches(tokens, firsts):
-            unique[rows] = self._forward(batch)[: len(rows)].float().numpy()
-        return _normalise(unique)[inverse]
 
     def batches(self, tokens, firsts: np.ndarray):
         """(rows of `firsts`, token tensors) per forward pass, under torch.inference_mode: the
@@ -118,6 +96,34 @@ class _TokenBatchingEncoder:
                             if key in tokens
                         },
                     )
+
+
+class _TokenBatchingEncoder(_SameLengthBatches):
+    """Shared inference loop: tokenise once, run each distinct token sequence through the model
+    once, in batches of sequences of the same length, under torch.inference_mode.
+
+    Same-length batches need no padding, and without padding (and on one torch thread, see
+    `_set_torch_threads`) a sequence's embedding does not depend on which other sequences share
+    its batch (with padding it moves in the last float bits): a caption gets the same vector bit
+    for bit in any run, worker or cache state.
+
+    Captions that differ only in ways the tokenizer erases (case for uncased models,
+    whitespace) give identical model inputs, hence are embedded once.
+    """
+
+    tokenizer: object
+    max_length: int
+    dim: int
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        tokens = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
+        inverse, firsts = distinct_sequences(tokens["input_ids"])
+        unique = np.zeros((len(firsts), self.dim), dtype=np.float32)
+        for rows, batch in self.batches(tokens, firsts):
+            unique[rows] = self._forward(batch)[: len(rows)].float().numpy()
+        return _normalise(unique)[inverse]
 
     def _forward(self, batch: dict):
         """Sentence embeddings (rows, dim) for one batch of token tensors: sequences of one length,

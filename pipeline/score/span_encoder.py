@@ -4,7 +4,7 @@ with the text around it.
 A span's vector is the mean, over the word pieces its characters overlap, of the sum of the
 model's last `layers` hidden states (LMMS, Loureiro & Jorge 2019, sums BERT's last four), L2
 normalised. Each distinct token sequence runs through the model once, in the unpadded
-same-length batches of `encoders._TokenBatchingEncoder` on one torch thread, so a span's vector
+same-length batches of `encoders._SameLengthBatches` on one torch thread, so a span's vector
 is the same bits whatever batch it came in. A span no piece overlaps (cut off by `max_length`,
 or empty) gets the mean of all the text's pieces.
 """
@@ -19,13 +19,13 @@ from imagenot.pipeline.config.model_files import DEFAULT_MODEL, resolve_model
 from imagenot.pipeline.score.encoders import (
     EncoderError,
     _normalise,
+    _SameLengthBatches,
     _set_torch_threads,
-    _TokenBatchingEncoder,
     distinct_sequences,
 )
 
 
-class SpanEncoder(_TokenBatchingEncoder):
+class SpanEncoder(_SameLengthBatches):
     """A Hugging Face encoder (AutoModel) over character spans of texts."""
 
     def __init__(
