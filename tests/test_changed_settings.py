@@ -127,6 +127,8 @@ ALL_CHANGED = {
     "scoring": {
         "encoder": "transformers",
         "runtime": "onnx",
+        "sense_method": "sentence",  # sense_templates and sense_pooling are its settings
+        "sense_layers": 2,
         "sense_templates": ["{lemma}: {gloss}"],
         "sense_pooling": "max",
         "sense_prior": 0.0,
