@@ -88,11 +88,22 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         ),
         ("scoring.query_template", sc.query_template, "the text each caption is compared with, per synset (step 7)"),
         (
+            "scoring.sense_method",
+            sc.sense_method,
+            "sense contrast: context, the matched word's contextual embedding against sense vectors from SemCor's "
+            "training documents; sentence, the caption's embedding against each sense's query texts",
+        ),
+        (
+            "scoring.sense_layers",
+            show(sc.sense_layers),
+            "the encoder's last hidden layers summed for the word's contextual embedding (context method)",
+        ),
+        (
             "scoring.sense_templates",
             show(sc.sense_templates),
-            "the query texts of every noun sense of a caption's word (sense contrast)",
+            "the query texts of every noun sense of a caption's word (sentence method)",
         ),
-        ("scoring.sense_pooling", sc.sense_pooling, "how a sense's query similarities are pooled: max or mean"),
+        ("scoring.sense_pooling", sc.sense_pooling, "how a sense's query similarities are pooled (sentence method)"),
         (
             "scoring.sense_prior",
             show(sc.sense_prior),
