@@ -15,7 +15,9 @@ logistic model combines, for one (caption, matched form, synset) pair:
   words or fewer (`few_words`), in a caption whose words are mostly not English (`not_english`);
   whether WordNet spells the synset's lemma with a capital (`proper_sense`); how often WordNet's
   tagged corpus uses the word as a noun against its other parts of speech (`noun_share`: "dry",
-  "portable" are mostly adjectives) and whether it ever tagged it as a noun (`untagged_noun`);
+  "portable" are mostly adjectives) and whether it ever tagged it as a noun (`untagged_noun`),
+  both taken as a noun's where the caption writes the word as WordNet spells a capitalised lemma
+  ("LED", not the verb "led");
 - how the corpus writes the form (`FormStats`, counted over every tagged row before the pairs are
   decided): the share of its occurrences in lower-case captions that are capitalised
   (`corpus_capitalised`), in capitals (`corpus_capitals`), next to a digit (`corpus_beside_digits`),
@@ -211,7 +213,10 @@ def pair_features(caption: str, start: int, end: int, lemmas: tuple[str, ...], m
     abbreviation = caption[end : end + 1] == "." and letters <= 3 and _is_capitalised(text)
     english = [model.words.is_english(w.lower()) for w in words if w.isalpha()]
     form = form_key(text)
-    noun, tagged = model.words.tagged_counts(form.replace(" ", "_"))
+    # written as WordNet spells a capitalised lemma ("LED", "Alabama"): the synset's own name, whatever
+    # the lower-cased word's tagged counts say ("led", a verb)
+    own_spelling = any(not lemma.islower() and text.startswith(lemma.replace("_", " ")) for lemma in lemmas)
+    noun, tagged = (1, 1) if own_spelling else model.words.tagged_counts(form.replace(" ", "_"))
     return {
         "capitalised": float(cues["capitalised"]),
         "in_title_run": float(cues["capitalised"] and (_is_capitalised(before) or _is_capitalised(after))),

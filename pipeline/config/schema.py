@@ -159,7 +159,7 @@ class CaptionRules(Section):
         description="given names, one a line (Debian's miscfiles): name, title and none_of_these rules",
     )
     none_of_these_threshold: float = Field(
-        0.75,
+        0.8,
         gt=0,
         le=1,
         description="none_of_these rule: the fitted probability that the word names none of its noun senses at "
