@@ -48,6 +48,7 @@ class Server:
                     return
             except OSError:
                 time.sleep(0.3)
+        self.kill()  # a server that never answered is not left behind
         raise AssertionError(f"the review server did not answer within 120 s:\n{self.log.read_text()}")
 
     def kill(self) -> None:
