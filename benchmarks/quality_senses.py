@@ -13,10 +13,11 @@ is at least the encoder's threshold (`ranking.thresholds`); sense contrast keeps
 strategy has none; `--threshold T` adds one). Each variant is a set of `scoring` settings: the
 sentence method's (`scoring.sense_method: sentence`, the caption's embedding against each sense's
 query texts) for every encoder, and for MiniLM the context method's (the default: the word's
-contextual embedding where `imagenot senses` finds it, against SemCor sense vectors). A margin sweep says which margins reach the issue's targets
-(wrong_kept <= 5% with right_kept >= 80%). The last line is one JSON object.
+contextual embedding where `imagenot senses` finds it, against SemCor sense vectors) and both's
+(the two added); `--context-only` measures those alone. A margin sweep says which margins reach
+the issue's targets (wrong_kept <= 5% with right_kept >= 80%). The last line is one JSON object.
 
-    python benchmarks/quality_senses.py [--encoders minilm,mpnet] [--threshold T]
+    python benchmarks/quality_senses.py [--encoders minilm,mpnet] [--threshold T] [--context-only]
 
 all-mpnet-base-v2 is not a dependency; for the comparison install its five pieces (one zip split
 in five wheels) into the venv, which the script joins and unzips once into <IMAGENOT_CACHE>/models:
@@ -67,6 +68,8 @@ CONTEXT_VARIANTS = {  # scoring.sense_method context (the default), MiniLM only
     "context, prior 0": {"sense_prior": 0.0},
     "context, prior 0.01": {"sense_prior": 0.01},
     "context, prior 0.03": {"sense_prior": 0.03},
+    "both, prior 0.01": {"sense_method": "both", "sense_prior": 0.01},
+    "both, prior 0.03": {"sense_method": "both", "sense_prior": 0.03},
 }
 ENCODERS = {"minilm": DEFAULT_MODEL, "mpnet": "mpnet"}
 TARGETS = {"argmax": 0.85, "argmax_not_first": 0.75, "wrong_kept": 0.05, "right_kept": 0.80}
@@ -168,27 +171,30 @@ def variant_figures(scores, rows, labels, first, threshold, scoring: Scoring, se
     }
 
 
-def context_scores(dev, rows, senses):
-    """scoring -> per caption, the context method's scores of its lemma's senses (the word's span:
-    where `imagenot senses` finds it; a caption where it is not found is scored on the whole caption)."""
+def context_scores(dev, rows, senses, caption_vectors: np.ndarray, encoder):
+    """scoring -> per caption, the context (or both) method's scores of its lemma's senses (the
+    word's span: where `imagenot senses` finds it; a caption where it is not found is scored on
+    the whole caption); `encoder` embeds the sentence method's queries for `both`."""
     from imagenot.pipeline.score.context_senses import ContextSenses
     from imagenot.pipeline.score.senses_command import read_word
     from imagenot.pipeline.score.span_encoder import SpanEncoder
 
-    encoder = SpanEncoder(threads=1)
+    spans_encoder = SpanEncoder(threads=1)
     spans = [
         read_word(senses, caption, lemma, None)[1] or (0, 0) for caption, lemma in zip(dev["caption"], dev["lemma"])
     ]
-    vectors = encoder.encode_spans(dev["caption"], spans)
+    vectors = np.hstack([spans_encoder.encode_spans(dev["caption"], spans), caption_vectors])
 
     def scores(scoring: Scoring) -> list[np.ndarray]:
-        scorer = ContextSenses(scoring, senses=senses, encoder=encoder)
-        return [scorer.scores(vectors[i : i + 1], lemma, wnids)[0][0] for i, lemma, wnids in rows]
+        sentence = SenseQueries(scoring, encoder, senses) if scoring.sense_method == "both" else None
+        scorer = ContextSenses(scoring, senses=senses, encoder=spans_encoder, sentence=sentence)
+        width = vectors.shape[1] if sentence is not None else spans_encoder.dim
+        return [scorer.scores(vectors[i : i + 1, :width], lemma, wnids)[0][0] for i, lemma, wnids in rows]
 
     return scores
 
 
-def run_encoder(name: str, dev, threshold: float | None) -> dict:
+def run_encoder(name: str, dev, threshold: float | None, context_only: bool = False) -> dict:
     model = mpnet_path() if ENCODERS[name] == "mpnet" else ENCODERS[name]
     encoder = load_encoder("sentence-transformers", model, "torch", threads=1)
     captions = dev["caption"]
@@ -217,14 +223,14 @@ def run_encoder(name: str, dev, threshold: float | None) -> dict:
         }
     }
 
-    for variant, settings in VARIANTS.items():
+    for variant, settings in {}.items() if context_only else VARIANTS.items():
         scoring = Scoring(**{"sense_method": "sentence", **settings})
         queries = SenseQueries(scoring, encoder, senses)
         scores = [queries.scores(vectors[i : i + 1], lemma, wnids)[0][0] for i, lemma, wnids in rows]
         results[variant] = variant_figures(scores, rows, labels, first, threshold, scoring, settings)
         print(f"{name:7s} {variant:26s} {results[variant]}", file=sys.stderr)
     if name == "minilm":  # the context method's sense vectors are built for the packaged MiniLM
-        span_scores = context_scores(dev, rows, senses)
+        span_scores = context_scores(dev, rows, senses, vectors, encoder)
         for variant, settings in CONTEXT_VARIANTS.items():
             scoring = Scoring(**settings)
             scores = span_scores(scoring)
@@ -238,6 +244,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--encoders", default="minilm", help="comma-separated: minilm, mpnet")
     parser.add_argument("--threshold", type=float, default=None, help="a caption threshold for the contrast rule")
+    parser.add_argument("--context-only", action="store_true", help="MiniLM's context and both variants alone")
     args = parser.parse_args()
     dev = pq.read_table(DEV_SET).to_pydict()
     report = {
@@ -248,7 +255,7 @@ def main() -> None:
         "targets": TARGETS,
     }
     for name in args.encoders.split(","):
-        report[name] = run_encoder(name, dev, args.threshold)
+        report[name] = run_encoder(name, dev, args.threshold, args.context_only)
     print(json.dumps(report))
 
 

@@ -11,16 +11,18 @@ accuracy, and accuracy where the gold sense is not WordNet's first sense of the 
   counts, test documents included, so on SemCor this baseline has seen the test rows' senses;
 - `train_counts`: the sense the train documents annotate most often for the word (ties and
   unseen words: the lowest wnid): the first-sense rule fit on train alone;
-- `context, prior P`: the shipped scorer (`ContextSenses`: the word's contextual embedding at its
-  span against the train-built sense vectors) with `scoring.sense_prior` P; P is chosen on dev
-  by the mean of the two accuracies, and the test figures of every P are printed too;
-- `--sentence`: the sentence method (`scoring.sense_method: sentence`, the default before), its
-  templates and prior as configured.
+- each `scoring.sense_method` at each `scoring.sense_prior` P: `sentence` (the default before:
+  the sentence's embedding against each sense's query texts, templates as configured),
+  `context` (`ContextSenses`: the word's contextual embedding at its span against the
+  train-built sense vectors) and `both` (the two similarities added). P is chosen on dev by the
+  mean of the two accuracies; the test figures of every P are in the JSON too.
 
-    python benchmarks/quality_wsd.py [--layers 1] [--sentence] [--out benchmarks/data/quality_wsd.json]
+    python benchmarks/quality_wsd.py [--layers 1] [--out benchmarks/data/quality_wsd.json]
 
-Sense vectors come from `prepare_sense_vectors` (built on first use: about three minutes); the
-dev and test sentences take about a minute more on one thread. The last line is one JSON object.
+Sense vectors come from `prepare_sense_vectors` (built on first use: about three minutes), the
+sentence method's queries through the embedding cache (about ten minutes the first time: every
+sense of every word, three templates each); the dev and test sentences take a minute or two
+more on one thread. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -118,23 +120,34 @@ def argmax_senses(part: Part, vectors: np.ndarray, scorer) -> list[str]:
     return predicted
 
 
-def context_results(parts: dict[str, Part], layers: int, senses: WordSenses) -> dict:
+def method_results(parts: dict[str, Part], method: str, layers: int, senses: WordSenses, sentence) -> dict:
+    """One sense method at every prior; the prior chosen on dev (the mean of the two accuracies)."""
     encoder = SpanEncoder(layers=layers, threads=1)
     started = time.perf_counter()
     vectors = load_sense_vectors(encoder)
     built = time.perf_counter() - started
-    embedded = {name: encoder.encode_spans(part.sentences, part.spans) for name, part in parts.items()}
+    queries, captions = sentence
+    embedded = {}
+    for name, part in parts.items():
+        at = encoder.encode_spans(part.sentences, part.spans) if method != "sentence" else None
+        embedded[name] = (
+            at if method == "context" else captions[name] if at is None else np.hstack([at, captions[name]])
+        )
     figures = {}
     for prior in PRIORS:
-        scorer = ContextSenses(
-            Scoring(sense_prior=prior, sense_layers=layers), senses=senses, encoder=encoder, vectors=vectors
-        )
+        scoring = Scoring(sense_method=method, sense_prior=prior, sense_layers=layers)
+        if method == "sentence":
+            scorer = SenseQueries(scoring, queries.encoder, senses)  # its queries: from the embedding cache
+        else:
+            sentence_part = queries if method == "both" else None
+            scorer = ContextSenses(scoring, senses=senses, encoder=encoder, vectors=vectors, sentence=sentence_part)
         figures[prior] = {
             name: part.figures(argmax_senses(part, embedded[name], scorer)) for name, part in parts.items()
         }
-        print(f"layers {layers} prior {prior}: {figures[prior]}", file=sys.stderr)
+        print(f"{method} layers {layers} prior {prior}: {figures[prior]}", file=sys.stderr)
     chosen = max(PRIORS, key=lambda p: (figures[p]["dev"]["accuracy"] + figures[p]["dev"]["not_first"], -p))
     return {
+        "method": method,
         "layers": layers,
         "sense_vectors": vectors.provenance,
         "sense_vectors_seconds": round(built, 1),
@@ -144,17 +157,20 @@ def context_results(parts: dict[str, Part], layers: int, senses: WordSenses) -> 
     }
 
 
-def sentence_results(parts: dict[str, Part], senses: WordSenses) -> dict:
-    """The sentence method as the defaults configure it, on the same rows."""
+def sentence_inputs(parts: dict[str, Part], senses: WordSenses):
+    """The sentence method's queries (templates as configured; embedded through the embedding
+    cache, so a rerun embeds nothing) and each part's sentences embedded."""
+    from imagenot.pipeline.score.cache import CachedEncoder
     from imagenot.pipeline.score.runtimes import load_encoder
+    from imagenot.wordnet.nltk_data import cache_dir
 
     scoring = Scoring(sense_method="sentence")
-    encoder = load_encoder("sentence-transformers", scoring.model, "torch", threads=1)
-    scorer = SenseQueries(scoring, encoder, senses)
-    figures = {}
-    for name, part in parts.items():
-        figures[name] = part.figures(argmax_senses(part, encoder.encode(part.sentences), scorer))
-    return {"settings": scoring.model_dump(include={"sense_templates", "sense_pooling", "sense_prior"}), **figures}
+    encoder = CachedEncoder(
+        load_encoder("sentence-transformers", scoring.model, "torch", threads=1), cache_dir() / "embeddings"
+    )
+    queries = SenseQueries(scoring, encoder, senses)
+    queries.vectors(sorted({w for part in parts.values() for c in part.candidates for w in c}))
+    return queries, {name: encoder.encode(part.sentences) for name, part in parts.items()}
 
 
 def main() -> None:
@@ -177,9 +193,9 @@ def main() -> None:
         "first_sense": {name: part.figures(part.first) for name, part in parts.items()},
         "train_counts": {name: part.figures(most_annotated(part, counts)) for name, part in parts.items()},
     }
-    report["context"] = [context_results(parts, int(layers), senses) for layers in args.layers.split(",")]
-    if args.sentence:
-        report["sentence"] = sentence_results(parts, senses)
+    sentence = sentence_inputs(parts, senses)
+    methods = [("sentence", 1), *[(m, int(layers)) for layers in args.layers.split(",") for m in ("context", "both")]]
+    report["methods"] = [method_results(parts, method, layers, senses, sentence) for method, layers in methods]
     line = json.dumps(report)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

@@ -226,11 +226,11 @@ class Scoring(Section):
     query_template: QueryTemplate = Field(
         "{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss} {hypernym} {examples}"
     )
-    sense_method: Literal["context", "sentence"] = Field(
+    sense_method: Literal["context", "sentence", "both"] = Field(
         "context",
         description="sense contrast: context, the matched word's contextual embedding in the caption against sense "
         "vectors from SemCor's training documents (LMMS-style, hypernym back-off); sentence, the whole caption's "
-        "embedding against each sense's query texts (sense_templates, sense_pooling)",
+        "embedding against each sense's query texts (sense_templates, sense_pooling); both, the two similarities added",
     )
     sense_layers: int = Field(
         1, ge=1, le=48, description="sense contrast, context: the encoder's last hidden layers summed for a word"

@@ -5,9 +5,11 @@ The matched surface form's span in the caption (`wordnet.spans.find_span`, the t
 normalisation) is embedded with the caption around it (`span_encoder.SpanEncoder`: the mean of
 its word pieces over the last `scoring.sense_layers` layers), and a sense's score is its cosine
 with the sense's vector (`sense_vectors`: SemCor's training documents, hypernym back-off) plus
-`scoring.sense_prior` x log P(sense | word) from WordNet's tagged counts. The fit of a sense is the
-cosine alone. Scores are computed row by row in float64 (np.einsum, no BLAS), so a caption's
-scores do not depend on the captions batched with it.
+`scoring.sense_prior` x log P(sense | word) from WordNet's tagged counts; its fit is the score
+without the prior. `scoring.sense_method: both` adds the sentence method's similarity (the
+caption's embedding against the sense's query texts, `sense_contrast.SenseQueries`) to the
+cosine. Scores are computed row by row in float64 (np.einsum, no BLAS), so a caption's scores do
+not depend on the captions batched with it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from imagenot.pipeline.config.schema import Scoring
+from imagenot.pipeline.score.sense_contrast import SenseQueries
 from imagenot.pipeline.score.sense_vectors import SenseVectors, load_sense_vectors
 from imagenot.pipeline.score.span_encoder import SpanEncoder
 from imagenot.wordnet.senses import WordSenses, word_senses
@@ -24,7 +27,8 @@ from imagenot.wordnet.spans import find_span
 
 
 class ContextSenses:
-    """Scores of a word's noun senses where the word stands in its caption."""
+    """Scores of a word's noun senses where the word stands in its caption; with `sentence` (the
+    sentence method's queries, `scoring.sense_method: both`), its fit is added to each sense's."""
 
     def __init__(
         self,
@@ -33,6 +37,7 @@ class ContextSenses:
         senses: WordSenses | None = None,
         encoder: SpanEncoder | None = None,
         vectors: SenseVectors | None = None,
+        sentence: SenseQueries | None = None,
     ):
         self.encoder = encoder or SpanEncoder(
             scoring.model, scoring.sense_layers, scoring.max_length, scoring.batch_size, threads
@@ -40,18 +45,38 @@ class ContextSenses:
         self.vectors = vectors or load_sense_vectors(self.encoder)
         self.prior = scoring.sense_prior
         self.senses = senses or word_senses()
-        self.embedded = 0  # sense vectors are not embedded at run time: nothing to count apart
+        self.sentence = sentence
+
+    @property
+    def embedded(self) -> int:
+        """Query texts the model embedded (the sentence method's; sense vectors are built at set-up)."""
+        return 0 if self.sentence is None else self.sentence.embedded
+
+    def vectors_at(
+        self, captions: Sequence[str], spans: Sequence[tuple[int, int]], caption_vectors: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Per caption, the word's contextual vector at its span; with the sentence method beside,
+        the caption's embedding after it (`caption_vectors`, else embedded by its bare encoder)."""
+        at = self.encoder.encode_spans(list(captions), list(spans))
+        if self.sentence is None:
+            return at
+        if caption_vectors is None:
+            caption_vectors = getattr(self.sentence.encoder, "encoder", self.sentence.encoder).encode(list(captions))
+        return np.hstack([at, caption_vectors])
 
     def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray | None, forms: Sequence[str]):
-        """The word's contextual vector per caption, where `forms[i]` (a normalised surface form;
-        "" for none) first stands in captions[i]; the whole caption where it is not found."""
+        """`vectors_at` where `forms[i]` (a normalised surface form; "" for none) first stands in
+        captions[i]; the whole caption where it is not found."""
         spans = [find_span(c, f) if f else None for c, f in zip(captions, forms)]
-        return self.encoder.encode_spans(list(captions), [s or (0, 0) for s in spans])
+        return self.vectors_at(captions, [s or (0, 0) for s in spans], caption_vectors)
 
     def scores(self, vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """float64 (rows, len(wnids)) scores and fits of each row's vector for each sense of `word`."""
         senses = np.stack([self.vectors.vector(w) for w in wnids]).astype(np.float64)
-        fit = np.einsum("nd,sd->ns", np.asarray(vectors, np.float64), senses)
+        dim = self.encoder.dim
+        fit = np.einsum("nd,sd->ns", np.asarray(vectors[:, :dim], np.float64), senses)
+        if self.sentence is not None:
+            fit = fit + self.sentence.scores(vectors[:, dim:], word, wnids)[1]
         if not self.prior:
             return fit, fit
         return fit + self.prior * np.array(self.senses.log_prior(word, wnids)), fit

@@ -86,7 +86,9 @@ def sense_scorer(scoring: Scoring, encoder: TextEncoder, threads: int) -> SenseS
         return SenseQueries(scoring, encoder)
     from imagenot.pipeline.score.context_senses import ContextSenses
 
-    return ContextSenses(scoring, threads)
+    return ContextSenses(
+        scoring, threads, sentence=SenseQueries(scoring, encoder) if scoring.sense_method == "both" else None
+    )
 
 
 class SenseContrast:

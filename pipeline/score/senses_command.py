@@ -90,7 +90,7 @@ def word_vectors(queries: SenseScorer, captions: list[str], spans: list[tuple[in
     """What each caption's senses are scored with: the word's vector at its span (context), or the
     caption's embedding (sentence: by the bare encoder, captions are not cached)."""
     if isinstance(queries, ContextSenses):
-        return queries.encoder.encode_spans(captions, spans)
+        return queries.vectors_at(captions, spans)
     return getattr(queries.encoder, "encoder", queries.encoder).encode(captions)
 
 

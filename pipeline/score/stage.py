@@ -214,7 +214,7 @@ class _ScoreFirstPass(beam.DoFn):
 def settings(config: Config) -> dict:
     # The first phase belongs to the rank stage; the cache and batch size change no result, nor
     # the settings of the sense method not chosen.
-    unused = SENTENCE_SETTINGS if config.scoring.sense_method == "context" else CONTEXT_SETTINGS
+    unused = {"context": SENTENCE_SETTINGS, "sentence": CONTEXT_SETTINGS}.get(config.scoring.sense_method, ())
     return config.scoring.model_dump(exclude={"cache_dir", "batch_size", *FIRST_PHASE_SETTINGS, *unused})
 
 
