@@ -155,8 +155,14 @@ def defaults_figures(pairs: list[dict], decided: list[str], run_kept: set | None
         "right_sense_kept": share(keep, step6 & right),
         "judged_share_of_kept": judged_share,
         "stale": judged_share is None or judged_share < STALE_BELOW,
-        "dropped_by": dict(sorted(Counter(d for d, s in zip(decided, step6) if s and d != PASSES).items())),
+        "kept_by_use": dict(sorted(Counter(str(p.get("use")) for p, k in zip(pairs, keep) if k).items())),
+        "dropped_by": dict(sorted(Counter(_reason(d) for d, s in zip(decided, step6) if s and d != PASSES).items())),
     }
+
+
+def _reason(outcome: str) -> str:
+    """A caption rule's name, or other_sense for a pair another noun sense won."""
+    return "other_sense" if outcome.startswith("sense:") else outcome
 
 
 def none_of_these_figures(pairs: list[dict], scores: list[tuple[float | None, bool]]) -> dict | None:
