@@ -3,7 +3,8 @@
 Features per pair as the build computes them, with the corpus statistics of the real LAION
 sample (every caption tagged by the build's tagger). A logistic regression (L2, C=1) is scored
 by stratified k-fold cross-validation (each pair scored by the fit that did not see it), then
-fit on all pairs and written to `filters/none_of_these_model.py`. Reported per threshold, from
+fit on all pairs and written to `filters/none_of_these_model.py` (the figures to
+`benchmarks/data/none_of_these_fit.json`). Reported per threshold, from
 the out-of-fold probabilities: precision and recall of "none of these", the wrong and the right
 pairs it removes (alone, and of the pairs the other default rules keep), and on clean text the
 share of SemCor 3.0's noun occurrences it drops (the word equal to its lemma or its plural; named
@@ -36,6 +37,7 @@ from imagenot.wordnet.lemmas import regular_plurals
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL_FILE = REPO / "filters" / "none_of_these_model.py"
+SUMMARY_FILE = Path(__file__).parent / "data" / "none_of_these_fit.json"
 SEMCOR = REPO.parent / "shared" / "data" / "semcor30_nouns.parquet"
 THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95)
 SEED = 37
@@ -156,6 +158,7 @@ def main() -> None:
     print(json.dumps(summary, sort_keys=True))
     if not args.dry_run:
         write_model(summary["weights"], summary["bias"], summary)
+        SUMMARY_FILE.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
