@@ -76,3 +76,29 @@ def test_a_sense_semcor_never_annotates_backs_off_to_its_hypernym(encoder):
     vector = vectors.vector(CRANE_MACHINE)
     assert vector.dtype == np.float32 and abs(np.linalg.norm(vector) - 1) < 1e-5
     assert np.array_equal(vectors.vector(CRANE_MACHINE), vector)
+
+
+def test_first_span_is_the_earliest_place_of_any_form():
+    from imagenot.wordnet.spans import first_span
+
+    assert first_span("two cranes and a crane", ["crane", "cranes"]) == (4, 10)
+    assert first_span("no such word", ["crane", "cranes"]) is None
+
+
+def test_both_methods_add_the_sentence_similarity_to_the_word_s(encoder):
+    from imagenot.pipeline.score.runtimes import load_encoder
+    from imagenot.pipeline.score.sense_contrast import SenseQueries
+
+    sentence_encoder = load_encoder(threads=1)
+    context = ContextSenses(Scoring(sense_prior=0.0), encoder=encoder)
+    both = ContextSenses(
+        Scoring(sense_prior=0.0),
+        encoder=encoder,
+        vectors=context.vectors,
+        sentence=SenseQueries(Scoring(), sentence_encoder),
+    )
+    captions, forms, wnids = ["a crane lifting steel"], ["crane"], (CRANE_MACHINE, CRANE_BIRD)
+    alone = context.scores(context.row_vectors(captions, None, forms), "crane", wnids)[1]
+    added = both.scores(both.row_vectors(captions, sentence_encoder.encode(captions), forms), "crane", wnids)[1]
+    sentence = both.sentence.scores(sentence_encoder.encode(captions), "crane", wnids)[1]
+    assert np.allclose(added, alone + sentence)

@@ -10,6 +10,7 @@ from the first matched word's first character to the last one's end.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from imagenot.wordnet.lemmas import normalize_all
 
@@ -29,12 +30,20 @@ def caption_words(caption: str) -> list[tuple[str, int, int]]:
 def find_span(caption: str, form: str, occurrence: int = 0) -> tuple[int, int] | None:
     """The character span of the `occurrence`-th (from 0) place where the normalised surface form
     stands in `caption`, or None where it does not."""
-    wanted = form.split(" ")
+    found = _places(caption_words(caption), form)
+    return found[occurrence] if occurrence < len(found) else None
+
+
+def first_span(caption: str, forms: Iterable[str]) -> tuple[int, int] | None:
+    """The span of the first place any of the forms stands in `caption` (the caption read once)."""
     words = caption_words(caption)
-    seen = 0
-    for i in range(len(words) - len(wanted) + 1):
-        if all(words[i + k][0] == w for k, w in enumerate(wanted)):
-            if seen == occurrence:
-                return words[i][1], words[i + len(wanted) - 1][2]
-            seen += 1
-    return None
+    return min((place for form in forms for place in _places(words, form)[:1]), default=None)
+
+
+def _places(words: list[tuple[str, int, int]], form: str) -> list[tuple[int, int]]:
+    wanted = form.split(" ")
+    return [
+        (words[i][1], words[i + len(wanted) - 1][2])
+        for i in range(len(words) - len(wanted) + 1)
+        if all(words[i + k][0] == w for k, w in enumerate(wanted))
+    ]

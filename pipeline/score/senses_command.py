@@ -50,7 +50,7 @@ from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.senses import WordSenses, sense_label
-from imagenot.wordnet.spans import find_span
+from imagenot.wordnet.spans import first_span
 
 SENSE_TYPE = pa.list_(pa.struct([("synset", pa.string()), ("score", pa.float32())]))
 CAPTION_NOT_TEXT, NOT_A_NOUN = "caption_not_text", "not_a_noun"
@@ -131,8 +131,8 @@ def read_word(senses: WordSenses, caption, form, span) -> tuple[tuple[str, ...],
         start, end = span
         inside = 0 <= start < end <= len(caption) and senses.word(caption[start:end]) in forms
         return (words, span, None) if inside else ((), None, SPAN_NOT_THE_WORD)
-    found = [s for s in (find_span(caption, f) for f in sorted(forms)) if s is not None]
-    return (words, min(found), None) if found else ((), None, WORD_NOT_IN_CAPTION)
+    found = first_span(caption, forms)
+    return (words, found, None) if found else ((), None, WORD_NOT_IN_CAPTION)
 
 
 def senses_table(table: pa.Table, config: Config, queries: SenseScorer, path: str = "input") -> pa.Table:
