@@ -5,8 +5,9 @@
 drop pass that removed it. The download stage passes these rows over as it walks each class's
 candidates, so the next ones in the reserve take their place. The list is the stage's revision
 (see `pipeline.run.stage_dir`): dropping images reruns what depends on the dataset, and keeps the
-fetched rounds. It only grows; it is cleared with the download stage, when the sample or the
-download settings change.
+fetched rounds. It only grows; when the sample or the download settings change, the stage starts
+afresh with the drops of the rows it still has (same row_id and url) carried over
+(`pipeline.download.carry`), so a dropped image does not come back.
 """
 
 from __future__ import annotations
@@ -61,3 +62,13 @@ def add_drops(stage_dir: str, rows: pa.Table) -> pa.Table:
         with atomic_output(FileSystems.join(stage_dir, DROPS_FILE)) as stream:
             pq.write_table(pa.concat_tables([drops, new]), stream)
     return new
+
+
+def add_carried(stage_dir: str, carried: pa.Table) -> bool:
+    """Add the drops an earlier download carried over, passes as they were; whether any were new."""
+    drops = read_drops(stage_dir)
+    new = carried.filter(pc.invert(pc.is_in(carried.column("row_id"), drops.column("row_id")))).cast(SCHEMA)
+    if new.num_rows:
+        with atomic_output(FileSystems.join(stage_dir, DROPS_FILE)) as stream:
+            pq.write_table(pa.concat_tables([drops, new]), stream)
+    return bool(new.num_rows)

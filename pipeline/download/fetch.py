@@ -3,7 +3,9 @@
 A round folder `rounds/<k>/` holds `fetch.parquet` (the rows to fetch, written before any fetch)
 and, per shard of `shard_rows` of those rows, img2dataset's own outputs: `<shard>.tar`
 (webdataset), `<shard>.parquet` (every row with status and error_message) and
-`<shard>_stats.json`. img2dataset writes the stats after closing the tar and the parquet, so a
+`<shard>_stats.json`. A row an earlier download fetched (`pipeline.download.carry`) is not handed
+to img2dataset: the shard's writer writes its carried outcome under the row's key in the plan
+(`tars.SortedSampleWriter`). img2dataset writes the stats after closing the tar and the parquet, so a
 shard is finished exactly when its stats parse (and its parquet reads); a killed round resumes
 by refetching only its unfinished shards (their partial tar and parquet are overwritten). A
 round whose `fetch.parquet` does not read is named in the log and planned and fetched again.
@@ -18,16 +20,20 @@ and SIGINT handler a library stage should not own. Beside each shard's stats, th
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
 import os
 import time
+from collections.abc import Callable
 
 os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # albumentations would check for updates online
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
@@ -35,11 +41,12 @@ from imagenot.pipeline.config.schema import Download, Runner
 from imagenot.pipeline.download.blocklists import Blocklist
 from imagenot.pipeline.download.crawler import process_crawler
 from imagenot.pipeline.download.hosts import shard_hosts
-from imagenot.pipeline.run.files import read_schema, read_table, write_bytes, write_json
+from imagenot.pipeline.run.files import atomic_output, read_schema, read_table, write_bytes, write_json
 from imagenot.pipeline.run.runner import make_pipeline
 
 log = logging.getLogger(__name__)
 
+ROUNDS_DIR = "rounds"  # in the stage folder: rounds/<k>/
 FETCH_FILE = "fetch.parquet"
 INPUT_DIR = "_input"
 SHARD_DIGITS = 5  # img2dataset's oom_shard_count: shard names 00000, 00001, ...
@@ -150,6 +157,7 @@ class _FetchShard(beam.DoFn):
             encode_format=s.encode_format,
             encode_quality=s.encode_quality,
         )
+        self._writer = SortedSampleWriter
         self._downloader = Downloader(
             sample_writer_class=SortedSampleWriter,
             resizer=resizer,
@@ -172,6 +180,13 @@ class _FetchShard(beam.DoFn):
     def process(self, shard: int):
         started, before = time.time(), self._crawler.politeness.stats()
         malformed_before = self._crawler.signals.malformed()
+        rows = self._settings.shard_rows
+        self._downloader.sample_writer_class = functools.partial(  # the writer img2dataset makes for this shard
+            self._writer,
+            planned=read_fetch(self._round_dir).slice(shard * rows, rows).select(FETCH_COLUMNS).to_pylist(),
+            carried=read_table(carried_path(self._round_dir, shard)).to_pylist(),
+            shard_rows=rows,
+        )
         with self._crawler.installed():
             self._downloader((shard, input_path(self._round_dir, shard)))
         hosts = shard_hosts(before, self._crawler.politeness.stats(), started)
@@ -190,13 +205,30 @@ def input_path(round_dir: str, shard: int) -> str:
     return FileSystems.join(round_dir, INPUT_DIR, f"{shard_name(shard)}.arrow")
 
 
-def fetch_round(round_dir: str, settings: Download, runner: Runner, blocklist: Blocklist) -> int:
-    """Fetch the round's unfinished shards; the number of rows fetched."""
+def carried_path(round_dir: str, shard: int) -> str:
+    return FileSystems.join(round_dir, INPUT_DIR, f"{shard_name(shard)}.carried.parquet")
+
+
+def fetch_round(
+    round_dir: str,
+    settings: Download,
+    runner: Runner,
+    blocklist: Blocklist,
+    carried: Callable[[list[str]], pa.Table],
+) -> tuple[int, int]:
+    """Fetch the round's unfinished shards but for the rows an earlier download fetched
+    (`carried(row_ids)`: their outcomes, `pipeline.download.carry`); (rows fetched, rows carried)."""
     table = read_fetch(round_dir)
     todo = unfinished_shards(round_dir, table.num_rows, settings.shard_rows)
+    fetched = carried_rows = 0
     for shard in todo:  # img2dataset reads a shard from an Arrow file, and deletes it when done
         rows = table.slice(shard * settings.shard_rows, settings.shard_rows).select(FETCH_COLUMNS)
+        outcomes = carried(rows.column("row_id").to_pylist())
+        with atomic_output(carried_path(round_dir, shard)) as stream:
+            pq.write_table(outcomes, stream)
+        rows = rows.filter(pc.invert(pc.is_in(rows.column("row_id"), outcomes.column("row_id"))))
         write_bytes(input_path(round_dir, shard), _arrow_file(rows))
+        fetched, carried_rows = fetched + rows.num_rows, carried_rows + outcomes.num_rows
     if todo:
         with make_pipeline(runner) as pipeline:
             _ = (
@@ -209,7 +241,8 @@ def fetch_round(round_dir: str, settings: Download, runner: Runner, blocklist: B
     if failed:
         names = ", ".join(FileSystems.join(round_dir, shard_name(s)) for s in failed)
         raise FetchError(f"img2dataset did not finish shards {names}; rerun to fetch them again")
-    return sum(min(settings.shard_rows, table.num_rows - s * settings.shard_rows) for s in todo)
+    FileSystems.delete([p for p in (carried_path(round_dir, s) for s in todo) if FileSystems.exists(p)])
+    return fetched, carried_rows
 
 
 def read_results(round_dir: str, rows: int, shard_rows: int) -> list[tuple[str, pa.Table]]:

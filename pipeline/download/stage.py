@@ -11,7 +11,10 @@ img2dataset (`url_not_http`), nor are those a blocklist names (`blocklist_url`,
 each host's rows fall into as few shards (and so worker processes) as they fill, which is what
 bounds the per-host limits across workers (see README). Each round's img2dataset output stays in
 `download/rounds/<k>/`; a rerun reads the outcomes of the rows already tried there and fetches
-only the rows never tried (and the shards of a killed round that did not finish).
+only the rows never tried (and the shards of a killed round that did not finish). When a new
+sample (a class vetoed, say) clears the folder, what it fetched for the new sample's rows is
+carried over first, and the rounds take those outcomes rather than fetch them again, writing
+the same bytes a fresh fetch would (`pipeline.download.carry`).
 
 Outputs in `download/`: `dataset/part-NNNNN.parquet`, one row per final image (where its sample
 is: `tar`, relative to the run dir, and `key`); `class_downloads.tsv` (per class: target, images,
@@ -36,9 +39,10 @@ from imagenot.pipeline.commands.build_summary import image_shortfall
 from imagenot.pipeline.commands.stage import stage_command
 from imagenot.pipeline.config.preflight import files_exist
 from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling
-from imagenot.pipeline.download import drops, fetch
+from imagenot.pipeline.download import carry, drops, fetch
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.class_fates import write_class_fates
+from imagenot.pipeline.download.fetch import ROUNDS_DIR
 from imagenot.pipeline.download.hosts import busiest_hosts, host_of, malformed_signals
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
@@ -52,7 +56,6 @@ log = logging.getLogger(__name__)
 
 STAGE = DOWNLOAD
 UPSTREAM = SAMPLE
-ROUNDS_DIR = "rounds"
 PART_ROWS = 100_000  # rows per dataset/part-NNNNN.parquet
 SAMPLE_COLUMNS = ("row_id", "url", "caption", "class_index", "wnid", SCORE_COLUMN, "split", "order")
 IMAGE_SIZE_COLUMNS = ("width", "height", "original_width", "original_height")
@@ -160,9 +163,10 @@ def run_rounds(
     settings: Download,
     runner: Runner,
     blocklist: Blocklist,
-) -> tuple[dict[str, Attempt], list[int]]:
-    """Fetch round after round, resuming the stored ones; every attempt, and the rows fetched
-    by this call per round."""
+    carried: carry.Carried,
+) -> tuple[dict[str, Attempt], list[tuple[int, int]]]:
+    """Fetch round after round, resuming the stored ones, taking `carried` outcomes rather than
+    fetching them; every attempt, and per round the rows this call fetched and carried."""
     offsets = [0]
     for candidates in classes:
         offsets.append(offsets[-1] + len(candidates.row_ids))
@@ -180,8 +184,8 @@ def run_rounds(
             with atomic_output(FileSystems.join(round_dir, fetch.FETCH_FILE)) as f:
                 pq.write_table(chosen.select(list(SAMPLE_COLUMNS)), f)
         rows = fetch.read_fetch(round_dir).num_rows
-        fetched_now.append(fetch.fetch_round(round_dir, settings, runner, blocklist))
-        log.info("download round %d: %d rows, %d fetched by this run", k, rows, fetched_now[-1])
+        fetched_now.append(fetch.fetch_round(round_dir, settings, runner, blocklist, carried.rows))
+        log.info("download round %d: %d rows, %d fetched and %d carried over by this run", k, rows, *fetched_now[-1])
         attempts.update(_round_attempts(round_dir, k, rows, settings.shard_rows))
     return attempts, fetched_now
 
@@ -285,14 +289,19 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
     """Fetch the sample stage's images into `<run_dir>/download/`; the stage's figures."""
     upstream = stage_fingerprint(run_dir, UPSTREAM)
     blocklist = load_blocklists(settings.blocklists)
-    stage_dir = open_stage(run_dir, STAGE, stage_settings(settings, blocklist), upstream, drops.revision)
+    recorded = stage_settings(settings, blocklist)
+    table, classes = load_candidates(run_dir)
+    carry.retire(run_dir, recorded, upstream, table, settings.encode_format)  # before a new sample clears it
+    stage_dir = open_stage(run_dir, STAGE, recorded, upstream, drops.revision)
+    if drops.add_carried(stage_dir, carry.carried_drops(run_dir)):  # they change the revision
+        stage_dir = open_stage(run_dir, STAGE, recorded, upstream, drops.revision)
     drop_table = drops.read_drops(stage_dir)
     dropped = drops.reasons(drop_table)
     max_rounds = settings.max_rounds * (1 + drops.passes(drop_table))
-    table, classes = load_candidates(run_dir)
     blocked = blocked_rows(table, blocklist)
+    carried = carry.load(run_dir, table)
     attempts, fetched_now = run_rounds(
-        stage_dir, table, classes, dropped, blocked, max_rounds, settings, runner, blocklist
+        stage_dir, table, classes, dropped, blocked, max_rounds, settings, runner, blocklist, carried
     )
     outcomes = _outcomes(attempts)
     offsets, class_table, parts, failures, dropped_by, fates = 0, [], [], Counter(), Counter(), {}
@@ -337,7 +346,8 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "urls_tried": tried,
         "url_success_rate": round(arrived / tried, 4) if tried else None,
         "rounds": len(fetched_now),
-        "fetched_by_this_run": sum(fetched_now),
+        "fetched_by_this_run": sum(fetched for fetched, _ in fetched_now),
+        "carried_over": sum(carried for _, carried in fetched_now),  # fetched by an earlier download
         "tar_bytes": _tar_bytes(stage_dir),
         "busiest_hosts": busiest_hosts(FileSystems.join(stage_dir, ROUNDS_DIR), BUSIEST_HOSTS),
         "malformed_signals": malformed_signals(FileSystems.join(stage_dir, ROUNDS_DIR)),
@@ -345,6 +355,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "blocklists_applied": read_applied(stage_dir),
     }
     finish_stage(stage_dir, figures)
+    carry.clear(run_dir)
     return figures
 
 
