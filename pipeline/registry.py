@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.demo.serving import serving_demo_images
 from imagenot.pipeline.run.files import read_json
-from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, stage_path
+from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, read_vetoes, stage_path
 from imagenot.pipeline.run.stage_dir import Revision
 from imagenot.pipeline.run.summary import run_and_record
 from imagenot.pipeline.stage_order import STAGE_NAMES
@@ -72,8 +72,12 @@ def stages(before: str | None = None) -> list[Stage]:
 
 
 def stage_config(config: Config, run_dir: str, stage: str) -> Config:
-    """The config as a stage sees it: after the corpus stage, a synthetic corpus is read from the
-    run directory."""
+    """The config as a stage sees it: the run's vetoed classes (`RUN/vetoed_classes.txt`) join
+    `ranking.vetoed`, whatever config built it; after the corpus stage, a synthetic corpus is
+    read from the run directory."""
+    if vetoed := read_vetoes(run_dir):
+        ranking = config.ranking.model_copy(update={"vetoed": sorted({*config.ranking.vetoed, *vetoed})})
+        config = config.model_copy(update={"ranking": ranking})
     if config.corpus.synth is None or stage == CORPUS:
         return config
     corpus = config.corpus.model_copy(update={"paths": [stage_path(run_dir, CORPUS, CORPUS_PARTS)]})

@@ -10,7 +10,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.run.files import read_json
-from imagenot.pipeline.run.layout import REVIEW, stage_path
+from imagenot.pipeline.run.layout import REVIEW, VETOES_FILE, stage_path
 
 CLASS_RESULTS_FILE = "class_results.json"
 
@@ -26,6 +26,14 @@ def read_class_results(run_dir: str) -> dict | None:
 
 def _plain(text: str) -> str:
     return html.escape(text).replace("|", "\\|")
+
+
+def _where(dropped: list[dict]) -> str:
+    named = ", ".join(f"`{c['wnid']}` {c['name']}" for c in dropped)
+    return (
+        f" ({named}), listed in the run folder's `{VETOES_FILE}`: every build and `imagenot rank` of the run "
+        "keeps them out, whatever config it is given (they join `ranking.vetoed`):"
+    )
 
 
 def class_review_lines(results: dict | None) -> list[str]:
@@ -57,9 +65,9 @@ def class_review_lines(results: dict | None) -> list[str]:
         f"{results['raters_wanted']} answers wanted a class): "
         f"{results['kept']:,} of the {results['reviewed']:,} classes decided were kept, {share}. "
         "A class is dropped when more raters answered drop than keep; the next candidates in rank order "
-        "took the dropped classes' places (`ranking.vetoed`).",
+        "took the dropped classes' places.",
         "",
-        f"- **Dropped by the class review**: {count_of(len(dropped), 'class')}" + (":" if dropped else "."),
+        f"- **Dropped by the class review**: {count_of(len(dropped), 'class')}" + (_where(dropped) if dropped else "."),
         "",
     ]
     if rows:

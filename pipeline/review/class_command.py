@@ -2,9 +2,11 @@
 
 serve: one candidate class a page, best first (`class_plan`, `class_app`); status: answers so
 far; export: the answers and figures into the run (`class_results`); apply: the classes raters
-dropped join `ranking.vetoed` in RUN/config.yaml and the run is built again from rank on (as
-resume does: a changed setting reruns its stage and those after it), the next candidates in rank
-order taking the dropped classes' places and coming up for review.
+dropped are written to RUN/vetoed_classes.txt (every later build of the run keeps them out, with
+any config) and `ranking.vetoed` in RUN/config.yaml, and the run is built again from rank on (as
+resume does: a changed setting reruns its stage and those after it; nothing fetched for a kept
+class is fetched again), the next candidates in rank order taking the dropped classes' places
+and coming up for review.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ import click
 
 from imagenot.pipeline.commands.lock_option import break_lock_option
 from imagenot.pipeline.commands.stage import run_config_option
-from imagenot.pipeline.config.schema import load_run_config
 from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.review.class_results import (
     CLASS_DB_FILE,
     class_figures,
     dropped_classes,
     export_classes,
+    review_config,
     with_vetoes,
+    write_vetoes,
 )
 from imagenot.pipeline.review.serving import serve_app, server_options, server_token
 
@@ -60,7 +63,7 @@ def serve_command(
     from imagenot.wordnet.index import load_index
 
     token = server_token(host, token)
-    config, index = load_run_config(run_dir, config_path), load_index()
+    config, index = review_config(run_dir, config_path), load_index()
     if list_path is not None:
         if corpus is not None:
             config = config.model_copy(
@@ -99,7 +102,7 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
     from imagenot.pipeline.review.store import Store
     from imagenot.wordnet.index import load_index
 
-    config, index = load_run_config(run_dir, config_path), load_index()
+    config, index = review_config(run_dir, config_path), load_index()
     store = Store(run_dir, CLASS_DB_FILE)
     try:
         results = class_figures(config, index, store)
@@ -132,7 +135,7 @@ def export_command(run_dir: str, config_path: str | None) -> None:
     """Write review/class_answers.parquet and review/class_results.json into the run."""
     from imagenot.wordnet.index import load_index
 
-    results = export_classes(run_dir, load_run_config(run_dir, config_path), load_index())
+    results = export_classes(run_dir, review_config(run_dir, config_path), load_index())
     share = "not measured yet" if results["share"] is None else f"{results['share']:.3f}"
     click.echo(
         f"class review export: {count_of(results['answers'], 'answer')} "
@@ -153,7 +156,7 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
     from imagenot.pipeline.run.lock import run_lock
     from imagenot.wordnet.index import load_index
 
-    config, index = load_run_config(run_dir, config_path), load_index()
+    config, index = review_config(run_dir, config_path), load_index()
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         dropped = dropped_classes(export_classes(run_dir, config, index))
         if not dropped:
@@ -163,10 +166,12 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         config = with_vetoes(config, dropped)
         preflight(config, run_dir, build_stages(config))
         export_classes(run_dir, config, index)  # the card the build writes lists the vetoes
+        listed = write_vetoes(run_dir, config.ranking.vetoed, index)
         ran = build(config, run_dir)
     promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
     click.echo(
-        f"class review apply: vetoed {', '.join(dropped)} (ranking.vetoed in {run_dir}/config.yaml); "
+        f"class review apply: vetoed {', '.join(dropped)} (listed in {listed}, which every build of the run "
+        "keeps out); "
         f"promoted {', '.join(promoted) or 'none (no candidate left)'}, now up for review; "
         f"stages run again: {', '.join(ran)}"
     )

@@ -4,9 +4,11 @@ Per class: keep, drop and unsure answers, who gave which, and the verdict: drop 
 answered drop than keep, keep when keep has at least as many (and one), none with only unsure
 answers. The class-level figure is kept / decided with a Clopper-Pearson interval at
 `review.confidence`. `export` writes `review/class_answers.parquet` (every answer as given) and
-`review/class_results.json` (the card's Class review section reads it). `apply` adds the dropped
-classes to `ranking.vetoed` and builds the run again as resume does: rank and every stage after
-it run again, the vetoed classes' places taken by the next candidates in rank order.
+`review/class_results.json` (the card's Class review section reads it). `apply` writes the
+dropped classes to `RUN/vetoed_classes.txt` (which every build and stage command on the run adds
+to `ranking.vetoed`, whatever config it is given: `registry.stage_config`) and to the run's
+`ranking.vetoed`, and builds the run again as resume does: rank and every stage after it run
+again, the vetoed classes' places taken by the next candidates in rank order.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from collections import Counter, defaultdict
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.config.schema import Config, load_run_config
 from imagenot.pipeline.report.class_review import results_path
 from imagenot.pipeline.review.class_plan import CAPTIONS_SHOWN
 from imagenot.pipeline.review.pages import CANDIDATE_INSTRUCTIONS
 from imagenot.pipeline.review.sizing import clopper_pearson
 from imagenot.pipeline.review.store import Store, copy_back
-from imagenot.pipeline.run.files import atomic_output, write_json
-from imagenot.pipeline.run.layout import REVIEW, stage_path
+from imagenot.pipeline.run.files import atomic_output, write_json, write_text
+from imagenot.pipeline.run.layout import REVIEW, read_vetoes, stage_path, vetoes_path
 from imagenot.wordnet.index import NounIndex
 
 CLASS_DB_FILE = "classes.sqlite"  # review/: the class review's answers as given
@@ -105,3 +107,15 @@ def dropped_classes(results: dict) -> list[str]:
 def with_vetoes(config: Config, wnids: list[str]) -> Config:
     ranking = config.ranking.model_copy(update={"vetoed": sorted({*config.ranking.vetoed, *wnids})})
     return config.model_copy(update={"ranking": ranking})
+
+
+def review_config(run_dir: str, config_path: str | None) -> Config:
+    """The run's config (or the one given) with the run's recorded vetoes in `ranking.vetoed`."""
+    return with_vetoes(load_run_config(run_dir, config_path), read_vetoes(run_dir))
+
+
+def write_vetoes(run_dir: str, wnids: list[str], index: NounIndex) -> str:
+    """`RUN/vetoed_classes.txt`: `wnid name` a line, sorted; its path."""
+    path = vetoes_path(run_dir)
+    write_text(path, "".join(f"{w} {index[w].name}\n" if w in index else f"{w}\n" for w in sorted(wnids)))
+    return path

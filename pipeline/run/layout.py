@@ -2,6 +2,7 @@
 audit or the export reads, and where a run's dataset lies.
 
     RUN/config.yaml, summary.json       the resolved config, each stage's figures
+    RUN/vetoed_classes.txt              the classes people vetoed (`review classes apply`)
     RUN/imagenot.lock                   the run's lock (pipeline/run/lock.py)
     RUN/<stage>/                        one folder per stage (fingerprint.json, figures.json, DONE:
                                         pipeline/run/stage_dir.py), holding the files named below
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.run.files import read_json, stage_shards
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.run.files import read_bytes, read_json, stage_shards
 
 # Stage folders, in the order `imagenot build` runs them.
 CORPUS = "corpus"
@@ -85,6 +87,7 @@ REVIEW_PLOT_FILE = "precision.png"  # per-class precision with its interval, sor
 RUN_CONFIG = "config.yaml"  # the resolved config the run's stages ran with
 SUMMARY_FILE = "summary.json"  # each stage's figures (pipeline/run/summary.py)
 LOCK_FILE = "imagenot.lock"  # held by the command working on the run (pipeline/run/lock.py)
+VETOES_FILE = "vetoed_classes.txt"  # `review classes apply`'s vetoes: `wnid name` a line; every build's rank reads it
 EXPORT_DIR = "dataset"  # the export's folder, beside the stage folders
 
 SCORE_COLUMN = "gloss_similarity"  # a caption's similarity to its synset's gloss (`similarity` is LAION's CLIP score)
@@ -106,6 +109,25 @@ def classes_path(run_dir: str) -> str:
 def read_classes(run_dir: str) -> list[dict]:
     """The run's classes (`rank/classes.json`), in the order the rank stage wrote them."""
     return read_json(classes_path(run_dir))
+
+
+def vetoes_path(run_dir: str) -> str:
+    return FileSystems.join(run_dir, VETOES_FILE)
+
+
+def read_vetoes(run_dir: str) -> list[str]:
+    """The wnids in `RUN/vetoed_classes.txt` (the first word of each line; none without the file)."""
+    path = vetoes_path(run_dir)
+    if not FileSystems.exists(path):
+        return []
+    wnids = []
+    for number, line in enumerate(read_bytes(path).decode("utf-8", "replace").splitlines(), 1):
+        if line.strip() and not line.startswith("#"):
+            wnid = line.split()[0]
+            if not (len(wnid) == 9 and wnid[0] == "n" and wnid[1:].isdigit()):
+                raise ImagenotError(f"{path}: line {number} starts with {wnid!r}, not a wnid (n and 8 digits)")
+            wnids.append(wnid)
+    return sorted(set(wnids))
 
 
 def dataset_stage(download_enabled: bool) -> str:
