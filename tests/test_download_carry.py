@@ -140,3 +140,25 @@ def test_a_download_killed_after_the_carry_resumes_without_requesting_more(serve
     _sample(fresh, _classes(server.url, "n00000003"), "second")
     _download(fresh)
     assert _dataset_files(run_dir) == _dataset_files(fresh)
+
+
+def test_a_carry_made_under_other_settings_is_not_used(server, tmp_path, monkeypatch):
+    """Killed right after the carry, the download is run again with another image size: the
+    carried outcomes were fetched for the old size, so every row is requested again."""
+    run_dir = tmp_path / "run"
+    _sample(run_dir, _classes(server.url, "n00000002"), "first")
+    _download(run_dir)
+    before = server.hits
+    _sample(run_dir, _classes(server.url, "n00000003"), "second")
+    real = fetch.fetch_round
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fetch, "fetch_round", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _download(run_dir)
+    monkeypatch.setattr(fetch, "fetch_round", real)
+    figures = _download(run_dir, SETTINGS.model_copy(update={"image_size": 48}))
+    assert _requested(server, before) == ["a0", "a1", "a2", "a3", "c0", "c1"]
+    assert figures["carried_over"] == 0

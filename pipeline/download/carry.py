@@ -7,8 +7,10 @@ is cleared, `retire` copies what its finished rounds fetched for the new sample'
 error, sizes, sha256) and, for a success, its image bytes; and the rows the audits dropped. It
 does so only when the stage's settings that decide what a fetch gives (all it records but
 `shard_rows`, which only lays the rounds out) are unchanged: a changed image size, format,
-opt-out rule or blocklist fetches everything again. A generation is whole once its `DONE` is
-written; the folder is cleared only after that, and one half written is made again.
+opt-out rule or blocklist fetches everything again (a generation's `DONE` names the settings its
+outcomes were fetched with; only those of the current settings are read). A generation is whole
+once its `DONE` is written; the folder is cleared only after that, and one half written is made
+again.
 
 The new rounds are planned as a fresh build plans them. A planned row with a carried outcome is
 not requested: its outcome is written into the round's shard under the key img2dataset would have
@@ -105,7 +107,7 @@ def retire(run_dir: str, settings: dict, upstream: Fingerprint, candidates: pa.T
     kept = [urls.get(r) == u for r, u in zip(dropped.column("row_id").to_pylist(), _drop_urls(stage_dir, dropped))]
     with atomic_output(FileSystems.join(folder, drops.DROPS_FILE)) as stream:
         pq.write_table(dropped.filter(pa.array(kept, pa.bool_())), stream)
-    write_json(FileSystems.join(folder, DONE_FILE), {"outcomes": carried})
+    write_json(FileSystems.join(folder, DONE_FILE), {"outcomes": carried, "settings": _fetch_settings(settings)})
     return carried
 
 
@@ -165,11 +167,14 @@ def carried_drops(run_dir: str) -> pa.Table:
     return table.take(pa.array(sorted(first.values()), pa.int64()))
 
 
-def load(run_dir: str, candidates: pa.Table) -> Carried:
-    """The carried outcomes of the candidates (same url), later generations first."""
+def load(run_dir: str, candidates: pa.Table, settings: dict) -> Carried:
+    """The carried outcomes of the candidates (same url) that generations made under these fetch
+    settings hold, later generations first."""
     urls = dict(zip(candidates.column("row_id").to_pylist(), candidates.column("url").to_pylist()))
     parts: dict[str, str] = {}
     for generation in _generations(run_dir):
+        if read_json(FileSystems.join(generation, DONE_FILE))["settings"] != _fetch_settings(settings):
+            continue
         for part in stage_shards(generation, OUTCOMES_DIR):
             table = read_table(part, ["row_id", "url"])
             for row_id, url in zip(table.column("row_id").to_pylist(), table.column("url").to_pylist()):

@@ -299,7 +299,7 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
     dropped = drops.reasons(drop_table)
     max_rounds = settings.max_rounds * (1 + drops.passes(drop_table))
     blocked = blocked_rows(table, blocklist)
-    carried = carry.load(run_dir, table)
+    carried = carry.load(run_dir, table, recorded)
     attempts, fetched_now = run_rounds(
         stage_dir, table, classes, dropped, blocked, max_rounds, settings, runner, blocklist, carried
     )
