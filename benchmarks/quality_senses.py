@@ -12,7 +12,7 @@ is at least the encoder's threshold (`ranking.thresholds`); sense contrast keeps
 `caption_decision` (margin `scoring.sense_margin`, no caption threshold, as the default `top`
 strategy has none; `--threshold T` adds one). Each variant is a set of `scoring` settings: the
 sentence method's (`scoring.sense_method: sentence`, the caption's embedding against each sense's
-query texts) for every encoder, and for MiniLM the context method's (the default: the word's
+query texts; the default) for every encoder, and for MiniLM the context method's (the word's
 contextual embedding where `imagenot senses` finds it, against SemCor sense vectors) and both's
 (the two added); `--context-only` measures those alone. A margin sweep says which margins reach
 the issue's targets (wrong_kept <= 5% with right_kept >= 80%). The last line is one JSON object.
@@ -63,11 +63,10 @@ VARIANTS = {  # name -> scoring settings of the sentence method beside the defau
     "three mean, prior 0.01": {"sense_templates": SEVERAL, "sense_pooling": "mean", "sense_prior": 0.01},
     "three mean, prior 0.03": {"sense_templates": SEVERAL, "sense_pooling": "mean", "sense_prior": 0.03},
 }
-CONTEXT_VARIANTS = {  # scoring.sense_method context (the default), MiniLM only
-    "context (default)": {},
-    "context, prior 0": {"sense_prior": 0.0},
-    "context, prior 0.01": {"sense_prior": 0.01},
-    "context, prior 0.03": {"sense_prior": 0.03},
+CONTEXT_VARIANTS = {  # scoring.sense_method context and both, MiniLM only
+    "context, prior 0.03": {"sense_method": "context"},
+    "context, prior 0": {"sense_method": "context", "sense_prior": 0.0},
+    "context, prior 0.01": {"sense_method": "context", "sense_prior": 0.01},
     "both, prior 0.01": {"sense_method": "both", "sense_prior": 0.01},
     "both, prior 0.03": {"sense_method": "both", "sense_prior": 0.03},
 }

@@ -127,7 +127,7 @@ ALL_CHANGED = {
     "scoring": {
         "encoder": "transformers",
         "runtime": "onnx",
-        "sense_method": "sentence",  # sense_templates and sense_pooling are its settings
+        "sense_method": "both",  # reads sense_templates, sense_pooling and sense_layers
         "sense_layers": 2,
         "sense_templates": ["{lemma}: {gloss}"],
         "sense_pooling": "max",

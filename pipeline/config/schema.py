@@ -226,11 +226,13 @@ class Scoring(Section):
     query_template: QueryTemplate = Field(
         "{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss} {hypernym} {examples}"
     )
-    sense_method: Literal["context", "sentence", "both"] = Field(
-        "context",
-        description="sense contrast: context, the matched word's contextual embedding in the caption against sense "
-        "vectors from SemCor's training documents (LMMS-style, hypernym back-off); sentence, the whole caption's "
-        "embedding against each sense's query texts (sense_templates, sense_pooling); both, the two similarities added",
+    # sentence: the best on the held-apart SemCor documents and the caption sense dev set (benchmarks/README.md)
+    sense_method: Literal["sentence", "context", "both"] = Field(
+        "sentence",
+        description="sense contrast: sentence, the whole caption's embedding against each sense's query texts "
+        "(sense_templates, sense_pooling); context, the matched word's contextual embedding in the caption against "
+        "sense vectors from SemCor's training documents (LMMS-style, hypernym back-off; built by imagenot "
+        "prepare-models); both, the two similarities added",
     )
     sense_layers: int = Field(
         1, ge=1, le=48, description="sense contrast, context: the encoder's last hidden layers summed for a word"

@@ -1,5 +1,5 @@
 """The word read where it stands: each noun sense of a caption's word scored against the word's
-contextual embedding in the caption (`scoring.sense_method: context`, the default).
+contextual embedding in the caption (`scoring.sense_method: context`).
 
 The matched surface form's span in the caption (`wordnet.spans.find_span`, the tagger's
 normalisation) is embedded with the caption around it (`span_encoder.SpanEncoder`: the mean of

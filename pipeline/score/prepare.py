@@ -1,7 +1,7 @@
 """`imagenot prepare-models`: the scoring model artifacts built once, offline, as set-up does for
 WordNet: the first phase's static model distilled from the encoder, the encoder's ONNX export,
-and the sense vectors of the context sense decision (SemCor's training documents embedded: about
-three minutes on one core)."""
+and, for the context sense method (`scoring.sense_method` context or both), its sense vectors
+(SemCor's training documents embedded: about three minutes on one core)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def prepare_models_command(config_path: str | None) -> None:
         click.echo(f"static model: {describe(json.loads((folder / PROVENANCE_FILE).read_text(encoding='utf-8')))}")
     encoder = load_encoder(scoring.encoder, scoring.model, "torch", **_encoder_options(scoring))
     click.echo(f"ONNX export of {encoder.model_id}: {export_onnx(encoder)}")
-    if scoring.sense_method == "context":
+    if scoring.sense_method != "sentence":
         spans = SpanEncoder(scoring.model, scoring.sense_layers, scoring.max_length, scoring.batch_size)
         provenance = json.loads((prepare_sense_vectors(spans) / PROVENANCE_FILE).read_text(encoding="utf-8"))
         click.echo(

@@ -1,11 +1,11 @@
 """Sense contrast: a caption kept for synset S must fit S better than every other noun sense of
 the word that matched it.
 
-Two ways to score a sense (`scoring.sense_method`): `context` (the default,
-`context_senses.ContextSenses`) reads the word where it stands; `sentence` (`SenseQueries`, here)
-scores the whole caption's embedding against query texts of each noun sense of the word (all of
-them: candidates or not; `scoring.sense_templates`), pooled (`scoring.sense_pooling`: max or
-mean). Both add `scoring.sense_prior` x log P(sense | word) from WordNet's tagged counts. The
+Two ways to score a sense (`scoring.sense_method`): `sentence` (the default, `SenseQueries`,
+here) scores the whole caption's embedding against query texts of each noun sense of the word (all
+of them: candidates or not; `scoring.sense_templates`), pooled (`scoring.sense_pooling`: max or
+mean); `context` (`context_senses.ContextSenses`) reads the word where it stands; `both` adds the
+two. Both add `scoring.sense_prior` x log P(sense | word) from WordNet's tagged counts. The
 caption's margin is S's score minus the best other sense's, its fit the best sense's score
 without the prior; `filters.caption_rules.caption_decision` is the rule that keeps or drops it.
 Sense queries are embedded once per worker (and through the embedding cache, once per model);

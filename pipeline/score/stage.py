@@ -107,8 +107,8 @@ def merge_smallest(parts: Iterable[dict[str, list[int]]], per_synset: int) -> di
 
 class CaptionScorer:
     """Embeds captions (through the cache) and scores each against its synset's query and, with
-    sense contrast on, every noun sense of the word that matched it (`sense_contrast.py`: by
-    default the word read where it stands, `context_senses.py`)."""
+    sense contrast on, every noun sense of the word that matched it (`sense_contrast.py`; the
+    word read where it stands: `context_senses.py`)."""
 
     def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
         encoder = load_encoder(
