@@ -33,7 +33,7 @@ from imagenot.pipeline.dataset.webdataset import read_samples
 from imagenot.pipeline.download import drops, fetch
 from imagenot.pipeline.run.files import atomic_output, read_json, read_table, stage_shards, write_json
 from imagenot.pipeline.run.layout import DONE_FILE, DOWNLOAD, FINGERPRINT_FILE, stage_path
-from imagenot.pipeline.run.paths import delete_folder, folder_exists
+from imagenot.pipeline.run.paths import delete_folder
 from imagenot.pipeline.run.stage_dir import Fingerprint
 
 CARRY_DIR = "download_carried"  # RUN/download_carried/g<n>/: an earlier download's outcomes
@@ -185,6 +185,4 @@ def load(run_dir: str, candidates: pa.Table, settings: dict) -> Carried:
 
 def clear(run_dir: str) -> None:
     """The carried outcomes are in the finished stage's rounds now: remove them."""
-    folder = stage_path(run_dir, CARRY_DIR)
-    if folder_exists(folder):
-        delete_folder(folder)
+    delete_folder(stage_path(run_dir, CARRY_DIR))
