@@ -118,8 +118,13 @@ def main() -> None:
         kept = selected(run)
         candidates = step6_candidates(run)
         no_rules = Path(tmp) / "no_rules"
-        imagenot("tag", "--config", str(resolved_config(Path(tmp) / "rules_off.yaml", args.corpus, True)),
-                 "--out", str(no_rules))
+        imagenot(
+            "tag",
+            "--config",
+            str(resolved_config(Path(tmp) / "rules_off.yaml", args.corpus, True)),
+            "--out",
+            str(no_rules),
+        )
         imagenot("select", "--run", str(no_rules))
         step6 = selected(no_rules)
         extra = before_step6(run, candidates, {row["row_id"] for row in step6}, args.before_step6)
@@ -127,8 +132,11 @@ def main() -> None:
     forms = surface_forms(index)
     kept_ids = {(row["row_id"], row["wnid"]) for row in kept}
     rows = [pair_row(row, "kept", index, forms, senses) for row in kept]
-    rows += [pair_row(row, "rule_dropped", index, forms, senses) for row in step6
-             if (row["row_id"], row["wnid"]) not in kept_ids]
+    rows += [
+        pair_row(row, "rule_dropped", index, forms, senses)
+        for row in step6
+        if (row["row_id"], row["wnid"]) not in kept_ids
+    ]
     rows += [pair_row(row, "before_step6", index, forms, senses) for row in extra]
     rows.sort(key=lambda r: (int(r["row_id"].rsplit(":", 1)[1]), r["synset"]))
     with PAIRS.open("w", newline="") as out:
