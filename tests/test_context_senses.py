@@ -79,10 +79,11 @@ def test_a_sense_semcor_never_annotates_backs_off_to_its_hypernym(encoder):
 
 
 def test_first_span_is_the_earliest_place_of_any_form():
-    from imagenot.wordnet.spans import first_span
+    from imagenot.wordnet.spans import caption_words, first_span
 
-    assert first_span("two cranes and a crane", ["crane", "cranes"]) == (4, 10)
-    assert first_span("no such word", ["crane", "cranes"]) is None
+    words = caption_words(["two cranes and a crane", "no such word"])
+    assert first_span(words[0], ["crane", "cranes"]) == (4, 10)
+    assert first_span(words[1], ["crane", "cranes"]) is None
 
 
 def test_both_methods_add_the_sentence_similarity_to_the_word_s(encoder):

@@ -10,37 +10,43 @@ from the first matched word's first character to the last one's end.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from imagenot.wordnet.lemmas import normalize_all
 
 _WORD = re.compile(r"(?:[^\W_]|[\u0300-\u036f\u00ad\u200b-\u200f\u2060\ufeff'\u2019\u2018\u02bc])+")
 
 
-def caption_words(caption: str) -> list[tuple[str, int, int]]:
-    """(normalised word, start, end) for each word of the caption, in order; a written word that
-    normalises to several ("½" -> "1 2") gives each of them its span."""
-    found = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(caption)]
-    words = []
-    for (_, start, end), normalised in zip(found, normalize_all(text for text, _, _ in found)):
-        words += [(part, start, end) for part in (normalised or "").split(" ") if part]
-    return words
+Words = list[tuple[str, int, int]]  # (normalised word, start, end) of a caption's words, in order
 
 
-def find_span(caption: str, form: str, occurrence: int = 0) -> tuple[int, int] | None:
+def caption_words(captions: Sequence[str]) -> list[Words]:
+    """Per caption, its words normalised; a written word that normalises to several ("½" -> "1 2")
+    gives each of them its span. One normalisation call for all the captions' words (pyarrow's
+    kernel costs about as much for one string as for thousands)."""
+    found = [[(m.group(), m.start(), m.end()) for m in _WORD.finditer(caption)] for caption in captions]
+    normalised = iter(normalize_all(text for words in found for text, _, _ in words))
+    out = []
+    for words in found:
+        out.append(
+            [(part, start, end) for (_, start, end) in words for part in (next(normalised) or "").split(" ") if part]
+        )
+    return out
+
+
+def find_span(caption: str, form: str, occurrence: int = 0, words: Words | None = None) -> tuple[int, int] | None:
     """The character span of the `occurrence`-th (from 0) place where the normalised surface form
-    stands in `caption`, or None where it does not."""
-    found = _places(caption_words(caption), form)
+    stands in `caption` (its `caption_words`, when already read), or None where it does not."""
+    found = _places(caption_words([caption])[0] if words is None else words, form)
     return found[occurrence] if occurrence < len(found) else None
 
 
-def first_span(caption: str, forms: Iterable[str]) -> tuple[int, int] | None:
-    """The span of the first place any of the forms stands in `caption` (the caption read once)."""
-    words = caption_words(caption)
+def first_span(words: Words, forms: Iterable[str]) -> tuple[int, int] | None:
+    """The span of the first place any of the forms stands among a caption's words."""
     return min((place for form in forms for place in _places(words, form)[:1]), default=None)
 
 
-def _places(words: list[tuple[str, int, int]], form: str) -> list[tuple[int, int]]:
+def _places(words: Words, form: str) -> list[tuple[int, int]]:
     wanted = form.split(" ")
     return [
         (words[i][1], words[i + len(wanted) - 1][2])

@@ -50,7 +50,7 @@ from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.senses import WordSenses, sense_label
-from imagenot.wordnet.spans import first_span
+from imagenot.wordnet.spans import Words, caption_words, first_span
 
 SENSE_TYPE = pa.list_(pa.struct([("synset", pa.string()), ("score", pa.float32())]))
 CAPTION_NOT_TEXT, NOT_A_NOUN = "caption_not_text", "not_a_noun"
@@ -117,22 +117,24 @@ def rank_rows(queries: SenseScorer, captions: list[str], words: list[tuple[str, 
     return sense_rows(queries, word_vectors(queries, captions, spans), words)
 
 
-def read_word(senses: WordSenses, caption, form, span) -> tuple[tuple[str, ...], tuple[int, int] | None, str | None]:
+def read_word(
+    senses: WordSenses, caption, form, span, words: Words | None = None
+) -> tuple[tuple[str, ...], tuple[int, int] | None, str | None]:
     """(the lemmas the form names, the span of the word in the caption, None) for a readable row,
     else ((), None, the reason): the given span must hold a form of the word; without one, the
-    first place the tagger would match one."""
+    first place the tagger would match one (among the caption's `words`, when already read)."""
     if not isinstance(caption, str):
         return (), None, CAPTION_NOT_TEXT
-    words = senses.form_words(form) if isinstance(form, str) else ()
-    if not words:
+    lemmas = senses.form_words(form) if isinstance(form, str) else ()
+    if not lemmas:
         return (), None, NOT_A_NOUN
-    forms = {f for word in words for f in senses.word_forms(word)}
+    forms = {f for lemma in lemmas for f in senses.word_forms(lemma)}
     if span is not None:
         start, end = span
         inside = 0 <= start < end <= len(caption) and senses.word(caption[start:end]) in forms
-        return (words, span, None) if inside else ((), None, SPAN_NOT_THE_WORD)
-    found = first_span(caption, forms)
-    return (words, found, None) if found else ((), None, WORD_NOT_IN_CAPTION)
+        return (lemmas, span, None) if inside else ((), None, SPAN_NOT_THE_WORD)
+    found = first_span(caption_words([caption])[0] if words is None else words, forms)
+    return (lemmas, found, None) if found else ((), None, WORD_NOT_IN_CAPTION)
 
 
 def senses_table(table: pa.Table, config: Config, queries: SenseScorer, path: str = "input") -> pa.Table:
@@ -151,7 +153,8 @@ def senses_table(table: pa.Table, config: Config, queries: SenseScorer, path: st
         ]
     senses = queries.senses
     senses.normalize_words([f for f in set(forms) if isinstance(f, str)])
-    read = [read_word(senses, *row) for row in zip(captions, forms, spans)]
+    words = caption_words([c if isinstance(c, str) else "" for c in captions])
+    read = [read_word(senses, *row) for row in zip(captions, forms, spans, words)]
     ok = [i for i, (_, _, why) in enumerate(read) if why is None]
     kept, at = [captions[i] for i in ok], [read[i][1] for i in ok]
     ranked = rank_rows(queries, kept, [read[i][0] for i in ok], at)
