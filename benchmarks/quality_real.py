@@ -20,7 +20,9 @@ Reads `benchmarks/data/real_dev_pairs.tsv` and the readers' files `real_dev_judg
 - class level: per synset with at least `MIN_CLASS_PAIRS` judged step-6 pairs, its pass share as
   the rank stage estimates it (the share of its step-6 pairs the defaults keep) against the share
   the readers judge right; per floor (`ranking.min_pass_share`), the synsets kept, how many of
-  them are mostly right (>= half), and how many mostly right synsets the floor loses.
+  them are mostly right (>= half), and how many mostly right synsets the floor loses; and the
+  defaults' figures again with the default floor applied (`defaults_with_class_floor`: a pair of a
+  synset whose pass share is under the floor is not kept, as the rank stage drops the candidate).
 
 `--old` runs the same on the single reader's 361 pairs of earlier defaults (right_sense and
 picturable only; no agreement, no `use`): development figures, never the dev set's.
@@ -214,6 +216,18 @@ def class_figures(pairs: list[dict], decided: list[str]) -> dict:
     return {"synsets": len(synsets), "mostly_right": len(mostly_right), "by_floor": rows}
 
 
+def with_class_floor(pairs: list[dict], decided: list[str], floor: float) -> list[str]:
+    """`decided` with the pairs of synsets whose pass share (the share of their step-6 pairs, judged
+    or not, that the per-pair decision keeps: what the rank stage estimates) is under `floor` dropped
+    as `low_pass_share`, as the rank stage drops the candidate."""
+    by_synset: dict[str, list[bool]] = {}
+    for p, d in zip(pairs, decided):
+        if p["source"] in STEP6:
+            by_synset.setdefault(p["synset"], []).append(d == PASSES)
+    low = {s for s, kept in by_synset.items() if np.mean(kept) < floor}
+    return ["low_pass_share" if d == PASSES and p["synset"] in low else d for p, d in zip(pairs, decided)]
+
+
 def run_kept_pairs(run: Path, index) -> set:
     table = pq.read_table(sorted((run / "select" / "selected").glob("*.parquet")), columns=["row_id", "wnid"])
     return {(r, index[w].name) for r, w in zip(table.column("row_id").to_pylist(), table.column("wnid").to_pylist())}
@@ -244,6 +258,9 @@ def main() -> None:
         "pairs": len(pairs),
         "agreement": agreed,
         "defaults": defaults_figures(pairs, decided, run_kept),
+        "defaults_with_class_floor": defaults_figures(
+            pairs, with_class_floor(pairs, decided, config.ranking.min_pass_share), run_kept
+        ),
         NONE_OF_THESE: none_of_these_figures(pairs, scores),
         "threshold": config.selection.caption_rules.none_of_these_threshold,
         "rules": rule_figures(pairs, rules, senses),
@@ -255,6 +272,7 @@ def main() -> None:
             print(f"agreement {question}: {agreed[question]}")
     defaults = result["defaults"]
     print(f"defaults: {defaults}" + ("  STALE: judge the kept pairs before quoting" if defaults["stale"] else ""))
+    print(f"with the class floor {config.ranking.min_pass_share}: {result['defaults_with_class_floor']}")
     print(f"none_of_these at {result['threshold']}: {result[NONE_OF_THESE]}")
     for rule, row in result["rules"].items():
         print(f"rule {rule:15s} {row}")
