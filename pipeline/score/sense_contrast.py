@@ -80,17 +80,6 @@ class SenseScorer(Protocol):
     def scores(self, vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-def sense_scorer(scoring: Scoring, encoder: TextEncoder, threads: int) -> SenseScorer:
-    """The scorer `scoring.sense_method` names; `encoder` embeds the sentence method's queries."""
-    if scoring.sense_method == "sentence":
-        return SenseQueries(scoring, encoder)
-    from imagenot.pipeline.score.context_senses import ContextSenses
-
-    return ContextSenses(
-        scoring, threads, sentence=SenseQueries(scoring, encoder) if scoring.sense_method == "both" else None
-    )
-
-
 class SenseContrast:
     """Each caption's margin for its synset over the other senses of the word that matched it."""
 

@@ -43,7 +43,8 @@ from imagenot.pipeline.run.files import atomic_output, read_table
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.context_senses import ContextSenses
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseScorer, sense_scorer
+from imagenot.pipeline.score.sense_contrast import SenseScorer
+from imagenot.pipeline.score.sense_methods import sense_scorer
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.score.stage import _encoder_options
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules

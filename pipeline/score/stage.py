@@ -57,7 +57,8 @@ from imagenot.pipeline.run.shards import (
 from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseContrast, sense_scorer
+from imagenot.pipeline.score.sense_contrast import SenseContrast
+from imagenot.pipeline.score.sense_methods import sense_scorer
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.nltk_data import cache_dir
