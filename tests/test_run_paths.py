@@ -19,6 +19,7 @@ ALLOWED = {
     "pipeline/score/model_cache.py",
     "pipeline/score/onnx_runtime.py",
     "pipeline/score/static_model.py",
+    "pipeline/score/sense_vectors.py",  # the context method's sense vectors, built from the packaged SemCor
     # The run lock's local branch: an O_EXCL file is what makes it exclusive on a local disk (a
     # bucket run takes a create-only object instead, in the same module).
     "pipeline/run/lock.py",
