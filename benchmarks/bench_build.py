@@ -70,7 +70,7 @@ def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, fir
 def run_child(stage: str, config_path: str, run_dir: str, result_path: str) -> None:
     """The child process: one stage, its own wall time and peak RSS written to `result_path`."""
     from imagenot.pipeline.config.schema import load_config
-    from imagenot.pipeline.registry import declared
+    from imagenot.pipeline.frame.registry import declared
     from imagenot.pipeline.run.stage_dir import stage_figures
 
     config = load_config(config_path)

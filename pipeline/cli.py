@@ -18,7 +18,8 @@ import click
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.run.worker_errors import unwrapped
 
-# name -> (module, attribute, the line `--help` lists it with)
+# name -> (module, attribute, the line `--help` lists it with); a stage's attribute is its declaration,
+# from which its command is built
 COMMANDS = {
     "build": (
         "imagenot.pipeline.commands.build",
@@ -32,18 +33,18 @@ COMMANDS = {
     ),
     "stats": ("imagenot.pipeline.commands.stats", "stats", "A class set's place in WordNet beside a reference's."),
     "synth": ("imagenot.pipeline.corpus.synth", "synth_command", "Write a synthetic LAION-schema corpus."),
-    "tag": ("imagenot.pipeline.tag.stage", "tag_command", "Stage 1: tag captions with the noun synsets they name."),
-    "select": ("imagenot.pipeline.select.stage", "select_command", "Stage 2: filter synsets and captions."),
-    "score": ("imagenot.pipeline.score.stage", "score_command", "Stage 3: score candidates' captions against glosses."),
-    "rank": ("imagenot.pipeline.rank.stage", "rank_command", "Stage 4: rank synsets, write the class list."),
-    "sample": ("imagenot.pipeline.sample.stage", "sample_command", "Stage 5: pick images per class, split train/test."),
+    "tag": ("imagenot.pipeline.tag.stage", "DECLARATION", "Stage 1: tag captions with the noun synsets they name."),
+    "select": ("imagenot.pipeline.select.stage", "DECLARATION", "Stage 2: filter synsets and captions."),
+    "score": ("imagenot.pipeline.score.stage", "DECLARATION", "Stage 3: score candidates' captions against glosses."),
+    "rank": ("imagenot.pipeline.rank.stage", "DECLARATION", "Stage 4: rank synsets, write the class list."),
+    "sample": ("imagenot.pipeline.sample.stage", "DECLARATION", "Stage 5: pick images per class, split train/test."),
     "download": (
         "imagenot.pipeline.download.stage",
-        "download_command",
+        "DECLARATION",
         "Stage 6: fetch the images, backfill failures.",
     ),
-    "report": ("imagenot.pipeline.report.stage", "report_command", "Stage 7: write the dataset card and HTML report."),
-    "export": ("imagenot.pipeline.export.stage", "export_command", "Stage 8: write RUN/dataset/, ready to train on."),
+    "report": ("imagenot.pipeline.report.stage", "DECLARATION", "Stage 7: write the dataset card and HTML report."),
+    "export": ("imagenot.pipeline.export.stage", "DECLARATION", "Stage 8: write RUN/dataset/, ready to train on."),
     "compare-rankings": (
         "imagenot.pipeline.audit.rankings",
         "compare_rankings_command",
@@ -108,6 +109,15 @@ OPTIONAL_MODULES = {
 }
 
 
+def command(found: object) -> click.Command:
+    """The command a `COMMANDS` entry names: a click command, or one built from a stage's declaration."""
+    if isinstance(found, click.Command):
+        return found
+    from imagenot.pipeline.frame.stage_command import stage_command
+
+    return stage_command(found)
+
+
 class LazyGroup(click.Group):
     """A group whose sub-commands are imported from `lazy` when first used."""
 
@@ -121,7 +131,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in self.commands and name in self.lazy:
             module, attribute, _ = self.lazy[name]
-            self.add_command(getattr(importlib.import_module(module), attribute), name)
+            self.add_command(command(getattr(importlib.import_module(module), attribute)), name)
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

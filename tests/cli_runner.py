@@ -22,3 +22,8 @@ def invoke(command: click.Command, args: list[str], **kwargs) -> Result:
     path = _path(main, command)
     assert path is not None, f"{command.name} is not a command of imagenot"
     return CliRunner().invoke(main, [*path, *args], **kwargs)
+
+
+def cli_command(name: str) -> click.Command:
+    """The command `imagenot NAME` runs (a stage's is built from its declaration)."""
+    return main.get_command(click.Context(main), name)

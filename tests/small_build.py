@@ -9,10 +9,10 @@ from typing import NamedTuple
 import yaml
 from ports import kept_loopback_port
 
-from imagenot.pipeline.build import build
 from imagenot.pipeline.config.schema import Config, Corpus, load_config
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.tag.stage import run_tag
+from imagenot.pipeline.frame.build import build
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 
 # Compact captions (corpus.synth.captions), on which the tests' figures were set: realistic ones name about 21
 # noun synsets each, so fewer name exactly one (`imagenot plan` of these 12,000 rows: 702 captions left after the
@@ -75,7 +75,9 @@ def tag_corpus(folder: Path) -> None:
     c = TAGGED_CORPUS
     (folder / "corpus").mkdir()
     synth_corpus(folder / "corpus", c["rows"], c["seed"], c["url_base"], c["shard_rows"], captions=c["captions"])
-    run_tag(Config(corpus=Corpus(paths=[str(folder / "corpus" / "part-*.parquet")])), str(folder / "run"))
+    run_in_folder(
+        declared("tag"), Config(corpus=Corpus(paths=[str(folder / "corpus" / "part-*.parquet")])), str(folder / "run")
+    )
 
 
 # The download settings of a small run whose images are fetched from the demo's loopback server.

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import yaml
 from apache_beam.io.filesystems import FileSystems
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from ports import free_loopback_port
 from small_build import SMALL_BUILD
 from test_image_embeddings import TINY_VIT
@@ -32,17 +32,18 @@ from test_image_embeddings import TINY_VIT
 from imagenot.pipeline.audit.agreement import agreement_command
 from imagenot.pipeline.audit.duplicates import duplicates_command
 from imagenot.pipeline.audit.embeddings import embed_command
-from imagenot.pipeline.build import build
 from imagenot.pipeline.commands.stats import stats
 from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.corpus.stage import run_corpus
 from imagenot.pipeline.corpus.synth import synth_command
-from imagenot.pipeline.report.stage import report_command
+from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.run.files import read_bytes, read_json, read_tsv, write_text
 from imagenot.pipeline.run.paths import folder_exists
 from imagenot.pipeline.score.cache import EmbeddingCache, text_keys
-from imagenot.pipeline.select.stage import select_command
+
+report_command = cli_command("report")
+select_command = cli_command("select")
 
 # What a dataset is: compared byte for byte between the local and the bucket run (the tars by
 # their members: img2dataset stamps each member with the time it was written).

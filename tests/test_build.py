@@ -12,9 +12,9 @@ import yaml
 from cli_runner import invoke
 from shared_runs import copy_run
 
-from imagenot.pipeline.build import build
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.config.schema import load_config
+from imagenot.pipeline.frame.build import build
 
 OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "sample/dataset", "sample/reserve")
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 
 from imagenot.filters.caption_rules import pair_rule
 from imagenot.filters.picturable import unpicturable_removals
@@ -18,8 +18,9 @@ from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.schema import PICTURABLE_ROOTS, Selection
 from imagenot.pipeline.report.glossary import CAPTION_REASONS
 from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
-from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.tag.stage import tag_command
+
+select_command = cli_command("select")
+tag_command = cli_command("tag")
 
 CAPTIONS = Path(__file__).parent / "data" / "real_captions.tsv"
 # A caption no rule drops, for a synset whose real caption a rule drops ("Led Zeppelin": case), so

@@ -12,16 +12,17 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from ports import kept_loopback_port
 from shared_runs import copy_run
 
-from imagenot.pipeline.build import build
 from imagenot.pipeline.config.schema import Config, Download, load_config
 from imagenot.pipeline.demo.image_server import PHOTOS, photo_jpeg
-from imagenot.pipeline.export.stage import export_command
-from imagenot.pipeline.registry import settings_differences, stages
-from imagenot.pipeline.report.stage import report_command
+from imagenot.pipeline.frame.build import build
+from imagenot.pipeline.frame.registry import settings_differences, stages
+
+export_command = cli_command("export")
+report_command = cli_command("report")
 
 CHANGED_DOWNLOAD = {
     "enabled": True,

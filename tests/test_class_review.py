@@ -21,7 +21,7 @@ from collections import Counter
 
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from ports import free_loopback_port
 from review_server import Client, Server
 from scipy import stats
@@ -214,9 +214,7 @@ def test_apply_vetoes_the_dropped_class_and_the_next_candidate_takes_its_place(s
     name = load_index()[vetoed].name
     assert f"| `{vetoed}` {name} | 0 | 2 | 0 | Ann: drop; Bo: drop |" in section
     # the vetoes are a recorded setting: the rank stage run again from the run's config keeps them
-    from imagenot.pipeline.rank.stage import rank_command
-
-    result = invoke(rank_command, ["--run", str(work)])
+    result = invoke(cli_command("rank"), ["--run", str(work)])
     assert result.exit_code == 0, result.output
     assert {r["wnid"]: r["fate"] for r in _ranked(work)}[vetoed] == "vetoed"
 

@@ -17,20 +17,21 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from image_server import LoopbackImageServer
 from shared_runs import copy_run
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.build import build
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.config.schema import load_config
-from imagenot.pipeline.rank.stage import rank_command
+from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.review.class_results import CLASS_DB_FILE
 from imagenot.pipeline.review.command import review_command
 from imagenot.pipeline.review.store import Store
 from imagenot.pipeline.run.layout import read_vetoes
 from imagenot.wordnet.index import load_index
+
+rank_command = cli_command("rank")
 
 
 def _ranked(run_dir: Path) -> list[dict]:

@@ -13,14 +13,15 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.config.schema import Columns, Config, load_config
 from imagenot.pipeline.corpus.reader import DEFAULT_LAYOUT, CorpusError, Layout, read_shard
 from imagenot.pipeline.plan.command import plan_command
-from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.tag.stage import tag_command
+
+select_command = cli_command("select")
+tag_command = cli_command("tag")
 
 SIZES = {"HEIGHT": pa.int64(), "WIDTH": pa.int64()}
 DEFAULT_COLUMNS = Columns()  # LAION-5B's column names

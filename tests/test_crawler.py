@@ -18,9 +18,9 @@ import pytest
 from image_server import LoopbackImageServer, photo_jpeg, write_sample_stage
 
 from imagenot.pipeline.amend.blocklist import apply_blocklist
-from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling
+from imagenot.pipeline.config.schema import Config, Download, Sampling
 from imagenot.pipeline.download.drops import read_drops
-from imagenot.pipeline.download.stage import download_images
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 
 ROBOTS_A = """\
 User-agent: *
@@ -87,7 +87,7 @@ def crawled(tmp_path_factory):
         }
         row_ids = write_sample_stage(run_dir, classes)
         settings = SETTINGS.model_copy(update={"blocklists": [str(blocklist)]})
-        figures = download_images(str(run_dir), settings, SAMPLING, Runner())
+        figures = run_in_folder(declared("download"), Config(download=settings, sampling=SAMPLING), str(run_dir))
         logs = {name: s.log for name, s in hosts.items()}
         yield {
             "run_dir": run_dir,

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 from image_server import LoopbackImageServer, write_sample_stage
 
-from imagenot.pipeline.config.schema import Download, Runner, Sampling
+from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import drops, fetch
 from imagenot.pipeline.download.carry import CARRY_DIR
-from imagenot.pipeline.download.stage import download_images
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 from imagenot.pipeline.run.stage_dir import finish_stage, open_stage
 
 SAMPLING = Sampling(images_per_class=3, test_per_class=1)
@@ -48,7 +48,9 @@ def _sample(run_dir: Path, classes: dict, tag: str) -> None:
 
 
 def _download(run_dir: Path, settings: Download = SETTINGS) -> dict:
-    return download_images(str(run_dir), settings, SAMPLING, Runner())
+    return run_in_folder(
+        declared("download"), Config(download=settings, sampling=SAMPLING, runner=Runner()), str(run_dir)
+    )
 
 
 def _requested(server: LoopbackImageServer, before) -> list[str]:

@@ -13,14 +13,16 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from image_server import LoopbackImageServer, photo_jpeg, write_sample_stage
 from PIL import Image
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config.schema import Download, Runner, Sampling
-from imagenot.pipeline.download.stage import download_command, download_images
+from imagenot.pipeline.config.schema import Config, Download, Sampling
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 from imagenot.pipeline.sample.splits import assign_splits
+
+download_command = cli_command("download")
 
 SAMPLING = Sampling(images_per_class=4, test_per_class=1)
 SETTINGS = Download(
@@ -31,6 +33,11 @@ SETTINGS = Download(
     image_size=64,
     allowed_networks=["127.0.0.1/32"],
 )
+
+
+def _download(run_dir) -> dict:
+    """The download stage in its folder, as a command runs it; its figures."""
+    return run_in_folder(declared("download"), Config(download=SETTINGS, sampling=SAMPLING), str(run_dir))
 
 
 def _classes(u, local_file) -> dict[str, tuple[list[str], list[str]]]:
@@ -72,9 +79,9 @@ def downloaded(tmp_path_factory):
     local_file.write_bytes(photo_jpeg("camera"))  # a real photo: read, it would pass as an image
     with LoopbackImageServer(slow_seconds=3) as server:
         row_ids = write_sample_stage(run_dir, _classes(server.url, local_file))
-        figures = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
+        figures = _download(run_dir)
         hits = server.hits
-        rerun = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
+        rerun = _download(run_dir)
         rerun_hits = server.hits
         yield {
             "run_dir": run_dir,
@@ -199,7 +206,7 @@ def test_a_killed_run_resumes_fetching_only_what_is_missing(downloaded, tmp_path
     (run_dir / "download" / "DONE").unlink()
     server = downloaded["server"]
     before = server.hits
-    figures = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
+    figures = _download(run_dir)
     assert server.hits - before == Counter({"/error/c6": 1, "/photo/camera.jpg?id=a6": 1})
     assert figures["fetched_by_this_run"] == 2
     assert _dataset(run_dir) == _dataset(downloaded["run_dir"])
@@ -213,7 +220,7 @@ def test_a_round_parquet_that_does_not_read_is_fetched_again(downloaded, tmp_pat
     shard = run_dir / "download" / "rounds" / "0" / "00001.parquet"
     shard.write_bytes(shard.read_bytes()[:60])  # a second writer's leftover, say
     (run_dir / "download" / "DONE").unlink()
-    figures = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
+    figures = _download(run_dir)
     assert f"{shard.with_suffix('')}.parquet does not read" in caplog.text
     assert figures["fetched_by_this_run"] == SETTINGS.shard_rows
     assert _dataset(run_dir) == _dataset(downloaded["run_dir"])
@@ -225,7 +232,7 @@ def test_a_round_plan_that_does_not_read_is_planned_and_fetched_again(downloaded
     plan = run_dir / "download" / "rounds" / "1" / "fetch.parquet"
     plan.write_bytes(b"PAR1 not a parquet")
     (run_dir / "download" / "DONE").unlink()
-    figures = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
+    figures = _download(run_dir)
     assert f"{plan} does not read" in caplog.text
     assert figures["rounds"] == downloaded["figures"]["rounds"]
     assert _dataset(run_dir) == _dataset(downloaded["run_dir"])
@@ -240,9 +247,8 @@ def test_the_command_runs_only_when_enabled(downloaded):
 def test_a_busy_demo_port_is_a_clear_error(tmp_path):
     import socket
 
-    from imagenot.pipeline.config.schema import Config
     from imagenot.pipeline.download.stage import DECLARATION
-    from imagenot.pipeline.registry import run_stage
+    from imagenot.pipeline.frame.registry import run_stage
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

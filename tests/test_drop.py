@@ -33,6 +33,7 @@ from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.drops import read_drops
 from imagenot.pipeline.export import stage as export_stage
+from imagenot.pipeline.frame.registry import run_in_folder
 from imagenot.pipeline.report.facts import is_current_audit
 from imagenot.wordnet.index import load_index
 
@@ -106,9 +107,9 @@ def served(tmp_path_factory):
             run_dir, {w: ([url[n] for n in d], [url[n] for n in r]) for w, (d, r) in zip(wnids, CLASS_PHOTOS)}
         )
         row_of = {name.split("=")[1]: ids[u] for name, u in url.items()}
-        download_stage.run_download(config, str(run_dir))
+        run_in_folder(download_stage.DECLARATION, config, str(run_dir))
         embeddings.run_embed(config, str(run_dir))
-        export_stage.run_export(config, str(run_dir))  # each --drop below writes it again
+        run_in_folder(export_stage.DECLARATION, config, str(run_dir))  # each --drop below writes it again
         yield run_dir, config, server, row_of
 
 

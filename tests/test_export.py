@@ -30,6 +30,7 @@ from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.drops import add_drops
 from imagenot.pipeline.export import stage as export_stage
 from imagenot.pipeline.export.samples import sample_key
+from imagenot.pipeline.frame.registry import run_in_folder
 from imagenot.wordnet.index import load_index
 
 CLASS_PHOTOS = (
@@ -89,14 +90,14 @@ def downloaded(tmp_path_factory):
         ids = write_sample_stage(
             run_dir, {w: ([urls[n] for n in d], [urls[n] for n in r]) for w, (d, r) in zip(wnids, CLASS_PHOTOS)}
         )
-        download_stage.run_download(config, str(run_dir))
+        run_in_folder(download_stage.DECLARATION, config, str(run_dir))
         yield run_dir, config, {name.split("=")[1]: ids[u] for name, u in urls.items()}, wnids
 
 
 @pytest.fixture(scope="module")
 def exported(downloaded):
     run_dir, config, row_of, wnids = downloaded
-    figures = export_stage.run_export(config, str(run_dir))
+    figures = run_in_folder(export_stage.DECLARATION, config, str(run_dir))
     return run_dir, figures, row_of, wnids
 
 
@@ -130,7 +131,7 @@ def test_tars_are_reproducible_byte_for_byte(exported, tmp_path):
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
     shutil.rmtree(copy / "export")
-    export_stage.run_export(Config.model_validate(CONFIG), str(copy))
+    run_in_folder(export_stage.DECLARATION, Config.model_validate(CONFIG), str(copy))
     for path in sorted((run_dir / "dataset").iterdir()):
         assert (copy / "dataset" / path.name).read_bytes() == path.read_bytes(), path.name
     for member in _tar_members(run_dir / "dataset" / "train-00000.tar"):
@@ -180,8 +181,8 @@ def test_a_dropped_image_leaves_the_export_and_its_reserve_replacement_arrives(d
         str(run_dir / "download"),
         pa.table({"row_id": [row_of["a1"]], "reason": ["duplicate_within_class"], "duplicate_of": [row_of["a0"]]}),
     )
-    download_stage.run_download(config, str(run_dir))
-    figures = export_stage.run_export(config, str(run_dir))
+    run_in_folder(download_stage.DECLARATION, config, str(run_dir))
+    figures = run_in_folder(export_stage.DECLARATION, config, str(run_dir))
     keys = set(_samples(run_dir / "dataset", "train")) | set(_samples(run_dir / "dataset", "test"))
     assert sample_key(row_of["a1"]) not in keys and sample_key(row_of["a3"]) in keys
     assert keys == {sample_key(r["row_id"]) for r in _dataset_rows(run_dir)} and figures["images"] == 5
@@ -215,7 +216,7 @@ def test_the_sha256_comes_from_the_download_stages_parquet_not_the_tars_json(dow
     run_dir = tmp_path / "run"
     shutil.copytree(source, run_dir)
     _rewrite_source_tars(run_dir, lambda name: not name.endswith(".json"))  # the export reads no .json there
-    export_stage.run_export(config, str(run_dir))
+    run_in_folder(export_stage.DECLARATION, config, str(run_dir))
     hashes = {sample_key(r["row_id"]): r["sha256"] for r in _dataset_rows(run_dir)}
     exported = {}
     for split in ("train", "test"):
@@ -238,10 +239,10 @@ def test_a_dataset_row_without_its_sha256_is_named(downloaded, tmp_path):
     hashes[1] = None
     pq.write_table(table.set_column(table.column_names.index("sha256"), "sha256", pa.array(hashes, pa.string())), part)
     with pytest.raises(export_stage.ExportError, match=rf"{part.name}: row\(s\) \['{row_id}'\] have no sha256"):
-        export_stage.run_export(config, str(run_dir))
+        run_in_folder(export_stage.DECLARATION, config, str(run_dir))
     pq.write_table(table.drop_columns(["sha256"]), part)
     with pytest.raises(export_stage.ExportError, match=rf"{part.name}: no column\(s\) \['sha256'\]"):
-        export_stage.run_export(config, str(run_dir))
+        run_in_folder(export_stage.DECLARATION, config, str(run_dir))
 
 
 def _timm_split_info(root, split: str) -> tuple:
@@ -303,7 +304,7 @@ def test_hf_parquet_gives_images_and_class_labels_to_datasets_and_is_reproducibl
     for copy in ("one", "two"):
         run_dir = tmp_path / copy
         shutil.copytree(downloaded[0], run_dir)
-        figures = export_stage.run_export(config, str(run_dir))
+        figures = run_in_folder(export_stage.DECLARATION, config, str(run_dir))
         folders.append(run_dir / "dataset")
     hub = sorted(p.name for p in (folders[0] / "data").iterdir())
     assert hub == ["test-00000.parquet", "train-00000.parquet", "train-00001.parquet"]

@@ -13,14 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.plan.command import plan_command
-from imagenot.pipeline.tag.stage import tag_command
 
 IMAGENOT = str(Path(sys.executable).parent / "imagenot")
 NO_NSFW = {"selection": {"allowed_nsfw_tags": None}}  # the files below have URL and TEXT only
 RECORDS = [{"URL": f"http://a/{i}.jpg", "TEXT": f"a dog number {i} on a mat"} for i in range(30_000)]
+
+tag_command = cli_command("tag")
 
 
 def _config(tmp_path: Path, paths: list[Path], **sections) -> Path:

@@ -1,15 +1,15 @@
 """The layers hold: `imagenot.wordnet` at the bottom, `imagenot.filters` above it, then
 `imagenot.pipeline`. The lower layers are plain functions over plain data: no Beam, no command
-line, no plotting, no reaching up into a layer above. Within the pipeline, a stage imports only
-the stages before it (in the registry's order) and shared modules; shared modules import no
-stage; and no module imports itself round a circle. Read from the source's imports."""
+line, no plotting, no reaching up into a layer above. Within the pipeline, each folder stands on
+a floor (`FLOORS`) and imports only the floors below it, a stage only the stages before it (in the
+registry's order); and no module imports itself round a circle. Read from the source's imports."""
 
 import ast
 from pathlib import Path
 
 import pytest
 
-from imagenot.pipeline.stage_order import STAGE_NAMES
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
 FORBIDDEN = {
@@ -85,15 +85,19 @@ def test_optional_extras_are_imported_only_where_their_commands_live():
     assert not strays, "\n".join(strays)
 
 
-# Pipeline modules that sit above every stage: commands over several stages' outputs.
-ABOVE_STAGES = {
-    "imagenot.pipeline.amend",  # drop and backfill (reruns the download stage, rewrites the export), blocklists
-    "imagenot.pipeline.audit",  # the audits of a finished dataset
-    "imagenot.pipeline.commands.build",
-    "imagenot.pipeline.commands.why",
-    "imagenot.pipeline.plan",  # the sample through the tag and select stages' functions
-    "imagenot.pipeline.review",  # human review of a finished dataset
-}
+# The pipeline's folders floor by floor, from the bottom: what a folder is, docs/architecture.md.
+FLOORS = (
+    ("run",),  # the run folder: its layout, files, lock, stage folders, shards, summary
+    ("config",),  # the config's schema and what its names resolve to
+    ("dataset", "demo"),  # the exported dataset's formats; the demo's image server
+    ("frame",),  # what every stage stands on: the registry, the stage command, preflight, the runner
+    STAGE_NAMES,  # the stages, each above the stages before it
+    ("amend", "plan"),  # drop and backfill, blocklists; `imagenot plan`
+    ("audit",),  # audits of a finished dataset
+    ("review",),  # human review of a finished dataset
+    ("commands",),  # commands over the whole pipeline: build, why, stats
+    ("",),  # the pipeline's root: the command line
+)
 
 
 def _module_name(path: Path) -> str:
@@ -106,33 +110,35 @@ def _pipeline_modules() -> dict[str, Path]:
     return {_module_name(path): path for path in sorted((REPO / "pipeline").rglob("*.py"))}
 
 
-def _stage_of(module: str) -> str | None:
+def _folder_of(module: str) -> str | None:
+    """The pipeline folder a module lies in ("" for the pipeline's root); None outside the pipeline."""
     parts = module.split(".")
-    return parts[2] if len(parts) >= 3 and parts[:2] == ["imagenot", "pipeline"] and parts[2] in STAGE_NAMES else None
+    if parts[:2] != ["imagenot", "pipeline"]:
+        return None
+    return parts[2] if len(parts) > 2 and (REPO / "pipeline" / parts[2]).is_dir() else ""
 
 
-def test_each_stage_imports_only_the_stages_before_it():
+def _floor(folder: str) -> tuple[int, int]:
+    """(floor, place among the stages): a stage stands on the stages before it too."""
+    floor = next(i for i, folders in enumerate(FLOORS) if folder in folders)
+    return floor, STAGE_NAMES.index(folder) if folder in STAGE_NAMES else 0
+
+
+def test_every_pipeline_folder_has_a_floor():
+    folders = {path.name for path in (REPO / "pipeline").iterdir() if (path / "__init__.py").exists()}
+    folders |= {path.parent.name for path in (REPO / "pipeline").glob("*/*.py")}
+    assert folders - {f for floor in FLOORS for f in floor} == set()
+
+
+def test_each_folder_imports_only_the_floors_below_it():
+    """So no folder imports a folder above it, and no two folders import each other."""
     breaches = [
-        f"{path.relative_to(REPO)}:{line} ({stage}) imports {module}"
+        f"{path.relative_to(REPO)}:{line} ({own or 'root'}) imports {module}"
         for name, path in _pipeline_modules().items()
-        if (stage := _stage_of(name))
-        for line, module in _imports(path, with_names=True)
-        if (other := _stage_of(module)) and STAGE_NAMES.index(other) > STAGE_NAMES.index(stage)
-    ]
-    assert not breaches, "\n".join(breaches)
-
-
-# Shared modules' imports of a stage, each with its reason.
-ALLOWED: set[tuple[str, str]] = set()  # none: a stage's checks reach commands through its declaration
-
-
-def test_shared_modules_import_no_stage():
-    breaches = [
-        f"{path.relative_to(REPO)}:{line} imports {module}"
-        for name, path in _pipeline_modules().items()
-        if _stage_of(name) is None and not _within(name, ABOVE_STAGES)
-        for line, module in _imports(path, with_names=True)
-        if _stage_of(module) and not any(name == a and _within(module, {b}) for a, b in ALLOWED)
+        for line, module in _imports(path)
+        if (other := _folder_of(module)) is not None
+        and other != (own := _folder_of(name))
+        and _floor(other) >= _floor(own)
     ]
     assert not breaches, "\n".join(breaches)
 

@@ -3,11 +3,12 @@ cut the last synsets (asking more captions per synset than any has is an ordinar
 
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.commands.build import build_command
-from imagenot.pipeline.report.stage import report_command
 from imagenot.wordnet import hierarchy
+
+report_command = cli_command("report")
 
 NO_CLASSES = {
     "corpus": {"synth": {"rows": 1_000, "seed": 4, "shard_rows": 500}},

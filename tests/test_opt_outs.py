@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from image_server import LoopbackImageServer, write_sample_stage
 
-from imagenot.pipeline.config.schema import Download, Runner, Sampling
+from imagenot.pipeline.config.schema import Config, Download, Sampling
 from imagenot.pipeline.download.crawler import Crawler
 from imagenot.pipeline.download.opt_outs import (
     Malformed,
@@ -27,7 +27,7 @@ from imagenot.pipeline.download.opt_outs import (
     tdmrep_rules,
     usage_declined,
 )
-from imagenot.pipeline.download.stage import download_images
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 
 ROBOTS_A = """\
 User-agent: *
@@ -92,7 +92,7 @@ def crawled(tmp_path_factory):
             ),
         }
         write_sample_stage(run_dir, classes)
-        figures = download_images(str(run_dir), SETTINGS, SAMPLING, Runner())
+        figures = run_in_folder(declared("download"), Config(download=SETTINGS, sampling=SAMPLING), str(run_dir))
         yield {"run_dir": run_dir, "figures": figures, "logs": {n: s.log for n, s in servers.items()}, "urls": urls}
     finally:
         for server in servers.values():

@@ -5,13 +5,15 @@ import shutil
 
 import pytest
 import yaml
+from cli_runner import cli_command
 
 from imagenot.pipeline.audit.embeddings import embed_command
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.plan.command import plan_command
-from imagenot.pipeline.score.stage import score_command
-from imagenot.pipeline.tag.stage import tag_command
 from tests.cli_runner import invoke
+
+score_command = cli_command("score")
+tag_command = cli_command("tag")
 
 MISSING_MODEL = "/nonexistent/roberta-large"
 

@@ -1,4 +1,4 @@
-"""Each stage is declared once (pipeline/registry.py): the declarations are in build order, each
+"""Each stage is declared once (pipeline/frame/registry.py): the declarations are in build order, each
 reads an earlier stage, and what a stage records as its settings is what the registry (and so the
 report's config check and the stage commands) computes for the same config."""
 
@@ -8,10 +8,10 @@ import pytest
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.registry import declared, module_of, settings_differences, stage_config, stages
+from imagenot.pipeline.frame.registry import declared, module_of, settings_differences, stage_config, stages
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.report.stage import check_config
 from imagenot.pipeline.run.stage_dir import is_done
-from imagenot.pipeline.stage_order import STAGE_NAMES
 
 
 @pytest.mark.parametrize("download", [False, True])

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from shared_runs import copy_run
 from small_build import SMALL_BUILD
 
@@ -19,10 +19,12 @@ from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.audit.rankings import compare_rankings_command
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import load_config
-from imagenot.pipeline.registry import run_stage
+from imagenot.pipeline.frame.registry import run_stage
 from imagenot.pipeline.report.page import SECTIONS
-from imagenot.pipeline.report.stage import DECLARATION, report_command
+from imagenot.pipeline.report.stage import DECLARATION
 from imagenot.pipeline.run.layout import read_classes
+
+report_command = cli_command("report")
 
 EVIL = "<script>alert('x')</script>"
 PLOTS = 8  # funnel, Figure 2, candidate scores, Figure 3, depth, siblings, lexnames, image counts

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from shared_runs import copy_run
 from small_build import SMALL_BUILD
 from test_image_embeddings import TINY_VIT
@@ -23,10 +23,11 @@ from test_image_embeddings import TINY_VIT
 from imagenot.pipeline.audit.agreement import agreement_command
 from imagenot.pipeline.audit.duplicates import duplicates_command
 from imagenot.pipeline.audit.embeddings import embed_command
-from imagenot.pipeline.build import build
 from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.report.card import REPRODUCE_AUDITS
-from imagenot.pipeline.report.stage import report_command
+
+report_command = cli_command("report")
 
 
 def _run(command, run_dir: Path, *args: str) -> None:

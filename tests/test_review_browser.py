@@ -25,15 +25,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from ports import free_loopback_port
 from review_server import Server, review_browser
 from scipy import stats
 from shared_runs import copy_run
 
 from imagenot.pipeline.commands.why import why
-from imagenot.pipeline.report.stage import report_command
 from imagenot.pipeline.review.command import review_command
+
+report_command = cli_command("report")
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402

@@ -11,15 +11,16 @@ import time
 
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.amend.blocklist import apply_command
 from imagenot.pipeline.audit.label_noise import label_noise_command
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.run.layout import LOCK_FILE
 from imagenot.pipeline.run.lock import RunLockedError, process_start, run_lock
-from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.tag.stage import tag_command
+
+select_command = cli_command("select")
+tag_command = cli_command("tag")
 
 HOLD = (
     "import sys, time\nfrom imagenot.pipeline.run.lock import run_lock\n"

@@ -7,7 +7,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import EmbeddedPythonEnvironment
 
 from imagenot.pipeline.config.schema import ConfigError, Dataflow, Runner, load_config
-from imagenot.pipeline.run.runner import make_pipeline, pipeline_options, scoring_hints
+from imagenot.pipeline.frame.runner import make_pipeline, pipeline_options, scoring_hints
 
 DATAFLOW = Dataflow(
     project="my-project",

@@ -14,12 +14,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from shared_runs import copy_run
 
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.commands.why import why
-from imagenot.pipeline.select.stage import select_command
+
+select_command = cli_command("select")
 
 CAPTIONS = 6  # per synset, above selection.min_captions
 # caption text -> (synset, the step and reason that must remove it)

@@ -8,14 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.config.schema import Config, Ranking, Runner, Sampling, Scoring, Selection
-from imagenot.pipeline.rank.stage import run_rank
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 from imagenot.pipeline.report.card import _scoring_path
-from imagenot.pipeline.sample.stage import run_sample, sample_command
-from imagenot.pipeline.score.stage import run_score
-from imagenot.pipeline.select.stage import run_select
+
+sample_command = cli_command("sample")
 
 N, TEST = 8, 2
 
@@ -37,15 +36,15 @@ def ranked_run(tagged_corpus, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
     cache = tmp_path_factory.mktemp("embeddings")
     shutil.copytree(tagged_corpus.run / "tag", run_dir / "tag")
-    for run in (run_select, run_score, run_rank):
-        run(_config(cache), str(run_dir))
+    for stage in ("select", "score", "rank"):
+        run_in_folder(declared(stage), _config(cache), str(run_dir))
     return run_dir, tagged_corpus.corpus
 
 
 @pytest.fixture(scope="module")
 def sampled_run(ranked_run):
     run_dir, _ = ranked_run
-    return run_dir, run_sample(_config(), str(run_dir))
+    return run_dir, run_in_folder(declared("sample"), _config(), str(run_dir))
 
 
 def _copy_resharded(run_dir, dest):
@@ -161,9 +160,9 @@ def test_same_dataset_under_two_workers_and_another_sharding(sampled_run, tmp_pa
         first = tmp_path / "first"
         for stage in ("tag", "select", "score", "rank"):
             shutil.copytree(run_dir / stage, first / stage)
-        run_sample(_config(**settings), str(first))
+        run_in_folder(declared("sample"), _config(**settings), str(first))
     other = _copy_resharded(run_dir, tmp_path / "other")
-    run_sample(_config(workers=2, **settings), str(other))
+    run_in_folder(declared("sample"), _config(workers=2, **settings), str(other))
     assert _outputs(first) == _outputs(other)
     if strategy != "top":
         assert _outputs(first) != _outputs(run_dir)
@@ -178,7 +177,7 @@ def test_a_corpus_shard_changed_since_tagging_is_an_error(ranked_run, tmp_path):
     shards[0][1] += 1  # the size the tag stage saw
     (copy / "tag" / "shards.json").write_text(json.dumps(shards))
     with pytest.raises(Exception, match="changed since the tag stage"):
-        run_sample(_config(), str(copy))
+        run_in_folder(declared("sample"), _config(), str(copy))
 
 
 def test_command_records_the_stage_in_the_summary(ranked_run, tmp_path):
@@ -208,13 +207,13 @@ def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tm
         shutil.copytree(run_dir / stage, exact / stage)
         if stage != "rank":
             shutil.copytree(run_dir / stage, bounded / stage)
-    run_sample(_config(**PRIORITY_STRATEGIES[strategy]), str(exact))
+    run_in_folder(declared("sample"), _config(**PRIORITY_STRATEGIES[strategy]), str(exact))
     config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES[strategy])
     config = config.model_copy(
         update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 3})}
     )
-    _, tally = run_rank(config, str(bounded))
-    run_sample(config, str(bounded))
+    _, tally = run_in_folder(declared("rank"), config, str(bounded))
+    run_in_folder(declared("sample"), config, str(bounded))
 
     def lists(run):
         return {k: v for k, v in _outputs(run).items() if k != "class_sampling.tsv"}  # candidates differ: fewer scored
@@ -241,7 +240,7 @@ def test_a_capped_priority_path_says_how_many_classes_it_stopped(ranked_run, tmp
             )
         }
     )
-    run_rank(config, str(tmp_path))
+    run_in_folder(declared("rank"), config, str(tmp_path))
     first_phase = json.loads((tmp_path / "rank" / "figures.json").read_text())["first_phase"]
     assert [r["prefix"] for r in first_phase["rounds"]] == [2, 4]
     captions = {c["wnid"]: c["captions"] for c in json.loads((tmp_path / "rank" / "classes.json").read_text())}

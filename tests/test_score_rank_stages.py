@@ -10,9 +10,7 @@ import pytest
 from cli_runner import invoke
 
 from imagenot.pipeline.config.schema import Config, Ranking, Runner, Scoring, Selection
-from imagenot.pipeline.rank.stage import run_rank
-from imagenot.pipeline.score.stage import run_score
-from imagenot.pipeline.select.stage import run_select
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 
 FIRST_PASS = 8
 
@@ -30,15 +28,15 @@ def _config(cache, workers=1, threshold=0.3, classes=12):
 def selected_run(tagged_corpus, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
     shutil.copytree(tagged_corpus.run / "tag", run_dir / "tag")
-    run_select(_config(None), str(run_dir))
+    run_in_folder(declared("select"), _config(None), str(run_dir))
     return run_dir
 
 
 @pytest.fixture(scope="module")
 def ranked_run(selected_run, tmp_path_factory):
     cache = tmp_path_factory.mktemp("embeddings")
-    first = run_score(_config(cache), str(selected_run))
-    ranking, tally = run_rank(_config(cache), str(selected_run))
+    first = run_in_folder(declared("score"), _config(cache), str(selected_run))
+    ranking, tally = run_in_folder(declared("rank"), _config(cache), str(selected_run))
     return selected_run, cache, first, ranking, tally
 
 
@@ -94,8 +92,8 @@ def test_a_rerun_embeds_nothing_and_gives_the_same_files(ranked_run, tmp_path):
     copy = tmp_path / "run"
     for stage in ("tag", "select"):
         shutil.copytree(run_dir / stage, copy / stage)
-    again = run_score(_config(cache, workers=2), str(copy))
-    _, tally = run_rank(_config(cache, workers=2), str(copy))
+    again = run_in_folder(declared("score"), _config(cache, workers=2), str(copy))
+    _, tally = run_in_folder(declared("rank"), _config(cache, workers=2), str(copy))
     assert again["captions_embedded"] == 0 and tally["captions_embedded"] == 0
     for name in ("rank/class_list.tsv", "rank/ranking.tsv"):
         assert (copy / name).read_bytes() == (run_dir / name).read_bytes()
@@ -109,8 +107,8 @@ def test_changing_the_threshold_reruns_only_the_rank_stage(ranked_run, tmp_path)
     shutil.copytree(run_dir, copy)
     first_pass = copy / "score" / "first_pass"
     before = {p.name: p.stat().st_mtime_ns for p in first_pass.iterdir()}
-    run_score(_config(cache), str(copy))
-    ranking, _ = run_rank(_config(cache, threshold=0.99), str(copy))
+    run_in_folder(declared("score"), _config(cache), str(copy))
+    ranking, _ = run_in_folder(declared("rank"), _config(cache, threshold=0.99), str(copy))
     assert {p.name: p.stat().st_mtime_ns for p in first_pass.iterdir()} == before
     assert ranking.classes == ()
     assert pq.read_table(copy / "rank" / "scored").num_rows == 0
@@ -203,7 +201,7 @@ def two_phase_run(ranked_run, tmp_path_factory):
     copy = tmp_path_factory.mktemp("two-phase")
     for stage in ("tag", "select", "score"):
         shutil.copytree(run_dir / stage, copy / stage)
-    ranking, tally = run_rank(_two_phase(cache), str(copy))
+    ranking, tally = run_in_folder(declared("rank"), _two_phase(cache), str(copy))
     return copy, ranking, tally
 
 

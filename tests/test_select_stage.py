@@ -9,8 +9,7 @@ from cli_runner import invoke
 from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.schema import Config, Corpus, Runner, Selection
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.select.stage import run_select
-from imagenot.pipeline.tag.stage import run_tag
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +17,7 @@ def tagged_run(tmp_path_factory):
     corpus = tmp_path_factory.mktemp("corpus")
     synth_corpus(corpus, 8_000, 11, "http://127.0.0.1:9/img", 4_000)
     run_dir = tmp_path_factory.mktemp("run")
-    run_tag(Config(corpus=Corpus(paths=[str(corpus / "part-*.parquet")])), str(run_dir))
+    run_in_folder(declared("tag"), Config(corpus=Corpus(paths=[str(corpus / "part-*.parquet")])), str(run_dir))
     return run_dir
 
 
@@ -28,7 +27,7 @@ def _config(workers=1, **selection):
 
 @pytest.fixture(scope="module")
 def selected(tagged_run):
-    return run_select(_config(), str(tagged_run))
+    return run_in_folder(declared("select"), _config(), str(tagged_run))
 
 
 def test_selected_rows_carry_one_candidate_class(tagged_run, selected):
@@ -58,7 +57,7 @@ def test_two_workers_and_a_rerun_give_the_same_files(tagged_run, selected, tmp_p
 
     copy = tmp_path / "run"
     shutil.copytree(tagged_run / "tag", copy / "tag")
-    run_select(_config(workers=2), str(copy))
+    run_in_folder(declared("select"), _config(workers=2), str(copy))
     for name in ("funnel.tsv", "synset_fates.tsv"):
         assert (copy / "select" / name).read_bytes() == (tagged_run / "select" / name).read_bytes()
     for path in (tagged_run / "select" / "selected").iterdir():

@@ -7,14 +7,15 @@ import json
 
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.cli import main  # noqa: F401 (the commands are found through it)
-from imagenot.pipeline.rank.stage import rank_command
-from imagenot.pipeline.sample.stage import sample_command
-from imagenot.pipeline.score.stage import score_command
-from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.tag.stage import tag_command
+
+rank_command = cli_command("rank")
+sample_command = cli_command("sample")
+score_command = cli_command("score")
+select_command = cli_command("select")
+tag_command = cli_command("tag")
 
 
 def _fingerprint(run, stage: str) -> dict:

@@ -5,14 +5,16 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from imagenot.pipeline.config.schema import Columns
 from imagenot.pipeline.corpus.reader import DROP_REASONS, read_shard
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.tag.stage import tag_batch, tag_command
+from imagenot.pipeline.tag.stage import tag_batch
+
+tag_command = cli_command("tag")
 
 
 def _as_utf8_or_not(text: str) -> bytes:

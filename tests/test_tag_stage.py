@@ -3,14 +3,17 @@
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.config.schema import Config, Corpus, Runner
 from imagenot.pipeline.corpus.reader import CorpusError, read_shard
 from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 from imagenot.pipeline.run.layout import TAG_TALLY_FILE
 from imagenot.pipeline.run.summary import read_summary
-from imagenot.pipeline.tag.stage import run_tag, tag_batch, tag_command
+from imagenot.pipeline.tag.stage import tag_batch
+
+tag_command = cli_command("tag")
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +32,7 @@ def _config(corpus, workers=1):
 @pytest.fixture(scope="module")
 def tagged_run(corpus, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
-    return run_dir / "tag", run_tag(_config(corpus), str(run_dir))
+    return run_dir / "tag", run_in_folder(declared("tag"), _config(corpus), str(run_dir))
 
 
 def test_beam_stage_gives_the_plain_functions_tags(corpus, stage_matcher, tagged_run):
@@ -68,7 +71,7 @@ def test_function_words_are_not_matched(tagged_run, index):
 
 def test_two_workers_write_the_same_bytes(corpus, tagged_run, tmp_path):
     out, _ = tagged_run
-    run_tag(_config(corpus, workers=2), str(tmp_path))
+    run_in_folder(declared("tag"), _config(corpus, workers=2), str(tmp_path))
     for path in sorted((out / "tagged").iterdir()):
         assert (tmp_path / "tag" / "tagged" / path.name).read_bytes() == path.read_bytes()
     assert (tmp_path / "tag" / TAG_TALLY_FILE).read_bytes() == (out / TAG_TALLY_FILE).read_bytes()
@@ -76,12 +79,12 @@ def test_two_workers_write_the_same_bytes(corpus, tagged_run, tmp_path):
 
 def test_rerun_tags_only_unfinished_shards(corpus, tagged_run, tmp_path):
     out, _ = tagged_run
-    run_tag(_config(corpus), str(tmp_path))
+    run_in_folder(declared("tag"), _config(corpus), str(tmp_path))
     done = tmp_path / "tag" / "tagged" / "part-00000.parquet"
     (tmp_path / "tag" / "tallies" / "part-00001.json").unlink()  # as if killed before its tally
     (tmp_path / "tag" / "tagged" / "part-00001.parquet").unlink()
     before = done.stat().st_mtime_ns
-    run_tag(_config(corpus), str(tmp_path))
+    run_in_folder(declared("tag"), _config(corpus), str(tmp_path))
     assert done.stat().st_mtime_ns == before
     for path in sorted((out / "tagged").iterdir()):
         assert (tmp_path / "tag" / "tagged" / path.name).read_bytes() == path.read_bytes()
@@ -95,7 +98,7 @@ def test_bad_shard_stops_before_any_work(corpus, tmp_path):
     with pytest.raises(
         CorpusError, match=r"part-bad.parquet: column 'TEXT' \(caption\) has type int64, expected string"
     ):
-        run_tag(config, str(tmp_path / "out"))
+        run_in_folder(declared("tag"), config, str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
 
 
@@ -104,7 +107,7 @@ def test_shards_with_the_same_name_are_refused(corpus, tmp_path):
     (tmp_path / "copy" / "part-00000.parquet").write_bytes((corpus / "part-00000.parquet").read_bytes())
     config = Config(corpus=Corpus(paths=[str(corpus / "part-00000.parquet"), str(tmp_path / "copy" / "*.parquet")]))
     with pytest.raises(CorpusError, match="distinct file names"):
-        run_tag(config, str(tmp_path / "out"))
+        run_in_folder(declared("tag"), config, str(tmp_path / "out"))
 
 
 def test_command_writes_counts_and_summary(corpus, tmp_path):
@@ -129,7 +132,7 @@ def test_progress_counts_the_rows_validation_read_from_the_footers(corpus, tmp_p
     paths = [str(corpus / "part-00000.parquet"), str(corpus / "part-00002.parquet")]
     config = Config(corpus=Corpus(paths=paths, work_unit_rows=1_000))
     with caplog.at_level("INFO", logger=progress.__name__):
-        run_tag(config, str(tmp_path))
+        run_in_folder(declared("tag"), config, str(tmp_path))
     assert "tag: 3,500/3,500 rows (2/2 shards)" in caplog.text
 
 

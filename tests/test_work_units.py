@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from test_corpus_formats import write_as
 
 from imagenot.pipeline.commands.build import build_command
@@ -26,7 +26,8 @@ from imagenot.pipeline.corpus.units import (
     text_ranges,
 )
 from imagenot.pipeline.plan.command import plan_command
-from imagenot.pipeline.tag.stage import tag_command
+
+tag_command = cli_command("tag")
 
 COLUMNS = Columns(nsfw=None, similarity=None, punsafe=None, width=None, height=None, license=None, sample_id=None)
 

@@ -5,12 +5,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from click.testing import CliRunner
 
 from imagenot.pipeline.cli import main
-from imagenot.pipeline.select.stage import select_command
-from imagenot.pipeline.tag.stage import tag_command
+
+select_command = cli_command("select")
+tag_command = cli_command("tag")
 
 CAPTIONS = ["a photo of a dog on the grass", "my cat sleeping", "a red car parked", "the old church tower"]
 

@@ -20,12 +20,12 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.commands.build_summary import image_shortfall
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
+from imagenot.pipeline.download.shortfall import image_shortfall
 from imagenot.pipeline.export import stage as export_stage
-from imagenot.pipeline.registry import run_stage
+from imagenot.pipeline.frame.registry import run_stage
 from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.run.layout import DOWNLOAD, stage_path
 from imagenot.pipeline.run.stage_dir import is_done, made_from

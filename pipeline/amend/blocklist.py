@@ -26,13 +26,13 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.amend.backfill import drop_and_backfill, refresh_outputs, require_download
-from imagenot.pipeline.commands.lock_option import break_lock_option
-from imagenot.pipeline.commands.stage import run_config_option
 from imagenot.pipeline.config.schema import Config, load_run_config
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.blocklists import APPLIED_FILE, Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.tars import remove_samples
+from imagenot.pipeline.frame.lock_option import break_lock_option
+from imagenot.pipeline.frame.stage_command import run_config_option
 from imagenot.pipeline.run.files import read_table, stage_shards, write_json
 from imagenot.pipeline.run.layout import DATASET_DIR, DOWNLOAD, FIGURES_FILE, stage_path
 from imagenot.pipeline.run.lock import run_lock

@@ -32,9 +32,9 @@ from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_flagged, drop_option
 from imagenot.pipeline.audit.duplicates import load_reference
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
-from imagenot.pipeline.commands.stage import stage_command
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.frame.registry import Stage
+from imagenot.pipeline.frame.stage_command import stage_command
 from imagenot.pipeline.run.files import atomic_output, read_table, write_bytes
 from imagenot.pipeline.run.layout import (
     AGREEMENT_PLOT_FILE,

@@ -19,10 +19,10 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.pipeline.amend import backfill
 from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.config.schema import Config, ImageAudit
+from imagenot.pipeline.frame.registry import run_stage
 from imagenot.pipeline.run.files import write_json
 from imagenot.pipeline.run.layout import FIGURES_FILE
 from imagenot.pipeline.run.stage_dir import stage_figures
-from imagenot.pipeline.run.summary import run_and_record
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def drop_flagged(
         return choose(run_dir, config.image_audit)
 
     def embed_new_tars() -> None:
-        run_and_record(embeddings.STAGE, embeddings.run_embed, config, run_dir)
+        run_stage(embeddings.DECLARATION, config, run_dir)
 
     result = backfill.drop_and_backfill(config, run_dir, "--drop", flagged, after_backfill=embed_new_tars)
     if result.still_flagged:

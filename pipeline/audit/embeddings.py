@@ -36,10 +36,11 @@ from PIL import Image
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit.clip_model import ClipModel
-from imagenot.pipeline.commands.stage import stage_command
-from imagenot.pipeline.config.preflight import check_clip_model
 from imagenot.pipeline.config.schema import Config, ImageAudit, Runner
-from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.frame.preflight import check_clip_model
+from imagenot.pipeline.frame.registry import Stage
+from imagenot.pipeline.frame.runner import make_pipeline
+from imagenot.pipeline.frame.stage_command import stage_command
 from imagenot.pipeline.run.files import atomic_output, read_table, sha256_file, stage_shards
 from imagenot.pipeline.run.layout import (
     AUDIT_EMBEDDINGS,
@@ -50,7 +51,6 @@ from imagenot.pipeline.run.layout import (
     read_classes,
 )
 from imagenot.pipeline.run.progress import watch_shards
-from imagenot.pipeline.run.runner import make_pipeline
 from imagenot.pipeline.run.shards import ShardWorker, process_shards, read_batches, resumable_shard, shard_files
 from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.wordnet.index import load_index
@@ -279,13 +279,12 @@ def run_embed(config: Config, run_dir: str) -> dict:
     return embed_images(run_dir, config.image_audit, config.runner)
 
 
-embed_command = stage_command(
-    Stage(
-        STAGE,
-        DOWNLOAD,
-        None,
-        run_embed,
-        "Embed every downloaded image and caption with CLIP.",
-        preflight=(check_clip_model,),
-    )
+DECLARATION = Stage(
+    STAGE,
+    DOWNLOAD,
+    None,
+    run_embed,
+    "Embed every downloaded image and caption with CLIP.",
+    preflight=(check_clip_model,),
 )
+embed_command = stage_command(DECLARATION)

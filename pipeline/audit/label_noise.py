@@ -39,8 +39,8 @@ from cleanlab.filter import find_label_issues
 from cleanlab.rank import get_label_quality_scores
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.commands.lock_option import break_lock_option
 from imagenot.pipeline.config.schema import load_run_config
+from imagenot.pipeline.frame.lock_option import break_lock_option
 from imagenot.pipeline.run.files import atomic_output, read_table, write_json, write_text
 from imagenot.pipeline.run.layout import (
     AUDIT_LABEL_NOISE,

@@ -30,7 +30,13 @@ from scipy import stats
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.run.files import read_bytes, read_table, write_bytes, write_json, write_text
-from imagenot.pipeline.run.layout import MODEL_RANKINGS_FILE, MODEL_RANKINGS_PLOT_FILE
+from imagenot.pipeline.run.layout import (
+    MODEL_RANKINGS_FILE,
+    MODEL_RANKINGS_PLOT_FILE,
+    REVIEW,
+    REVIEW_IMAGES_FILE,
+    stage_path,
+)
 
 COLUMNS = ("model", "accuracy_a", "n_a", "accuracy_b", "n_b")
 MIN_MODELS = 3  # adjusted R^2 of a one-predictor fit needs n - 2 > 0
@@ -344,6 +350,14 @@ def write_report(result: dict, out_dir: str, name_a: str, name_b: str) -> list[s
     return paths
 
 
+def accepted_rows(run_dir: str) -> set[str]:
+    """The row ids human review kept (`review export` must have run)."""
+    path = stage_path(run_dir, REVIEW, REVIEW_IMAGES_FILE)
+    if not FileSystems.exists(path):
+        raise ImagenotError(f"{path} does not exist: run `imagenot review export` first")
+    return {r["row_id"] for r in read_table(path, ["row_id", "accepted"]).to_pylist() if r["accepted"]}
+
+
 @click.command("compare-rankings")
 @click.option(
     "--input",
@@ -382,8 +396,6 @@ def compare_rankings_command(
     if (reviewed_run is None) != (predictions_b is None):
         raise click.UsageError("--reviewed-run and --predictions-b go together")
     if reviewed_run is not None:
-        from imagenot.pipeline.review.results import accepted_rows
-
         models = reviewed_accuracies(models, predictions_b, accepted_rows(reviewed_run))
         name_b = f"{name_b} (reviewed images)"
     result = compare_rankings(models, base, resamples, seed)

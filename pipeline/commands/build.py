@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.commands.lock_option import break_lock_option
-from imagenot.pipeline.stage_order import STAGE_NAMES
+from imagenot.pipeline.frame.lock_option import break_lock_option
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 
 
 @click.command("build")
@@ -17,11 +17,12 @@ from imagenot.pipeline.stage_order import STAGE_NAMES
 def build_command(config_path: str, run_dir: str | None, from_stage: str | None, break_lock: bool) -> None:
     """Build a dataset from a config: every stage in order, skipping what is done; ends with what
     came out and where."""
-    from imagenot.pipeline.build import build
-    from imagenot.pipeline.commands.build_summary import class_shortfall, closing_summary, image_shortfall
-    from imagenot.pipeline.config.preflight import build_stages, preflight
+    from imagenot.pipeline.commands.build_summary import class_shortfall, closing_summary
     from imagenot.pipeline.config.schema import load_config
-    from imagenot.pipeline.registry import declared
+    from imagenot.pipeline.download.shortfall import image_shortfall
+    from imagenot.pipeline.frame.build import build
+    from imagenot.pipeline.frame.preflight import build_stages, preflight
+    from imagenot.pipeline.frame.registry import declared
     from imagenot.pipeline.run.lock import run_lock
     from imagenot.pipeline.run.paths import stem
 

@@ -6,10 +6,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.synth import synth_corpus
-from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS
-from imagenot.pipeline.run.paths import delete_folder
-from imagenot.pipeline.run.stage_dir import finish_stage, is_current, open_stage
 
 STAGE = CORPUS
 
@@ -22,16 +20,13 @@ def corpus_glob(run_dir: str) -> str:
     return FileSystems.join(run_dir, STAGE, CORPUS_PARTS)
 
 
-def run_corpus(config: Config, run_dir: str) -> None:
-    """Generate the configured synthetic corpus; a partial one (killed run) is made afresh,
+def run_corpus(config: Config, run_dir: str) -> dict:
+    """Generate the configured synthetic corpus; a partial one (killed run) is written again whole,
     which is cheap and gives the same bytes."""
-    if is_current(run_dir, STAGE, settings(config), None):
-        return
-    delete_folder(FileSystems.join(run_dir, STAGE))
-    stage_dir = open_stage(run_dir, STAGE, settings(config))
     synth = config.corpus.synth
+    stage_dir = FileSystems.join(run_dir, STAGE)
     result = synth_corpus(stage_dir, synth.rows, synth.seed, synth.url_base, synth.shard_rows, captions=synth.captions)
-    finish_stage(stage_dir, {"rows": result.rows, "shards": len(result.shards)})
+    return {"rows": result.rows, "shards": len(result.shards)}
 
 
 def synthetic(config: Config) -> bool:

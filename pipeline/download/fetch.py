@@ -41,8 +41,8 @@ from imagenot.pipeline.config.schema import Download, Runner
 from imagenot.pipeline.download.blocklists import Blocklist
 from imagenot.pipeline.download.crawler import process_crawler
 from imagenot.pipeline.download.hosts import shard_hosts
+from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.run.files import atomic_output, read_schema, read_table, write_bytes, write_json
-from imagenot.pipeline.run.runner import make_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class _FetchShard(beam.DoFn):
 
     def setup(self):
         # Here, not at the top: img2dataset loads webdataset, torch and albumentations (seconds), and
-        # checking a config (`pipeline.config.preflight`) imports this module without fetching.
+        # checking a config (`pipeline.frame.preflight`) imports this module without fetching.
         from img2dataset.downloader import Downloader
 
         from imagenot.pipeline.download.image_guard import GuardedResizer

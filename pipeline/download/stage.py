@@ -35,9 +35,6 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.commands.build_summary import image_shortfall
-from imagenot.pipeline.commands.stage import stage_command
-from imagenot.pipeline.config.preflight import files_exist
 from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling
 from imagenot.pipeline.download import carry, drops, fetch
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
@@ -46,10 +43,12 @@ from imagenot.pipeline.download.fetch import ROUNDS_DIR
 from imagenot.pipeline.download.hosts import busiest_hosts, host_of, malformed_signals
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
-from imagenot.pipeline.registry import Stage, download_enabled
+from imagenot.pipeline.download.shortfall import image_shortfall
+from imagenot.pipeline.frame.preflight import files_exist
+from imagenot.pipeline.frame.registry import Stage, download_enabled
 from imagenot.pipeline.run.files import atomic_output, read_table, stage_shards, write_tsv
 from imagenot.pipeline.run.layout import DATASET_DIR, DOWNLOAD, RESERVE_DIR, SAMPLE, SCORE_COLUMN, stage_path
-from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.run.stage_dir import stage_fingerprint
 from imagenot.pipeline.sample.splits import assign_splits
 
 log = logging.getLogger(__name__)
@@ -275,26 +274,36 @@ def _tar_bytes(stage_dir: str) -> int:
 
 
 def settings(config: Config) -> dict:
-    """The settings the stage records (`stage_settings`), for the build's and the report's checks."""
-    return stage_settings(config.download, load_blocklists(config.download.blocklists))
-
-
-def stage_settings(settings: Download, blocklist: Blocklist) -> dict:
     """What the stage records: the output settings, each blocklist named with its sha256 (a
-    changed list reruns the stage). `settings(config)` and the stage itself both call it."""
-    return {**settings.output_settings(), "blocklists": [(s["path"], s["sha256"]) for s in blocklist.sources]}
+    changed list reruns the stage)."""
+    blocklist = load_blocklists(config.download.blocklists)
+    return {**config.download.output_settings(), "blocklists": [(s["path"], s["sha256"]) for s in blocklist.sources]}
 
 
-def download_images(run_dir: str, settings: Download, sampling: Sampling, runner: Runner) -> dict:
-    """Fetch the sample stage's images into `<run_dir>/download/`; the stage's figures."""
-    upstream = stage_fingerprint(run_dir, UPSTREAM)
-    blocklist = load_blocklists(settings.blocklists)
-    recorded = stage_settings(settings, blocklist)
+def carry_over(config: Config, run_dir: str) -> dict:
+    """Before the stage's folder is opened (a new sample clears it): what an earlier download fetched
+    for the new sample's rows is carried over (`pipeline.download.carry`). The sample's candidates,
+    read once here, go on to the run."""
     table, classes = load_candidates(run_dir)
-    carry.retire(run_dir, recorded, upstream, table, settings.encode_format)  # before a new sample clears it
-    stage_dir = open_stage(run_dir, STAGE, recorded, upstream, drops.revision)
-    if drops.add_carried(stage_dir, carry.carried_drops(run_dir)):  # they change the revision
-        stage_dir = open_stage(run_dir, STAGE, recorded, upstream, drops.revision)
+    recorded = settings(config)
+    carry.retire(run_dir, recorded, stage_fingerprint(run_dir, UPSTREAM), table, config.download.encode_format)
+    return {"table": table, "classes": classes, "recorded": recorded}
+
+
+def download_images(
+    run_dir: str,
+    settings: Download,
+    sampling: Sampling,
+    runner: Runner,
+    table: pa.Table,
+    classes: list[ClassCandidates],
+    recorded: dict,
+) -> dict:
+    """Fetch the sample stage's images (`table`, `classes`: its candidates) into `<run_dir>/download/`,
+    taking the outcomes carried over under the settings it records (`recorded`); the stage's figures."""
+    blocklist = load_blocklists(settings.blocklists)
+    stage_dir = stage_path(run_dir, STAGE)
+    drops.add_carried(stage_dir, carry.carried_drops(run_dir))  # a new revision: recorded as the stage finishes
     drop_table = drops.read_drops(stage_dir)
     dropped = drops.reasons(drop_table)
     max_rounds = settings.max_rounds * (1 + drops.passes(drop_table))
@@ -354,19 +363,18 @@ def download_images(run_dir: str, settings: Download, sampling: Sampling, runner
         "blocklists": blocklist.sources,
         "blocklists_applied": read_applied(stage_dir),
     }
-    finish_stage(stage_dir, figures)
-    carry.clear(run_dir)
+    carry.clear(run_dir)  # what was carried over is in the stage's own files now
     return figures
 
 
 NOT_ENABLED = "download.enabled is false: the download stage fetches images from the web; enable it in the config"
 
 
-def run_download(config: Config, run_dir: str) -> dict:
+def run_download(config: Config, run_dir: str, table: pa.Table, classes: list[ClassCandidates], recorded: dict) -> dict:
     settings = config.download
     if not settings.enabled:
         raise ImagenotError(NOT_ENABLED)
-    return download_images(run_dir, settings, config.sampling, config.runner)
+    return download_images(run_dir, settings, config.sampling, config.runner, table, classes, recorded)
 
 
 DECLARATION = Stage(
@@ -380,5 +388,5 @@ DECLARATION = Stage(
     unwanted=NOT_ENABLED,
     preflight=(files_exist("download.blocklists"),),
     closing=(image_shortfall,),  # what `imagenot build` also says
+    prepare=carry_over,
 )
-download_command = stage_command(DECLARATION)

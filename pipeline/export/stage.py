@@ -28,13 +28,13 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.commands.stage import stage_command
 from imagenot.pipeline.config.schema import Config, Export
 from imagenot.pipeline.dataset.loaders import HUB_FOLDER, TIMM_INFO, hub_table, timm_info
 from imagenot.pipeline.dataset.usage import hf_readme
 from imagenot.pipeline.dataset.webdataset import read_samples, write_tar
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
-from imagenot.pipeline.registry import Stage, download_enabled
+from imagenot.pipeline.frame.registry import Stage, download_enabled
+from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.run.files import atomic_output, read_table, stage_shards, write_bytes, write_text
 from imagenot.pipeline.run.layout import (
     DOWNLOAD,
@@ -43,10 +43,9 @@ from imagenot.pipeline.run.layout import (
     dataset_shards,
     export_dir,
     read_classes,
+    stage_path,
 )
 from imagenot.pipeline.run.paths import delete_folder, name
-from imagenot.pipeline.run.runner import make_pipeline
-from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.wordnet.index import load_index
 
 STAGE = EXPORT
@@ -194,7 +193,7 @@ def _tar_bytes(folder: str) -> int:
 
 def export_dataset(run_dir: str, config: Config) -> dict:
     """Write `RUN/dataset/`; the stage's figures."""
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
+    stage_dir = stage_path(run_dir, STAGE)
     out = export_dir(run_dir)
     for folder in (out, FileSystems.join(stage_dir, SHARDS_DIR)):
         delete_folder(folder)
@@ -238,7 +237,6 @@ def export_dataset(run_dir: str, config: Config) -> dict:
         "formats": list(config.export.formats),
         "path": out,
     }
-    finish_stage(stage_dir, figures)
     return figures
 
 
@@ -260,4 +258,3 @@ DECLARATION = Stage(
     wanted=download_enabled,
     unwanted=NOT_ENABLED,
 )
-export_command = stage_command(DECLARATION)

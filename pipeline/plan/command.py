@@ -1,4 +1,4 @@
-"""The `imagenot plan` command: checks the config, corpus and run folder (`pipeline.config.preflight`), then
+"""The `imagenot plan` command: checks the config, corpus and run folder (`pipeline.frame.preflight`), then
 prints the plan, projected from a sample of the corpus (`projection.py`) or from the footers alone (`estimate.py`)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import click
 
-from imagenot.pipeline.config.preflight import build_stages, preflight
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.corpus.units import text_ranges
+from imagenot.pipeline.frame.preflight import build_stages, preflight
 from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_units, make_plan, render
 
 

@@ -3,7 +3,7 @@
 Reads only the corpus's parquet footers (row counts and schemas, many shards at once), so it
 takes seconds even for thousands of shards in a bucket. It refuses what it can tell will fail
 without reading rows: an invalid config (for example a threshold table without the scoring
-model: `load_config`), what `pipeline.config.preflight` refuses (a model that is not there, a missing
+model: `load_config`), what `pipeline.frame.preflight` refuses (a model that is not there, a missing
 file, a place it cannot write), no shard matched, a shard missing a mapped column or unreadable.
 
 The figures are projections from rates and shares measured by `benchmarks/bench_plan.py` (see

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config.schema import Config, Sampling
+from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.rank.sampling_order import (
     bin_rounds,
     reference_edges,
@@ -44,7 +45,6 @@ from imagenot.pipeline.rank.sampling_order import (
 from imagenot.pipeline.run.files import read_json, read_schema, read_table, write_json
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import SCORE_COLUMN, SENSE_COLUMNS
-from imagenot.pipeline.run.runner import make_pipeline
 from imagenot.pipeline.run.shards import ShardWorker, sum_tallies
 from imagenot.pipeline.score.stage import merge_smallest, smallest_keys
 

@@ -29,15 +29,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.commands.stage import stage_command
-from imagenot.pipeline.config.preflight import check_text_models
 from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.frame.preflight import check_text_models
+from imagenot.pipeline.frame.registry import Stage
+from imagenot.pipeline.frame.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
 from imagenot.pipeline.rank.pass_share import pass_shares, sense_pass_shares
 from imagenot.pipeline.rank.priority import priority_rounds
 from imagenot.pipeline.rank.ranking import Ranking, rank_synsets
 from imagenot.pipeline.rank.sampling_order import reference_edges
-from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.run.files import read_json, stage_shards, write_json, write_tsv
 from imagenot.pipeline.run.layout import (
     CLASS_LIST_FILE,
@@ -53,9 +53,7 @@ from imagenot.pipeline.run.layout import (
 )
 from imagenot.pipeline.run.paths import stem
 from imagenot.pipeline.run.progress import watch_shards
-from imagenot.pipeline.run.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.run.shards import process_shards
-from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.score import stage as score_stage
 from imagenot.pipeline.score.static_model import describe, load_static_encoder
 from imagenot.wordnet.index import NounIndex, load_index
@@ -165,8 +163,9 @@ def first_phase_cutoffs(config: Config, shards: list[str], classes: list[str], s
 
 
 def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
-    """Rank the scored candidates, write the class list, score the classes' captions."""
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
+    """Rank the scored candidates, write the class list, score the classes' captions; the ranking
+    and the stage's figures."""
+    stage_dir = stage_path(run_dir, STAGE)
     index = load_index()
     select_tally = read_json(stage_path(run_dir, SELECT, SELECT_TALLY_FILE))
     kept = select_tally.get("kept", {})
@@ -224,10 +223,11 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
         tally["exact_seconds"] = round(time.monotonic() - started, 3)
     # Every caption of the classes is scored by the encoder or left out by the first phase.
     tally["rows_beyond_first_phase"] = sum(kept.get(w, 0) for w in classes) - tally["rows_scored"]
-    finish_stage(
-        stage_dir, {"classes": len(classes), "synsets_dropped": ranking.reasons(), **tally, "first_phase": first_phase}
-    )
-    return ranking, tally
+    return ranking, {"classes": len(classes), "synsets_dropped": ranking.reasons(), **tally, "first_phase": first_phase}
+
+
+def figures(ranked: tuple[Ranking, dict]) -> dict:
+    return ranked[1]
 
 
 DECLARATION = Stage(
@@ -237,5 +237,5 @@ DECLARATION = Stage(
     run_rank,
     "Rank synsets by gloss similarity, write the class list, score the classes' captions.",
     preflight=(check_text_models,),
+    figures=figures,
 )
-rank_command = stage_command(DECLARATION)

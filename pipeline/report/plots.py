@@ -13,10 +13,10 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from imagenot.pipeline.commands.stats import SIBLING_BUCKETS, plot_shares
 from imagenot.pipeline.report.facts import RunFacts
 from imagenot.pipeline.report.funnel import FunnelRow, funnel_rows
 from imagenot.pipeline.report.similarity import EDGES, ClassSimilarities
+from imagenot.pipeline.report.structure_plots import structure_plots
 
 BOXES = 30  # classes shown as box plots (evenly spread over the ranking)
 SHORT = "tab:red"
@@ -237,6 +237,7 @@ def draw_all(facts: RunFacts) -> Plots:
             empty,
             failures_plot(failures) if failures else None,
         )
+    depth, siblings = structure_plots(facts.structure)
     return Plots(
         funnel=funnel_plot(funnel_rows(facts)),
         similarity_summary=similarity_summary_plot(facts.similarities),
@@ -244,8 +245,8 @@ def draw_all(facts: RunFacts) -> Plots:
         class_distributions=class_distributions_plot(
             facts.similarities, [c["name"] for c in facts.classes], [c["score"] for c in facts.classes]
         ),
-        depth=plot_shares(facts.structure, "depth_histogram", "depth in WordNet"),
-        siblings=plot_shares(facts.structure, "siblings_histogram", "siblings per class", SIBLING_BUCKETS),
+        depth=depth,
+        siblings=siblings,
         lexnames=lexname_plot(facts.structure),
         image_counts=image_counts_plot(facts.classes, facts.config.sampling.images_per_class),
         failures=failures_plot(failures) if failures else None,

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import json
 
-import click
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.commands.lock_option import break_lock_option
-from imagenot.pipeline.commands.stage import run_config_option
-from imagenot.pipeline.config.preflight import preflight, stages_from
-from imagenot.pipeline.config.schema import Config, load_run_config
-from imagenot.pipeline.registry import Stage, run_stage, settings_differences, stages
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.frame.registry import CommandForm, Stage, settings_differences, stages
 from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
 from imagenot.pipeline.report.gallery import class_gallery
@@ -27,8 +23,7 @@ from imagenot.pipeline.report.page import render_page
 from imagenot.pipeline.report.safety import write_removed
 from imagenot.pipeline.run.files import write_text
 from imagenot.pipeline.run.layout import CARD_FILE, PAGE_FILE, REPORT, dataset_stage, stage_path
-from imagenot.pipeline.run.lock import run_lock
-from imagenot.pipeline.run.stage_dir import finish_stage, is_done, open_stage, stage_fingerprint
+from imagenot.pipeline.run.stage_dir import is_done
 from imagenot.wordnet.index import load_index
 
 STAGE = REPORT
@@ -66,10 +61,8 @@ def check_config(config: Config, run_dir: str) -> None:
 
 
 def run_report(config: Config, run_dir: str) -> dict:
-    """Write `<run_dir>/report/card.md` and `report.html`; returns the stage's figures. Refuses a
-    config other than the one the run was built with (a check of the run, not preflight's)."""
-    check_config(config, run_dir)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, upstream(config)))
+    """Write `<run_dir>/report/card.md` and `report.html`; returns the stage's figures."""
+    stage_dir = stage_path(run_dir, STAGE)
     facts = gather(described_config(config), run_dir, load_index())
     write_text(FileSystems.join(stage_dir, CARD_FILE), render_card(facts))
     write_removed(facts.safety, stage_dir)
@@ -80,8 +73,12 @@ def run_report(config: Config, run_dir: str) -> dict:
     figures = {"classes": len(facts.classes), "images": facts.images, "audits": sorted(facts.audits)}
     if not facts.classes:
         figures["no_classes"] = describe(facts)
-    finish_stage(stage_dir, figures)
     return figures
+
+
+def said(figures: dict, run_dir: str) -> str:
+    """The line `imagenot report` ends with."""
+    return f"{STAGE}: {json.dumps(figures)} -> {stage_path(run_dir, STAGE, PAGE_FILE)}"
 
 
 DECLARATION = Stage(
@@ -90,16 +87,8 @@ DECLARATION = Stage(
     settings,
     run_report,
     "Write the dataset card and the HTML report of a finished run into RUN/report/.",
+    prepare=check_config,  # a config other than the one the run was built with is refused: a check of the run
+    command=CommandForm(
+        describes_run=True, run_help="run directory holding a finished sample/ (or download/) stage", result=said
+    ),
 )
-
-
-@click.command(STAGE, help=DECLARATION.doc)
-@click.option("--run", "run_dir", required=True, help="run directory holding a finished sample/ (or download/) stage")
-@run_config_option
-@break_lock_option
-def report_command(run_dir: str, config_path: str | None, break_lock: bool) -> None:
-    config = load_run_config(run_dir, config_path)
-    preflight(config, run_dir, stages_from(config, DECLARATION))
-    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
-        figures = run_stage(DECLARATION, config, run_dir)
-    click.echo(f"{STAGE}: {json.dumps(figures)} -> {stage_path(run_dir, STAGE, PAGE_FILE)}")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import click
 
-from imagenot.pipeline.commands.lock_option import break_lock_option
-from imagenot.pipeline.commands.stage import run_config_option
+from imagenot.pipeline.frame.lock_option import break_lock_option
+from imagenot.pipeline.frame.stage_command import run_config_option
 from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.review.class_results import (
     CLASS_DB_FILE,
@@ -150,8 +150,8 @@ def export_command(run_dir: str, config_path: str | None) -> None:
 @break_lock_option
 def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> None:
     """Veto the classes raters dropped (ranking.vetoed) and build the run again from rank on."""
-    from imagenot.pipeline.build import build
-    from imagenot.pipeline.config.preflight import build_stages, preflight
+    from imagenot.pipeline.frame.build import build
+    from imagenot.pipeline.frame.preflight import build_stages, preflight
     from imagenot.pipeline.review.class_plan import ranked_classes
     from imagenot.pipeline.run.lock import run_lock
     from imagenot.wordnet.index import load_index

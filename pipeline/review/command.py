@@ -16,11 +16,11 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.amend import backfill
-from imagenot.pipeline.commands.lock_option import break_lock_option
-from imagenot.pipeline.commands.stage import run_config_option
 from imagenot.pipeline.config.schema import Config, load_run_config
 from imagenot.pipeline.download import drops
-from imagenot.pipeline.registry import run_stage
+from imagenot.pipeline.frame.lock_option import break_lock_option
+from imagenot.pipeline.frame.registry import run_stage
+from imagenot.pipeline.frame.stage_command import run_config_option
 from imagenot.pipeline.report import stage as report_stage
 from imagenot.pipeline.review import plan as review_plan
 from imagenot.pipeline.review.class_command import classes_command

@@ -18,7 +18,6 @@ from apache_beam.io.filesystems import FileSystems
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Review
 from imagenot.pipeline.download.drops import REVIEW_REJECTED as REVIEW_REASON
 from imagenot.pipeline.download.drops import read_drops
@@ -179,13 +178,3 @@ def why_line(run_dir: str, wnid: str) -> str | None:
         for r in rows
     )
     return f"review: dropped {len(rows):,} images the raters rejected (review_rejected): {described}"
-
-
-def accepted_rows(run_dir: str) -> set[str]:
-    """The row ids human review kept (`review export` must have run)."""
-    images = read_images(run_dir)
-    if images is None:
-        raise ImagenotError(
-            f"{stage_path(run_dir, REVIEW, REVIEW_IMAGES_FILE)} does not exist: run `imagenot review export` first"
-        )
-    return {r["row_id"] for r in images.to_pylist() if r["accepted"]}

@@ -81,7 +81,6 @@ def open_stage(
     """The stage's folder, cleared first if it holds work made from other inputs or settings;
     `revision` is read from the folder once it is known to be kept."""
     stage_dir = FileSystems.join(run_dir, stage)
-    path = FileSystems.join(stage_dir, FINGERPRINT_FILE)
     recorded = _recorded(stage_dir)
     if recorded is not None and recorded["base"] == _fingerprint(stage, settings, upstream, None)["base"]:
         done = FileSystems.join(stage_dir, DONE_FILE)
@@ -92,10 +91,19 @@ def open_stage(
     elif folder_exists(stage_dir):
         log.info("%s: inputs or settings changed, starting the stage afresh", stage)
         delete_folder(stage_dir)
+    record_fingerprint(run_dir, stage, settings, upstream, revision)
+    return stage_dir
+
+
+def record_fingerprint(
+    run_dir: str, stage: str, settings: dict, upstream: Fingerprint | None, revision: Revision | None = None
+) -> None:
+    """Write the stage's fingerprint, its revision as its folder holds it now (unless unchanged)."""
+    stage_dir = FileSystems.join(run_dir, stage)
+    recorded = _recorded(stage_dir)
     fingerprint = _fingerprint(stage, settings, upstream, _revision(stage_dir, revision))
     if recorded is None or recorded["digest"] != fingerprint["digest"]:
-        write_json(path, fingerprint)
-    return stage_dir
+        write_json(FileSystems.join(stage_dir, FINGERPRINT_FILE), fingerprint)
 
 
 def finish_stage(stage_dir: str, figures: dict) -> None:

@@ -32,11 +32,11 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.commands.stage import stage_command
-from imagenot.pipeline.config.preflight import files_exist
 from imagenot.pipeline.config.schema import Config, Sampling
+from imagenot.pipeline.frame.preflight import files_exist
+from imagenot.pipeline.frame.registry import Stage
+from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.rank.sampling_order import reference_edges
-from imagenot.pipeline.registry import Stage
 from imagenot.pipeline.run.files import (
     atomic_output,
     read_json,
@@ -61,9 +61,7 @@ from imagenot.pipeline.run.layout import (
     stage_path,
 )
 from imagenot.pipeline.run.paths import delete_folder, name
-from imagenot.pipeline.run.runner import make_pipeline
 from imagenot.pipeline.run.shards import read_batches
-from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.sample.classes import ORDER_COLUMN, sample_class
 from imagenot.pipeline.sample.manifest import build_manifest, checked_corpus_entry
 from imagenot.pipeline.sample.splits import assign_splits
@@ -234,7 +232,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
     """Sample every class of `<run_dir>/rank/`; returns the tally."""
     sampling: Sampling = config.sampling
     edges = reference_edges(sampling)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
+    stage_dir = stage_path(run_dir, STAGE)
     rank_dir = stage_path(run_dir, RANK)
     classes = read_classes(run_dir)
     shards = stage_shards(rank_dir, SCORED_DIR)
@@ -279,7 +277,6 @@ def run_sample(config: Config, run_dir: str) -> dict:
     write_json(FileSystems.join(stage_dir, MANIFEST_FILE), manifest)
     delete_folder(ordered_dir)
     FileSystems.delete([path for path in (counts_path, checksums_path) if FileSystems.exists(path)])
-    finish_stage(stage_dir, summarize(result))
     return result
 
 
@@ -299,5 +296,5 @@ DECLARATION = Stage(
     run_sample,
     "Pick each class's images and reserve from its scored captions, split train/test, write the dataset.",
     preflight=(files_exist("sampling.reference_scores"),),
+    figures=summarize,
 )
-sample_command = stage_command(DECLARATION)

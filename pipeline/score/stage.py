@@ -26,10 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.commands.stage import stage_command
-from imagenot.pipeline.config.preflight import check_text_models
 from imagenot.pipeline.config.schema import Config, Runner, Scoring
-from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.frame.preflight import check_text_models
+from imagenot.pipeline.frame.registry import Stage
+from imagenot.pipeline.frame.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.run.files import read_json, read_schema, stage_shards, write_json
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
@@ -45,7 +45,6 @@ from imagenot.pipeline.run.layout import (
     stage_path,
 )
 from imagenot.pipeline.run.progress import watch_shards
-from imagenot.pipeline.run.runner import make_pipeline, scoring_hints
 from imagenot.pipeline.run.shards import (
     ShardWorker,
     process_shards,
@@ -54,7 +53,6 @@ from imagenot.pipeline.run.shards import (
     shard_files,
     write_batches,
 )
-from imagenot.pipeline.run.stage_dir import finish_stage, open_stage, stage_fingerprint
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import load_encoder
 from imagenot.pipeline.score.sense_contrast import SenseContrast
@@ -220,9 +218,9 @@ def settings(config: Config) -> dict:
 
 
 def run_score(config: Config, run_dir: str) -> dict:
-    """Both passes over `<run_dir>/select/`; returns the summed tally."""
+    """Both passes over `<run_dir>/select/`; returns the summed tally and the synsets scored."""
     select_dir = stage_path(run_dir, SELECT)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
+    stage_dir = stage_path(run_dir, STAGE)
     shards = stage_shards(select_dir, SELECTED_DIR)
     scoring = config.scoring
 
@@ -250,9 +248,7 @@ def run_score(config: Config, run_dir: str) -> dict:
             total_path,
             scoring_hints(config.runner),
         )
-    tally = read_json(total_path)
-    finish_stage(stage_dir, {**tally, "synsets": len(cutoffs)})
-    return tally
+    return {**read_json(total_path), "synsets": len(cutoffs)}
 
 
 def first_pass_similarities(run_dir: str) -> dict[str, np.ndarray]:
@@ -276,4 +272,3 @@ DECLARATION = Stage(
     "Score each candidate synset's first-pass captions against its gloss.",
     preflight=(check_text_models,),
 )
-score_command = stage_command(DECLARATION)

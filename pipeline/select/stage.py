@@ -33,11 +33,11 @@ from imagenot.filters.person_synsets import identity_synsets
 from imagenot.filters.select import SynsetSelection, select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
-from imagenot.pipeline.commands.stage import stage_command
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import Config, Selection
 from imagenot.pipeline.corpus.preflight import check_corpus_if_there
-from imagenot.pipeline.registry import Stage
+from imagenot.pipeline.frame.registry import Stage
+from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.run.files import read_json, read_schema, stage_shards
 from imagenot.pipeline.run.layout import (
     SELECT,
@@ -49,7 +49,6 @@ from imagenot.pipeline.run.layout import (
     stage_path,
 )
 from imagenot.pipeline.run.progress import watch_shards
-from imagenot.pipeline.run.runner import make_pipeline
 from imagenot.pipeline.run.shards import (
     ShardWorker,
     process_shards,
@@ -58,7 +57,7 @@ from imagenot.pipeline.run.shards import (
     shard_files,
     write_batches,
 )
-from imagenot.pipeline.run.stage_dir import digest, finish_stage, open_stage, stage_fingerprint
+from imagenot.pipeline.run.stage_dir import digest
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.select.funnel_files import RULE_DROPS, rule_drop_key, write_funnel
 from imagenot.wordnet.index import NounIndex, load_index
@@ -205,7 +204,7 @@ def settings(config: Config) -> dict:
 def run_select(config: Config, run_dir: str) -> Funnel:
     """Both passes over `<run_dir>/tag/`; writes `<run_dir>/select/` and returns the funnel."""
     tag_dir = stage_path(run_dir, TAG)
-    stage_dir = open_stage(run_dir, STAGE, settings(config), stage_fingerprint(run_dir, UPSTREAM))
+    stage_dir = stage_path(run_dir, STAGE)
     tagged_tally = read_json(FileSystems.join(tag_dir, TAG_TALLY_FILE))
     shards = stage_shards(tag_dir, TAGGED_DIR)
     selection_config = config.selection
@@ -241,13 +240,16 @@ def run_select(config: Config, run_dir: str) -> Funnel:
         total.get("single_synset", {}),
     )
     write_funnel(funnel, stage_dir)
+    return funnel
+
+
+def figures(funnel: Funnel) -> dict:
     # a list, not a mapping: summary.json sorts keys, and the funnel reads in step order
     steps = [
         {"step": step.step, "synsets_left": step.synsets_left, "captions_left": step.captions_left}
         for step in funnel.steps
     ]
-    finish_stage(stage_dir, {"funnel": steps, "candidates": len(funnel.classes)})
-    return funnel
+    return {"funnel": steps, "candidates": len(funnel.classes)}
 
 
 DECLARATION = Stage(
@@ -257,5 +259,5 @@ DECLARATION = Stage(
     run_select,
     "Filter synsets (offensive, identity, ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
     preflight=(check_corpus_if_there, check_tagged_columns),
+    figures=figures,
 )
-select_command = stage_command(DECLARATION)

@@ -17,13 +17,10 @@ import logging
 import time
 from collections import Counter
 
-import click
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.commands.lock_option import break_lock_option
-from imagenot.pipeline.config.preflight import preflight, stages_from
 from imagenot.pipeline.config.schema import Columns, Config
 from imagenot.pipeline.corpus.formats import Layout
 from imagenot.pipeline.corpus.preflight import check_corpus, check_distinct_stems
@@ -45,14 +42,12 @@ from imagenot.pipeline.corpus.units import (
     plan_units,
     text_ranges,
 )
-from imagenot.pipeline.registry import Stage, run_stage
-from imagenot.pipeline.run.config_file import record_run_config, settled_config
+from imagenot.pipeline.frame.registry import CommandForm, Stage
+from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.run.files import read_json, write_json, write_text
-from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR
-from imagenot.pipeline.run.lock import run_lock
+from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR, stage_path
 from imagenot.pipeline.run.paths import name
 from imagenot.pipeline.run.progress import watch_shards
-from imagenot.pipeline.run.runner import make_pipeline
 from imagenot.pipeline.run.shards import (
     ShardWorker,
     process_shards,
@@ -61,7 +56,6 @@ from imagenot.pipeline.run.shards import (
     sum_tallies,
     write_batches,
 )
-from imagenot.pipeline.run.stage_dir import finish_stage, open_stage
 from imagenot.pipeline.tag.matcher import LemmaMatcher, count_synsets
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.lemmas import normalize, surface_forms
@@ -188,22 +182,25 @@ def settings(config: Config) -> dict:
     }
 
 
-def run_tag(config: Config, run_dir: str) -> dict:
-    """Tag every corpus work unit on the configured runner into `<run_dir>/tag/`; returns the tally."""
+def plan_tagging(config: Config, run_dir: str) -> dict:
+    """The corpus's files and work units, every schema checked before any work starts (with the
+    footers and heads the units are cut from)."""
     shards = list_shards(config.corpus.paths)
     check_distinct_stems(shards)
-    # every schema is checked before any work starts (with the footers and heads the units are cut from)
     layout = layout_of(config.corpus)
-    bound = config.corpus.work_unit_rows
     check = functools.partial(validate_shard, columns=config.corpus.columns, layout=layout)
-    units = plan_units(file_shapes(shards, layout, check), bound)
-    stage_dir = open_stage(run_dir, STAGE, settings(config))
+    return {"shards": shards, "units": plan_units(file_shapes(shards, layout, check), config.corpus.work_unit_rows)}
+
+
+def run_tag(config: Config, run_dir: str, shards: list[str], units: list[WorkUnit]) -> dict:
+    """Tag every corpus work unit on the configured runner into `<run_dir>/tag/`; returns the tally."""
+    stage_dir = stage_path(run_dir, STAGE)
     write_json(
         FileSystems.join(stage_dir, CORPUS_SHARDS_FILE),
         [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))],
     )
     units = _numbered(config, stage_dir, units)
-    log.info("tag: %s", describe(units, bound))
+    log.info("tag: %s", describe(units, config.corpus.work_unit_rows))
     total_path = FileSystems.join(stage_dir, TAG_TALLY_FILE)
     keys = [unit.key for unit in units]
     known_rows = [unit.rows for unit in units] if all(unit.exact for unit in units) else None  # text: estimates
@@ -216,9 +213,13 @@ def run_tag(config: Config, run_dir: str) -> dict:
     tally = finish_tally(read_json(total_path), shards)
     write_json(total_path, tally)
     write_text(FileSystems.join(stage_dir, COUNTS_FILE), counts_table(tally["synset_captions"], load_index()))
-    figures = {key: value for key, value in tally.items() if key != "synset_captions"}
-    finish_stage(stage_dir, {**figures, "synsets_found": len(tally["synset_captions"])})
     return tally
+
+
+def figures(tally: dict) -> dict:
+    """The tally as summary.json holds it: the synsets counted, not listed."""
+    kept = {key: value for key, value in tally.items() if key != "synset_captions"}
+    return {**kept, "synsets_found": len(tally["synset_captions"])}
 
 
 def _numbered(config: Config, stage_dir: str, units: list[WorkUnit]) -> list[WorkUnit]:
@@ -241,28 +242,22 @@ def counts_table(synset_captions: dict[str, int], index: NounIndex) -> str:
     return "\n".join(lines) + "\n"
 
 
-DECLARATION = Stage(
-    STAGE, None, settings, run_tag, "Find every WordNet noun synset each caption mentions.", preflight=(check_corpus,)
-)
-
-
-@click.command(STAGE, help=DECLARATION.doc)
-@click.option(
-    "--input",
-    "inputs",
-    multiple=True,
-    help="corpus file paths, globs or URLs (repeatable); default: the config's corpus.paths",
-)
-@click.option("--out", required=True, help="run directory: writes its tag/ folder and summary.json")
-@click.option("--config", "config_path", help="YAML run configuration")
-@break_lock_option
-def tag_command(inputs: tuple[str, ...], out: str, config_path: str | None, break_lock: bool) -> None:
-    config, note = settled_config(out, config_path, DECLARATION, list(inputs) or None)
-    preflight(config, out, stages_from(config, DECLARATION))
-    with run_lock(out, config.runner.lock_stale_after_s, break_lock):
-        record_run_config(out, config, note)
-        figures = run_stage(DECLARATION, config, out)
-    click.echo(
+def said(figures: dict, run_dir: str) -> str:
+    """The line `imagenot tag` ends with."""
+    return (
         f"{figures['rows_read']} rows read, {sum(figures['dropped'].values())} dropped, "
-        f"{figures['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {out}/{STAGE}"
+        f"{figures['rows_tagged']} tagged with {figures['synsets_found']} synsets -> {run_dir}/{STAGE}"
     )
+
+
+DECLARATION = Stage(
+    STAGE,
+    None,
+    settings,
+    run_tag,
+    "Find every WordNet noun synset each caption mentions.",
+    preflight=(check_corpus,),
+    prepare=plan_tagging,
+    figures=figures,
+    command=CommandForm(starts_run=True, result=said),
+)

@@ -6,6 +6,10 @@ A stage module declares itself as `DECLARATION = Stage(...)`; the order is `stag
 and a stage's module is `imagenot.pipeline.<name>.stage`. Declarations are loaded on demand, so a
 command imports only the stages it needs, and no stage module imports a later one
 (tests/test_layering.py checks both from here).
+
+The registry owns a stage's life cycle, as an executor would: `run_stage` opens the stage's
+folder (cleared when its settings or upstream changed), runs the stage, finishes the folder with
+the figures the run gives, and records them in the run's summary.
 """
 
 from __future__ import annotations
@@ -13,16 +17,24 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.demo.serving import serving_demo_images
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.run.files import read_json
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, read_vetoes, stage_path
-from imagenot.pipeline.run.stage_dir import Revision
-from imagenot.pipeline.run.summary import run_and_record
-from imagenot.pipeline.stage_order import STAGE_NAMES
+from imagenot.pipeline.run.stage_dir import (
+    Revision,
+    finish_stage,
+    open_stage,
+    record_fingerprint,
+    stage_figures,
+    stage_fingerprint,
+)
+from imagenot.pipeline.run.summary import record_stage
 
 Check = Callable[[Config, str], None]  # (config, run dir): raises an ImagenotError naming what to fix
 
@@ -37,18 +49,33 @@ def download_enabled(config: Config) -> bool:
 
 
 @dataclass(frozen=True)
+class CommandForm:
+    """How a stage's command differs from `imagenot STAGE --run DIR [--config FILE] [--break-lock]`."""
+
+    starts_run: bool = False  # the first stage: `--out DIR` (made when missing), `--input` names the corpus
+    describes_run: bool = False  # the report: it takes the run's config as built, never rewrites it, and its
+    # run checks every stage against it
+    run_help: str = "run directory holding the stage's finished upstream stage"
+    result: Callable[[dict, str], str] | None = None  # (figures, run dir) -> its last line (None: the figures)
+
+
+@dataclass(frozen=True)
 class Stage:
     name: str
     upstream: str | Callable[[Config], str] | None  # the stage it reads, or a function of the config
     settings: Callable[[Config], dict] | None  # what it records in its fingerprint (None: an audit's own)
-    run: Callable[..., object]  # run(config, run_dir, **options)
+    run: Callable[..., object]  # run(config, run_dir, **prepared, **options): its figures, or `figures`' input
     doc: str  # its command's help
     options: tuple[Callable[[Callable], Callable], ...] = ()  # click options passed on to `run` by name
     wanted: Callable[[Config], bool] = _always  # whether `build` runs it for this config
     revision: Revision | None = None  # see pipeline.run.stage_dir
     unwanted: str | None = None  # why its command refuses a config that does not run it (None: it runs anyway)
-    preflight: tuple[Check, ...] = ()  # what `pipeline.config.preflight` checks before any command writes
+    preflight: tuple[Check, ...] = ()  # what `pipeline.frame.preflight` checks before any command writes
     closing: tuple[Callable[[Config, str], str | None], ...] = ()  # warnings its command ends with (None: none)
+    prepare: Callable[[Config, str], dict | None] | None = None  # checks before its folder is opened (nothing
+    # is written when they fail); what they work out (a dict) is passed on to `run` by name
+    figures: Callable[[object], dict] | None = None  # what `run` returned -> the figures (None: it returned them)
+    command: CommandForm = field(default_factory=CommandForm)
 
     def upstream_of(self, config: Config) -> str | None:
         return self.upstream(config) if callable(self.upstream) else self.upstream
@@ -92,11 +119,35 @@ def settings_differences(stage: Stage, config: Config, run_dir: str) -> list[str
     return sorted(k for k in recorded.keys() | expected.keys() if recorded.get(k) != expected.get(k))
 
 
+def run_in_folder(stage: Stage, config: Config, run_dir: str, **options: object) -> object:
+    """Run a build stage in its folder: opened (cleared first when its settings or upstream changed),
+    then finished with its figures once the run returns; what the run returned. `config` is the
+    stage's own (`stage_config`)."""
+    prepared = (stage.prepare(config, run_dir) if stage.prepare else None) or {}
+    upstream = stage.upstream_of(config)
+    fingerprint = stage_fingerprint(run_dir, upstream) if upstream else None
+    settings = stage.settings(config)
+    stage_dir = open_stage(run_dir, stage.name, settings, fingerprint, stage.revision)
+    result = stage.run(config, run_dir, **prepared, **options)
+    if stage.revision:  # the run may change it (download: the drops carried over from an earlier download)
+        record_fingerprint(run_dir, stage.name, settings, fingerprint, stage.revision)
+    finish_stage(stage_dir, stage.figures(result) if stage.figures else result)
+    return result
+
+
 def run_stage(stage: Stage, config: Config, run_dir: str, **options: object) -> dict:
-    """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.config.preflight`),
-    and record its figures in the run's summary. The demo config's images are served while the
-    download stage fetches them."""
+    """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.frame.preflight`)
+    and record its figures, with the time taken, as its part of the run's summary. An audit (no
+    settings of its own to declare) opens and finishes its own folder: its `--drop` goes on after.
+    The demo config's images are served while the download stage fetches them."""
     config = stage_config(config, run_dir, stage.name)
     serving = serving_demo_images(config.download) if stage.name == DOWNLOAD else contextlib.nullcontext()
+    started = time.monotonic()
     with serving:
-        return run_and_record(stage.name, lambda c, r: stage.run(c, r, **options), config, run_dir)
+        if stage.settings is None:
+            stage.run(config, run_dir, **options)
+        else:
+            run_in_folder(stage, config, run_dir, **options)
+    figures = {**stage_figures(run_dir, stage.name), "seconds": round(time.monotonic() - started, 1)}
+    record_stage(run_dir, stage.name, figures)
+    return figures

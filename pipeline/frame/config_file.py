@@ -13,11 +13,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.registry import Stage, settings_differences, stages
+from imagenot.pipeline.frame.registry import Stage, settings_differences, stages
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.run.files import write_text
 from imagenot.pipeline.run.layout import RUN_CONFIG
 from imagenot.pipeline.run.stage_dir import is_done
-from imagenot.pipeline.stage_order import STAGE_NAMES
 
 
 def write_run_config(run_dir: str, config: Config) -> None:

@@ -22,9 +22,9 @@ from apache_beam.io.filesystems import CompressionTypes, FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.model_files import clip_model_problem, static_model_problem, text_model_problem
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.registry import Check, Stage, stages
+from imagenot.pipeline.frame.registry import Check, Stage, stages
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.run.paths import delete_folder, folder_exists
-from imagenot.pipeline.stage_order import STAGE_NAMES
 
 log = logging.getLogger(__name__)
 

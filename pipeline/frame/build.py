@@ -12,13 +12,13 @@ import logging
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.registry import run_stage, stage_config, stages
-from imagenot.pipeline.run.config_file import write_run_config
+from imagenot.pipeline.frame.config_file import write_run_config
+from imagenot.pipeline.frame.registry import run_stage, stage_config, stages
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.run.layout import DOWNLOAD, RANK, SAMPLE, SCORE
 from imagenot.pipeline.run.paths import delete_folder
 from imagenot.pipeline.run.stage_dir import is_current, stage_fingerprint
 from imagenot.pipeline.run.summary import read_summary, record_stage
-from imagenot.pipeline.stage_order import STAGE_NAMES
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,73 @@
+"""The command that runs one declared stage over a run directory, `imagenot <stage> --run DIR`,
+built from the stage's declaration (the command line builds each stage's this way); and the
+options it shares with the other commands that write a run."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.config.schema import load_run_config
+from imagenot.pipeline.frame.config_file import record_run_config, settled_config
+from imagenot.pipeline.frame.lock_option import break_lock_option
+from imagenot.pipeline.frame.preflight import preflight, stages_from
+from imagenot.pipeline.frame.registry import Stage, run_stage
+from imagenot.pipeline.run.layout import RUN_CONFIG
+from imagenot.pipeline.run.lock import run_lock
+from imagenot.pipeline.run.stage_dir import is_done
+
+run_config_option = click.option(
+    "--config",
+    "config_path",
+    help=f"YAML run configuration (local or gs://) [default: RUN/{RUN_CONFIG}, written by the run's first command]",
+)
+# The first stage's: the run starts here, so there is no run's config to fall back on.
+first_config_option = click.option("--config", "config_path", help="YAML run configuration")
+input_option = click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    help="corpus file paths, globs or URLs (repeatable); default: the config's corpus.paths",
+)
+
+
+def _run_options(stage: Stage) -> tuple:
+    """The run folder's options, in the order `--help` lists them."""
+    if stage.command.starts_run:
+        out_help = f"run directory: writes its {stage.name}/ folder and summary.json"
+        return input_option, click.option("--out", "run_dir", required=True, help=out_help), first_config_option
+    return click.option("--run", "run_dir", required=True, help=stage.command.run_help), run_config_option
+
+
+def stage_command(stage: Stage) -> click.Command:
+    """A click command that runs `stage` over its run directory after its upstream finished there and
+    records the stage's figures (plus the time taken) as its part of summary.json. The stage's
+    `options` (click option decorators) are passed on to its run function by name."""
+    form = stage.command
+
+    def command(run_dir: str, config_path: str | None, break_lock: bool, inputs: tuple = (), **values: object):
+        if form.describes_run:
+            config, note = load_run_config(run_dir, config_path), None
+        else:
+            if stage.unwanted and not stage.wanted(load_run_config(run_dir, config_path)):
+                raise ImagenotError(stage.unwanted)  # the first thing to say, before what the run's stages recorded
+            config, note = settled_config(run_dir, config_path, stage, list(inputs) or None)
+        preflight(config, run_dir, stages_from(config, stage))  # before the lock: nothing left if refused
+        with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=form.starts_run):
+            upstream = None if form.describes_run else stage.upstream_of(config)
+            if upstream and not is_done(run_dir, upstream):
+                raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
+            record_run_config(run_dir, config, note)
+            figures = run_stage(stage, config, run_dir, **values)
+        click.echo(form.result(figures, run_dir) if form.result else f"{stage.name}: {json.dumps(figures, indent=2)}")
+        for warning in filter(None, (closing(config, run_dir) for closing in stage.closing)):
+            click.echo(f"Warning: {warning}", err=True)
+
+    for option in reversed((*_run_options(stage), break_lock_option)):
+        command = option(command)
+    command = click.command(stage.name, help=stage.doc)(command)
+    for option in stage.options:
+        command = option(command)
+    return command
