@@ -105,6 +105,23 @@ def test_a_changed_late_setting_reruns_only_the_stages_after_it(config_file, uni
     assert _files(copy) == _files(run_dir)
 
 
+def test_a_changed_sense_margin_reruns_only_the_stages_that_read_its_value(config_file, uninterrupted, tmp_path):
+    """The score stage records only whether sense contrast is on; the rank stage's pass shares and
+    the sample's lists are cut at the margin."""
+    run_dir, _ = uninterrupted
+    copy = copy_run(run_dir, tmp_path / "run")
+    config = load_config(config_file)
+    assert config.scoring.sense_margin == 0.0 and config.scoring.first_phase == "off"
+    changed = config.model_copy(update={"scoring": config.scoring.model_copy(update={"sense_margin": 0.02})})
+    assert build(changed, str(copy)) == ["rank", "sample", "report"]
+    before, after = _files(run_dir), _files(copy)
+    assert {name for name in before if before[name] != after[name]} <= {
+        name for name in before if name.startswith(("rank/", "sample/"))
+    }
+    assert build(config, str(copy)) == ["rank", "sample", "report"]
+    assert _files(copy) == _files(run_dir)
+
+
 def test_build_command_names_a_bad_config(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("ranking:\n  classes: 0\n")

@@ -141,6 +141,7 @@ def settings(config: Config) -> dict:
         **config.ranking.model_dump(exclude={"thresholds", "min_captions"}),
         "threshold": config.threshold,
         "min_captions": config.min_class_captions,
+        "sense_margin": scoring.sense_margin,  # the pass share's sense decision (and the priority path's lists)
         **first_phase,
     }
 

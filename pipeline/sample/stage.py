@@ -223,9 +223,14 @@ def write_dataset(
 
 
 def settings(config: Config) -> dict:
-    """The sampling settings with the reference distribution resolved (a changed reference run re-samples)."""
+    """The sampling settings with the reference distribution resolved (a changed reference run
+    re-samples), and the sense margin its lists are cut at."""
     edges = reference_edges(config.sampling)
-    return {**config.sampling.model_dump(), "reference_edges": None if edges is None else edges.tolist()}
+    return {
+        **config.sampling.model_dump(),
+        "reference_edges": None if edges is None else edges.tolist(),
+        "sense_margin": config.scoring.sense_margin,
+    }
 
 
 def run_sample(config: Config, run_dir: str) -> dict:

@@ -212,9 +212,12 @@ class _ScoreFirstPass(beam.DoFn):
 
 def settings(config: Config) -> dict:
     # The first phase belongs to the rank stage; the cache and batch size change no result, nor
-    # the settings of the sense method not chosen.
-    unused = {"context": SENTENCE_SETTINGS, "sentence": CONTEXT_SETTINGS}.get(config.scoring.sense_method, ())
-    return config.scoring.model_dump(exclude={"cache_dir", "batch_size", *FIRST_PHASE_SETTINGS, *unused})
+    # the settings of the sense method not chosen. The sense margin's value is rank's and sample's:
+    # here only whether there is one.
+    scoring = config.scoring
+    unused = {"context": SENTENCE_SETTINGS, "sentence": CONTEXT_SETTINGS}.get(scoring.sense_method, ())
+    own = scoring.model_dump(exclude={"cache_dir", "batch_size", "sense_margin", *FIRST_PHASE_SETTINGS, *unused})
+    return {**own, "sense_contrast": scoring.sense_margin is not None}
 
 
 def run_score(config: Config, run_dir: str) -> dict:
