@@ -37,10 +37,8 @@ from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.rank.sampling_order import (
     bin_rounds,
     reference_edges,
-    sense_kept,
-    settle_duplicates,
+    sample_order,
     similarity_bins,
-    strategy_order,
 )
 from imagenot.pipeline.run.files import read_json, read_schema, read_table, write_json
 from imagenot.pipeline.run.keyed_hash import sample_keys
@@ -59,17 +57,12 @@ def list_settled(
     sense wins (`sense_kept`) are out first, as the sample takes them out: whether a caption is
     out depends on its own scores only, so the notes hold for the captions left."""
     need = sampling.images_per_class + sampling.reserve
-    rows, _ = sense_kept(rows, sense_margin)
-    rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
-    similarity = rows.column(SCORE_COLUMN).to_numpy()
-    priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
-    ranked = strategy_order(similarity, priority, sampling, edges)
-    new_url, new_caption = settle_duplicates(rows, ranked)
-    survivors = ranked[new_url][new_caption]
+    taken = sample_order(rows, sampling, edges, sense_margin)
+    survivors = taken.survivors
     if sampling.strategy == "threshold":
         return len(survivors) >= need
-    bins, n_bins = similarity_bins(similarity, edges), len(edges) - 1
-    rounds = bin_rounds(bins, priority)
+    bins, n_bins = similarity_bins(taken.similarity, edges), len(edges) - 1
+    rounds = bin_rounds(bins, taken.priority)
     final_rounds = np.bincount(bins, minlength=n_bins).min()
     final = survivors[rounds[survivors] < final_rounds]
     return int(np.bincount(bins[final], minlength=n_bins).min()) * n_bins >= need

@@ -13,6 +13,7 @@ sorts are stable, so rows tied on every key stay in row-id order.
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import caption_decision
 from imagenot.pipeline.config.schema import Sampling
+from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import MARGIN_COLUMN, OTHER_SENSE_COLUMN, SCORE_COLUMN, SENSE_COLUMNS
 
 REFERENCE_BINS = 10  # deciles of another run's scores
@@ -136,3 +138,34 @@ def sense_kept(rows: pa.Table, sense_margin: float | None) -> tuple[pa.Table, di
     lost = rows.column(OTHER_SENSE_COLUMN).to_numpy(zero_copy_only=False)[~passes]
     kept = rows.filter(pa.array(passes)).drop_columns(list(SENSE_COLUMNS))
     return kept, dict(sorted(Counter(lost.tolist()).items()))
+
+
+class SampleOrder(NamedTuple):
+    """One class's candidates in the sample's order (`sample_order`)."""
+
+    rows: pa.Table  # the candidates no other sense wins, by row id, without the sense columns
+    lost_to: dict[str, int]  # the others, by the sense that won them
+    similarity: np.ndarray  # of `rows`
+    priority: np.ndarray  # of `rows`: their sample keys
+    ranked: np.ndarray  # positions in `rows` the strategy takes, in its order (none under its threshold)
+    survivors: np.ndarray  # of `ranked`, those whose url and caption no earlier one has, in its order
+    duplicate_urls: int
+    duplicate_captions: int
+
+
+def sample_order(
+    rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, sense_margin: float | None
+) -> SampleOrder:
+    """One class's scored candidates (any order) as the sample takes them: those another sense of
+    their word wins out first (`sense_kept`), the rest ranked by the strategy and walked for exact
+    duplicates. The sample stage cuts the class's list from it; the rank stage's priority path
+    predicts that list from it."""
+    rows, lost_to = sense_kept(rows, sense_margin)
+    rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
+    similarity = rows.column(SCORE_COLUMN).to_numpy()
+    priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
+    ranked = strategy_order(similarity, priority, sampling, edges)
+    new_url, new_caption = settle_duplicates(rows, ranked)
+    survivors = ranked[new_url][new_caption]
+    duplicates = int((~new_url).sum()), int((~new_caption).sum())
+    return SampleOrder(rows, lost_to, similarity, priority, ranked, survivors, *duplicates)

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from imagenot.pipeline.config.schema import Sampling
-from imagenot.pipeline.rank.sampling_order import sense_kept, settle_duplicates, similarity_bins, strategy_order
-from imagenot.pipeline.run.keyed_hash import sample_keys
+from imagenot.pipeline.rank.sampling_order import sample_order, similarity_bins, strategy_order
 from imagenot.pipeline.run.layout import SCORE_COLUMN
 
 ORDER_COLUMN = "order"
@@ -32,14 +30,9 @@ def sample_class(
     if rows.column(SCORE_COLUMN).null_count:
         raise ValueError(f"{SCORE_COLUMN} is null in {rows.column(SCORE_COLUMN).null_count} scored rows")
     candidates = rows.num_rows
-    rows, lost_to = sense_kept(rows, sense_margin)
-    rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
-    similarity = rows.column(SCORE_COLUMN).to_numpy()
-    priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
-
-    ranked = strategy_order(similarity, priority, sampling, edges)
-    new_url, new_caption = settle_duplicates(rows, ranked)
-    survivors = np.sort(ranked[new_url][new_caption])
+    taken = sample_order(rows, sampling, edges, sense_margin)
+    rows, similarity, priority = taken.rows, taken.similarity, taken.priority
+    survivors = np.sort(taken.survivors)
 
     ordered = survivors[strategy_order(similarity[survivors], priority[survivors], sampling, edges)]
     listed = ordered[: sampling.images_per_class + sampling.reserve]
@@ -47,10 +40,10 @@ def sample_class(
     counts = {
         "candidates": candidates,
         "other_sense": candidates - rows.num_rows,
-        "other_sense_to": lost_to,
-        "below_threshold": rows.num_rows - len(ranked),
-        "duplicate_url": int((~new_url).sum()),
-        "duplicate_caption": int((~new_caption).sum()),
+        "other_sense_to": taken.lost_to,
+        "below_threshold": rows.num_rows - len(taken.ranked),
+        "duplicate_url": taken.duplicate_urls,
+        "duplicate_caption": taken.duplicate_captions,
         "listed": len(listed),
         "not_listed": len(ordered) - len(listed),
     }
