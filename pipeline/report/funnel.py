@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from imagenot.pipeline.report.choices import show
 from imagenot.pipeline.report.facts import RunFacts
+from imagenot.pipeline.run.layout import SAMPLE_COUNTS
 
 
 class FunnelRow(NamedTuple):
@@ -98,16 +99,7 @@ def funnel_rows(facts: RunFacts) -> list[FunnelRow]:
         )
     )
     sample, n = facts.sample, facts.config.sampling.images_per_class
-    # candidates = images + reserve + the rest, by reason (pipeline.sample.stage.COUNT_KEYS)
-    reasons = (
-        "other_sense",
-        "below_threshold",
-        "duplicate_url",
-        "duplicate_caption",
-        "url_in_other_class",
-        "not_listed",
-        "reserve",
-    )
+    reasons = (*SAMPLE_COUNTS[1:], "reserve")  # candidates = images + reserve + the rest, by reason
     empty = sum(1 for short in sample["shortfall_by_class"].values() if short == n)
     rows.append(
         FunnelRow(

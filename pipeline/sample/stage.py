@@ -53,6 +53,7 @@ from imagenot.pipeline.run.layout import (
     RANK,
     RESERVE_DIR,
     SAMPLE,
+    SAMPLE_COUNTS,
     SCORE_COLUMN,
     SCORED_DIR,
     SENSE_COLUMNS,
@@ -73,19 +74,8 @@ ORDERED_DIR = "ordered"
 COUNTS_FILE, CHECKSUMS_FILE = "class_counts.json", "corpus_checksums.json"
 TALLY_FILE = "sample_tally.json"
 SOURCE_COLUMNS = ("width", "height", "similarity", "license", "sample_id")  # kept where present
-# candidates = other_sense + below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images
-# + reserve + not_listed
-COUNT_KEYS = (
-    "candidates",
-    "other_sense",
-    "below_threshold",
-    "duplicate_url",
-    "duplicate_caption",
-    "url_in_other_class",
-    "not_listed",
-)
 CLASS_FILE = "class_sampling.tsv"
-CLASS_COLUMNS = ("class_index", "wnid", "name", *COUNT_KEYS, "images", "reserve", "shortfall")
+CLASS_COLUMNS = ("class_index", "wnid", "name", *SAMPLE_COUNTS, "images", "reserve", "shortfall")
 
 
 def class_parts(shard: str, columns: list[str]):
@@ -179,7 +169,7 @@ def tally(rows: list[dict], counts: dict) -> dict:
         }
         for row in rows
     }
-    totals = {key: sum(row[key] for row in rows) for key in (*COUNT_KEYS, "images", "reserve", "shortfall")}
+    totals = {key: sum(row[key] for row in rows) for key in (*SAMPLE_COUNTS, "images", "reserve", "shortfall")}
     return {
         "classes": len(rows),
         "classes_short": sum(row["shortfall"] > 0 for row in rows),
@@ -205,7 +195,7 @@ def write_dataset(
             "class_index": c["index"],
             "wnid": c["wnid"],
             "name": c["name"],
-            **{k: found.get(k, 0) for k in COUNT_KEYS},
+            **{k: found.get(k, 0) for k in SAMPLE_COUNTS},
         }
         row["url_in_other_class"] = len(lost.get(c["index"], ()))
         images = reserve = 0
