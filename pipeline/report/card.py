@@ -364,10 +364,13 @@ def _drop_summary(figures: dict) -> str:
     )
 
 
-def not_run_audits(facts: RunFacts) -> tuple[list[str], list[str]]:
-    """The commands of the audits never run, and of those out of date."""
+def audits_to_run(facts: RunFacts) -> list[tuple[str, list[str]]]:
+    """(what they are, their commands) for the audits never run and for those out of date, where
+    there are any: the card and the report both list them."""
     missing = [REPRODUCE_AUDITS[n] for n in REPRODUCE_AUDITS if n not in facts.audits and n not in facts.stale_audits]
-    return missing, [REPRODUCE_AUDITS[n] for n in facts.stale_audits]
+    stale = [REPRODUCE_AUDITS[n] for n in facts.stale_audits]
+    notes = [("Not run", missing), ("Out of date (the images changed after they ran), to run again", stale)]
+    return [(lead, commands) for lead, commands in notes if commands]
 
 
 def _audits(facts: RunFacts) -> list[str]:
@@ -377,13 +380,8 @@ def _audits(facts: RunFacts) -> list[str]:
         lines.append(f"- **{title}**: {sentence}")
         if "warning" in audit.figures:
             lines.append(f"  **Warning**: {audit.figures['warning']}")
-    missing, stale = not_run_audits(facts)
-    if missing:
-        lines.append(f"- Not run: {'; '.join(f'`{m}`' for m in missing)}.")
-    if stale:
-        lines.append(
-            f"- Out of date (the images changed after they ran), to run again: {'; '.join(f'`{m}`' for m in stale)}."
-        )
+    for lead, commands in audits_to_run(facts):
+        lines.append(f"- {lead}: {'; '.join(f'`{m}`' for m in commands)}.")
     return [*lines, ""]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.config.schema import Config, Download, Sampling, Scoring, Selection
 
 
 class Choice(NamedTuple):
@@ -28,13 +28,24 @@ def show(value: object) -> str:
 
 def open_choices(config: Config, model_id: str) -> list[Choice]:
     """Every threshold, model and choice the paper leaves open, with this run's value."""
-    s, sc, r, sa, d = config.selection, config.scoring, config.ranking, config.sampling, config.download
     rows = [
         (
             "tagging.ignore_forms",
             show(config.tagging.ignore_forms),
             "words never matched as lemmas (function words that are also nouns)",
         ),
+        *_selection(config.selection),
+        *_scoring(config, model_id),
+        *_ranking(config),
+        *_sampling(config.sampling),
+        *_download(config.download),
+    ]
+    return [Choice(*row) for row in rows]
+
+
+def _selection(s: Selection) -> list[tuple]:
+    """Steps 2-6 and the safety rules."""
+    return [
         ("selection.reference", s.reference, "the class set the classes must differ from (step 2)"),
         (
             "selection.overlap",
@@ -78,6 +89,13 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
             "none_of_these rule: the fitted probability that the word names none of its noun senses at which a "
             "caption is dropped",
         ),
+    ]
+
+
+def _scoring(config: Config, model_id: str) -> list[tuple]:
+    """The text encoder, sense contrast, the first pass and the rank stage's first phase."""
+    sc = config.scoring
+    rows = [
         ("scoring.encoder", sc.encoder, "text encoder library (the paper used RoBERTa)"),
         ("scoring.model", sc.model, f"text encoder model; resolved to {model_id}"),
         (
@@ -87,6 +105,45 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
             "each gives a caption the same bits whatever its batch, the two differ in the last bits (cosine >= 0.999)",
         ),
         ("scoring.query_template", sc.query_template, "the text each caption is compared with, per synset (step 7)"),
+        *_sense_contrast(sc),
+        (
+            "scoring.first_pass_captions",
+            show(sc.first_pass_captions),
+            "captions per candidate synset scored to rank the synsets",
+        ),
+        ("scoring.seed", show(sc.seed), "picks those first-pass captions (keyed hash of row ids)"),
+        (
+            "scoring.first_phase",
+            sc.first_phase,
+            "off: the encoder scores every caption of the classes; "
+            "static: a static model distilled from it picks each class's best captions for the encoder; "
+            "priority: the encoder scores each class's captions in the sample's order until its list is settled "
+            "(same list as off)",
+        ),
+    ]
+    if sc.first_phase != "off":
+        rows.append(
+            (
+                "scoring.exact_per_class",
+                show(sc.exact_per_class),
+                "captions per class the encoder scores after the first phase (priority: in the first round) "
+                f"(null: 2 x (N + reserve)); {config.exact_per_class:,} here",
+            )
+        )
+    if sc.first_phase == "priority":
+        rows.append(
+            (
+                "scoring.exact_cap",
+                show(sc.exact_cap),
+                "priority: the most captions per class the encoder scores (null: no cap, every list exact)",
+            )
+        )
+    return rows
+
+
+def _sense_contrast(sc: Scoring) -> list[tuple]:
+    """How a caption's own sense is told from the other senses of its word."""
+    return [
         (
             "scoring.sense_method",
             sc.sense_method,
@@ -115,61 +172,36 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
             "a caption stays in its class only when the class's sense beats every other sense of its word "
             "by this much (null: off)",
         ),
+    ]
+
+
+def _ranking(config: Config) -> list[tuple]:
+    """Steps 7-8: the class list."""
+    return [
+        ("ranking.top_n", show(config.ranking.top_n), "captions averaged for a synset's score (step 7)"),
         (
-            "scoring.first_pass_captions",
-            show(sc.first_pass_captions),
-            "captions per candidate synset scored to rank the synsets",
-        ),
-        ("scoring.seed", show(sc.seed), "picks those first-pass captions (keyed hash of row ids)"),
-        (
-            "scoring.first_phase",
-            sc.first_phase,
-            "off: the encoder scores every caption of the classes; "
-            "static: a static model distilled from it picks each class's best captions for the encoder; "
-            "priority: the encoder scores each class's captions in the sample's order until its list is settled "
-            "(same list as off)",
-        ),
-        *(
-            [
-                (
-                    "scoring.exact_per_class",
-                    show(sc.exact_per_class),
-                    "captions per class the encoder scores after the first phase (priority: in the first round) "
-                    f"(null: 2 x (N + reserve)); {config.exact_per_class:,} here",
-                )
-            ]
-            if sc.first_phase != "off"
-            else []
-        ),
-        *(
-            [
-                (
-                    "scoring.exact_cap",
-                    show(sc.exact_cap),
-                    "priority: the most captions per class the encoder scores (null: no cap, every list exact)",
-                )
-            ]
-            if sc.first_phase == "priority"
-            else []
-        ),
-        ("ranking.top_n", show(r.top_n), "captions averaged for a synset's score (step 7)"),
-        (
-            f"ranking.thresholds[{sc.model}]",
+            f"ranking.thresholds[{config.scoring.model}]",
             show(config.threshold),
             "lowest synset score kept, for this encoder (the paper's 0.82 is RoBERTa's)",
         ),
         (
             "ranking.min_captions",
-            show(r.min_captions),
+            show(config.ranking.min_captions),
             f"single-synset captions a class needs (null: N); {config.min_class_captions:,} here",
         ),
         (
             "ranking.min_pass_share",
-            show(r.min_pass_share),
+            show(config.ranking.min_pass_share),
             "share of a synset's captions that must pass the caption rules and the sense decision for it to be a "
             "class (0: off)",
         ),
-        ("ranking.classes", show(r.classes), "K, the number of classes (step 8)"),
+        ("ranking.classes", show(config.ranking.classes), "K, the number of classes (step 8)"),
+    ]
+
+
+def _sampling(sa: Sampling) -> list[tuple]:
+    """Step 8: each class's images, reserve and split."""
+    rows = [
         ("sampling.images_per_class", show(sa.images_per_class), "N, images per class (step 8)"),
         (
             "sampling.strategy",
@@ -190,6 +222,13 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
         ),
         ("sampling.test_per_class", show(sa.test_per_class), "images per class in the test split"),
         ("sampling.seed", show(sa.seed), "fixes the random orders and the train/test split"),
+    ]
+    return rows
+
+
+def _download(d: Download) -> list[tuple]:
+    """Whether and how the images were fetched."""
+    rows = [
         ("download.enabled", show(d.enabled), "whether the images were fetched"),
     ]
     if d.enabled:
@@ -212,4 +251,4 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
                 "X-Robots-Tag directives that put a site's images off limits",
             ),
         ]
-    return [Choice(*row) for row in rows]
+    return rows

@@ -14,8 +14,8 @@ from imagenot.pipeline.report.card import (
     STRUCTURE_ROWS,
     WORDNET_LICENCE,
     audit_summary,
+    audits_to_run,
     dropped_sentence,
-    not_run_audits,
 )
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
@@ -299,14 +299,8 @@ def _audits(facts: RunFacts) -> str:
             parts.append(image(audit.plot, name))
         if audit.html:
             parts.append(f'<div class="scroll">{audit.html}</div>')  # written by the audit, its text escaped there
-    missing, stale = not_run_audits(facts)
-    if missing:
-        parts.append(f"<p>Not run: {'; '.join(f'<code>{esc(m)}</code>' for m in missing)}.</p>")
-    if stale:
-        parts.append(
-            f"<p>Out of date (the images changed after they ran), to run again: "
-            f"{'; '.join(f'<code>{esc(m)}</code>' for m in stale)}.</p>"
-        )
+    for lead, commands in audits_to_run(facts):
+        parts.append(f"<p>{esc(lead)}: {'; '.join(f'<code>{esc(m)}</code>' for m in commands)}.</p>")
     return section("audits", "\n".join(parts))
 
 
