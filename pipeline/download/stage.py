@@ -333,11 +333,24 @@ def download_images(
     _write_dataset(stage_dir, pa.concat_tables(parts))
     write_class_fates(stage_dir, fates)
     write_tsv(FileSystems.join(stage_dir, CLASS_FILE), CLASS_COLUMNS, class_table)
+    carry.clear(run_dir)  # what was carried over is in the stage's own files now
+    return _figures(stage_dir, class_table, failures, dropped_by, fetched_now, blocklist)
+
+
+def _figures(
+    stage_dir: str,
+    class_table: list[dict],
+    failures: Counter,
+    dropped_by: Counter,
+    fetched_now: list[tuple[int, int]],
+    blocklist: Blocklist,
+) -> dict:
+    """The stage's figures: per class and in all, what was fetched, failed and dropped, and how."""
     images = sum(row["images"] for row in class_table)
     arrived = images + sum(dropped_by.values())  # a dropped image was fetched fine
     tried = arrived + sum(row["failed"] for row in class_table)
-    figures = {
-        "classes": len(classes),
+    return {
+        "classes": len(class_table),
         "target": sum(row["target"] for row in class_table),
         "images": images,
         "classes_short": sum(row["shortfall"] > 0 for row in class_table),
@@ -363,8 +376,6 @@ def download_images(
         "blocklists": blocklist.sources,
         "blocklists_applied": read_applied(stage_dir),
     }
-    carry.clear(run_dir)  # what was carried over is in the stage's own files now
-    return figures
 
 
 NOT_ENABLED = "download.enabled is false: the download stage fetches images from the web; enable it in the config"
