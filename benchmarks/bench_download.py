@@ -8,7 +8,7 @@ them `--repeats` times with each side, the two sides taking turns (so a busy mac
 alike), each time into a fresh folder, at 256 px, with one worker process of `--threads` threads:
 
 - `img2dataset.download` over a parquet of the URLs (webdataset output, no guards);
-- the download stage (`pipeline.download.stage.download_images`) over a sample stage of the same
+- the download stage (`pipeline.download.stage.run_download`) over a sample stage of the same
   URLs: robots.txt read per host, the address guard allowing only the servers' addresses, per-host
   limits high enough not to bind (connections = threads, 100,000 requests/s), a fetch deadline, a
   blocklist of 1,000 hashes and URLs, the pixel and body caps, sorted tars.
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from image_server import PHOTOS, LoopbackImageServer, write_sample_stage  # noqa: E402
 
-from imagenot.pipeline.config.schema import Download, Runner, Sampling  # noqa: E402
+from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling  # noqa: E402
 
 
 def _serve(hosts: list[str], ports, ready, stop) -> None:
@@ -103,7 +103,7 @@ def _rates(stats_files: list[Path], wall_s: float) -> dict:
 
 
 def guarded_stage(urls: list[str], folder: Path, threads: int, hosts: list[str]) -> dict:
-    from imagenot.pipeline.download.stage import download_images
+    from imagenot.pipeline.frame.registry import declared, run_in_folder
 
     blocklist = folder / "blocklist.txt"
     lines = [f"sha256 {hashlib.sha256(str(i).encode()).hexdigest()}" for i in range(500)]
@@ -122,7 +122,8 @@ def guarded_stage(urls: list[str], folder: Path, threads: int, hosts: list[str])
     )
     write_sample_stage(folder / "run", {"n00000001": (urls, [])}, test_per_class=0)
     started = time.monotonic()
-    download_images(str(folder / "run"), settings, Sampling(images_per_class=len(urls), test_per_class=0), Runner())
+    config = Config(download=settings, sampling=Sampling(images_per_class=len(urls), test_per_class=0), runner=Runner())
+    run_in_folder(declared("download"), config, str(folder / "run"))
     return _rates(list((folder / "run" / "download" / "rounds").glob("*/*_stats.json")), time.monotonic() - started)
 
 
