@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from cli_runner import invoke
+from cli_runner import cli_command, invoke
 from image_server import LoopbackImageServer, write_sample_stage
 
 from imagenot.pipeline.config.schema import Config
@@ -193,7 +193,7 @@ def test_imagefolder_format_and_the_export_command(downloaded, tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(source, run_dir)
     (run_dir / "config.yaml").write_text(json.dumps({**CONFIG, "export": {"formats": ["webdataset", "imagefolder"]}}))
-    result = invoke(export_stage.export_command, ["--run", str(run_dir)], catch_exceptions=False)
+    result = invoke(cli_command("export"), ["--run", str(run_dir)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     files = sorted(p.relative_to(run_dir / "dataset") for p in (run_dir / "dataset").glob("*/*/*.jpg"))
     rows = _dataset_rows(run_dir)
@@ -348,13 +348,13 @@ def test_a_class_whose_urls_all_failed_is_said_by_download_and_left_out_of_the_e
         failing = [server.url(f"/missing/bird{i}") for i in range(4)]
         sampled = {bird: (failing[:3], failing[3:]), dog: (photos[0], photos[1]), cat: (photos[2], photos[3])}
         write_sample_stage(run_dir, sampled)
-        downloaded = invoke(download_stage.download_command, ["--run", str(run_dir)])
+        downloaded = invoke(cli_command("download"), ["--run", str(run_dir)])
     assert downloaded.exit_code == 0, downloaded.output
     assert (
         "Warning: 1 of 3 classes have fewer than 3 images (sampling.images_per_class; the reserve ran out): bird 0"
         in downloaded.output
     )
-    exported = invoke(export_stage.export_command, ["--run", str(run_dir)])
+    exported = invoke(cli_command("export"), ["--run", str(run_dir)])
     assert exported.exit_code == 0, exported.output
     folder, kept = run_dir / "dataset", [dog, cat]
     names = ["dog, domestic dog, Canis familiaris", "cat, true cat"]
