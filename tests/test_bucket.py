@@ -35,9 +35,9 @@ from imagenot.pipeline.audit.embeddings import embed_command
 from imagenot.pipeline.commands.stats import stats
 from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.corpus.stage import run_corpus
 from imagenot.pipeline.corpus.synth import synth_command
 from imagenot.pipeline.frame.build import build
+from imagenot.pipeline.frame.registry import declared, run_in_folder
 from imagenot.pipeline.run.files import read_bytes, read_json, read_tsv, write_text
 from imagenot.pipeline.run.paths import folder_exists
 from imagenot.pipeline.score.cache import EmbeddingCache, text_keys
@@ -201,7 +201,7 @@ def test_the_corpus_stage_writes_a_synthetic_corpus_into_a_bucket(gcs_bucket, tm
     config = Config.model_validate({"corpus": {"synth": {"rows": 400, "seed": 3, "shard_rows": 150}}})
     local, remote = str(tmp_path / "run"), f"{gcs_bucket}/corpus-stage/run"
     for run_dir in (local, remote):
-        run_corpus(config, run_dir)
+        run_in_folder(declared("corpus"), config, run_dir)
     pattern = "corpus/*.parquet"
     names = sorted(Path(m.path).name for m in FileSystems.match([FileSystems.join(local, pattern)])[0].metadata_list)
     assert names == ["ground_truth.parquet", "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
