@@ -24,6 +24,7 @@ from shared_runs import copy_run
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.config.schema import load_config
+from imagenot.pipeline.demo.serving import PORT_WAIT_S
 from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.review.class_results import CLASS_DB_FILE
 from imagenot.pipeline.review.command import review_command
@@ -92,7 +93,7 @@ def applied(downloaded_run, small_run, tmp_path_factory):
     fresh_config = {**_without_demo_server(yaml.safe_load(original.read_text())), "ranking": config["ranking"]}
     fresh_config["ranking"] = {**fresh_config["ranking"], "vetoed": [vetoed]}
     (folder / "fresh.yaml").write_text(yaml.safe_dump(fresh_config))
-    with LoopbackImageServer(port=port) as server:
+    with LoopbackImageServer(port=port, port_wait_s=PORT_WAIT_S) as server:  # other tests serve the port too
         result = invoke(review_command, ["classes", "apply", "--run", str(work)], catch_exceptions=False)
         requested = [path for path, *_ in server.log if path.startswith("/img/")]
         fresh = copy_run(small_run.run, folder / "fresh" / "run")  # the same name: the export names its run

@@ -244,12 +244,14 @@ def test_the_command_runs_only_when_enabled(downloaded):
     assert "download.enabled is false" in result.output
 
 
-def test_a_busy_demo_port_is_a_clear_error(tmp_path):
+def test_a_busy_demo_port_is_a_clear_error(tmp_path, monkeypatch):
     import socket
 
+    from imagenot.pipeline.demo import serving
     from imagenot.pipeline.download.stage import DECLARATION
     from imagenot.pipeline.frame.registry import run_stage
 
+    monkeypatch.setattr(serving, "PORT_WAIT_S", 1.0)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -257,3 +259,20 @@ def test_a_busy_demo_port_is_a_clear_error(tmp_path):
         config = Config(download=Download(enabled=True, demo_server_port=port))
         with pytest.raises(ImagenotError, match=f"cannot serve on 127.0.0.1:{port}"):
             run_stage(DECLARATION, config, str(tmp_path))
+
+
+def test_a_demo_port_another_build_serves_on_is_waited_for():
+    import socket
+    import threading
+    import urllib.request
+
+    from imagenot.pipeline.demo.serving import serving_demo_images
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    threading.Timer(1.0, busy.close).start()  # the other build's download ends a second later
+    with serving_demo_images(Download(demo_server_port=port)):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/photo/coffee.jpg", timeout=10) as answer:
+            assert answer.status == 200

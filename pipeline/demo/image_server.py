@@ -41,6 +41,7 @@ from which a test reads the concurrency and rate a crawler kept to. It only serv
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import re
@@ -57,6 +58,7 @@ from urllib.parse import parse_qs, urlsplit
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "coins", "moon", "retina", "hubble_deep_field")
 STOCK_EVERY = 8  # 1 in STOCK_EVERY corpus image URLs serves a stock photo copied across the web
 BOMB_SIDE = 20_000
+PORT_POLL_S = 0.5  # how often `start` tries a fixed port another server holds
 
 
 @functools.cache
@@ -351,11 +353,14 @@ class LoopbackImageServer:
         host: str = "127.0.0.1",
         robots: str | None = None,
         tdmrep: str | None = None,
+        port_wait_s: float = 0.0,
     ):
         """`port` 0 picks a free one; a fixed port serves URLs written before the server started;
         `host` a loopback address; `robots` the text of its /robots.txt, `tdmrep` of its
-        /.well-known/tdmrep.json."""
+        /.well-known/tdmrep.json; `port_wait_s`: how long `start` waits for a fixed port another
+        server holds (two demo builds at once: the second waits for the first's download)."""
         self.slow_seconds, self.port, self.host, self.robots, self.tdmrep = slow_seconds, port, host, robots, tdmrep
+        self.port_wait_s = port_wait_s
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -363,7 +368,15 @@ class LoopbackImageServer:
         for name in PHOTOS:  # encoded before serving, so no first request waits on it
             photo_jpeg(name)
         bomb_png()
-        self._server = _Server(self.slow_seconds, self.host, self.port, self.robots, self.tdmrep)
+        deadline = time.monotonic() + self.port_wait_s
+        while True:
+            try:
+                self._server = _Server(self.slow_seconds, self.host, self.port, self.robots, self.tdmrep)
+                break
+            except OSError as err:
+                if err.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
+                    raise
+                time.sleep(PORT_POLL_S)
         self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-images", daemon=True)
         self._thread.start()
         return self

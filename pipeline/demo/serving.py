@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Download
 
+PORT_WAIT_S = 300.0  # another demo build serving on the port: wait for its download to end
+
 
 @contextlib.contextmanager
 def serving_demo_images(settings: Download) -> Iterator[None]:
@@ -20,13 +22,14 @@ def serving_demo_images(settings: Download) -> Iterator[None]:
         return
     from imagenot.pipeline.demo.image_server import LoopbackImageServer  # skimage: the demo extra
 
-    server = LoopbackImageServer(port=settings.demo_server_port)
+    server = LoopbackImageServer(port=settings.demo_server_port, port_wait_s=PORT_WAIT_S)
     try:
         server.start()
     except OSError as err:
         raise ImagenotError(
-            f"download.demo_server_port: cannot serve on 127.0.0.1:{settings.demo_server_port} ({err.strerror}); "
-            "another demo build may be using it: rerun when it is done (finished stages are kept)"
+            f"download.demo_server_port: cannot serve on 127.0.0.1:{settings.demo_server_port} ({err.strerror}, "
+            f"waited {PORT_WAIT_S:.0f} s); another demo build may be using it: rerun when it is done "
+            "(finished stages are kept)"
         ) from err
     try:
         yield
