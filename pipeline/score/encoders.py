@@ -48,6 +48,22 @@ def _set_torch_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+def load_transformers_model(model_name_or_path: str, threads: int):
+    """(tokenizer, model in eval mode, model id) of a local transformers model, on `threads` torch threads."""
+    from transformers import AutoModel, AutoTokenizer
+
+    path, model_id = resolve_model(model_name_or_path)
+    _set_torch_threads(threads)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+    except (OSError, ValueError) as err:
+        raise EncoderError(
+            f"transformers model {model_name_or_path!r}: not a local model directory nor in the local hub cache ({err})"
+        ) from err
+    return tokenizer, model, model_id
+
+
 def distinct_sequences(input_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """(inverse, firsts): the index of each row's distinct token sequence, and a row of each."""
     first_of: dict[tuple[int, ...], int] = {}
@@ -171,20 +187,9 @@ class TransformersEncoder(_TokenBatchingEncoder):
         batch_size: int = 64,
         threads: int = 1,
     ):
-        from transformers import AutoModel, AutoTokenizer
-
         if pooling not in ("mean", "cls"):
             raise EncoderError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
-        path, model_id = resolve_model(model_name_or_path)
-        _set_torch_threads(threads)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()
-        except (OSError, ValueError) as err:
-            raise EncoderError(
-                f"transformers model {model_name_or_path!r}: not a local model directory "
-                f"nor in the local hub cache ({err})"
-            ) from err
+        self.tokenizer, self.model, model_id = load_transformers_model(model_name_or_path, threads)
         # Pooling and truncation change the embedding, so they are part of its identity.
         self.model_id = f"{model_id}#pooling={pooling},max_length={max_length}"
         self.pooling = pooling

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from imagenot.pipeline.config.model_files import DEFAULT_MODEL, resolve_model
+from imagenot.pipeline.config.model_files import DEFAULT_MODEL
 from imagenot.pipeline.score.encoders import (
     EncoderError,
     _normalise,
     _SameLengthBatches,
-    _set_torch_threads,
     distinct_sequences,
+    load_transformers_model,
 )
 
 
@@ -36,18 +36,7 @@ class SpanEncoder(_SameLengthBatches):
         batch_size: int = 64,
         threads: int = 1,
     ):
-        from transformers import AutoModel, AutoTokenizer
-
-        path, model_id = resolve_model(model_name_or_path)
-        _set_torch_threads(threads)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()
-        except (OSError, ValueError) as err:
-            raise EncoderError(
-                f"transformers model {model_name_or_path!r}: not a local model directory "
-                f"nor in the local hub cache ({err})"
-            ) from err
+        self.tokenizer, self.model, model_id = load_transformers_model(model_name_or_path, threads)
         if not 1 <= layers <= self.model.config.num_hidden_layers:
             raise EncoderError(
                 f"{model_name_or_path!r} has {self.model.config.num_hidden_layers} layers; cannot sum the last {layers}"
