@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from flask import Flask, abort, redirect, request
+from flask import Flask, redirect, request
 
 from imagenot.pipeline.review import pages
 from imagenot.pipeline.review.plan import CLASS
@@ -32,30 +32,16 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
     def task_body(generation: int, task: Task, shown: tuple[str, ...]) -> str:  # the same for every rater
         return _task_body(session, templates, task, [q for q in task.questions if q.image in shown])
 
-    def known_task(task_id: str) -> Task:
-        task = session.tasks.get(task_id)
-        if task is None:
-            abort(404, "no such page in this review")
-        return task
-
     @app.before_request
     def see_the_run_as_it_is():
         if request.method == "POST":  # an answer is checked against the dataset as it is now
             session.refresh()
 
-    @app.get("/next")
-    def next_page():
-        rater = review.current_rater()
-        if rater is None:
-            return redirect("/", 303)
-        task = session.next_task(rater)
-        if task is None:
-            return review.page("done", pages.DONE, rater)
-        return redirect(f"/task/{task.id}", 303)
+    review.next_route(session, "/task/", pages.DONE)
 
     @app.get("/task/<task_id>")
     def show_task(task_id: str):
-        task = known_task(task_id)
+        task = review.known(session.tasks, task_id, "page")
         rater = review.current_rater()
         if rater is None:
             return redirect("/", 303)
@@ -67,15 +53,8 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
 
     @app.post("/task/<task_id>")
     def answer_task(task_id: str):
-        task = known_task(task_id)
-        rater = review.current_rater()
-        if rater is None:
-            abort(401, "give your name first (open /)")
-        answers = review.answers({q.image for q in task.questions}, task.answers, "an image")
-        if session.changing:
-            return review.busy()
-        session.record(rater, task, answers)
-        return redirect("/next", 303)
+        task = review.known(session.tasks, task_id, "page")
+        return review.record(session, task, {q.image for q in task.questions}, "an image")
 
     review.serve_images(lambda: session.images)
     return app

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import functools
 
-from flask import Flask, abort, redirect
+from flask import Flask, redirect
 
 from imagenot.pipeline.review import pages
 from imagenot.pipeline.review.class_session import ClassSession
-from imagenot.pipeline.review.tracker import Task
 from imagenot.pipeline.review.web import ReviewApp
 
 
@@ -33,25 +32,11 @@ def create_class_app(session: ClassSession, secret: str, token: str | None, max_
             script=pages.SCRIPT,
         )
 
-    def known(wnid: str) -> Task:
-        task = session.tasks.get(wnid)
-        if task is None:
-            abort(404, "no such class in this review")
-        return task
-
-    @app.get("/next")
-    def next_class():
-        rater = review.current_rater()
-        if rater is None:
-            return redirect("/", 303)
-        task = session.next_task(rater)
-        if task is None:
-            return review.page("done", pages.CLASSES_DONE, rater)
-        return redirect(f"/class/{task.id}", 303)
+    review.next_route(session, "/class/", pages.CLASSES_DONE)
 
     @app.get("/class/<wnid>")
     def show_class(wnid: str):
-        task = known(wnid)
+        task = review.known(session.tasks, wnid, "class")
         rater = review.current_rater()
         if rater is None:
             return redirect("/", 303)
@@ -62,15 +47,8 @@ def create_class_app(session: ClassSession, secret: str, token: str | None, max_
     @app.post("/class/<wnid>")
     def answer_class(wnid: str):
         session.refresh()
-        task = known(wnid)
-        rater = review.current_rater()
-        if rater is None:
-            abort(401, "give your name first (open /)")
-        answers = review.answers({wnid}, task.answers, "the class")
-        if session.changing:
-            return review.busy()
-        session.record(rater, task, answers)
-        return redirect("/next", 303)
+        task = review.known(session.tasks, wnid, "class")
+        return review.record(session, task, {wnid}, "the class")
 
     review.serve_images(lambda: session.images)
     return app

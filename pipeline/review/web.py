@@ -115,6 +115,41 @@ class ReviewApp:
             answers.append((name, value))
         return answers
 
+    @staticmethod
+    def known(tasks: dict, key: str, what: str):
+        """The review's task `key`, or 404 naming `what` it would have been."""
+        task = tasks.get(key)
+        if task is None:
+            abort(404, f"no such {what} in this review")
+        return task
+
+    def next_route(self, session, path: str, done: str) -> None:
+        """`GET /next`: on to the rater's next page of `session` (a `tracker.Tracker`), at `path` and
+        its id, or the `done` page when none is left."""
+
+        def next_page():
+            rater = self.current_rater()
+            if rater is None:
+                return redirect("/", 303)
+            task = session.next_task(rater)
+            if task is None:
+                return self.page("done", done, rater)
+            return redirect(f"{path}{task.id}", 303)
+
+        self.app.add_url_rule("/next", "next", next_page, methods=["GET"])
+
+    def record(self, session, task, shown: set[str], item: str) -> Response:
+        """A POSTed page's answers stored for the signed-in rater (401 without one; `answers`' 400s;
+        503 while another command changes the run), then on to the next page."""
+        rater = self.current_rater()
+        if rater is None:
+            abort(401, "give your name first (open /)")
+        answers = self.answers(shown, task.answers, item)
+        if session.changing:
+            return self.busy()
+        session.record(rater, task, answers)
+        return redirect("/next", 303)
+
     def busy(self) -> Response:
         """503: another command is changing the run; the rater's page keeps its answers to send again."""
         response = Response(
