@@ -52,9 +52,14 @@ HELP = (
 )
 
 
+@pytest.mark.parametrize("anonymous", ["", "1"])
 @pytest.mark.parametrize("args", [["--help"], ["build", "--help"], ["audit", "--help"], ["--version"]])
-def test_help_and_version_load_no_heavy_library(args):
-    loaded = subprocess.run([sys.executable, "-c", HELP.format(args=args)], check=True, capture_output=True, text=True)
+def test_help_and_version_load_no_heavy_library(args, anonymous):
+    # Anonymous GCS access (as with the test bucket's emulator) once imported Beam to skip its credential lookup.
+    env = {**os.environ, "IMAGENOT_GCS_ANONYMOUS": anonymous}
+    loaded = subprocess.run(
+        [sys.executable, "-c", HELP.format(args=args)], check=True, capture_output=True, text=True, env=env
+    )
     modules = set(loaded.stdout.split())
     assert not modules & {"torch", "apache_beam", "open_clip", "transformers", "pyarrow", "matplotlib"}
 
@@ -63,6 +68,15 @@ def test_help_starts_about_as_fast_as_python_itself():
     bare = _seconds("pass")
     ratio = max(_seconds(HELP.format(args=args)) for args in (["--help"], ["build", "--help"])) / bare
     assert ratio < 15, f"imagenot --help takes {ratio:.1f}x as long as python -c pass"  # torch alone makes it >100x
+
+
+@pytest.mark.parametrize("beam_first", [False, True])
+def test_anonymous_access_skips_beams_credential_lookup_whenever_beam_loads(beam_first):
+    imports = ["import imagenot.pipeline", "from apache_beam.internal.gcp import auth"]
+    code = "; ".join([*(reversed(imports) if beam_first else imports), "print(auth._Credentials._credentials_init)"])
+    env = {**os.environ, "IMAGENOT_GCS_ANONYMOUS": "1"}
+    looked_up = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    assert looked_up.stdout.strip() == "True"  # the lookup's answer is cached: it never waits for the metadata server
 
 
 def test_version():

@@ -17,12 +17,16 @@ gcsfs take Application Default Credentials (`GOOGLE_APPLICATION_CREDENTIALS`,
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
+import sys
 
 ANONYMOUS_FLAG = "IMAGENOT_GCS_ANONYMOUS"
 EMULATOR_HOST = "STORAGE_EMULATOR_HOST"
 FSSPEC_GS_TOKEN = "FSSPEC_GS_TOKEN"  # fsspec's configuration for protocol "gs", option "token"
 GCSFS_BUCKET_TYPE_PROBE = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"  # read when gcsfs is imported
+BEAM_AUTH = "apache_beam.internal.gcp.auth"
 
 
 def anonymous() -> bool:
@@ -34,16 +38,40 @@ def configure() -> None:
     """Skip the credential lookup when `anonymous()`; otherwise leave the normal path alone."""
     if not anonymous():
         return
-    from apache_beam.internal.gcp import auth
-
-    # Beam looks credentials up once per process and caches the answer in these two fields
-    # (apache_beam/internal/gcp/auth.py); None is what it caches when it finds none.
-    cache = auth._Credentials
-    with cache._credentials_lock:
-        cache._credentials, cache._credentials_init = None, True
     os.environ.setdefault(FSSPEC_GS_TOKEN, "anon")
     if os.environ.get(EMULATOR_HOST):
         os.environ.setdefault(GCSFS_BUCKET_TYPE_PROBE, "false")
     import fsspec.config
 
     fsspec.config.conf.setdefault("gs", {}).setdefault("token", os.environ[FSSPEC_GS_TOKEN])
+    # Importing Beam here would make `imagenot --help` 50x slower; its cache is filled when it loads.
+    if BEAM_AUTH in sys.modules:
+        _cache_no_credentials(sys.modules[BEAM_AUTH])
+    elif not any(isinstance(finder, _AfterBeamAuthImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterBeamAuthImport())
+
+
+def _cache_no_credentials(auth) -> None:
+    # Beam looks credentials up once per process and caches the answer in these two fields
+    # (apache_beam/internal/gcp/auth.py); None is what it caches when it finds none.
+    cache = auth._Credentials
+    with cache._credentials_lock:
+        cache._credentials, cache._credentials_init = None, True
+
+
+class _AfterBeamAuthImport(importlib.abc.MetaPathFinder):
+    """Fills Beam's credential cache as soon as its auth module has been executed, then retires."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != BEAM_AUTH:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        execute = spec.loader.exec_module
+
+        def execute_then_cache(module):
+            execute(module)
+            _cache_no_credentials(module)
+
+        spec.loader.exec_module = execute_then_cache
+        return spec
