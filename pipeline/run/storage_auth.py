@@ -7,12 +7,13 @@ before it connects anonymously. gcsfs, through which img2dataset writes its tars
 
 With a GCS emulator (`STORAGE_EMULATOR_HOST`) or `IMAGENOT_GCS_ANONYMOUS=1` (public buckets)
 there is nothing to find, so `configure` records "no credentials" in Beam's per-process cache of
-that lookup (as soon as Beam's auth module loads: `--help` never imports Beam) and sets gcsfs's token to "anon" (through the environment, which img2dataset's
-spawned workers inherit). An emulator also serves no Storage Control API, which gcsfs's
-experimental bucket-type probe asks before every operation (60 s timeouts, never cached when it
-fails), so with an emulator that probe is switched off. Otherwise it changes nothing: Beam and
-gcsfs take Application Default Credentials (`GOOGLE_APPLICATION_CREDENTIALS`,
-`gcloud auth application-default login`, or a Dataflow worker's service account).
+that lookup (as soon as Beam's auth module loads: `--help` never imports Beam) and sets gcsfs's
+token to "anon" (through the environment, which img2dataset's spawned workers inherit). An
+emulator also serves no Storage Control API, which gcsfs's experimental bucket-type probe asks
+before every operation (60 s timeouts, never cached when it fails), so with an emulator that probe
+is switched off. Otherwise it changes nothing: Beam and gcsfs take Application Default Credentials
+(`GOOGLE_APPLICATION_CREDENTIALS`, `gcloud auth application-default login`, or a Dataflow
+worker's service account).
 """
 
 from __future__ import annotations
