@@ -128,9 +128,9 @@ FUNCTION_WORDS = (
 
 class Tagging(Section):
     batch_rows: int = Field(65_536, ge=1_000, le=1_000_000, description="rows per Arrow batch")
-    ignore_forms: list[str] = Field(
+    ignore_forms: list[str] = Field(  # normalised surface forms; multi-word lemmas holding them still match
         default_factory=lambda: list(FUNCTION_WORDS),
-        description="normalised surface forms never matched (multi-word lemmas holding them still are)",
+        description="words never matched as lemmas (function words that are also nouns)",
     )
 
 
@@ -148,8 +148,9 @@ class CaptionRules(Section):
     """Which pairs step 6 keeps the caption rules drop: the caption's word, where it matched, does
     not name the synset (filters/caption_rules.py)."""
 
-    rules: list[Literal[CAPTION_RULES]] = Field(
-        default_factory=lambda: list(CAPTION_RULES), description="the rules on; [] turns them off"
+    rules: list[Literal[CAPTION_RULES]] = Field(  # []: all off
+        default_factory=lambda: list(CAPTION_RULES),
+        description="caption rules: a step-6 caption is dropped where one says its word does not name the synset",
     )
     foreign_words: list[str] = Field(
         default_factory=lambda: list(FOREIGN_FUNCTION_WORDS), description="the foreign_word rule's words"
@@ -158,41 +159,48 @@ class CaptionRules(Section):
         "/usr/share/dict/propernames.gz",
         description="given names, one a line (Debian's miscfiles): name, title and none_of_these rules",
     )
-    none_of_these_threshold: float = Field(
+    none_of_these_threshold: float = Field(  # filters/none_of_these.py
         0.8,
         gt=0,
         le=1,
         description="none_of_these rule: the fitted probability that the word names none of its noun senses at "
-        "which a pair is dropped (filters/none_of_these.py)",
+        "which a caption is dropped",
     )
 
 
 class Selection(Section):
     """Steps 2-6 of the method: which synsets may become classes, which captions they keep."""
 
-    reference: str = Field("imagenet1k", description="imagenet1k, imagenet21k or a class-list file")
+    reference: str = Field(  # imagenet1k, imagenet21k or a class-list file
+        "imagenet1k", description="the class set the classes must differ from (step 2)"
+    )
     overlap: Literal["paper", "strict", "within"] = Field(
         "paper",
         description="paper: drop reference synsets and shared lemmas; strict: also their ancestors and "
-        "descendants; within: keep only the reference synsets (LAIONet)",
+        "descendants; within: keep only reference synsets (LAIONet)",
     )
-    min_captions: int = Field(1000, ge=1, le=100_000_000, description="usable captions a synset needs")
+    min_captions: int = Field(1000, ge=1, le=100_000_000, description="usable captions a synset needs (step 3)")
     nsfw_synset_threshold: float | None = Field(
-        0.5, gt=0, le=1, description="alt-profanity-check score over lemmas and gloss; null: off"
+        0.5,
+        gt=0,
+        le=1,
+        description="alt-profanity-check score over lemmas and gloss above which a synset is dropped "
+        "(step 5; null: off)",
     )
-    offensive_synsets: bool = Field(
+    offensive_synsets: bool = Field(  # false: the card warns
         True,
-        description="drop synsets WordNet marks offensive (usage domain, gloss); false keeps them, the card warns",
+        description="drop synsets WordNet marks offensive: usage domain ethnic slur, disparagement or obscenity, "
+        "or a gloss calling them an offensive term (before step 2)",
     )
-    person_synsets: Literal["identity", "all", "keep"] = Field(
+    person_synsets: Literal["identity", "all", "keep"] = Field(  # all: every noun.person synset; keep: the card warns
         "identity",
-        description="identity: drop person synsets naming race, ethnicity, nationality, religion, sexual orientation, "
-        "sex or gender, disability; all: drop every noun.person synset; keep: none (the card warns)",
+        description="identity: drop person synsets that name people by race, ethnicity, nationality, religion, "
+        "sexual orientation, sex or gender, disability; all: every person synset; keep: none (before step 2)",
     )
     allowed_nsfw_tags: list[Literal["UNLIKELY", "UNSURE", "NSFW"]] | None = Field(
-        default_factory=lambda: ["UNLIKELY"], description="LAION NSFW tags a row may carry; null: off"
+        default_factory=lambda: ["UNLIKELY"], description="LAION NSFW tags a caption row may carry (null: off)"
     )
-    max_punsafe: float | None = Field(None, ge=0, le=1, description="highest LAION punsafe kept; null: off")
+    max_punsafe: float | None = Field(None, ge=0, le=1, description="highest LAION punsafe a row may have (null: off)")
     keep_unrated: bool = Field(False, description="keep rows with no NSFW tag or punsafe value")
     picturable_roots: list[str] | None = Field(
         default_factory=lambda: list(PICTURABLE_ROOTS), description="a candidate descends from one of these; null: off"
@@ -213,31 +221,41 @@ class Selection(Section):
 class Scoring(Section):
     """Step 7's similarity: captions against a query text per synset, with a text encoder."""
 
-    encoder: Literal["sentence-transformers", "transformers"] = "sentence-transformers"
-    model: str = Field("packaged:all-MiniLM-L6-v2", description="local path, cached hub id, or the packaged MiniLM")
-    runtime: Literal["torch", "onnx"] = Field(
-        "torch", description="runs the encoder: torch, or ONNX Runtime on a local export of the same weights"
+    encoder: Literal["sentence-transformers", "transformers"] = Field(
+        "sentence-transformers", description="text encoder library (the paper used RoBERTa)"
+    )
+    model: str = Field(  # a local path, a cached hub id, or the packaged MiniLM
+        "packaged:all-MiniLM-L6-v2", description="text encoder model"
+    )
+    runtime: Literal["torch", "onnx"] = Field(  # onnx: a local export of the same weights
+        "torch",
+        description="what runs the encoder: torch, or ONNX Runtime on an export of the same weights; each gives a "
+        "caption the same bits whatever its batch, the two differ in the last bits (cosine >= 0.999)",
     )
     pooling: Literal["mean", "cls"] = Field("mean", description="transformers encoder only")
     max_length: int = Field(
         128, ge=8, le=4096, description="tokens per caption: the transformers encoder, and the context sense method"
     )
     batch_size: int = Field(128, ge=1, le=8192, description="texts per model call")
-    query_template: QueryTemplate = Field(
-        "{lemma}: {gloss}", description="fields: {name} {lemma} {lemmas} {gloss} {hypernym} {examples}"
+    query_template: QueryTemplate = Field(  # fields: {name} {lemma} {lemmas} {gloss} {hypernym} {examples}
+        "{lemma}: {gloss}", description="the text each caption is compared with, per synset (step 7)"
     )
-    # sentence: the best on the held-apart SemCor documents and the caption sense dev set (benchmarks/README.md)
+    # sentence: the best on the held-apart SemCor documents and the caption sense dev set (benchmarks/README.md).
+    # context's sense vectors are LMMS-style with hypernym back-off, built by `imagenot prepare-models`;
+    # both: the two similarities added
     sense_method: Literal["sentence", "context", "both"] = Field(
         "sentence",
-        description="sense contrast: sentence, the whole caption's embedding against each sense's query texts "
-        "(sense_templates, sense_pooling); context, the matched word's contextual embedding in the caption against "
-        "sense vectors from SemCor's training documents (LMMS-style, hypernym back-off; built by imagenot "
-        "prepare-models); both, the two similarities added",
+        description="sense contrast: context, the matched word's contextual embedding against sense vectors from "
+        "SemCor's training documents; sentence, the caption's embedding against each sense's query texts",
     )
     sense_layers: int = Field(
-        1, ge=1, le=48, description="sense contrast, context: the encoder's last hidden layers summed for a word"
+        1,
+        ge=1,
+        le=48,
+        description="the encoder's last hidden layers summed for the word's contextual embedding (context method)",
     )
-    sense_templates: list[QueryTemplate] = Field(  # the best on benchmarks/data/sense_dev (benchmarks/README.md)
+    # the best on benchmarks/data/sense_dev (benchmarks/README.md); fields as query_template's
+    sense_templates: list[QueryTemplate] = Field(
         default_factory=lambda: [
             "{lemma}: {gloss}",
             "{lemmas}, a kind of {hypernym}: {gloss}",
@@ -245,35 +263,34 @@ class Scoring(Section):
         ],
         min_length=1,
         max_length=8,
-        description="sense contrast, sentence: the query texts of every noun sense of a caption's word (fields as "
-        "query_template)",
+        description="the query texts of every noun sense of a caption's word (sentence method)",
     )
     sense_pooling: Literal["max", "mean"] = Field(
-        "mean", description="sense contrast, sentence: pools a sense's query similarities"
+        "mean", description="how a sense's query similarities are pooled (sentence method)"
     )
     sense_prior: float = Field(
-        0.03, ge=0, le=1, description="sense contrast: weight of log P(sense | word) from WordNet's tagged counts"
+        0.03,
+        ge=0,
+        le=1,
+        description="weight of log P(sense | word) from WordNet's tagged counts in a sense's score",
     )
-    sense_margin: float | None = Field(
+    sense_margin: float | None = Field(  # a caption that loses is dropped as other_sense
         0.0,
         ge=-2,
         le=2,
-        description="a caption is kept for its synset only when its sense score beats every other noun sense of the "
-        "word by this much (else dropped as other_sense); null: no sense contrast",
+        description="a caption stays in its class only when the class's sense beats every other sense of its word "
+        "by this much (null: off)",
     )
     cache_dir: str | None = Field(None, description="embedding cache; null: <IMAGENOT_CACHE>/embeddings")
     first_pass_captions: int = Field(
-        200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the classes"
+        200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the synsets"
     )
-    seed: int = Field(
-        0, ge=-(2**63), lt=2**63, description="picks the first-pass captions (by a keyed hash of row ids)"
-    )
-    first_phase: Literal["off", "static", "priority"] = Field(
+    seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks those first-pass captions (keyed hash of row ids)")
+    first_phase: Literal["off", "static", "priority"] = Field(  # in the rank stage; static: the best exact_per_class
         "off",
-        description="rank: off, the encoder scores every caption of the classes; static, a static model distilled from "
-        "the encoder ranks them and the encoder scores each class's best exact_per_class; priority (strategies "
-        "threshold and matched), the encoder scores each class's captions in the sample's order until its list is "
-        "settled",
+        description="off: the encoder scores every caption of the classes; static: a static model distilled from it "
+        "picks each class's best captions for the encoder; priority: the encoder scores each class's captions in the "
+        "sample's order until its list is settled (same list as off)",
     )
     first_phase_model: str | None = Field(
         None, description="a model2vec model folder; null: distilled from scoring.model"
@@ -282,35 +299,35 @@ class Scoring(Section):
         None,
         ge=1,
         le=100_000_000,
-        description="captions per class the encoder scores after the first phase; null: 2 x (N + reserve)",
+        description="captions per class the encoder scores after the first phase (priority: in the first round) "
+        "(null: 2 x (N + reserve))",
     )
     exact_cap: int | None = Field(
         None,
         ge=1,
         le=100_000_000,
-        description="priority: the most captions per class the encoder scores; null: no cap (exact lists)",
+        description="priority: the most captions per class the encoder scores (null: no cap, every list exact)",
     )
 
 
 class Ranking(Section):
     """Step 8: the classes are the best `classes` synsets by mean top-n caption similarity."""
 
-    top_n: int = Field(50, ge=1, le=100_000, description="captions averaged for a synset's score")
-    min_captions: int | None = Field(
-        None, ge=1, le=100_000_000, description="single-synset captions a class needs; null: sampling.images_per_class"
+    top_n: int = Field(50, ge=1, le=100_000, description="captions averaged for a synset's score (step 7)")
+    min_captions: int | None = Field(  # N: sampling.images_per_class
+        None, ge=1, le=100_000_000, description="single-synset captions a class needs (null: N)"
     )
-    thresholds: dict[str, float] = Field(
+    thresholds: dict[str, float] = Field(  # per scoring model: a threshold means something for one encoder only
         default_factory=lambda: {"packaged:all-MiniLM-L6-v2": 0.5},
-        description="per scoring model: the lowest synset score kept "
-        "(a threshold means something for one encoder only)",
+        description="lowest synset score kept, for this encoder (the paper's 0.82 is RoBERTa's)",
     )
-    classes: int = Field(1000, ge=1, le=100_000, description="K, the number of classes")
-    min_pass_share: float = Field(
+    classes: int = Field(1000, ge=1, le=100_000, description="K, the number of classes (step 8)")
+    min_pass_share: float = Field(  # pipeline/rank/pass_share.py
         0.5,
         ge=0,
         le=1,
-        description="the share of a synset's captions that must pass the caption rules (none_of_these among them) "
-        "and the sense decision for it to be a class (pipeline/rank/pass_share.py); 0: off",
+        description="share of a synset's captions that must pass the caption rules and the sense decision for it to "
+        "be a class (0: off)",
     )
     vetoed: list[str] = Field(
         default_factory=list,
@@ -346,20 +363,25 @@ class Sampling(Section):
     quantiles or another run's scores (MatchedFrequency).
     """
 
-    images_per_class: int = Field(1000, ge=1, le=1_000_000, description="N, images per class")
-    strategy: Strategy = "top"
-    threshold: float | None = Field(None, ge=-1, le=1, description="lowest gloss similarity (strategy threshold)")
-    reference_quantiles: list[float] | None = Field(
-        None, description="similarity quantiles at equally spaced probabilities 0..1 (strategy matched)"
+    images_per_class: int = Field(1000, ge=1, le=1_000_000, description="N, images per class (step 8)")
+    strategy: Strategy = Field(
+        "top", description="how a class's images are picked: top (TopImages), threshold or matched (ImageNetV2)"
     )
-    reference_scores: str | None = Field(
-        None, description="another run's sample/dataset folder or a parquet with gloss_similarity (strategy matched)"
-    )
+    threshold: float | None = Field(None, ge=-1, le=1, description="lowest gloss similarity sampled from")
+    # Strategy matched's reference, one of: quantiles at equally spaced probabilities 0..1, or another
+    # run's sample/dataset folder or a parquet with gloss_similarity
+    reference_quantiles: list[float] | None = Field(None, description="the similarity distribution matched")
+    reference_scores: str | None = Field(None, description="the similarity distribution matched")
     reserve_factor: float = Field(
-        0.3, ge=0, le=100, description="reserve = ceil(factor * N) extra candidates per class"
+        0.3,
+        ge=0,
+        le=100,
+        description="reserve = ceil(factor * N) extra candidates per class, to replace images that fail to download",
     )
     test_per_class: int = Field(100, ge=0, le=1_000_000, description="images per class in the test split")
-    seed: int = Field(0, ge=-(2**63), lt=2**63, description="fixes the random order (a keyed hash of row ids)")
+    seed: int = Field(  # a keyed hash of row ids
+        0, ge=-(2**63), lt=2**63, description="fixes the random orders and the train/test split"
+    )
     shard_rows: int = Field(10_000, ge=1, le=10_000_000, description="rows per output parquet shard")
 
     @model_validator(mode="after")
@@ -398,19 +420,25 @@ class Sampling(Section):
 class Download(Section):
     """How images are fetched with img2dataset, guarded, and backfilled from the reserve."""
 
-    enabled: bool = Field(False, description="the stage fetches from the open web: it runs only when set")
+    enabled: bool = Field(  # the stage fetches from the open web: it runs only when set
+        False, description="whether the images were fetched"
+    )
     threads: int = Field(16, ge=1, le=1024, description="concurrent fetches per shard (img2dataset thread_count)")
     timeout_s: float = Field(10, gt=0, le=600, description="seconds a connection or read may stall")
     retries: int = Field(0, ge=0, le=10, description="extra attempts per URL inside a round")
-    max_rounds: int = Field(5, ge=1, le=100, description="fetch rounds: the dataset rows, then reserve backfills")
+    max_rounds: int = Field(
+        5, ge=1, le=100, description="fetch rounds: the dataset rows, then backfills from the reserve"
+    )
     max_response_bytes: int = Field(20_000_000, ge=1_000, description="largest response body read")
     # Pillow, which reads the header, refuses more than twice its MAX_IMAGE_PIXELS (89,478,485).
-    max_image_pixels: int = Field(50_000_000, ge=1, le=178_956_970, description="largest width*height decoded")
-    image_size: int = Field(256, ge=8, le=8192, description="img2dataset image_size")
-    resize_mode: Literal["no", "keep_ratio", "center_crop", "border", "keep_ratio_largest"] = Field(
-        "keep_ratio", description="img2dataset resize_mode"
+    max_image_pixels: int = Field(50_000_000, ge=1, le=178_956_970, description="largest width x height decoded")
+    image_size: int = Field(
+        256, ge=8, le=8192, description="pixels images are resized to, as resize_mode says (img2dataset image_size)"
     )
-    encode_format: Literal["jpg", "png", "webp"] = "jpg"
+    resize_mode: Literal["no", "keep_ratio", "center_crop", "border", "keep_ratio_largest"] = Field(
+        "keep_ratio", description="how images are resized to image_size (img2dataset resize_mode)"
+    )
+    encode_format: Literal["jpg", "png", "webp"] = Field("jpg", description="the format images are stored in")
     encode_quality: int = Field(95, ge=0, le=100, description="jpg/webp quality; png compression 0-9")
     shard_rows: int = Field(1_000, ge=1, le=1_000_000, description="URLs per img2dataset shard (tar)")
     user_agent_token: str = Field("imagenot", description="names the crawler in the User-Agent, so sites can opt out")
@@ -420,9 +448,9 @@ class Download(Section):
         le=65535,
         description="demo only: serve a synthetic corpus's /img/<n>.jpg URLs on 127.0.0.1:<port> while fetching",
     )
-    disallowed_header_directives: list[str] = Field(
+    disallowed_header_directives: list[str] = Field(  # []: X-Robots-Tag not read
         default_factory=lambda: ["noai", "noimageai", "noindex", "noimageindex"],
-        description="X-Robots-Tag directives that make a site's image off limits; []: X-Robots-Tag not read",
+        description="X-Robots-Tag directives that put a site's images off limits",
     )
     tdmrep: bool = Field(True, description="honour TDMRep: a host's /.well-known/tdmrep.json, tdm-reservation headers")
     ai_preferences: bool = Field(True, description="honour IETF AI Preferences: Content-Usage in robots.txt, headers")
