@@ -144,6 +144,29 @@ def corpus_units(config: Config) -> tuple[int, int, list[WorkUnit]]:
     return sum(s.rows for s in shapes), len(shards), plan_units(shapes, bound)
 
 
+@dataclass(frozen=True)
+class _Billing:
+    """A stage's CPU seconds in one process here (and its encoder's captions, on a GPU if
+    configured) -> billed vCPU- and GPU-hours (a process holds vcpus / processes of a worker)."""
+
+    rates: Rates
+    rows: int
+    processes: int  # stage processes at once: the fleet's, at most one a shard
+    gpu: bool
+
+    def hours(self, cpu_seconds: float, embedded: int = 0) -> dict:
+        rates = self.rates
+        if not self.gpu:
+            cpu_seconds += embedded / rates.encoder_captions_per_s
+        vcpu = cpu_seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker
+        gpu_hours = embedded / rates.gpu_captions_per_s / 3600 if self.gpu else 0.0
+        return {"process_seconds": round(cpu_seconds, 1), "vcpu_hours": vcpu, "gpu_hours": gpu_hours}
+
+    def per_row(self, fixed_s: float, us_per_row: float) -> float:
+        """CPU seconds of a stage over every corpus row: per row, and a fixed part per process."""
+        return us_per_row * self.rows / 1e6 + fixed_s * self.processes
+
+
 def make_plan(
     config: Config,
     rows: int,
@@ -153,69 +176,13 @@ def make_plan(
     class_sizes: list[tuple[float, float]] | None = None,
 ) -> dict:
     """Per stage: the work, the Beam jobs it submits and its vCPU- and GPU-hours (`class_sizes`:
-    `caption_work`'s)."""
-    sampling, download = config.sampling, config.download
-    work = caption_work(config, rows, rates, class_sizes)
+    `caption_work`'s); and their totals and cost."""
     gpu = config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator is not None
-    processes = workers * rates.processes_per_worker
-
-    def hours(cpu_seconds: float, embedded: int = 0) -> dict:
-        """One process's CPU seconds here (and the encoder's captions, on a GPU if configured)
-        -> billed vCPU- and GPU-hours (a process holds vcpus / processes of a worker)."""
-        if not gpu:
-            cpu_seconds += embedded / rates.encoder_captions_per_s
-        vcpu = cpu_seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker
-        gpu_hours = embedded / rates.gpu_captions_per_s / 3600 if gpu else 0.0
-        return {"process_seconds": round(cpu_seconds, 1), "vcpu_hours": vcpu, "gpu_hours": gpu_hours}
-
-    def per_row(fixed_s: float, us_per_row: float) -> float:
-        return us_per_row * rows / 1e6 + fixed_s * min(processes, shards)
-
-    rank_work = {
-        "classes": config.ranking.classes,
-        "captions_scored": work["rank_captions"],
-        "captions_to_embed": work["rank_embedded"],
-    }
-    rank_cpu = rates.rank_fixed_s * min(processes, shards)
-    pass_rate = {"static": rates.static_captions_per_s, "priority": rates.priority_pass_captions_per_s}.get(
-        config.scoring.first_phase
-    )
-    if pass_rate:  # the first phase reads every class caption
-        rank_work = {"first_phase_captions": work["class_captions"], **rank_work}
-        rank_cpu += work["class_captions"] / pass_rate
-    stages = {
-        "tag": {
-            "work": {"rows": rows, "shards": shards},
-            "jobs": 1,
-            **hours(per_row(rates.tag_fixed_s, rates.tag_us_per_row)),
-        },
-        "select": {"work": {"rows": rows}, "jobs": 2, **hours(per_row(rates.select_fixed_s, rates.select_us_per_row))},
-        "score": {
-            "work": {
-                "candidate_synsets": rates.candidates,
-                "captions_scored": work["score_captions"],
-                "captions_to_embed": work["score_embedded"],
-            },
-            "jobs": 2,
-            **hours(per_row(rates.score_fixed_s, rates.score_us_per_row), work["score_embedded"]),
-        },
-        "rank": {"work": rank_work, "jobs": 1, **hours(rank_cpu, work["rank_embedded"])},
-        "sample": {
-            "work": {"images": config.ranking.classes * sampling.images_per_class},
-            "jobs": 1,
-            **hours(per_row(rates.sample_fixed_s, rates.sample_us_per_row)),
-        },
-    }
+    bill = _Billing(rates, rows, min(workers * rates.processes_per_worker, shards), gpu)
+    stages = _stages_to_sample(config, caption_work(config, rows, rates, class_sizes), shards, bill)
     traffic_usd = 0.0
-    if download.enabled:
-        fetch = download_work(config, rates.dead_url_share, rates)
-        traffic_usd = fetch["bytes"] / 1e9 * rates.price_traffic_gb
-        at_most = config.ranking.classes * (sampling.images_per_class + sampling.reserve)
-        stages["download"] = {
-            "work": {"images_to_fetch_at_most": at_most, "requests": fetch["requests"], "bytes": fetch["bytes"]},
-            "jobs": download.max_rounds,
-            **hours(fetch["requests"] / rates.download_images_per_s),
-        }
+    if config.download.enabled:
+        stages["download"], traffic_usd = _download_stage(config, bill)
     vcpu = sum(s["vcpu_hours"] for s in stages.values())
     gpu_hours = sum(s["gpu_hours"] for s in stages.values())
     return {
@@ -234,6 +201,69 @@ def make_plan(
         "workers": workers,
         "assumptions": asdict(rates),
     }
+
+
+def _stages_to_sample(config: Config, work: dict, shards: int, bill: _Billing) -> dict:
+    """The stages from tag to sample (`work`: `caption_work`'s captions)."""
+    rates, rows = bill.rates, bill.rows
+    return {
+        "tag": {
+            "work": {"rows": rows, "shards": shards},
+            "jobs": 1,
+            **bill.hours(bill.per_row(rates.tag_fixed_s, rates.tag_us_per_row)),
+        },
+        "select": {
+            "work": {"rows": rows},
+            "jobs": 2,
+            **bill.hours(bill.per_row(rates.select_fixed_s, rates.select_us_per_row)),
+        },
+        "score": {
+            "work": {
+                "candidate_synsets": rates.candidates,
+                "captions_scored": work["score_captions"],
+                "captions_to_embed": work["score_embedded"],
+            },
+            "jobs": 2,
+            **bill.hours(bill.per_row(rates.score_fixed_s, rates.score_us_per_row), work["score_embedded"]),
+        },
+        "rank": _rank_stage(config, work, bill),
+        "sample": {
+            "work": {"images": config.ranking.classes * config.sampling.images_per_class},
+            "jobs": 1,
+            **bill.hours(bill.per_row(rates.sample_fixed_s, rates.sample_us_per_row)),
+        },
+    }
+
+
+def _rank_stage(config: Config, work: dict, bill: _Billing) -> dict:
+    """The rank stage: the classes' captions scored, after the first phase's pass over them all."""
+    rates = bill.rates
+    rank_work = {
+        "classes": config.ranking.classes,
+        "captions_scored": work["rank_captions"],
+        "captions_to_embed": work["rank_embedded"],
+    }
+    rank_cpu = rates.rank_fixed_s * bill.processes
+    pass_rate = {"static": rates.static_captions_per_s, "priority": rates.priority_pass_captions_per_s}.get(
+        config.scoring.first_phase
+    )
+    if pass_rate:  # the first phase reads every class caption
+        rank_work = {"first_phase_captions": work["class_captions"], **rank_work}
+        rank_cpu += work["class_captions"] / pass_rate
+    return {"work": rank_work, "jobs": 1, **bill.hours(rank_cpu, work["rank_embedded"])}
+
+
+def _download_stage(config: Config, bill: _Billing) -> tuple[dict, float]:
+    """The download stage, and what its fetched bytes cost in traffic (USD)."""
+    rates, sampling = bill.rates, config.sampling
+    fetch = download_work(config, rates.dead_url_share, rates)
+    at_most = config.ranking.classes * (sampling.images_per_class + sampling.reserve)
+    stage = {
+        "work": {"images_to_fetch_at_most": at_most, "requests": fetch["requests"], "bytes": fetch["bytes"]},
+        "jobs": config.download.max_rounds,
+        **bill.hours(fetch["requests"] / rates.download_images_per_s),
+    }
+    return stage, fetch["bytes"] / 1e9 * rates.price_traffic_gb
 
 
 def download_work(config: Config, dead_share: float, rates: Rates) -> dict:

@@ -167,6 +167,17 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
     """Rank the scored candidates, write the class list, score the classes' captions; the ranking
     and the stage's figures."""
     stage_dir = stage_path(run_dir, STAGE)
+    ranking, kept = write_class_list(config, run_dir, stage_dir)
+    classes = sorted(ranking.classes)
+    tally, first_phase = score_classes(config, run_dir, stage_dir, classes)
+    # Every caption of the classes is scored by the encoder or left out by the first phase.
+    tally["rows_beyond_first_phase"] = sum(kept.get(w, 0) for w in classes) - tally["rows_scored"]
+    return ranking, {"classes": len(classes), "synsets_dropped": ranking.reasons(), **tally, "first_phase": first_phase}
+
+
+def write_class_list(config: Config, run_dir: str, stage_dir: str) -> tuple[Ranking, dict[str, int]]:
+    """Step 8: rank the scored candidates and write the class list and the ranking into `stage_dir`;
+    the ranking and select's kept captions per synset."""
     index = load_index()
     select_tally = read_json(stage_path(run_dir, SELECT, SELECT_TALLY_FILE))
     kept = select_tally.get("kept", {})
@@ -191,9 +202,13 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
         ("wnid", "name", "score", "fate", "pass_share"),
         ranking_rows(ranking, index, shares),
     )
+    return ranking, kept
 
+
+def score_classes(config: Config, run_dir: str, stage_dir: str, classes: list[str]) -> tuple[dict, dict]:
+    """Score the classes' selected captions that the first phase admits (`scoring.first_phase`);
+    the scoring tally with the seconds it took, and the first phase's figures."""
     shards = stage_shards(stage_path(run_dir, SELECT), SELECTED_DIR)
-    classes = sorted(ranking.classes)
     total_path = FileSystems.join(stage_dir, TALLY_FILE)
 
     def score_round(gate, part: str = "") -> dict:
@@ -213,18 +228,16 @@ def run_rank(config: Config, run_dir: str) -> tuple[Ranking, dict]:
         scored_files = functools.partial(stage_shards, stage_dir, SCORED_DIR)
         tally, first_phase = priority_rounds(config, classes, stage_dir, shards, score_round, scored_files)
         tally["exact_seconds"] = round(time.monotonic() - started, 3)
-    else:
-        gate, first_phase = functools.partial(ClassRows, classes), {"mode": "off"}
-        if config.scoring.first_phase == "static" and classes:
-            cutoffs, first_phase = first_phase_cutoffs(config, shards, classes, stage_dir)
-            gate = functools.partial(StaticGate, config.scoring, classes, cutoffs)
-        first_phase["seconds"] = round(time.monotonic() - started, 3)
-        started = time.monotonic()
-        tally = score_round(gate)
-        tally["exact_seconds"] = round(time.monotonic() - started, 3)
-    # Every caption of the classes is scored by the encoder or left out by the first phase.
-    tally["rows_beyond_first_phase"] = sum(kept.get(w, 0) for w in classes) - tally["rows_scored"]
-    return ranking, {"classes": len(classes), "synsets_dropped": ranking.reasons(), **tally, "first_phase": first_phase}
+        return tally, first_phase
+    gate, first_phase = functools.partial(ClassRows, classes), {"mode": "off"}
+    if config.scoring.first_phase == "static" and classes:
+        cutoffs, first_phase = first_phase_cutoffs(config, shards, classes, stage_dir)
+        gate = functools.partial(StaticGate, config.scoring, classes, cutoffs)
+    first_phase["seconds"] = round(time.monotonic() - started, 3)
+    started = time.monotonic()
+    tally = score_round(gate)
+    tally["exact_seconds"] = round(time.monotonic() - started, 3)
+    return tally, first_phase
 
 
 def figures(ranked: tuple[Ranking, dict]) -> dict:
