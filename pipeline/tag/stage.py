@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config.schema import Columns, Config
 from imagenot.pipeline.corpus.formats import Layout
-from imagenot.pipeline.corpus.preflight import check_corpus, check_distinct_stems
+from imagenot.pipeline.corpus.preflight import check_corpus, corpus_shapes
 from imagenot.pipeline.corpus.reader import (
     DEFAULT_LAYOUT,
     MALFORMED_LISTED,
@@ -31,13 +31,11 @@ from imagenot.pipeline.corpus.reader import (
     list_shards,
     read_shard,
     shard_identities,
-    validate_shard,
 )
 from imagenot.pipeline.corpus.units import (
     WorkUnit,
     count_range,
     describe,
-    file_shapes,
     number_lines,
     plan_units,
     text_ranges,
@@ -183,13 +181,11 @@ def settings(config: Config) -> dict:
 
 
 def plan_tagging(config: Config, run_dir: str) -> dict:
-    """The corpus's files and work units, every schema checked before any work starts (with the
-    footers and heads the units are cut from)."""
-    shards = list_shards(config.corpus.paths)
-    check_distinct_stems(shards)
-    layout = layout_of(config.corpus)
-    check = functools.partial(validate_shard, columns=config.corpus.columns, layout=layout)
-    return {"shards": shards, "units": plan_units(file_shapes(shards, layout, check), config.corpus.work_unit_rows)}
+    """The corpus's files and work units, every schema checked before any work starts; the units
+    are cut from the footers and heads the preflight read (`corpus_shapes` reads them again only
+    when the files or the settings changed since, or a synthetic corpus was just generated)."""
+    shards, shapes = corpus_shapes(config)
+    return {"shards": shards, "units": plan_units(shapes, config.corpus.work_unit_rows)}
 
 
 def run_tag(config: Config, run_dir: str, shards: list[str], units: list[WorkUnit]) -> dict:
