@@ -276,18 +276,22 @@ def _tar_bytes(stage_dir: str) -> int:
 def settings(config: Config) -> dict:
     """What the stage records: the output settings, each blocklist named with its sha256 (a
     changed list reruns the stage)."""
-    blocklist = load_blocklists(config.download.blocklists)
-    return {**config.download.output_settings(), "blocklists": [(s["path"], s["sha256"]) for s in blocklist.sources]}
+    return _recorded(config.download, load_blocklists(config.download.blocklists))
+
+
+def _recorded(download: Download, blocklist: Blocklist) -> dict:
+    return {**download.output_settings(), "blocklists": [(s["path"], s["sha256"]) for s in blocklist.sources]}
 
 
 def carry_over(config: Config, run_dir: str) -> dict:
     """Before the stage's folder is opened (a new sample clears it): what an earlier download fetched
-    for the new sample's rows is carried over (`pipeline.download.carry`). The sample's candidates,
-    read once here, go on to the run."""
+    for the new sample's rows is carried over (`pipeline.download.carry`). The sample's candidates
+    and the blocklists, read once here, go on to the run."""
     table, classes = load_candidates(run_dir)
-    recorded = settings(config)
+    blocklist = load_blocklists(config.download.blocklists)
+    recorded = _recorded(config.download, blocklist)
     carry.retire(run_dir, recorded, stage_fingerprint(run_dir, UPSTREAM), table, config.download.encode_format)
-    return {"table": table, "classes": classes, "recorded": recorded}
+    return {"table": table, "classes": classes, "recorded": recorded, "blocklist": blocklist}
 
 
 def download_images(
@@ -298,10 +302,11 @@ def download_images(
     table: pa.Table,
     classes: list[ClassCandidates],
     recorded: dict,
+    blocklist: Blocklist,
 ) -> dict:
     """Fetch the sample stage's images (`table`, `classes`: its candidates) into `<run_dir>/download/`,
-    taking the outcomes carried over under the settings it records (`recorded`); the stage's figures."""
-    blocklist = load_blocklists(settings.blocklists)
+    taking the outcomes carried over under the settings it records (`recorded`) and passing over
+    what `blocklist` (`download.blocklists`, loaded) names; the stage's figures."""
     stage_dir = stage_path(run_dir, STAGE)
     drops.add_carried(stage_dir, carry.carried_drops(run_dir))  # a new revision: recorded as the stage finishes
     drop_table = drops.read_drops(stage_dir)
@@ -381,11 +386,18 @@ def _figures(
 NOT_ENABLED = "download.enabled is false: the download stage fetches images from the web; enable it in the config"
 
 
-def run_download(config: Config, run_dir: str, table: pa.Table, classes: list[ClassCandidates], recorded: dict) -> dict:
+def run_download(
+    config: Config,
+    run_dir: str,
+    table: pa.Table,
+    classes: list[ClassCandidates],
+    recorded: dict,
+    blocklist: Blocklist,
+) -> dict:
     settings = config.download
     if not settings.enabled:
         raise ImagenotError(NOT_ENABLED)
-    return download_images(run_dir, settings, config.sampling, config.runner, table, classes, recorded)
+    return download_images(run_dir, settings, config.sampling, config.runner, table, classes, recorded, blocklist)
 
 
 DECLARATION = Stage(
