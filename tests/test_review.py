@@ -337,19 +337,22 @@ def test_the_next_page_and_the_progress_kept_as_answers_come_match_a_full_count(
 
 
 MINUTE = 60.0
+RESENT_WHEN_DONE = 50  # pages a client sends again once no name has anything left
 
 
 class Rater:
     """A browser-less client on the live server: a cookie jar and a bounded request loop. It takes
     a new rater name (`client i.k`) whenever the server has nothing left for its current one, and
     sends a page it already sent again (answered no this time) after every fourth page, and all
-    the time once no name has anything left: the second copy must store nothing."""
+    the time once no name has anything left: the second copy must store nothing. It is done once
+    no name has anything left and it has sent RESENT_WHEN_DONE pages again since."""
 
     def __init__(self, base: str, client: int):
         self.base, self.client = base, client
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         self.sent: list[tuple[str, str]] = []  # (rater name, image) of each answer in a page the server confirmed
         self.resent = 0  # pages sent again
+        self.resent_when_out = None  # `resent` when it found no name with anything left
         self.last = 0.0  # when its last request ended
         self.errors: list[Exception] = []
 
@@ -360,15 +363,19 @@ class Rater:
         self.last = time.monotonic()
         return answer
 
+    def done(self) -> bool:
+        return self.resent_when_out is not None and self.resent >= self.resent_when_out + RESENT_WHEN_DONE
+
     def sign_in(self, name: str) -> str:
         self.open("/rater", {"name": name})
         return name
 
-    def answer_pages(self, until: float) -> None:
+    def answer_pages(self, until: float, clients: list[Rater]) -> None:
+        """Answer pages until every one of `clients` is done, or `until` at the latest."""
         try:
             name, pages, fresh = self.sign_in(f"client {self.client}.0"), [], 0  # fresh: pages it answered
-            previous, names, exhausted = (name, pages), 1, False
-            while time.monotonic() < until:
+            previous, names = (name, pages), 1
+            while time.monotonic() < until and not all(c.done() for c in clients):
                 url, page = self.open("/next")
                 images = list(dict.fromkeys(re.findall(r'name="a-([0-9a-f]{24})"', page)))
                 if images:
@@ -381,8 +388,8 @@ class Rater:
                     previous, fresh = (name, pages), 0
                     name, pages, names = self.sign_in(f"client {self.client}.{names}"), [], names + 1
                     continue
-                elif not exhausted:  # a new name found nothing: every image has its answers
-                    (name, pages), exhausted = previous, True
+                elif self.resent_when_out is None:  # a new name found nothing: every image has its answers
+                    (name, pages), self.resent_when_out = previous, self.resent
                     self.sign_in(name)  # the same rater again, to send its pages again
                 if pages and (not images or len(pages) % 4 == 0):  # a double click, a second tab
                     path, again = pages[len(pages) // 2]
@@ -393,12 +400,12 @@ class Rater:
 
 
 def test_eight_raters_at_once_lose_and_double_nothing(downloaded_run, tmp_path):
-    """8 clients answer at once for a minute, each on its own connection and cookie, on a server
-    of 8 threads. The run has too few images (up to 40) to keep 8 raters busy that long with a
-    review's usual 3 answers an image, so each image wants 50 (review.raters' most), the clients
-    go on under new rater names when a name has nothing left, and they send pages again. Every
-    answer a confirmed page carried is stored once, as first given, unless its image had its 50
-    answers by then; nothing else is."""
+    """8 clients answer at once, each on its own connection and cookie, on a server of 8 threads,
+    until every image has all its answers and each client has sent RESENT_WHEN_DONE pages again
+    since (a few seconds; a minute at most). The run has few images (up to 40), so each image
+    wants 50 answers (review.raters' most), the clients go on under new rater names when a name
+    has nothing left, and they send pages again. Every answer a confirmed page carried is stored
+    once, as first given, unless its image had its 50 answers by then; nothing else is."""
     import waitress.server
 
     run_dir = copy_run(downloaded_run, tmp_path / "run")
@@ -414,15 +421,17 @@ def test_eight_raters_at_once_lose_and_double_nothing(downloaded_run, tmp_path):
     try:
         raters = [Rater(f"http://127.0.0.1:{port}", i) for i in range(8)]
         until = time.monotonic() + MINUTE
-        workers = [threading.Thread(target=r.answer_pages, args=(until,)) for r in raters]
+        workers = [threading.Thread(target=r.answer_pages, args=(until, raters)) for r in raters]
         for w in workers:
             w.start()
         for w in workers:
             w.join(MINUTE + 60)
+        stopped = time.monotonic()
     finally:
         server.close()
     assert [r.errors for r in raters] == [[]] * 8
-    assert all(r.last >= until - 5 for r in raters)  # every client was at it the whole minute
+    assert all(r.done() for r in raters)  # every client ran out of images, then sent pages again
+    assert all(r.last >= stopped - 5 for r in raters)  # every client was at it to the end
     stored = store.all_answers()
     sent = [answer for r in raters for answer in r.sent]
     assert len(sent) == len(set(sent)) > 0  # no rater was shown an image twice
