@@ -241,12 +241,12 @@ class Scoring(Section):
         "{lemma}: {gloss}", description="the text each caption is compared with, per synset (step 7)"
     )
     # sentence: the best on the held-apart SemCor documents and the caption sense dev set (benchmarks/README.md).
-    # context's sense vectors are LMMS-style with hypernym back-off, built by `imagenot prepare-models`;
-    # both: the two similarities added
+    # context's sense vectors are LMMS-style with hypernym back-off, built by `imagenot prepare-models`
     sense_method: Literal["sentence", "context", "both"] = Field(
         "sentence",
         description="sense contrast: context, the matched word's contextual embedding against sense vectors from "
-        "SemCor's training documents; sentence, the caption's embedding against each sense's query texts",
+        "SemCor's training documents; sentence, the caption's embedding against each sense's query texts; both, "
+        "the two added",
     )
     sense_layers: int = Field(
         1,

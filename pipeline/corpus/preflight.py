@@ -9,9 +9,9 @@ early, a missing or mistyped url or caption column, and a column that an enabled
 and a file lacks, naming the file, the column, the `corpus.columns` key that maps it and the
 setting with how to turn it off.
 
-The pass is kept (`corpus_shapes`): `plan`, which cuts the corpus into work units from the same
-shapes, takes it from there when the files and settings are the same, so it reads each footer and
-head once.
+The pass is kept (`corpus_shapes`): `plan` and the tag stage, which cut the corpus into work units
+from the same shapes, take it from there when the files and settings are the same, so each footer
+and head is read once.
 """
 
 from __future__ import annotations
