@@ -28,29 +28,6 @@ from imagenot.wordnet.lemmas import surface_forms
 BUCKET = "imagenot-test"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def surface_forms_once():
-    """Every in-process tag stage, `plan`, class audit and `senses` builds its matcher from the
-    surface-form table of the one WordNet index (`tag.stage.build_matcher`), which takes a few
-    seconds to build and never changes: here it is built once per test process (by the real
-    `surface_forms`) and shared, read-only, with the `forms` fixture too. Beam's worker processes
-    and a test with another index still build their own. Returns the shared builder."""
-    import imagenot.pipeline.tag.stage as tag_stage
-
-    built: list[tuple[object, dict]] = []  # (index, its table), found by identity
-
-    def shared_surface_forms(index):
-        for seen, table in built:
-            if seen is index:
-                return table
-        built.append((index, surface_forms(index)))
-        return built[-1][1]
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tag_stage, "surface_forms", shared_surface_forms)
-        yield shared_surface_forms
-
-
 @pytest.fixture(scope="session")
 def index():
     """The real WordNet 3.0 noun index (prepared by scripts/setup.sh, cached after)."""
@@ -58,9 +35,9 @@ def index():
 
 
 @pytest.fixture(scope="session")
-def forms(index, surface_forms_once):
+def forms(index):
     """Every noun lemma's surface forms -> wnids: the table the tagger matches."""
-    return surface_forms_once(index)
+    return surface_forms(index)
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,7 @@ lemmas ("glasses" is a lemma and the plural of "glass"): it tags the synsets of 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -88,8 +89,11 @@ def is_common_noun(lemma: str) -> bool:
     return last.islower()
 
 
+@functools.lru_cache(maxsize=1)
 def surface_forms(index: NounIndex) -> dict[str, tuple[str, ...]]:
-    """Every normalised surface form of every noun lemma -> the sorted wnids it tags."""
+    """Every normalised surface form of every noun lemma -> the sorted wnids it tags: built once per
+    index (seconds), shared by every matcher of the process (plan's and tag's in one build), so
+    read only."""
     lemma_synsets = index.lemma_synsets
     lemmas = list(lemma_synsets)
     normalised = normalize_all(lemmas)

@@ -106,10 +106,17 @@ def load_nltk_wordnet():
     """NLTK's WordNet 3.0 reader: from NLTK's data path, else from imagenot's prepared copy."""
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
+    class EnglishWordNetReader(WordNetCorpusReader):
+        """Without the offset map NLTK builds at start for Open Multilingual WordNet's tab files
+        (more than half of the reader's start-up), which this reader, given none, never reads."""
+
+        def map_wn(self, version="wordnet"):
+            return None
+
     path = wordnet_root()
     with warnings.catch_warnings():  # "multilingual functions are not available": not used
         warnings.simplefilter("ignore", UserWarning)
-        reader = WordNetCorpusReader(path, None)
+        reader = EnglishWordNetReader(path, None)
     if reader.get_version() != WORDNET_VERSION:
         raise WordNetDataError(
             f"{path} holds WordNet {reader.get_version()}; imagenot needs {WORDNET_VERSION} "
