@@ -65,6 +65,16 @@ def _dataset_files(run_dir: Path) -> dict[str, bytes]:
     return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(paths)}
 
 
+def _downloaded_then_resampled(run_dir: Path, server: LoopbackImageServer):
+    """A download of the first sample, then the second sample (b's class vetoed, c's promoted) in
+    its place; server.hits before the second download."""
+    _sample(run_dir, _classes(server.url, "n00000002"), "first")
+    _download(run_dir)
+    before = server.hits
+    _sample(run_dir, _classes(server.url, "n00000003"), "second")
+    return before
+
+
 @pytest.fixture()
 def server():
     with LoopbackImageServer() as server:
@@ -92,10 +102,7 @@ def test_only_rows_never_fetched_are_requested_and_the_files_equal_a_fresh_build
 
 def test_a_changed_image_setting_fetches_everything_again(server, tmp_path):
     run_dir = tmp_path / "run"
-    _sample(run_dir, _classes(server.url, "n00000002"), "first")
-    _download(run_dir)
-    before = server.hits
-    _sample(run_dir, _classes(server.url, "n00000003"), "second")
+    before = _downloaded_then_resampled(run_dir, server)
     figures = _download(run_dir, SETTINGS.model_copy(update={"image_size": 48}))
     assert _requested(server, before) == ["a0", "a1", "a2", "a3", "c0", "c1"]
     assert figures["carried_over"] == 0
@@ -118,10 +125,7 @@ def test_a_dropped_row_stays_dropped(server, tmp_path):
 
 def test_a_download_killed_after_the_carry_resumes_without_requesting_more(server, tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
-    _sample(run_dir, _classes(server.url, "n00000002"), "first")
-    _download(run_dir)
-    before = server.hits
-    _sample(run_dir, _classes(server.url, "n00000003"), "second")
+    before = _downloaded_then_resampled(run_dir, server)
     real = fetch.fetch_round
 
     def killed_in_round_1(round_dir, *args):
@@ -148,10 +152,7 @@ def test_a_carry_made_under_other_settings_is_not_used(server, tmp_path, monkeyp
     """Killed right after the carry, the download is run again with another image size: the
     carried outcomes were fetched for the old size, so every row is requested again."""
     run_dir = tmp_path / "run"
-    _sample(run_dir, _classes(server.url, "n00000002"), "first")
-    _download(run_dir)
-    before = server.hits
-    _sample(run_dir, _classes(server.url, "n00000003"), "second")
+    before = _downloaded_then_resampled(run_dir, server)
     real = fetch.fetch_round
 
     def killed(*args):
