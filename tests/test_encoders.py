@@ -9,7 +9,7 @@ from imagenot.pipeline.score.encoders import (
     SentenceTransformerEncoder,
     TransformersEncoder,
 )
-from imagenot.pipeline.score.runtimes import load_encoder
+from imagenot.pipeline.score.runtimes import lazy_encoder, load_encoder
 
 CAPTIONS = [
     "golden retriever puppy playing in the grass",
@@ -139,6 +139,33 @@ def test_load_encoder_dispatches_and_reports_bad_models(tiny_roberta, tmp_path):
         load_encoder("transformers", "nobody/not-a-cached-model")
     with pytest.raises(EncoderError, match=str(tmp_path)):
         load_encoder("sentence-transformers", str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "kind, options",
+    [("sentence-transformers", {}), ("transformers", {"pooling": "cls", "max_length": 64})],
+)
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_a_lazy_encoder_knows_its_model_id_before_it_loads(kind, options, runtime, tiny_roberta, monkeypatch, tmp_path):
+    monkeypatch.setenv("IMAGENOT_CACHE", str(tmp_path))  # an onnx export of the tiny model goes here
+    model = DEFAULT_MODEL if kind == "sentence-transformers" else str(tiny_roberta)
+    lazy = lazy_encoder(kind, model, runtime, **options)
+    assert "loaded" not in vars(lazy)
+    eager = load_encoder(kind, model, runtime, **options)
+    assert lazy.model_id == eager.model_id
+    np.testing.assert_array_equal(lazy.encode(CAPTIONS), eager.encode(CAPTIONS))
+    assert lazy.dim == eager.dim
+
+
+def test_a_lazy_encoder_refuses_what_load_encoder_refuses_before_loading(tiny_roberta, tmp_path):
+    for kind, model, runtime, options, problem in [
+        ("word2vec", DEFAULT_MODEL, "torch", {}, "encoder kind"),
+        ("transformers", str(tiny_roberta), "torch", {"pooling": "max"}, "pooling"),
+        ("transformers", str(tiny_roberta), "tvm", {}, "encoder runtime"),
+        ("sentence-transformers", str(tmp_path), "torch", {}, str(tmp_path)),
+    ]:
+        with pytest.raises(EncoderError, match=problem):
+            lazy_encoder(kind, model, runtime, **options)
 
 
 def test_an_encoder_runs_torch_on_the_threads_it_is_given(tiny_roberta):

@@ -8,8 +8,9 @@ import pytest
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.rank.ranking import BELOW_THRESHOLD, BEYOND_TOP_K, NO_CAPTIONS, rank_synsets, top_n_mean
 from imagenot.pipeline.run.keyed_hash import sample_key, sample_keys
-from imagenot.pipeline.score.cache import CachedEncoder, EmbeddingCache
+from imagenot.pipeline.score.cache import CachedEncoder, EmbeddingCache, text_keys
 from imagenot.pipeline.score.encoders import SentenceTransformerEncoder
+from imagenot.pipeline.score.runtimes import LazyEncoder
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.queries import LAIONET_TEMPLATE, TemplateError, query_text
 
@@ -56,6 +57,31 @@ def test_without_a_cache_folder_duplicates_are_still_embedded_once(minilm):
     encoder.encode(TEXTS)
     encoder.encode(TEXTS)
     assert encoder.embedded == 6  # 3 distinct texts, twice
+
+
+def test_texts_all_in_the_cache_never_load_the_model(minilm, tmp_path):
+    CachedEncoder(minilm, tmp_path).encode(TEXTS)
+    loads = []
+
+    def load():
+        loads.append(1)
+        return minilm
+
+    rerun = CachedEncoder(LazyEncoder(minilm.model_id, load), tmp_path)
+    np.testing.assert_array_equal(rerun.encode(TEXTS), CachedEncoder(minilm, tmp_path).encode(TEXTS))
+    assert rerun.encode([]).shape == (0, minilm.dim) and loads == []  # the length from the cache
+    rerun.encode(["a cat asleep"])
+    assert loads == [1] and rerun.embedded == 1
+
+
+def test_a_cold_cache_learns_the_vectors_length_from_the_model(minilm, tmp_path):
+    encoder = CachedEncoder(LazyEncoder(minilm.model_id, lambda: minilm), tmp_path)
+    assert encoder.encode([]).shape == (0, minilm.dim)
+    assert encoder.encode(TEXTS).shape == (len(TEXTS), minilm.dim)
+    cache = EmbeddingCache(tmp_path, minilm.model_id)
+    assert cache.lookup(text_keys(TEXTS))[0].all()
+    with pytest.raises(ImagenotError, match=f"length {minilm.dim}, given 4"):
+        cache.add(text_keys(["another"]), np.ones((1, 4), np.float32))
 
 
 def test_cache_folder_of_another_model_is_refused(tmp_path):

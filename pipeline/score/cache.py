@@ -28,16 +28,21 @@ from imagenot.pipeline.score.encoders import TextEncoder
 KEY_BYTES = 20  # sha1
 
 
+def _records(dim: int) -> np.dtype:
+    return np.dtype([("key", f"S{KEY_BYTES}"), ("vector", "<f4", (dim,))])
+
+
 def text_keys(texts: list[str]) -> np.ndarray:
     return np.array([hashlib.sha1(t.encode("utf-8")).digest() for t in texts], dtype=f"S{KEY_BYTES}")
 
 
 class EmbeddingCache:
-    """Embeddings of one model, stored under `root`."""
+    """Embeddings of one model, stored under `root`; `dim`, the vectors' length, or None to learn
+    it from the first chunk read or added (so a cached run needs no model to know it)."""
 
-    def __init__(self, root: str | os.PathLike, model_id: str, dim: int):
+    def __init__(self, root: str | os.PathLike, model_id: str, dim: int | None = None):
         self.model_id = model_id
-        self.dtype = np.dtype([("key", f"S{KEY_BYTES}"), ("vector", "<f4", (dim,))])
+        self.dtype = None if dim is None else _records(dim)
         self.folder = FileSystems.join(os.fspath(root), hashlib.sha1(model_id.encode("utf-8")).hexdigest()[:16])
         self._check_model_file()
         self._chunks: dict[str, np.ndarray] = {}
@@ -56,15 +61,17 @@ class EmbeddingCache:
         for path in sorted(m.path for m in matched):
             if name(path) not in self._chunks:
                 chunk = np.load(io.BytesIO(read_bytes(path)))
+                self.dtype = self.dtype or chunk.dtype
                 if chunk.dtype != self.dtype:
                     raise ImagenotError(f"{path}: expected records {self.dtype}, found {chunk.dtype}")
                 self._chunks[name(path)] = chunk
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(found mask, vectors) for `keys`; rows not found are zero."""
+        """(found mask, vectors) for `keys`; rows not found are zero (no columns while the
+        vectors' length is unknown: nothing is cached)."""
         self._refresh()
         found = np.zeros(len(keys), dtype=bool)
-        vectors = np.zeros((len(keys), self.dtype["vector"].shape[0]), dtype=np.float32)
+        vectors = np.zeros((len(keys), 0 if self.dtype is None else self.dtype["vector"].shape[0]), dtype=np.float32)
         for chunk in self._chunks.values():
             todo = np.flatnonzero(~found)
             if not len(todo) or not len(chunk):
@@ -80,6 +87,12 @@ class EmbeddingCache:
         """Store a new chunk (keys unique)."""
         if not len(keys):
             return
+        self.dtype = self.dtype or _records(vectors.shape[1])
+        if vectors.shape[1:] != self.dtype["vector"].shape:
+            raise ImagenotError(
+                f"{self.folder}: holds vectors of length {self.dtype['vector'].shape[0]}, "
+                f"given {vectors.shape[1]} for model {self.model_id!r}"
+            )
         records = np.empty(len(keys), dtype=self.dtype)
         order = np.argsort(keys, kind="stable")
         records["key"] = keys[order]
@@ -99,13 +112,16 @@ class CachedEncoder:
     """
 
     def __init__(self, encoder: TextEncoder, cache_dir: str | os.PathLike | None = None):
-        self.encoder = encoder
+        self.encoder = encoder  # asked for its dim only on a miss: a lazy one loads no model for a cached run
         self.model_id = encoder.model_id
-        self.dim = encoder.dim
-        self.cache = None if cache_dir is None else EmbeddingCache(cache_dir, encoder.model_id, encoder.dim)
+        self.cache = None if cache_dir is None else EmbeddingCache(cache_dir, encoder.model_id)
         self.requested = 0
         self.embedded = 0
         self.cache_hits = 0
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
 
     def encode(self, texts: list[str]) -> np.ndarray:
         unique: dict[str, int] = {}
@@ -121,8 +137,13 @@ class CachedEncoder:
         misses = np.flatnonzero(~found)
         if len(misses):
             fresh = self.encoder.encode([distinct[i] for i in misses])
-            vectors[misses] = fresh
             self.cache.add(keys[misses], fresh)
+            if len(misses) == len(distinct):  # `vectors` may have no columns yet
+                vectors = fresh
+            else:
+                vectors[misses] = fresh
+        elif not vectors.shape[1]:  # no text, and nothing cached to tell the vectors' length
+            vectors = np.zeros((0, self.encoder.dim), np.float32)
         self.embedded += len(misses)
         self.cache_hits += int(found.sum())
         return vectors[inverse]

@@ -153,7 +153,7 @@ class SentenceTransformerEncoder(_TokenBatchingEncoder):
     def __init__(self, model_name_or_path: str = DEFAULT_MODEL, batch_size: int = 64, threads: int = 1):
         from sentence_transformers import SentenceTransformer
 
-        path, self.model_id = resolve_model(model_name_or_path)
+        path, self.model_id = resolve_model(model_name_or_path)[0], self.identify(model_name_or_path)
         _set_torch_threads(threads)
         try:
             self.model = SentenceTransformer(path, device="cpu", local_files_only=True).eval()
@@ -172,6 +172,11 @@ class SentenceTransformerEncoder(_TokenBatchingEncoder):
         self.batch_size = batch_size
         self.dim = int(self.model.get_embedding_dimension())
 
+    @staticmethod
+    def identify(model_name_or_path: str = DEFAULT_MODEL, **_options) -> str:
+        """The model id of this encoder over `model_name_or_path`, known without loading it."""
+        return resolve_model(model_name_or_path)[1]
+
     def _forward(self, batch: dict):
         return self.model(batch)["sentence_embedding"]
 
@@ -187,15 +192,22 @@ class TransformersEncoder(_TokenBatchingEncoder):
         batch_size: int = 64,
         threads: int = 1,
     ):
-        if pooling not in ("mean", "cls"):
-            raise EncoderError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
-        self.tokenizer, self.model, model_id = load_transformers_model(model_name_or_path, threads)
-        # Pooling and truncation change the embedding, so they are part of its identity.
-        self.model_id = f"{model_id}#pooling={pooling},max_length={max_length}"
+        self.model_id = self.identify(model_name_or_path, pooling, max_length)
+        self.tokenizer, self.model, _ = load_transformers_model(model_name_or_path, threads)
         self.pooling = pooling
         self.max_length = max_length
         self.batch_size = batch_size
         self.dim = int(self.model.config.hidden_size)
+
+    @staticmethod
+    def identify(
+        model_name_or_path: str = DEFAULT_MODEL, pooling: Pooling = "mean", max_length: int = 256, **_options
+    ) -> str:
+        """The model id of this encoder over `model_name_or_path`, known without loading it."""
+        if pooling not in ("mean", "cls"):
+            raise EncoderError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+        # Pooling and truncation change the embedding, so they are part of its identity.
+        return f"{resolve_model(model_name_or_path)[1]}#pooling={pooling},max_length={max_length}"
 
     def _forward(self, batch: dict):
         hidden = self.model(**batch).last_hidden_state

@@ -94,9 +94,14 @@ class OnnxEncoder(_TokenBatchingEncoder):
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.tokenizer, self.max_length = torch_encoder.tokenizer, torch_encoder.max_length
         self.batch_size, self.dim = torch_encoder.batch_size, torch_encoder.dim
-        self.model_id = f"{torch_encoder.model_id}#runtime=onnx"
+        self.model_id = self.identify(torch_encoder.model_id)
         if model_path:  # another file gives other embeddings: its digest keys the cache
             self.model_id += f",file={hashlib.sha256(Path(model_path).read_bytes()).hexdigest()[:16]}"
+
+    @staticmethod
+    def identify(torch_model_id: str) -> str:
+        """The model id of this runtime over the torch encoder `torch_model_id` (its own export)."""
+        return f"{torch_model_id}#runtime=onnx"
 
     def _forward(self, batch: dict):
         import torch

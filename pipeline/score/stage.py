@@ -54,7 +54,7 @@ from imagenot.pipeline.run.shards import (
     write_batches,
 )
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.runtimes import load_encoder
+from imagenot.pipeline.score.runtimes import lazy_encoder
 from imagenot.pipeline.score.sense_contrast import SenseContrast
 from imagenot.pipeline.score.sense_methods import sense_scorer
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
@@ -110,7 +110,7 @@ class CaptionScorer:
     word read where it stands: `context_senses.py`)."""
 
     def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
-        encoder = load_encoder(
+        encoder = lazy_encoder(
             scoring.encoder, scoring.model, scoring.runtime, threads=runner.torch_threads, **_encoder_options(scoring)
         )
         self.encoder = CachedEncoder(encoder, scoring.cache_dir or FileSystems.join(str(cache_dir()), "embeddings"))
