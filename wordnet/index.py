@@ -20,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagenot.bulk import without_gc
 from imagenot.wordnet.nltk_data import WORDNET_VERSION, cache_dir, load_nltk_wordnet
 
 ROOT_WNID = "n00001740"  # entity.n.01
@@ -218,6 +219,7 @@ def _load(path: Path) -> NounIndex:
 
 
 @functools.lru_cache(maxsize=1)
+@without_gc
 def load_index() -> NounIndex:
     """The noun index of WordNet 3.0, from the cache or built (and cached) from NLTK."""
     path = _cache_path()

@@ -40,6 +40,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from imagenot.bulk import without_gc
 from imagenot.wordnet.index import NounIndex
 
 _APOSTROPHES = "'\u2019\u2018\u02bc"  # ' ’ ‘ ʼ
@@ -90,6 +91,7 @@ def is_common_noun(lemma: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
+@without_gc
 def surface_forms(index: NounIndex) -> dict[str, tuple[str, ...]]:
     """Every normalised surface form of every noun lemma -> the sorted wnids it tags: built once per
     index (seconds), shared by every matcher of the process (plan's and tag's in one build), so

@@ -14,6 +14,7 @@ import shutil
 import warnings
 from pathlib import Path
 
+from imagenot.bulk import without_gc
 from imagenot.errors import ImagenotError
 
 DEBIAN_WORDNET_DIR = Path("/usr/share/wordnet")
@@ -102,6 +103,7 @@ def wordnet_root():
         return nltk.data.find("corpora/wordnet")
 
 
+@without_gc
 def load_nltk_wordnet():
     """NLTK's WordNet 3.0 reader: from NLTK's data path, else from imagenot's prepared copy."""
     from nltk.corpus.reader.wordnet import WordNetCorpusReader

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from imagenot.bulk import without_gc
 from imagenot.pipeline.tag.tokens import tokenize
 from imagenot.wordnet.index import NounIndex
 from imagenot.wordnet.lemmas import surface_forms
@@ -142,6 +143,7 @@ class LemmaMatcher:
         return _lists(keys // len(self._wnids), strings, n_rows)
 
 
+@without_gc
 def _trie(forms: Iterable[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The forms as a trie over word ids: the words, the edges (parent node, word id, child
     node; node 0 is the root) and, per node, the id of the form ending there or -1."""
