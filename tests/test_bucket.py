@@ -262,27 +262,32 @@ def _serving(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
     raise AssertionError(f"nothing answered on 127.0.0.1:{port} within {seconds} s")
 
 
+# Beam's external worker pool with its workers as threads of the pool's process, as Beam's own
+# portable tests run it: `worker_pool_main` starts a process per job, which imports Beam, imagenot
+# and WordNet anew for each of the build's jobs (the build took twice as long).
+THREADED_WORKER_POOL = (
+    "import time\n"
+    "from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer\n"
+    "server = BeamFnExternalWorkerPoolServicer.start(use_process=False, port={port})\n"
+    "time.sleep(24 * 3600)\n"
+)
+
+
 @pytest.fixture(scope="module")
 def portable_runner(gcs_bucket, tmp_path_factory):
     """Beam's Python job service and an external worker pool, each its own process in its own
-    working directory (the pool starts its workers there); they reach the bucket like the driver."""
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }  # workers run `python`
+    working directory; they reach the bucket like the driver."""
     job_port, pool_port = free_loopback_port(), free_loopback_port()
     commands = {
-        "job-service": ["apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)],
-        "worker-pool": ["apache_beam.runners.worker.worker_pool_main", "--service_port", str(pool_port)],
+        "job-service": ["-m", "apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)],
+        "worker-pool": ["-c", THREADED_WORKER_POOL.format(port=pool_port)],
     }
     processes = []
     try:
-        for name, (module, *args) in commands.items():
+        for name, args in commands.items():
             folder = tmp_path_factory.mktemp(name)
             with (folder / "log").open("wb") as log:
-                processes.append(
-                    subprocess.Popen([sys.executable, "-m", module, *args], cwd=folder, env=env, stdout=log, stderr=log)
-                )
+                processes.append(subprocess.Popen([sys.executable, *args], cwd=folder, stdout=log, stderr=log))
         for port, process in zip((job_port, pool_port), processes):
             _serving(port, process)
         yield {
