@@ -38,7 +38,7 @@ from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.corpus.synth import synth_command
 from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.frame.registry import declared, run_in_folder
-from imagenot.pipeline.run.files import read_bytes, read_json, read_tsv, write_text
+from imagenot.pipeline.run.files import read_bytes, read_json, read_tsv, write_bytes, write_text
 from imagenot.pipeline.run.paths import folder_exists
 from imagenot.pipeline.score.cache import EmbeddingCache, text_keys
 
@@ -85,9 +85,13 @@ def _ok(command, *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def config_path(gcs_bucket, tmp_path_factory):
+def config_path(gcs_bucket, small_run, tmp_path_factory):
     """The small build's config, in the bucket: its corpus (written there by `imagenot synth`),
-    its embedding cache and its CLIP model config live there too; images from a loopback server."""
+    its embedding cache (a copy of the session's small run's: the same captions, embedded once
+    per session) and its CLIP model config live there too; images from a loopback server."""
+    for chunk in Path(yaml.safe_load(small_run.config.read_text())["scoring"]["cache_dir"]).rglob("*"):
+        if chunk.is_file():
+            write_bytes(f"{gcs_bucket}/small/embeddings/{chunk.parent.name}/{chunk.name}", chunk.read_bytes())
     local = tmp_path_factory.mktemp("bucket-config")
     (local / "tiny-vit.json").write_text(json.dumps(TINY_VIT))  # open_clip reads model files locally
     root, port = f"{gcs_bucket}/small", free_loopback_port()
