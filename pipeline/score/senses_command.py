@@ -27,7 +27,6 @@ the build's own: the tagger's matched forms, `PairChecker` (select's caption rul
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Sequence
 
@@ -239,18 +238,12 @@ def gloss_similarities(captions: list[str], wnids: list[str], config: Config) ->
     return np.asarray(score_batch(encoder.encoder.encode(captions), wnids, queries), np.float32)
 
 
-@functools.lru_cache(maxsize=2)
-def _matcher(ignore_forms: tuple[str, ...]):
-    """The build's tagger (its matched forms), built once per process: a few seconds."""
-    from imagenot.pipeline.tag.stage import build_matcher
-
-    return build_matcher(load_index(), list(ignore_forms))
-
-
 def matched_forms(captions: Sequence, config: Config) -> list[list[str]]:
     """Per caption, the surface forms the tag stage would match: what the caption rules read."""
+    from imagenot.pipeline.tag.stage import build_matcher
+
     text = [c if isinstance(c, str) else None for c in captions]
-    tags = _matcher(tuple(config.tagging.ignore_forms)).tag(pa.array(text, pa.string()))
+    tags = build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array(text, pa.string()))
     return [forms or [] for forms in tags.matched.to_pylist()]
 
 

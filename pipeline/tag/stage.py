@@ -16,6 +16,7 @@ import functools
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -67,9 +68,15 @@ LINE_STARTS_FILE = "line_starts.json"  # the text ranges' line counts (a first j
 ROWS_BY_FILE = "rows_by_file"  # a unit's tally: rows read per file, for the empty files
 
 
-def build_matcher(index: NounIndex, ignore_forms: list[str]) -> LemmaMatcher:
-    """The matcher over every noun lemma and inflection except the ignored surface forms."""
-    skip = {normalize(form) for form in ignore_forms}
+def build_matcher(index: NounIndex, ignore_forms: Iterable[str]) -> LemmaMatcher:
+    """The matcher over every noun lemma and inflection except the ignored surface forms: built
+    once per index and ignored forms in a process (a second) and shared by every stage and
+    command there (a build's plan and tag, a test's many tag stages), so read only."""
+    return _matcher(index, frozenset(normalize(form) for form in ignore_forms))
+
+
+@functools.lru_cache(maxsize=4)
+def _matcher(index: NounIndex, skip: frozenset[str]) -> LemmaMatcher:
     return LemmaMatcher({form: wnids for form, wnids in surface_forms(index).items() if form not in skip})
 
 
