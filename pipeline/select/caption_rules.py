@@ -25,7 +25,7 @@ from imagenot.filters.none_of_these import NoneOfThese, Words
 from imagenot.filters.none_of_these_model import BIAS, WEIGHTS
 from imagenot.pipeline.config.schema import FUNCTION_WORDS
 from imagenot.pipeline.config.schema import CaptionRules as CaptionRulesConfig
-from imagenot.wordnet.index import NounIndex, load_index
+from imagenot.wordnet.index import NounIndex, Synset, load_index, wnid_of_offset
 from imagenot.wordnet.lemmas import normalize_text
 from imagenot.wordnet.nltk_data import load_nltk_wordnet
 
@@ -125,7 +125,9 @@ def senses_of(index: NounIndex, wnids: Iterable[str]) -> dict[str, Sense]:
         synset = index[wnid]
         outranked = set()
         for lemma in synset.lemmas:
-            counts = {s.name(): _count(s, lemma) for s in wordnet.synsets(lemma, "n")}
+            counts = {
+                s.name(): _noun_count(index[wnid_of_offset(s.offset())], lemma) for s in wordnet.synsets(lemma, "n")
+            }
             if counts and max(counts.values()) > counts.get(synset.name, 0):
                 outranked.add(normal[lemma])
         forms = frozenset(normal[lemma] for lemma in synset.lemmas)
@@ -136,8 +138,15 @@ def senses_of(index: NounIndex, wnids: Iterable[str]) -> dict[str, Sense]:
 
 
 def _count(synset, lemma: str) -> int:
-    """How often SemCor tagged `lemma` with this synset (WordNet's sense order follows it)."""
+    """How often SemCor tagged `lemma` with this synset of NLTK's, of any part of speech
+    (WordNet's sense order follows it)."""
     return sum(entry.count() for entry in synset.lemmas() if entry.name().lower() == lemma.lower())
+
+
+def _noun_count(synset: Synset, lemma: str) -> int:
+    """`_count` of a noun synset, from the index's counts: NLTK's `Lemma.count()` searches a file
+    each time, and the caption rules ask for every sense of every candidate's lemmas."""
+    return sum(n for name, n in zip(synset.lemmas, synset.lemma_counts) if name.lower() == lemma.lower())
 
 
 def tag_words(words: tuple[str, ...]) -> list[str]:
