@@ -9,6 +9,7 @@ reference (other = the classes).
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import Counter
 from collections.abc import Iterable
@@ -104,9 +105,18 @@ def nearest(index: NounIndex, wnids: Iterable[str], targets: Iterable[str]) -> d
     equally near targets the smallest wnid is named: a node's label is the smallest label of
     its neighbours one level closer, which is the smallest of all its nearest targets.
     """
-    label = {target: target for target in targets}
+    distance, label = _spread(index, frozenset(targets))
+    # WordNet's noun graph is connected (one root), so every class is reached.
+    return {wnid: (distance[wnid], label[wnid]) for wnid in sorted(set(wnids))} if label else {}
+
+
+@functools.lru_cache(maxsize=4)
+def _spread(index: NounIndex, targets: frozenset[str]) -> tuple[dict[str, int], dict[str, str]]:
+    """(hops, nearest target) of every synset: `nearest`'s search, once per target set in a process
+    (the report measures several class sets against the same reference list)."""
+    label = {target: target for target in sorted(targets)}
     if not label:  # no target to be near: no distances
-        return {}
+        return {}, {}
     distance = dict.fromkeys(label, 0)
     frontier = list(label)
     while frontier:
@@ -121,8 +131,7 @@ def nearest(index: NounIndex, wnids: Iterable[str], targets: Iterable[str]) -> d
             distance[neighbour] = level
             label[neighbour] = source
         frontier = list(reached)
-    # WordNet's noun graph is connected (one root), so every class is reached.
-    return {wnid: (distance[wnid], label[wnid]) for wnid in sorted(set(wnids))}
+    return distance, label
 
 
 PHYSICAL_ENTITY = "physical_entity.n.01"
