@@ -32,12 +32,17 @@ def _config(cache=None, workers=1, **sampling):
 
 
 @pytest.fixture(scope="module")
-def ranked_run(tagged_corpus, tmp_path_factory):
+def embeddings(tmp_path_factory):
+    """The module's embedding cache: ranked_run embeds its classes' captions once for every test."""
+    return tmp_path_factory.mktemp("embeddings")
+
+
+@pytest.fixture(scope="module")
+def ranked_run(tagged_corpus, embeddings, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
-    cache = tmp_path_factory.mktemp("embeddings")
     shutil.copytree(tagged_corpus.run / "tag", run_dir / "tag")
     for stage in ("select", "score", "rank"):
-        run_in_folder(declared(stage), _config(cache), str(run_dir))
+        run_in_folder(declared(stage), _config(embeddings), str(run_dir))
     return run_dir, tagged_corpus.corpus
 
 
@@ -200,7 +205,7 @@ PRIORITY_STRATEGIES = {
 
 
 @pytest.mark.parametrize("strategy", PRIORITY_STRATEGIES)
-def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tmp_path, strategy):
+def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, embeddings, tmp_path, strategy):
     run_dir, _ = ranked_run
     exact, bounded = tmp_path / "exact", tmp_path / "priority"
     for stage in ("tag", "select", "score", "rank"):
@@ -208,7 +213,7 @@ def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tm
         if stage != "rank":
             shutil.copytree(run_dir / stage, bounded / stage)
     run_in_folder(declared("sample"), _config(**PRIORITY_STRATEGIES[strategy]), str(exact))
-    config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES[strategy])
+    config = _config(embeddings, **PRIORITY_STRATEGIES[strategy])
     config = config.model_copy(
         update={"scoring": config.scoring.model_copy(update={"first_phase": "priority", "exact_per_class": 3})}
     )
@@ -228,11 +233,11 @@ def test_the_priority_path_lists_what_scoring_every_caption_lists(ranked_run, tm
     assert tally["rows_scored"] < exact_scored if strategy == "threshold" else tally["rows_scored"] <= exact_scored
 
 
-def test_a_capped_priority_path_says_how_many_classes_it_stopped(ranked_run, tmp_path):
+def test_a_capped_priority_path_says_how_many_classes_it_stopped(ranked_run, embeddings, tmp_path):
     run_dir, _ = ranked_run
     for stage in ("tag", "select", "score"):
         shutil.copytree(run_dir / stage, tmp_path / stage)
-    config = _config(tmp_path / "embeddings", **PRIORITY_STRATEGIES["threshold"])
+    config = _config(embeddings, **PRIORITY_STRATEGIES["threshold"])
     config = config.model_copy(
         update={
             "scoring": config.scoring.model_copy(
