@@ -82,6 +82,7 @@ class NounIndex:
         return self._by_name[name]
 
     @functools.cached_property
+    @without_gc
     def lemma_synsets(self) -> dict[str, tuple[str, ...]]:
         """Each lemma as WordNet spells it -> the wnids of the synsets that have it."""
         out: dict[str, list[str]] = {}

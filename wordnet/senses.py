@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 
+from imagenot.bulk import without_gc
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.lemmas import inflections, irregular_forms, is_common_noun, normalize, normalize_all
 
@@ -86,6 +87,7 @@ class WordSenses:
 
 
 @functools.lru_cache(maxsize=1)
+@without_gc
 def word_senses() -> WordSenses:
     """WordNet 3.0's, built once per process."""
     return WordSenses(load_index())
