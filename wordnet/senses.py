@@ -72,12 +72,16 @@ class WordSenses:
         """The lemmas (normalised, sorted) that a surface form in any spelling ("Adventures",
         "Mens") is a form of, as the tagger matches it; () when it matches none."""
         if self._form_words is None:
-            table: dict[str, set[str]] = {}
-            for word in self._senses:
-                for surface in self.word_forms(word):
-                    table.setdefault(surface, set()).add(word)
-            self._form_words = {surface: tuple(sorted(words)) for surface, words in table.items()}
+            self._form_words = self._form_table()
         return self._form_words.get(self.word(form), ())
+
+    @without_gc
+    def _form_table(self) -> dict[str, tuple[str, ...]]:
+        table: dict[str, set[str]] = {}
+        for word in self._senses:
+            for surface in self.word_forms(word):
+                table.setdefault(surface, set()).add(word)
+        return {surface: tuple(sorted(words)) for surface, words in table.items()}
 
     def log_prior(self, word: str, wnids: tuple[str, ...]) -> list[float]:
         """log P(sense | word) from the tagged counts, add-one smoothed over `wnids`."""
