@@ -6,12 +6,13 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from imagenot.pipeline.cli import main
+from imagenot.pipeline.cli import QUIET_MODEL_LOADING, main
 
 
 def _config_with_no_corpus(tmp_path) -> str:
@@ -119,3 +120,31 @@ def test_model_loading_bars_show_only_with_twice_verbose(args, hidden):
     env = {k: v for k, v in os.environ.items() if k not in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS")}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert result.stdout.splitlines()[-1] == ("1 1" if hidden else "None None")
+
+
+def test_model_loading_says_nothing_but_progress_unless_twice_verbose():
+    """`make demo` runs `imagenot -v build`: -v shows progress, not transformers' LOAD REPORT
+    (the packaged MiniLM has an unused position_ids key); -vv shows it. `prepare-models`, whose
+    artifacts set-up made, loads the text model as the score stage and `imagenot senses` do; the
+    two commands run at once."""
+    imagenot = Path(sys.executable).with_name("imagenot")
+    env = {k: v for k, v in os.environ.items() if k not in QUIET_MODEL_LOADING}
+    processes = {
+        flag: subprocess.Popen(
+            [str(imagenot), flag, "prepare-models"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for flag in ("-v", "-vv")
+    }
+    outputs = {}
+    try:
+        for flag, process in processes.items():
+            stdout, stderr = process.communicate(timeout=300)
+            assert process.returncode == 0, stderr
+            assert "Loading SentenceTransformer model" in stderr  # -v's progress
+            outputs[flag] = stdout + stderr
+    finally:
+        for process in processes.values():
+            process.kill()  # nothing left running after a failure
+            process.wait()
+    assert "LOAD REPORT" not in outputs["-v"]
+    assert "LOAD REPORT" in outputs["-vv"]  # so the first assertion can fail

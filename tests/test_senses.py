@@ -1,11 +1,6 @@
 """Sense contrast: the caption rule, the sample's other_sense drop, the priority path's agreement
 with it, and `imagenot senses` run as a user runs it (real MiniLM, real WordNet)."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,7 +8,6 @@ import pytest
 from cli_runner import invoke
 
 from imagenot.filters.caption_rules import caption_decision
-from imagenot.pipeline.cli import QUIET_MODEL_LOADING
 from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.priority import list_settled
 from imagenot.pipeline.sample.classes import sample_class
@@ -190,37 +184,6 @@ def test_senses_caption_says_what_a_build_would_do():
     result = invoke(senses_command, ["Harry Potter and the Goblet of Fire (2005) DVD", "--lemma", "potter"])
     assert result.exit_code == 0, result.output
     assert [line for line in result.output.splitlines() if "potter.n.01" in line][0].endswith("caption rule name")
-
-
-def test_model_loading_says_nothing_but_progress_unless_twice_verbose():
-    """`make demo` runs `imagenot -v build`: -v shows progress, not transformers' LOAD REPORT
-    (the packaged MiniLM has an unused position_ids key); -vv shows it. The two commands run at
-    once (each loads WordNet and the model, some 15 s)."""
-    imagenot = Path(sys.executable).with_name("imagenot")
-    env = {k: v for k, v in os.environ.items() if k not in QUIET_MODEL_LOADING}
-    processes = {
-        flag: subprocess.Popen(
-            [str(imagenot), flag, "senses", "crane lifting steel beams", "--lemma", "crane"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for flag in ("-v", "-vv")
-    }
-    outputs = {}
-    try:
-        for flag, process in processes.items():
-            stdout, stderr = process.communicate(timeout=300)
-            assert process.returncode == 0, stderr
-            assert "crane.n.04" in stdout
-            outputs[flag] = stdout + stderr
-    finally:
-        for process in processes.values():
-            process.kill()  # nothing left running after a failure
-            process.wait()
-    assert "LOAD REPORT" not in outputs["-v"]
-    assert "LOAD REPORT" in outputs["-vv"]  # so the first assertion can fail
 
 
 def test_decision_names_the_caption_rule_before_sense_and_threshold():
