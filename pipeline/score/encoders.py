@@ -153,7 +153,8 @@ class SentenceTransformerEncoder(_TokenBatchingEncoder):
     def __init__(self, model_name_or_path: str = DEFAULT_MODEL, batch_size: int = 64, threads: int = 1):
         from sentence_transformers import SentenceTransformer
 
-        path, self.model_id = resolve_model(model_name_or_path)[0], self.identify(model_name_or_path)
+        path = resolve_model(model_name_or_path)[0]
+        self.model_id = self.identify(model_name_or_path)
         _set_torch_threads(threads)
         try:
             self.model = SentenceTransformer(path, device="cpu", local_files_only=True).eval()

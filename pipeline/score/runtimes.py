@@ -60,7 +60,8 @@ def lazy_encoder(
 class LazyEncoder:
     """A text encoder whose model loads at its first encode. Its model id is known before, so a
     caching encoder (`cache.CachedEncoder`) whose texts are all cached never loads the model nor
-    imports torch: each Beam worker of a rerun starts in a second instead of five."""
+    imports torch: each Beam worker of a rerun starts in under 3 s instead of about 9
+    (`benchmarks/bench_worker_start.py`)."""
 
     def __init__(self, model_id: str, load: Callable[[], TextEncoder]):
         self.model_id = model_id
