@@ -5,7 +5,9 @@ flagged, adds it to the download stage's dropped list (`pipeline.download.drops`
 the download stage: each class walks on to its next reserve candidates and fetches them. A
 replacement can be flagged in turn, so passes repeat until nothing new is flagged or
 `image_audit.drop_passes` ran. A pass killed part way resumes: the dropped list is the stage's
-revision, and what the caller does before a drop (`before_drop`) must be safe to repeat. Once the
+revision, what each pass drops is recorded in the run's journal before it is dropped
+(`pipeline.run.journal`: a rerun of the killed command reads it back and redoes the pass's
+download), and what the caller does before a drop (`before_drop`) must be safe to repeat. Once the
 caller has recorded what it did, `refresh_outputs` writes the report and the export again, so the
 card and `RUN/dataset/` never describe images that are gone.
 """
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
@@ -27,6 +30,8 @@ from imagenot.pipeline.download.shortfall import image_shortfall
 from imagenot.pipeline.export import stage as export_stage
 from imagenot.pipeline.frame.registry import run_stage
 from imagenot.pipeline.report import stage as report_stage
+from imagenot.pipeline.run import journal
+from imagenot.pipeline.run.journal import checkpoint
 from imagenot.pipeline.run.layout import DOWNLOAD, stage_path
 from imagenot.pipeline.run.stage_dir import is_done, made_from
 
@@ -48,6 +53,22 @@ def require_download(config: Config, run_dir: str, command: str) -> None:
         raise ImagenotError(f"{run_dir}: no finished download/ stage; run `imagenot download` first")
 
 
+def _flagged(key: str, flagged: Flagged) -> pa.Table:
+    """What `flagged` returns, recorded in the run's journal before any of it is dropped, so that a
+    rerun of a killed command drops what it had set out to (read back, not asked again)."""
+    recorded = journal.remembered(key, lambda: _as_json(flagged()))
+    return pa.table(
+        {
+            name: pa.array(values, pa.type_for_alias(recorded["types"][name]))
+            for name, values in recorded["columns"].items()
+        }
+    )
+
+
+def _as_json(table: pa.Table) -> dict:
+    return {"types": {field.name: str(field.type) for field in table.schema}, "columns": table.to_pydict()}
+
+
 def drop_and_backfill(
     config: Config,
     run_dir: str,
@@ -58,19 +79,23 @@ def drop_and_backfill(
 ) -> Backfilled:
     """Drop what `flagged` returns and backfill, until it returns nothing or the passes run out.
     `before_drop(rows)` runs before rows join the dropped list, `after_backfill()` after the
-    download stage ran again (an audit reruns itself there)."""
+    download stage ran again (an audit reruns itself there). Each pass's rows and its download are
+    steps of the command's journal entry: a rerun of a killed command finishes its passes."""
     require_download(config, run_dir, command)
     download_dir = stage_path(run_dir, DOWNLOAD)
-    dropped: Counter[str] = Counter()
+    earlier = journal.remembered("drop passes before", lambda: drops.passes(drops.read_drops(download_dir)))
     passes = 0
-    pending = flagged()
+    pending = _flagged("drop pass 1", flagged)
     while pending.num_rows and passes < config.image_audit.drop_passes:
         passes += 1
         before_drop(pending)
-        dropped.update(drops.add_drops(download_dir, pending).column("reason").to_pylist())
-        run_stage(download_stage.DECLARATION, config, run_dir)
+        drops.add_drops(download_dir, pending)
+        checkpoint("backfill dropped")
+        journal.once(f"drop pass {passes}: download", lambda: run_stage(download_stage.DECLARATION, config, run_dir))
         after_backfill()
-        pending = flagged()
+        pending = _flagged(f"drop pass {passes + 1}", flagged)
+    dropped_now = drops.read_drops(download_dir)  # counted from the list, whichever run of the command added them
+    dropped = Counter(dropped_now.filter(pc.greater(dropped_now.column("pass"), earlier)).column("reason").to_pylist())
     return Backfilled(passes, dict(sorted(dropped.items())), pending.num_rows)
 
 

@@ -30,13 +30,14 @@ from imagenot.pipeline.config.schema import Config, load_run_config
 from imagenot.pipeline.download import drops
 from imagenot.pipeline.download import stage as download_stage
 from imagenot.pipeline.download.blocklists import APPLIED_FILE, Blocklist, load_blocklists, read_applied
-from imagenot.pipeline.download.tars import remove_samples
+from imagenot.pipeline.download.tars import remove_samples, sample_members
 from imagenot.pipeline.frame.lock_option import break_lock_option
 from imagenot.pipeline.frame.stage_command import run_config_option
+from imagenot.pipeline.run import journal
 from imagenot.pipeline.run.files import read_table, stage_shards, write_json
+from imagenot.pipeline.run.journal import rewriting
 from imagenot.pipeline.run.layout import DATASET_DIR, DOWNLOAD, FIGURES_FILE, stage_path
-from imagenot.pipeline.run.lock import run_lock
-from imagenot.pipeline.run.stage_dir import stage_figures
+from imagenot.pipeline.run.stage_dir import digest, stage_figures
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +81,20 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
                 keys[row["tar"]].add(row["key"])
         images_removed += sum(len(tar_keys) for tar_keys in keys.values())  # an image is several tar members
         for tar, tar_keys in sorted(keys.items()):
-            samples_removed += remove_samples(FileSystems.join(run_dir, tar), tar_keys)
+            path = FileSystems.join(run_dir, tar)
+            # counted before they go (a rerun of a killed apply reads the count back)
+            count = journal.remembered(
+                f"members of {tar}: {digest(sorted(tar_keys))}",
+                lambda path=path, tar_keys=tar_keys: sample_members(path, tar_keys),
+            )
+            remove_samples(path, tar_keys)
+            samples_removed += count
 
     require_download(config, run_dir, "blocklist apply")
-    images_before = stage_figures(run_dir, download_stage.STAGE)["images"]
+    images_before = journal.remembered("images before", lambda: stage_figures(run_dir, download_stage.STAGE)["images"])
+    applied_at = journal.remembered(
+        "applied at", lambda: datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    )
     result = drop_and_backfill(
         config,
         run_dir,
@@ -101,11 +112,14 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
         "tar_members_removed": samples_removed,
         # each image taken out of the dataset left a place the reserve filled, or did not
         "backfilled": stage_figures(run_dir, download_stage.STAGE)["images"] - images_before + images_removed,
-        "applied_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "applied_at": applied_at,
         "md5_not_checked": source["entries"]["md5"],
     }
     download_dir = stage_path(run_dir, DOWNLOAD)
-    applied = [*read_applied(download_dir), record]
+    earlier = [
+        a for a in read_applied(download_dir) if (a["sha256"], a["applied_at"]) != (source["sha256"], applied_at)
+    ]
+    applied = [*earlier, record]  # a rerun of a killed apply replaces its own record
     write_json(FileSystems.join(download_dir, APPLIED_FILE), applied)
     figures = {**stage_figures(run_dir, download_stage.STAGE), "blocklists_applied": applied}
     write_json(FileSystems.join(download_dir, FIGURES_FILE), figures)
@@ -127,7 +141,8 @@ def blocklist_command() -> None:
 def apply_command(run_dir: str, list_path: str, config_path: str | None, break_lock: bool) -> None:
     """Take a new list's matches out of a finished dataset and backfill them from the reserve."""
     config = load_run_config(run_dir, config_path)
-    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
+    args = {"--run": run_dir, "--list": list_path, "--config": config_path}
+    with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "blocklist apply", args):
         record = apply_blocklist(config, run_dir, list_path)
         shortfall = refresh_outputs(config, run_dir)  # the card and export follow what the list removed
     if record["still_listed"]:

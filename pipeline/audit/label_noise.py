@@ -42,16 +42,19 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import load_run_config
 from imagenot.pipeline.frame.lock_option import break_lock_option
 from imagenot.pipeline.run.files import atomic_output, read_table, write_json, write_text
+from imagenot.pipeline.run.journal import require_finished
 from imagenot.pipeline.run.layout import (
     AUDIT_LABEL_NOISE,
     DATASET_DIR,
     DATASET_STAGES,
     LABEL_NOISE_FILE,
+    RANK,
     dataset_shards,
     read_classes,
     stage_path,
 )
 from imagenot.pipeline.run.lock import run_lock
+from imagenot.pipeline.run.stage_dir import is_done
 
 SUM_TOLERANCE = 1e-3  # probabilities saved as float32 or rounded still sum to 1 within this
 EXAMPLE_IDS = 5  # unmatched row ids quoted in the summary
@@ -287,7 +290,10 @@ def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
 @break_lock_option
 def label_noise_command(run_dir: str, probs_path: str, break_lock: bool) -> None:
     """Estimate label errors with confident learning from out-of-sample class probabilities."""
+    if not is_done(run_dir, RANK):  # before the lock: nothing is written in a folder that is not a run
+        raise LabelNoiseInputError(f"{run_dir}: no finished rank/ stage: not a run, or run `imagenot rank` first")
     with run_lock(run_dir, load_run_config(run_dir).runner.lock_stale_after_s, break_lock, create_dir=False):
+        require_finished(run_dir)  # reads the dataset: not one a killed command left half rewritten
         try:
             classes = read_classes(run_dir)
             dataset, source = read_run_dataset(run_dir)

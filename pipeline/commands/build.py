@@ -23,7 +23,7 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
     from imagenot.pipeline.frame.build import build
     from imagenot.pipeline.frame.preflight import build_stages, preflight
     from imagenot.pipeline.frame.registry import declared
-    from imagenot.pipeline.run.lock import run_lock
+    from imagenot.pipeline.run.journal import rewriting
     from imagenot.pipeline.run.paths import stem
 
     config = load_config(config_path, needs_corpus=True)
@@ -33,7 +33,9 @@ def build_command(config_path: str, run_dir: str | None, from_stage: str | None,
         )
     run_dir = run_dir or f"runs/{stem(config_path)}"
     preflight(config, run_dir, build_stages(config))  # before the lock or config.yaml is written
-    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock):
+    args = {"--config": config_path, "--out": run_dir, "--from": from_stage}
+    # a build finishes what a killed build or stage command left, whatever their options
+    with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "build", args, True, ("build", *STAGE_NAMES)):
         ran = build(config, run_dir, from_stage)
     click.echo(closing_summary(config, run_dir, ran))
     for warning in filter(None, (class_shortfall(config, run_dir), image_shortfall(config, run_dir))):

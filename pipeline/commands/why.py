@@ -27,6 +27,7 @@ from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.download.class_fates import download_fate
 from imagenot.pipeline.review.results import why_line as review_why_line
 from imagenot.pipeline.run.files import read_json, read_table, read_tsv
+from imagenot.pipeline.run.journal import require_finished
 from imagenot.pipeline.run.layout import (
     DATASET_STAGES,
     RANK,
@@ -285,6 +286,7 @@ def why(word: str, run_dir: str) -> None:
     index = load_index()
     wnids = senses(word, index)
     run = Run(run_dir, index)
+    require_finished(run_dir)  # a run a killed command left half rewritten would be misread
     if len(wnids) > 1:
         click.echo(f"{word!r} has {len(wnids)} noun senses:")
     for wnid in wnids:

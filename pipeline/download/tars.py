@@ -86,6 +86,12 @@ def _key(member_name: str) -> str:
     return member_name.split(".", 1)[0]
 
 
+def sample_members(tar_path: str, keys: set[str]) -> int:
+    """How many of the tar's members are files of the samples of `keys`."""
+    with tarfile.open(fileobj=io.BytesIO(read_bytes(tar_path))) as source:
+        return sum(1 for m in source.getmembers() if m.isfile() and _key(m.name) in keys)
+
+
 def remove_samples(tar_path: str, keys: set[str]) -> int:
     """Write the tar again without the samples of `keys` (atomically); the members removed."""
     with tarfile.open(fileobj=io.BytesIO(read_bytes(tar_path))) as source:

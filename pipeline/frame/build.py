@@ -2,7 +2,9 @@
 
 A stage that finished for the same settings and upstream outputs is skipped; an interrupted
 stage picks up its finished shards; a changed setting reruns that stage and everything after it
-(see `pipeline.run.stage_dir`). `--from STAGE` reruns from STAGE on regardless.
+(see `pipeline.run.stage_dir`). `--from STAGE` reruns from STAGE on regardless: each of those
+stages is cleared once per build, so a killed `build --from` run again keeps what it redid (the
+run's journal records the clearing, `pipeline.run.journal`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.config_file import write_run_config
 from imagenot.pipeline.frame.registry import run_stage, stage_config, stages
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
+from imagenot.pipeline.run import journal
 from imagenot.pipeline.run.layout import DOWNLOAD, RANK, SAMPLE, SCORE
 from imagenot.pipeline.run.paths import delete_folder
 from imagenot.pipeline.run.stage_dir import is_current, stage_fingerprint
@@ -33,9 +36,9 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
         upstream_name = stage.upstream_of(config)
         upstream = stage_fingerprint(run_dir, upstream_name) if upstream_name else None
         stage_dir = FileSystems.join(run_dir, stage.name)
-        if STAGE_NAMES.index(stage.name) >= forced:
-            delete_folder(stage_dir)
-        elif is_current(
+        if STAGE_NAMES.index(stage.name) >= forced:  # once: a rerun of a killed build keeps what it redid
+            journal.once(f"cleared {stage.name}", lambda stage_dir=stage_dir: delete_folder(stage_dir))
+        if is_current(
             run_dir, stage.name, stage.settings(stage_config(config, run_dir, stage.name)), upstream, stage.revision
         ):
             log.info("%s: up to date, skipped", stage.name)

@@ -25,6 +25,7 @@ from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.demo.serving import serving_demo_images
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.run.files import read_json
+from imagenot.pipeline.run.journal import checkpoint
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, read_vetoes, stage_path
 from imagenot.pipeline.run.stage_dir import (
     Revision,
@@ -129,6 +130,7 @@ def run_in_folder(stage: Stage, config: Config, run_dir: str, **options: object)
     settings = stage.settings(config)
     stage_dir = open_stage(run_dir, stage.name, settings, fingerprint, stage.revision)
     result = stage.run(config, run_dir, **prepared, **options)
+    checkpoint(f"{stage.name} ran")
     if stage.revision:  # the run may change it (download: the drops carried over from an earlier download)
         record_fingerprint(run_dir, stage.name, settings, fingerprint, stage.revision)
     finish_stage(stage_dir, stage.figures(result) if stage.figures else result)

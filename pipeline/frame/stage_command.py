@@ -14,7 +14,8 @@ from imagenot.pipeline.frame.config_file import record_run_config, settled_confi
 from imagenot.pipeline.frame.lock_option import break_lock_option
 from imagenot.pipeline.frame.preflight import preflight, stages_from
 from imagenot.pipeline.frame.registry import Stage, run_stage
-from imagenot.pipeline.run.layout import RUN_CONFIG
+from imagenot.pipeline.run.journal import intent
+from imagenot.pipeline.run.layout import AUDIT_EMBEDDINGS, RUN_CONFIG
 from imagenot.pipeline.run.lock import run_lock
 from imagenot.pipeline.run.stage_dir import is_done
 
@@ -41,6 +42,25 @@ def _run_options(stage: Stage) -> tuple:
     return click.option("--run", "run_dir", required=True, help=stage.command.run_help), run_config_option
 
 
+def _require_done(run_dir: str, upstream: str | None) -> None:
+    if upstream and not is_done(run_dir, upstream):
+        command = "audit embed" if upstream == AUDIT_EMBEDDINGS else upstream
+        raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {command}` first")
+
+
+def _journal_entry(
+    stage: Stage, run_dir: str, config_path: str | None, inputs: tuple, values: dict
+) -> tuple[str, dict, tuple[str, ...]]:
+    """The command, its options as typed and the commands whose unfinished entry it finishes, for
+    the run's journal: a build stage finishes a killed run of itself with other options (its folder's
+    fingerprint tells what to redo); an audit, whose `--drop` rewrites the dataset, only with the same."""
+    typed = click.get_current_context().info_name  # `embed` for the audit/embeddings stage
+    command = typed if stage.settings is not None else f"audit {typed.removeprefix('audit/')}"
+    args = {"--out" if stage.command.starts_run else "--run": run_dir, "--config": config_path}
+    args |= {"--input": list(inputs) or None} | {f"--{name.replace('_', '-')}": v for name, v in values.items()}
+    return command, args, () if stage.settings is None else (command,)
+
+
 def stage_command(stage: Stage) -> click.Command:
     """A click command that runs `stage` over its run directory after its upstream finished there and
     records the stage's figures (plus the time taken) as its part of summary.json. The stage's
@@ -55,12 +75,13 @@ def stage_command(stage: Stage) -> click.Command:
                 raise ImagenotError(stage.unwanted)  # the first thing to say, before what the run's stages recorded
             config, note = settled_config(run_dir, config_path, stage, list(inputs) or None)
         preflight(config, run_dir, stages_from(config, stage))  # before the lock: nothing left if refused
+        upstream = None if form.describes_run else stage.upstream_of(config)
+        _require_done(run_dir, upstream)  # before the lock: nothing is written in a folder that is not a run
         with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=form.starts_run):
-            upstream = None if form.describes_run else stage.upstream_of(config)
-            if upstream and not is_done(run_dir, upstream):
-                raise ImagenotError(f"{run_dir}: no finished {upstream}/ stage; run `imagenot {upstream}` first")
-            record_run_config(run_dir, config, note)
-            figures = run_stage(stage, config, run_dir, **values)
+            _require_done(run_dir, upstream)  # still, now that no other writer can change it
+            with intent(run_dir, *_journal_entry(stage, run_dir, config_path, inputs, values)):
+                record_run_config(run_dir, config, note)
+                figures = run_stage(stage, config, run_dir, **values)
         click.echo(form.result(figures, run_dir) if form.result else f"{stage.name}: {json.dumps(figures, indent=2)}")
         for warning in filter(None, (closing(config, run_dir) for closing in stage.closing)):
             click.echo(f"Warning: {warning}", err=True)

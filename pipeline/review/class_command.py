@@ -153,21 +153,24 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
     from imagenot.pipeline.frame.build import build
     from imagenot.pipeline.frame.preflight import build_stages, preflight
     from imagenot.pipeline.review.class_plan import ranked_classes
-    from imagenot.pipeline.run.lock import run_lock
+    from imagenot.pipeline.run.journal import rewriting
     from imagenot.wordnet.index import load_index
 
     config, index = review_config(run_dir, config_path), load_index()
-    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
-        dropped = dropped_classes(export_classes(run_dir, config, index))
+    args = {"--run": run_dir, "--config": config_path}
+    with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "review classes apply", args) as intent:
+        # what it sets out to do is in the run's journal before the first write: a rerun of a killed
+        # apply reads it back (the run it left half rebuilt would say nothing is left to veto)
+        dropped = intent.remembered("vetoes", lambda: dropped_classes(export_classes(run_dir, config, index)))
         if not dropped:
             click.echo("class review apply: no class was dropped (more drop than keep answers); nothing to do")
             return
-        before = {r["wnid"] for r in ranked_classes(run_dir)}
+        before = set(intent.remembered("classes before", lambda: [r["wnid"] for r in ranked_classes(run_dir)]))
         config = with_vetoes(config, dropped)
         preflight(config, run_dir, build_stages(config))
         export_classes(run_dir, config, index)  # the card the build writes lists the vetoes
-        listed = write_vetoes(run_dir, config.ranking.vetoed, index)
         ran = build(config, run_dir)
+        listed = write_vetoes(run_dir, config.ranking.vetoed, index)  # once the run is built without them
     promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
     click.echo(
         f"class review apply: vetoed {', '.join(dropped)} (listed in {listed}, which every build of the run "

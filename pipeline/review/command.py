@@ -27,6 +27,7 @@ from imagenot.pipeline.review.class_command import classes_command
 from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
 from imagenot.pipeline.review.serving import serve_app, server_options, server_token
 from imagenot.pipeline.review.store import Store, database_path
+from imagenot.pipeline.run.journal import remembered, rewriting
 from imagenot.pipeline.run.layout import DOWNLOAD, read_classes, stage_path
 from imagenot.pipeline.run.lock import run_lock
 
@@ -184,7 +185,7 @@ def rejected_rows(run_dir: str, images: pa.Table) -> pa.Table:
 
 def apply_review(config: Config, run_dir: str) -> dict:
     """Drop the rejected images, backfill, review the replacements; what it did."""
-    before = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
+    before = set(remembered("dataset before", lambda: review_plan.read_dataset(run_dir).column("row_id").to_pylist()))
     store = Store(run_dir)
     try:
         _, _, images = review_figures(run_dir, config.review, store)
@@ -217,7 +218,8 @@ def apply_review(config: Config, run_dir: str) -> dict:
 def apply_command(run_dir: str, min_selection: float | None, config_path: str | None, break_lock: bool) -> None:
     """Drop the images raters rejected, backfill from the reserve, and write the report and export again."""
     config = _config(run_dir, config_path, min_selection=min_selection)
-    with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
+    args = {"--run": run_dir, "--min-selection": min_selection, "--config": config_path}
+    with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "review apply", args):
         done = apply_review(config, run_dir)
     click.echo(f"review apply: {json.dumps(done)}")
 

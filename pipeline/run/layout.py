@@ -4,6 +4,8 @@ audit or the export reads, and where a run's dataset lies.
     RUN/config.yaml, summary.json       the resolved config, each stage's figures
     RUN/vetoed_classes.txt              the classes people vetoed (`review classes apply`)
     RUN/imagenot.lock                   the run's lock (pipeline/run/lock.py)
+    RUN/journal.json                    what each command that rewrote the run set out to do, and
+                                        whether it finished (pipeline/run/journal.py)
     RUN/<stage>/                        one folder per stage (fingerprint.json, figures.json, DONE:
                                         pipeline/run/stage_dir.py), holding the files named below
     RUN/audit/<audit>/                  the audits' folders
@@ -99,6 +101,7 @@ REVIEW_PLOT_FILE = "precision.png"  # per-class precision with its interval, sor
 RUN_CONFIG = "config.yaml"  # the resolved config the run's stages ran with
 SUMMARY_FILE = "summary.json"  # each stage's figures (pipeline/run/summary.py)
 LOCK_FILE = "imagenot.lock"  # held by the command working on the run (pipeline/run/lock.py)
+JOURNAL_FILE = "journal.json"  # the commands that rewrote the run, the last one maybe unfinished (run/journal.py)
 VETOES_FILE = "vetoed_classes.txt"  # `review classes apply`'s vetoes: `wnid name` a line; every build's rank reads it
 EXPORT_DIR = "dataset"  # the export's folder, beside the stage folders
 

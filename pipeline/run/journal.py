@@ -1,0 +1,229 @@
+"""The run's journal: what a command that rewrites a run set out to do, recorded before its first
+write and marked finished after its last. A command killed part way (SIGKILL, a lost machine) is
+finished by running it again, and no other command mistakes the half-rewritten run for a whole one.
+
+`RUN/journal.json` lists the commands that rewrote the run, oldest first; only the last may be
+unfinished. An entry names the command (`blocklist apply`), the line that runs it again, its
+arguments, when it started and finished, the values it worked out before it wrote what they decide
+(`remembered`: the classes a class review vetoes, the images a backfill pass drops) and the steps it
+finished (`once`: a stage `build --from` cleared, a pass's download). The same command run again,
+with the same arguments, takes the unfinished entry over and reads those values back, so it does
+what the killed one set out to do, not what the half-rewritten run now suggests (the vetoes it had
+written, say, would tell it that nothing is left to veto). Another command that writes the run is
+refused, naming the command to run again (`finishes` lets `build` finish a stage command's entry,
+as a build runs every stage); `require_finished` refuses a command that reads the run.
+
+A test kills a command at a named point of its work (`checkpoint`): `IMAGENOT_KILL_AT=POINT`, where
+POINT is `journal` (the lock taken, the intent recorded), `STAGE ran` (a stage's outputs written,
+its folder not yet marked done) or `backfill dropped` (a pass's images added to the download
+stage's dropped list, the download not yet run again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shlex
+import signal
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Any
+
+from apache_beam.io.filesystems import FileSystems
+
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.run.files import read_json, write_json
+from imagenot.pipeline.run.layout import JOURNAL_FILE
+from imagenot.pipeline.run.lock import run_lock
+
+log = logging.getLogger(__name__)
+
+KILL_AT = "IMAGENOT_KILL_AT"  # fault injection for tests: the named point where the process kills itself
+KEPT_ENTRIES = 200  # the journal's length: older entries, all finished, are dropped
+
+
+class UnfinishedRunError(ImagenotError):
+    """Another command's rewrite of the run has not finished."""
+
+
+class Intent:
+    """The journal entry of the command at work: what it remembers and the steps it finished."""
+
+    def __init__(self, run_dir: str, entries: list[dict]):
+        self.run_dir, self._entries = run_dir, entries
+
+    @property
+    def entry(self) -> dict:
+        return self._entries[-1]
+
+    @property
+    def resumed(self) -> bool:
+        """Whether this run of the command finishes one that was interrupted."""
+        return bool(self.entry["resumed"])
+
+    def save(self) -> None:
+        write_json(journal_path(self.run_dir), self._entries[-KEPT_ENTRIES:])
+
+    def remembered(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`'s value (JSON) the first time this intent asks, recorded before it is used;
+        the recorded value when a rerun asks again."""
+        memo = self.entry["remembered"]
+        if key not in memo:
+            memo[key] = compute()
+            self.save()
+        return memo[key]
+
+    def once(self, step: str, action: Callable[[], object]) -> None:
+        """Run `action` unless this intent finished `step` before it was interrupted."""
+        if step not in self.entry["steps"]:
+            action()
+            self.entry["steps"].append(step)
+            self.save()
+
+
+_CURRENT: ContextVar[Intent | None] = ContextVar("imagenot_intent", default=None)
+
+
+def journal_path(run_dir: str) -> str:
+    return FileSystems.join(run_dir, JOURNAL_FILE)
+
+
+def read_journal(run_dir: str) -> list[dict]:
+    """The run's journal entries, oldest first (none for a run no command rewrote)."""
+    path = journal_path(run_dir)
+    if not FileSystems.exists(path):
+        return []
+    try:
+        entries = read_json(path)
+    except ValueError as err:
+        raise ImagenotError(f"{path}: not imagenot's journal of the run ({err}); restore it or delete it") from err
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "command" in e for e in entries):
+        raise ImagenotError(f"{path}: not imagenot's journal of the run (a list of commands); restore it or delete it")
+    return entries
+
+
+def unfinished(run_dir: str) -> dict | None:
+    """The journal entry of a command that has not finished rewriting the run, or None."""
+    entries = read_journal(run_dir)
+    return entries[-1] if entries and entries[-1].get("finished") is None else None
+
+
+def _unfinished_message(run_dir: str, entry: dict) -> str:
+    return (
+        f"{run_dir}: `{entry['line']}` has not finished rewriting this run (started {entry['started']}): it is "
+        "running now, or it was interrupted; run it again to finish it"
+    )
+
+
+def require_finished(run_dir: str) -> None:
+    """Refuse to read a run that a command left half rewritten."""
+    if entry := unfinished(run_dir):
+        raise UnfinishedRunError(_unfinished_message(run_dir, entry))
+
+
+def command_line(command: str, args: Mapping[str, object]) -> str:
+    """`imagenot COMMAND --option value --flag`, as a user types it again (None and False left out,
+    a list's option repeated)."""
+    words = ["imagenot", command]
+    for option, value in args.items():
+        if value is True:
+            words.append(option)
+        elif value not in (None, False):
+            for item in value if isinstance(value, list) else [value]:
+                words += [option, shlex.quote(str(item))]
+    return " ".join(words)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@contextlib.contextmanager
+def intent(run_dir: str, command: str, args: Mapping[str, object], finishes: tuple[str, ...] = ()) -> Iterator[Intent]:
+    """Record that `command` (with `args`, its options as typed) sets out to rewrite the run, and
+    mark it finished when the block completes; an error or a kill leaves it unfinished. Hold the
+    run's lock around it (`rewriting` does both). An unfinished entry of the same command and
+    arguments is taken over; one of a command in `finishes` (with any arguments) is finished by
+    this one; any other refuses the command."""
+    args = json.loads(json.dumps(dict(args)))  # as the journal holds them
+    entries = read_journal(run_dir)
+    left = entries[-1] if entries and entries[-1].get("finished") is None else None
+    same = left is not None and left["command"] == command and left["args"] == args
+    if left is not None and not same and left["command"] not in finishes:
+        raise UnfinishedRunError(_unfinished_message(run_dir, left))
+    if same:
+        log.warning("%s: finishing `%s`, interrupted (started %s)", run_dir, left["line"], left["started"])
+        left["resumed"] = True
+    else:
+        line = command_line(command, args)
+        entries.append(
+            {
+                "command": command,
+                "line": line,
+                "args": args,
+                "started": _now(),
+                "finished": None,
+                "resumed": False,
+                "remembered": {},
+                "steps": [],
+            }
+        )
+    recorded = Intent(run_dir, entries)
+    recorded.save()  # before the command's first write
+    checkpoint("journal")
+    token = _CURRENT.set(recorded)
+    try:
+        yield recorded
+    finally:
+        _CURRENT.reset(token)
+    recorded.entry["finished"] = _now()  # after its last
+    recorded.save()
+
+
+@contextlib.contextmanager
+def rewriting(
+    run_dir: str,
+    stale_after_s: float,
+    break_lock: bool,
+    command: str,
+    args: Mapping[str, object],
+    create_dir: bool = False,
+    finishes: tuple[str, ...] = (),
+) -> Iterator[Intent]:
+    """The run's lock, then the command's intent in its journal (see `intent`)."""
+    with run_lock(run_dir, stale_after_s, break_lock, create_dir), intent(run_dir, command, args, finishes) as it:
+        yield it
+
+
+def current() -> Intent | None:
+    """The intent of the command at work in this process (None: a library call outside a command)."""
+    return _CURRENT.get()
+
+
+def remembered(key: str, compute: Callable[[], Any]) -> Any:
+    """`Intent.remembered` of the command at work; outside a command, `compute()`."""
+    recorded = current()
+    return compute() if recorded is None else recorded.remembered(key, compute)
+
+
+def once(step: str, action: Callable[[], object]) -> None:
+    """`Intent.once` of the command at work; outside a command, `action()`."""
+    recorded = current()
+    if recorded is None:
+        action()
+    else:
+        recorded.once(step, action)
+
+
+def checkpoint(point: str) -> None:
+    """Kill this process here (SIGKILL, nothing cleaned up) when `IMAGENOT_KILL_AT` names `point`;
+    its process group too when it leads one (Beam's worker processes), as `kill -9 -PGID` would."""
+    if os.environ.get(KILL_AT) != point:
+        return
+    log.warning("%s=%s: killing this process", KILL_AT, point)
+    if os.getpgid(0) == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
