@@ -27,3 +27,20 @@ def invoke(command: click.Command, args: list[str], **kwargs) -> Result:
 def cli_command(name: str) -> click.Command:
     """The command `imagenot NAME` runs (a stage's is built from its declaration)."""
     return main.get_command(click.Context(main), name)
+
+
+def killed_at(point: str, args: list[str]) -> None:
+    """Run `imagenot ARGS` in a process group of its own that kills itself with SIGKILL at the
+    named point of its work (`pipeline.run.journal.checkpoint`), as `kill -9` would; fail if it
+    finished or failed before it got there."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from imagenot.pipeline.run.journal import KILL_AT
+
+    command = [sys.executable, "-m", "imagenot.pipeline.cli", *args]
+    env = {**os.environ, KILL_AT: point}
+    done = subprocess.run(command, env=env, start_new_session=True, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, f"not killed at {point!r} ({done.returncode}):\n{done.stderr[-3000:]}"

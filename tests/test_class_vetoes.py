@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from cli_runner import cli_command, invoke
+from cli_runner import cli_command, invoke, killed_at
 from image_server import LoopbackImageServer
 from shared_runs import copy_run
 
@@ -74,22 +74,30 @@ def _without_demo_server(config: dict) -> dict:
     return {**config, "download": {**config["download"], "demo_server_port": None}}
 
 
-@pytest.fixture(scope="module")
-def applied(downloaded_run, small_run, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("vetoes")
-    original = downloaded_run.parent / "config.yaml"
-    work = copy_run(downloaded_run, folder / "run")
+def _reviewed(downloaded_run: Path, work: Path) -> tuple[Path, int]:
+    """A copy of the downloaded run at `work` where two raters dropped the best-ranked class; the
+    loopback port its images are served from."""
+    copy_run(downloaded_run, work)
     config = yaml.safe_load((work / "config.yaml").read_text())
-    port = config["download"]["demo_server_port"]
     (work / "config.yaml").write_text(yaml.safe_dump(_without_demo_server(config)))
-    before, fetched = _classes(work), _fetched(work)
-    vetoed = before[0]
+    before = _classes(work)
     store = Store(str(work), CLASS_DB_FILE)
     for name in ("Ann", "Bo"):
         rater = store.rater(name)
         for wnid in before:
-            store.save(rater, wnid, [(wnid, "drop" if wnid == vetoed else "keep")])
+            store.save(rater, wnid, [(wnid, "drop" if wnid == before[0] else "keep")])
     store.close()
+    return work, config["download"]["demo_server_port"]
+
+
+@pytest.fixture(scope="module")
+def applied(downloaded_run, small_run, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("vetoes")
+    original = downloaded_run.parent / "config.yaml"
+    work, port = _reviewed(downloaded_run, folder / "run")
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    before, fetched = _classes(work), _fetched(work)
+    vetoed = before[0]
     fresh_config = {**_without_demo_server(yaml.safe_load(original.read_text())), "ranking": config["ranking"]}
     fresh_config["ranking"] = {**fresh_config["ranking"], "vetoed": [vetoed]}
     (folder / "fresh.yaml").write_text(yaml.safe_dump(fresh_config))
@@ -162,3 +170,20 @@ def test_a_vetoes_file_that_names_no_wnid_is_refused_in_one_line(tmp_path):
         read_vetoes(str(tmp_path))
     (tmp_path / "vetoed_classes.txt").write_text("# vetoed by hand\nn02084071 dog.n.01\nn02084071\n")
     assert read_vetoes(str(tmp_path)) == ["n02084071"]
+
+
+def test_an_apply_killed_inside_rank_is_finished_by_its_rerun(applied, downloaded_run, tmp_path):
+    """Killed once rank had written its outputs (the vetoes chosen, the build under way), the apply
+    run again finishes it: the run is the uninterrupted apply's."""
+    work, port = _reviewed(downloaded_run, tmp_path / "run")  # the same name: the export names its run
+    with LoopbackImageServer(port=port, port_wait_s=PORT_WAIT_S):
+        killed_at("rank ran", ["review", "classes", "apply", "--run", str(work)])
+        result = invoke(review_command, ["classes", "apply", "--run", str(work)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "finishing `imagenot review classes apply" in result.output and "nothing to do" not in result.output
+    assert applied["output"].split("; promoted ")[1].split(",")[0] in result.output.split("; promoted ")[1]
+    assert _classes(work) == _classes(applied["work"])
+    mine, whole = _dataset_files(work), _dataset_files(applied["work"])
+    assert sorted(mine) == sorted(whole)
+    assert [name for name in mine if mine[name] != whole[name]] == []
+    assert read_vetoes(str(work)) == [applied["vetoed"]]
