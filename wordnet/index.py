@@ -25,7 +25,7 @@ from imagenot.wordnet.nltk_data import WORDNET_VERSION, cache_dir, load_nltk_wor
 
 ROOT_WNID = "n00001740"  # entity.n.01
 _FORMAT = 2  # bump when a cached field's content changes; the file name also follows Synset's fields
-WNID_PATTERN = re.compile(r"^([nvasr])(\d{8})$")
+WNID_PATTERN = re.compile(r"^([nvasr])([0-9]{8})$")  # ASCII digits: \d also takes "０" and "²"
 
 
 def wnid_of_offset(offset: int) -> str:

@@ -140,3 +140,31 @@ def other_parts_of_speech(lemma: str) -> list[str]:
         for suffix, part in OTHER_PARTS_OF_SPEECH.items()
         if any(line.startswith(prefix) for line in (root / f"index.{suffix}").read_bytes().splitlines())
     ]
+
+
+def _database() -> Path:
+    """WordNet's files: imagenot's prepared copy when there is one (no NLTK import, seconds on a
+    busy machine), else the folder NLTK reads."""
+    own = nltk_data_dir() / "corpora" / "wordnet"
+    return own if (own / "data.noun").exists() else Path(str(wordnet_root()))
+
+
+def is_noun_offset(offset: int) -> bool:
+    """Whether a noun synset starts at `offset` of WordNet's data.noun (a wnid's 8 digits are that
+    byte offset): read there directly, without loading WordNet."""
+    with (_database() / "data.noun").open("rb") as data:
+        data.seek(offset)
+        return data.read(9) == f"{offset:08d} ".encode()
+
+
+def is_noun_synset_name(name: str) -> bool:
+    """Whether `name` (`lemma.n.NN`, as NLTK names synsets) names a noun synset: lemma's line of
+    index.noun lists at least NN senses."""
+    lemma, _, number = name.lower().rpartition(".n.")
+    if not lemma or not (number.isascii() and number.isdigit()) or int(number) < 1:
+        return False
+    prefix = f"{lemma} n ".encode()
+    for line in (_database() / "index.noun").read_bytes().splitlines():
+        if line.startswith(prefix):
+            return int(line.split()[2]) >= int(number)  # lemma pos synset_cnt ...
+    return False

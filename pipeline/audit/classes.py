@@ -16,45 +16,48 @@ A class no caption names has 0 captions and an empty share.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections import Counter
 
 import click
 import numpy as np
 import pyarrow as pa
 
-from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import caption_decision
 from imagenot.filters.none_of_these import FormStats, form_statistics
 from imagenot.pipeline.audit.rankings import clopper_pearson
 from imagenot.pipeline.config.reference_lists import read_class_list
 from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.corpus.reader import list_shards
-from imagenot.pipeline.run.files import read_table, write_tsv
+from imagenot.pipeline.corpus.preflight import corpus_shapes
+from imagenot.pipeline.corpus.reader import layout_of, read_shard
+from imagenot.pipeline.frame.preflight import check_output_file
+from imagenot.pipeline.run.files import write_tsv
+from imagenot.pipeline.run.progress import counting
+from imagenot.pipeline.score.sense_contrast import SenseScorer
 from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.tag.stage import build_matcher
 from imagenot.wordnet.index import NounIndex, load_index
 
 COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged")
+READ_BATCH_ROWS = 50_000  # corpus rows read at a time
+CHUNK_PAIRS = 4_096  # (caption, class) pairs decided at a time: what bounds the memory the decision holds
 CONFIDENCE = 0.95
 PASSES, SENSE = "passes", "sense:"
 
 
 def read_captions(pattern: str, config: Config) -> list[str]:
-    """The captions of every parquet file the pattern matches, in path order (the config's caption column)."""
-    shards = list_shards([pattern])
-    if not shards:
-        raise ImagenotError(f"--corpus {pattern!r}: no file matches")
-    column, captions = config.corpus.columns.caption, []
+    """The captions of the corpus files the pattern matches, in path order, read and checked as the
+    tag stage reads them (any corpus format, `corpus.columns`; the same one-line errors; the rows
+    the tag stage drops left out)."""
+    corpus = config.corpus.model_copy(update={"paths": [pattern], "synth": None})
+    unrated = {"allowed_nsfw_tags": None, "max_punsafe": None}  # no row is kept or dropped by its NSFW marks here
+    checked = config.model_copy(update={"corpus": corpus, "selection": config.selection.model_copy(update=unrated)})
+    shards, _ = corpus_shapes(checked)
+    captions: list[str] = []
     for shard in shards:
-        if not shard.endswith(".parquet"):
-            raise ImagenotError(f"{shard}: audit classes reads parquet files only")
-        table = read_table(shard)
-        if column not in table.column_names:
-            raise ImagenotError(
-                f"{shard}: no caption column {column!r} (corpus.columns.caption); has {table.column_names}"
-            )
-        captions += [c for c in table.column(column).to_pylist() if isinstance(c, str) and c.strip()]
+        for part in read_shard(shard, corpus.columns, READ_BATCH_ROWS, layout_of(corpus)):
+            captions += part.batch.column("caption").to_pylist()
     return captions
 
 
@@ -71,19 +74,30 @@ def class_pairs(captions: list[str], classes: list[str], config: Config) -> tupl
 
 def decide(captions: list[str], classes: list[str], config: Config, index: NounIndex) -> dict[str, list[str]]:
     """wnid -> `pair_outcomes` of the captions naming it, the corpus's form statistics counted
-    over all the captions."""
+    over all the captions. The pairs are decided `CHUNK_PAIRS` at a time, so memory stays bounded
+    however many classes the list holds (every noun synset: about 20 pairs a caption)."""
     pairs, matched = class_pairs(captions, classes, config)
     stats = FormStats(form_statistics(captions, matched))
-    wnids = [w for _, w in pairs]
-    results = pair_outcomes([captions[i] for i, _ in pairs], [matched[i] for i, _ in pairs], wnids, config, stats)
+    queries = scorer(config) if pairs else None  # the model loaded once, for every chunk
     outcomes: dict[str, list[str]] = {}
-    for wnid, outcome in zip(wnids, results):
-        outcomes.setdefault(wnid, []).append(outcome)
+    with counting(len(pairs), "audit classes", "pair") as advance:
+        for start in range(0, len(pairs), CHUNK_PAIRS):
+            chunk = pairs[start : start + CHUNK_PAIRS]
+            wnids = [w for _, w in chunk]
+            at = [captions[i] for i, _ in chunk], [matched[i] for i, _ in chunk]
+            for wnid, outcome in zip(wnids, pair_outcomes(*at, wnids, config, stats, queries)):
+                outcomes.setdefault(wnid, []).append(sys.intern(outcome))  # a few distinct strings, held once
+            advance(len(chunk))
     return outcomes
 
 
 def pair_outcomes(
-    captions: list[str], matched: list[list[str]], wnids: list[str], config: Config, stats: FormStats
+    captions: list[str],
+    matched: list[list[str]],
+    wnids: list[str],
+    config: Config,
+    stats: FormStats,
+    queries: SenseScorer | None = None,
 ) -> list[str]:
     """Per (caption, its matched forms, a synset it names), what the build does with the pair:
     PASSES, or the caption rule that drops it (select's, with `stats` for none_of_these), else
@@ -95,7 +109,7 @@ def pair_outcomes(
     if rules.none_of_these is not None:  # the corpus's statistics, as select counts them
         rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
     fired = PairChecker(rules, set(wnids), index).rules_fired(captions, matched, wnids)
-    queries = scorer(config)
+    queries = queries or scorer(config)
     forms = [next(m for m in found if m in queries.senses.forms(w)) for found, w in zip(matched, wnids)]
     rows = senses_table(pa.table({"caption": captions, "lemma": forms}), config, queries).to_pylist()
     tested = [r["similarity"] if r["similarity"] is not None else r["score"] or 0.0 for r in rows]
@@ -135,14 +149,14 @@ def audit_classes(list_path: str, corpus: str, config: Config) -> list[dict]:
 @click.option("--out", "out_path", required=True, help="the TSV to write, one row per listed class")
 def classes_command(list_path: str, corpus: str, config_path: str | None, out_path: str) -> None:
     """Per class of a list: the share of a corpus sample's captions naming it that use it in its sense."""
+    check_output_file(out_path, "--out")  # before the work, not after it
     rows = audit_classes(list_path, corpus, load_config(config_path))
     write_tsv(out_path, COLUMNS, rows)
     named = [r for r in rows if r["captions"]]
     flagged = sum(r["flagged"] for r in rows)
     pairs = sum(r["captions"] for r in rows)
     kept = sum(r["pass_share"] * r["captions"] for r in named)
-    share = f"{kept / pairs:.0%}" if pairs else "no"
+    used = f"{kept / pairs:.0%} of them use the word in the class's sense" if pairs else "no caption names one"
     click.echo(
-        f"{out_path}: {len(rows):,} classes, {len(named):,} named by {pairs:,} captions "
-        f"({share} of them use the word in the class's sense); {flagged:,} flagged"
+        f"{out_path}: {len(rows):,} classes, {len(named):,} named by {pairs:,} captions ({used}); {flagged:,} flagged"
     )

@@ -48,13 +48,12 @@ from imagenot.pipeline.run.layout import (
     DATASET_DIR,
     DATASET_STAGES,
     LABEL_NOISE_FILE,
-    RANK,
+    classes_path,
     dataset_shards,
     read_classes,
     stage_path,
 )
 from imagenot.pipeline.run.lock import run_lock
-from imagenot.pipeline.run.stage_dir import is_done
 
 SUM_TOLERANCE = 1e-3  # probabilities saved as float32 or rounded still sum to 1 within this
 EXAMPLE_IDS = 5  # unmatched row ids quoted in the summary
@@ -290,9 +289,9 @@ def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
 @break_lock_option
 def label_noise_command(run_dir: str, probs_path: str, break_lock: bool) -> None:
     """Estimate label errors with confident learning from out-of-sample class probabilities."""
-    if not is_done(run_dir, RANK):  # before the lock: nothing is written in a folder that is not a run
-        raise LabelNoiseInputError(f"{run_dir}: no finished rank/ stage: not a run, or run `imagenot rank` first")
     with run_lock(run_dir, load_run_config(run_dir).runner.lock_stale_after_s, break_lock, create_dir=False):
+        if not FileSystems.exists(classes_path(run_dir)):  # refused, a folder that is not a run is left as it was
+            raise LabelNoiseInputError(f"{run_dir}: no rank/ classes: not a run, or run `imagenot rank` first")
         require_finished(run_dir)  # reads the dataset: not one a killed command left half rewritten
         try:
             classes = read_classes(run_dir)

@@ -13,7 +13,10 @@ def read_class_list(path: str, index: NounIndex) -> list[str]:
         data = read_bytes(path)
     except OSError as err:
         raise ClassListError(f"{path}: cannot read class list: {err}") from err
-    return parse_class_list(data, path, index)
+    wnids = parse_class_list(data, path, index)
+    if not wnids:
+        raise ClassListError(f"{path}: lists no class; write one wnid (like n02084071) a line")
+    return wnids
 
 
 def reference_wnids(name_or_path: str, index: NounIndex) -> list[str]:

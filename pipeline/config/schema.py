@@ -7,13 +7,24 @@ from __future__ import annotations
 
 import math
 import os
+import types
+import typing
 from itertools import pairwise
 from typing import Annotated, Literal
 
 import yaml
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import RULES as CAPTION_RULES
@@ -22,11 +33,49 @@ from imagenot.pipeline.config.networks import parse_networks
 from imagenot.pipeline.config.yaml_file import parse_yaml, suggestion
 from imagenot.pipeline.run.layout import RUN_CONFIG
 from imagenot.wordnet.classlists import REFERENCE_SETS
+from imagenot.wordnet.index import WNID_PATTERN
+from imagenot.wordnet.nltk_data import is_noun_offset, is_noun_synset_name
 from imagenot.wordnet.queries import validate_template
 
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, value: object, info: ValidationInfo) -> object:
+        """YAML's `true` where a number is wanted is an error (pydantic would read it as 1)."""
+        if _boolean_for_number(value, cls.model_fields[info.field_name].annotation):
+            raise ValueError("a boolean where a number is wanted (true and false are not 1 and 0)")
+        return value
+
+
+def _alternatives(annotation: object) -> list:
+    """A field annotation's alternatives: a union's members, Annotated opened."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return [alternative for arg in typing.get_args(annotation) for alternative in _alternatives(arg)]
+    if origin is typing.Annotated:
+        return _alternatives(typing.get_args(annotation)[0])
+    return [annotation]
+
+
+def _boolean_for_number(value: object, annotation: object) -> bool:
+    """Whether `value` holds a boolean where `annotation` wants a number (also in a list or a mapping)."""
+    alternatives = _alternatives(annotation)
+    if isinstance(value, bool):
+        admitted = set()
+        for alternative in alternatives:
+            literal = typing.get_origin(alternative) is typing.Literal
+            admitted |= {type(v) for v in typing.get_args(alternative)} if literal else {alternative}
+        return bool not in admitted and bool(admitted & {int, float})
+    for alternative in alternatives:
+        origin, args = typing.get_origin(alternative), typing.get_args(alternative)
+        if isinstance(value, list) and origin is list and args:
+            return any(_boolean_for_number(v, args[0]) for v in value)
+        if isinstance(value, dict) and origin is dict and len(args) == 2:
+            return any(_boolean_for_number(v, args[1]) for v in value.values())
+    return False
 
 
 def _known_template_fields(template: str) -> str:
@@ -208,6 +257,18 @@ class Selection(Section):
     picturable_excluded_lexnames: list[str] = Field(
         default_factory=lambda: ["noun.location"], description="lexicographer files never picturable (places)"
     )
+
+    @field_validator("picturable_roots")
+    @classmethod
+    def _synset_names(cls, roots: list[str] | None) -> list[str] | None:
+        for name in set(roots or ()) - set(PICTURABLE_ROOTS):  # the defaults are known good
+            if not is_noun_synset_name(name):
+                raise ValueError(
+                    f"selection.picturable_roots holds {name!r}: not a WordNet 3.0 noun synset (lemma.n.NN, like "
+                    "physical_entity.n.01)"
+                )
+        return roots
+
     caption_rules: CaptionRules = Field(
         default_factory=CaptionRules, description="drop kept pairs whose word is not the synset"
     )
@@ -339,8 +400,10 @@ class Ranking(Section):
     @classmethod
     def _wnids(cls, vetoed: list[str]) -> list[str]:
         for wnid in vetoed:
-            if not (len(wnid) == 9 and wnid[0] == "n" and wnid[1:].isdigit()):
+            if not ((match := WNID_PATTERN.match(wnid)) and match.group(1) == "n"):
                 raise ValueError(f"ranking.vetoed holds {wnid!r}: a WordNet noun id is n and 8 digits, like n02084071")
+            if not is_noun_offset(int(match.group(2))):
+                raise ValueError(f"ranking.vetoed holds {wnid!r}: no WordNet 3.0 noun synset has that id")
         return sorted(set(vetoed))
 
     @field_validator("thresholds")

@@ -100,6 +100,28 @@ def check_writable(folder: str) -> None:
         raise PreflightError(f"{folder}: a file written there is not listed")
 
 
+def check_output_file(path: str, option: str) -> None:
+    """An output file's name, checked before the work that fills it: not a folder, in a folder that
+    can be written (made if missing; removed again by the check)."""
+    if _is_folder(path):
+        raise PreflightError(f"{option} {path}: is a folder; name the file to write")
+    check_writable(FileSystems.split(path)[0] or ".")
+
+
+def _is_folder(path: str) -> bool:
+    if not folder_exists(path):
+        return False
+    if not FileSystems.get_filesystem(path).has_dirs():  # an object store: objects lie under the name
+        return True
+    try:
+        FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED).close()
+    except IsADirectoryError:
+        return True
+    except Exception as err:  # Beam wraps the local error
+        return isinstance(err.__cause__ or err.__context__, IsADirectoryError) or "Is a directory" in str(err)
+    return False
+
+
 def output_places(config: Config, run_dir: str | None) -> list[str]:
     """Where the run writes: its folder, a shared embedding cache, Dataflow's temp_location."""
     dataflow = config.runner.dataflow

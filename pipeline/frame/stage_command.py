@@ -76,9 +76,8 @@ def stage_command(stage: Stage) -> click.Command:
             config, note = settled_config(run_dir, config_path, stage, list(inputs) or None)
         preflight(config, run_dir, stages_from(config, stage))  # before the lock: nothing left if refused
         upstream = None if form.describes_run else stage.upstream_of(config)
-        _require_done(run_dir, upstream)  # before the lock: nothing is written in a folder that is not a run
         with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=form.starts_run):
-            _require_done(run_dir, upstream)  # still, now that no other writer can change it
+            _require_done(run_dir, upstream)  # refused, a folder that is not a run is left as it was
             with intent(run_dir, *_journal_entry(stage, run_dir, config_path, inputs, values)):
                 record_run_config(run_dir, config, note)
                 figures = run_stage(stage, config, run_dir, **values)

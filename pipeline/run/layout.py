@@ -139,7 +139,7 @@ def read_vetoes(run_dir: str) -> list[str]:
     for number, line in enumerate(read_bytes(path).decode("utf-8", "replace").splitlines(), 1):
         if line.strip() and not line.startswith("#"):
             wnid = line.split()[0]
-            if not (len(wnid) == 9 and wnid[0] == "n" and wnid[1:].isdigit()):
+            if not (len(wnid) == 9 and wnid[0] == "n" and wnid[1:].isascii() and wnid[1:].isdigit()):
                 raise ImagenotError(f"{path}: line {number} starts with {wnid!r}, not a wnid (n and 8 digits)")
             wnids.append(wnid)
     return sorted(set(wnids))

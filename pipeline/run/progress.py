@@ -15,7 +15,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -138,4 +138,29 @@ def watch_shards(
         stop.set()
         thread.join()
         report()
+        bar.close()
+
+
+@contextlib.contextmanager
+def counting(total: int, label: str, unit: str, interval: float = 10.0) -> Iterator[Callable[[int], None]]:
+    """Progress of work the driver does itself, `total` items: the block calls the function it is
+    given with each count done; a live bar on a terminal, else a log line every `interval` seconds."""
+    on_terminal = sys.stderr.isatty()
+    bar = tqdm(total=total, desc=label, unit=unit, disable=not on_terminal)
+    started = last = time.monotonic()
+    done = 0
+
+    def advance(count: int) -> None:
+        nonlocal done, last
+        done += count
+        bar.update(count)
+        now = time.monotonic()
+        if not on_terminal and now - last >= interval:
+            last, rate = now, done / max(now - started, 1e-9)
+            left = time_left(total - done, rate)
+            log.info("%s: %s/%s %ss, %s %ss/s, %s", label, f"{done:,}", f"{total:,}", unit, f"{rate:,.0f}", unit, left)
+
+    try:
+        yield advance
+    finally:
         bar.close()

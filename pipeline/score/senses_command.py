@@ -137,13 +137,21 @@ def read_word(
     return (lemmas, found, None) if found else ((), None, WORD_NOT_IN_CAPTION)
 
 
-def senses_table(table: pa.Table, config: Config, queries: SenseScorer, path: str = "input") -> pa.Table:
-    """`table` (caption, lemma, [start, end], ...) with the sense decision's columns added."""
+def check_columns(table: pa.Table, path: str) -> None:
+    """The input's columns: caption and lemma, and a span's start and end as integer columns."""
     missing = [c for c in ("caption", "lemma") if c not in table.column_names]
     if missing:
         raise SensesError(f"{path}: no column {', '.join(missing)} (found {table.column_names})")
     if ("start" in table.column_names) != ("end" in table.column_names):
         raise SensesError(f"{path}: a span needs both columns start and end (found {table.column_names})")
+    for name in ("start", "end"):
+        if name in table.column_names and not pa.types.is_integer(kind := table.schema.field(name).type):
+            raise SensesError(f"{path}: column {name} holds {kind}, not integers (character offsets)")
+
+
+def senses_table(table: pa.Table, config: Config, queries: SenseScorer, path: str = "input") -> pa.Table:
+    """`table` (caption, lemma, [start, end], ...) with the sense decision's columns added."""
+    check_columns(table, path)
     captions, forms = table.column("caption").to_pylist(), table.column("lemma").to_pylist()
     spans = [None] * len(captions)
     if "start" in table.column_names:
@@ -302,6 +310,10 @@ def parse_span(text: str | None) -> tuple[int, int] | None:
         start, end = (int(part) for part in text.split(":"))
     except ValueError:
         raise click.BadParameter(f"{text!r} is not START:END (character offsets)", param_hint="--span") from None
+    if start < 0 or end < 0:  # not Python's slice: an offset counts from the caption's first character
+        raise click.BadParameter(f"{text!r}: offsets count from the caption's start, 0 up", param_hint="--span")
+    if end <= start:
+        raise click.BadParameter(f"{text!r}: END must come after START", param_hint="--span")
     return start, end
 
 
@@ -349,18 +361,22 @@ def senses_command(caption, lemma, span_text, input_path, out_path, config_path)
     span = parse_span(span_text)
     config = load_config(config_path)
     if caption is not None:
+        if span is not None and span[1] > len(caption):
+            raise click.BadParameter(f"{span_text!r}: the caption has {len(caption)} characters", param_hint="--span")
         queries = scorer(config)
         forms = caption_forms(caption, lemma, span, config, queries.senses)
         if not forms:
             given = lemma if lemma is not None else caption[span[0] : span[1]] if span else None
             if given is not None:
-                raise click.BadParameter(f"{given!r} is not a form of any WordNet noun", param_hint="--lemma")
+                hint = "--lemma" if lemma is not None else "--span"
+                raise click.BadParameter(f"{given!r} is not a form of any WordNet noun", param_hint=hint)
             raise click.UsageError(f"no WordNet noun found in {caption!r}; name one with --lemma")
         click.echo("\n".join(describe(caption, forms, span, config, queries)))
         return
     import pyarrow.parquet as pq
 
     table = read_input(input_path)
+    check_columns(table, input_path)  # before the model loads
     result = senses_table(table, config, scorer(config), input_path)
     with atomic_output(out_path) as stream:
         pq.write_table(result, stream)
