@@ -35,7 +35,7 @@ from imagenot.pipeline.run.files import write_tsv
 from imagenot.pipeline.run.progress import counting
 from imagenot.pipeline.score.sense_contrast import SenseScorer
 from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
-from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
+from imagenot.pipeline.select.caption_rules import CaptionRules, PairChecker, caption_rules
 from imagenot.pipeline.tag.stage import build_matcher
 from imagenot.wordnet.index import NounIndex, load_index
 
@@ -78,14 +78,16 @@ def decide(captions: list[str], classes: list[str], config: Config, index: NounI
     however many classes the list holds (every noun synset: about 20 pairs a caption)."""
     pairs, matched = class_pairs(captions, classes, config)
     stats = FormStats(form_statistics(captions, matched))
-    queries = scorer(config) if pairs else None  # the model loaded once, for every chunk
+    # the model and the caption rules' facts of every class named, made once for every chunk
+    queries = scorer(config) if pairs else None
+    checker = PairChecker(pair_rules(config, stats), {w for _, w in pairs}, index) if pairs else None
     outcomes: dict[str, list[str]] = {}
     with counting(len(pairs), "audit classes", "pair") as advance:
         for start in range(0, len(pairs), CHUNK_PAIRS):
             chunk = pairs[start : start + CHUNK_PAIRS]
             wnids = [w for _, w in chunk]
             at = [captions[i] for i, _ in chunk], [matched[i] for i, _ in chunk]
-            for wnid, outcome in zip(wnids, pair_outcomes(*at, wnids, config, stats, queries)):
+            for wnid, outcome in zip(wnids, pair_outcomes(*at, wnids, config, stats, queries, checker)):
                 outcomes.setdefault(wnid, []).append(sys.intern(outcome))  # a few distinct strings, held once
             advance(len(chunk))
     return outcomes
@@ -98,17 +100,17 @@ def pair_outcomes(
     config: Config,
     stats: FormStats,
     queries: SenseScorer | None = None,
+    checker: PairChecker | None = None,
 ) -> list[str]:
     """Per (caption, its matched forms, a synset it names), what the build does with the pair:
     PASSES, or the caption rule that drops it (select's, with `stats` for none_of_these), else
-    `sense:` and the noun sense of the word that wins it, else why the sense decision drops it."""
+    `sense:` and the noun sense of the word that wins it, else why the sense decision drops it.
+    `queries` and `checker`: the sense scorer and the rules' checker, when made already."""
     if not captions:
         return []
     index = load_index()
-    rules = caption_rules(config.selection.caption_rules)
-    if rules.none_of_these is not None:  # the corpus's statistics, as select counts them
-        rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
-    fired = PairChecker(rules, set(wnids), index).rules_fired(captions, matched, wnids)
+    checker = checker or PairChecker(pair_rules(config, stats), set(wnids), index)
+    fired = checker.rules_fired(captions, matched, wnids)
     queries = queries or scorer(config)
     forms = [next(m for m in found if m in queries.senses.forms(w)) for found, w in zip(matched, wnids)]
     rows = senses_table(pa.table({"caption": captions, "lemma": forms}), config, queries).to_pylist()
@@ -121,6 +123,14 @@ def pair_outcomes(
         or (f"{SENSE}{row['predicted']}" if row["predicted"] != index[wnid].name else PASSES if ok else str(why))
         for wnid, row, ok, why, rule in zip(wnids, rows, passes, reason, fired)
     ]
+
+
+def pair_rules(config: Config, stats: FormStats) -> CaptionRules:
+    """Select's caption rules, none_of_these with the corpus's statistics, as select counts them."""
+    rules = caption_rules(config.selection.caption_rules)
+    if rules.none_of_these is not None:
+        rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
+    return rules
 
 
 def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
