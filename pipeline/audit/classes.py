@@ -41,7 +41,7 @@ from imagenot.wordnet.index import NounIndex, load_index
 
 COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged")
 READ_BATCH_ROWS = 50_000  # corpus rows read at a time
-CHUNK_PAIRS = 4_096  # (caption, class) pairs decided at a time: what bounds the memory the decision holds
+CHUNK_PAIRS = 8_192  # (caption, class) pairs decided at a time: what bounds the memory the decision holds
 CONFIDENCE = 0.95
 PASSES, SENSE = "passes", "sense:"
 
