@@ -242,11 +242,12 @@ class Scoring(Section):
     )
     # sentence: the best on the held-apart SemCor documents and the caption sense dev set (benchmarks/README.md).
     # context's sense vectors are LMMS-style with hypernym back-off, built by `imagenot prepare-models`
-    sense_method: Literal["sentence", "context", "both"] = Field(
+    sense_method: Literal["sentence", "context", "both", "trained"] = Field(
         "sentence",
         description="sense contrast: context, the matched word's contextual embedding against sense vectors from "
         "SemCor's training documents; sentence, the caption's embedding against each sense's query texts; both, "
-        "the two added",
+        "the two added; trained, a head trained on SemCor's training documents reads the word where it stands "
+        "against each sense's gloss (pipeline/score/sense_model)",
     )
     sense_layers: int = Field(
         1,
