@@ -32,6 +32,7 @@ from imagenot.pipeline.audit.rankings import clopper_pearson
 from imagenot.pipeline.config.reference_lists import read_class_list
 from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.corpus.reader import list_shards
+from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.run.files import read_table, write_tsv
 from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
@@ -152,5 +153,5 @@ def classes_command(list_path: str, corpus: str, config_path: str | None, out_pa
     click.echo(
         f"{out_path}: {len(rows):,} classes, {len(named):,} named by {pairs:,} captions "
         f"({share} of them use the word in the class's sense); {flagged:,} flagged; "
-        f"{instances:,} WordNet instance synsets, named individuals ({fate}: selection.instance_synsets)"
+        f"{count_of(instances, 'WordNet instance synset')}, named individuals ({fate}: selection.instance_synsets)"
     )
