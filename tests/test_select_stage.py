@@ -97,3 +97,6 @@ def test_why_names_the_instance_rule_for_a_named_individual_that_would_be_a_cand
             in result.output
         )
         assert f"an instance of {index[wnid].instance_of[0]} " in result.output
+    unseen = next(s for s in index if s.instance_of and s.wnid not in tagged and s.lexname == "noun.location")
+    result = invoke(why, [unseen.wnid, "--run", str(tagged_run)])  # no caption names it: the rule that would drop it
+    assert "not found" in result.output and "were it found, step 'instance_synsets' would drop it" in result.output
