@@ -197,6 +197,11 @@ class Selection(Section):
         description="identity: drop person synsets that name people by race, ethnicity, nationality, religion, "
         "sexual orientation, sex or gender, disability; all: every person synset; keep: none (before step 2)",
     )
+    instance_synsets: bool = Field(
+        False,
+        description="false: drop WordNet instance synsets, named individuals (people, places, works: "
+        "armstrong.n.02 Louis Armstrong) that are no class of things; true: keep them (before step 2)",
+    )
     allowed_nsfw_tags: list[Literal["UNLIKELY", "UNSURE", "NSFW"]] | None = Field(
         default_factory=lambda: ["UNLIKELY"], description="LAION NSFW tags a caption row may carry (null: off)"
     )
