@@ -9,8 +9,10 @@ sense decision of `imagenot senses` (`senses_table`: the best noun sense of the 
 stands and its margin), which must be the class's, by `scoring.sense_margin`, under `caption_decision`. One row
 per listed class, in the list's order: `wnid`, `name`, `captions` (pairs), `pass_share`, its
 95% Clopper-Pearson interval `low`-`high`, and `flagged` (1: another use dominates: another noun
-sense wins more of the captions than the class keeps, or the interval lies wholly under one half).
-A class no caption names has 0 captions and an empty share.
+sense wins more of the captions than the class keeps, or the interval lies wholly under one half),
+and `instance` (1: a WordNet instance synset, a named individual, which select drops unless
+`selection.instance_synsets`; `filters.instances`). A class no caption names has 0 captions and an
+empty share.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.filters.caption_rules import caption_decision
+from imagenot.filters.instances import instance_removals
 from imagenot.filters.none_of_these import FormStats, form_statistics
 from imagenot.pipeline.audit.rankings import clopper_pearson
 from imagenot.pipeline.config.reference_lists import read_class_list
@@ -31,6 +34,7 @@ from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.corpus.preflight import corpus_shapes
 from imagenot.pipeline.corpus.reader import layout_of, read_shard
 from imagenot.pipeline.frame.preflight import check_output_file
+from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.run.files import write_tsv
 from imagenot.pipeline.run.progress import counting
 from imagenot.pipeline.score.sense_contrast import SenseScorer
@@ -39,7 +43,7 @@ from imagenot.pipeline.select.caption_rules import CaptionRules, PairChecker, ca
 from imagenot.pipeline.tag.stage import build_matcher
 from imagenot.wordnet.index import NounIndex, load_index
 
-COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged")
+COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged", "instance")
 READ_BATCH_ROWS = 50_000  # corpus rows read at a time
 CHUNK_PAIRS = 8_192  # (caption, class) pairs decided at a time: what bounds the memory the decision holds
 CONFIDENCE = 0.95
@@ -135,7 +139,8 @@ def pair_rules(config: Config, stats: FormStats) -> CaptionRules:
 
 def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
     n, k = len(outcomes), outcomes.count(PASSES)
-    row = {"wnid": wnid, "name": index[wnid].name, "captions": n, "pass_share": "", "low": "", "high": "", "flagged": 0}
+    row = dict.fromkeys(COLUMNS, "") | {"wnid": wnid, "name": index[wnid].name, "captions": n, "flagged": 0}
+    row["instance"] = int(wnid in instance_removals([wnid], index))  # select's own rule
     if not n:
         return row
     low, high = clopper_pearson(k / n, n, CONFIDENCE)
@@ -160,13 +165,18 @@ def audit_classes(list_path: str, corpus: str, config: Config) -> list[dict]:
 def classes_command(list_path: str, corpus: str, config_path: str | None, out_path: str) -> None:
     """Per class of a list: the share of a corpus sample's captions naming it that use it in its sense."""
     check_output_file(out_path, "--out")  # before the work, not after it
-    rows = audit_classes(list_path, corpus, load_config(config_path))
+    config = load_config(config_path)
+    rows = audit_classes(list_path, corpus, config)
     write_tsv(out_path, COLUMNS, rows)
     named = [r for r in rows if r["captions"]]
     flagged = sum(r["flagged"] for r in rows)
     pairs = sum(r["captions"] for r in rows)
     kept = sum(r["pass_share"] * r["captions"] for r in named)
     used = f"{kept / pairs:.0%} of them use the word in the class's sense" if pairs else "no caption names one"
+    instances = sum(r["instance"] for r in rows)
+    fate = "this config keeps them" if config.selection.instance_synsets else "select drops them"
     click.echo(
-        f"{out_path}: {len(rows):,} classes, {len(named):,} named by {pairs:,} captions ({used}); {flagged:,} flagged"
+        f"{out_path}: {len(rows):,} classes, {len(named):,} named by {pairs:,} captions ({used}); "
+        f"{flagged:,} flagged; "
+        f"{count_of(instances, 'WordNet instance synset')}, named individuals ({fate}: selection.instance_synsets)"
     )
