@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from cli_runner import cli_command, invoke, killed_at
 from shared_runs import copy_run
 
@@ -38,14 +39,26 @@ def _applied(run_dir: Path) -> list[dict]:
     ]
 
 
-def test_a_blocklist_apply_killed_between_drop_and_download_is_finished_by_its_rerun(downloaded_run, tmp_path):
-    listed = tmp_path / "takedown.txt"
+@pytest.fixture(scope="module")
+def takedown(downloaded_run, tmp_path_factory) -> tuple[Path, Path]:
+    """A blocklist of three dataset images, and a copy of the downloaded run it was applied to whole."""
+    folder = tmp_path_factory.mktemp("takedown")
+    listed = folder / "takedown.txt"
     rows = pq.read_table(downloaded_run / "download/dataset", columns=["sha256"]).to_pylist()
     listed.write_text("".join(f"sha256 {row['sha256']}\n" for row in rows[:3]))
-    whole = copy_run(downloaded_run, tmp_path / "whole" / "run")  # the same name: the export names its run
-    killed = copy_run(downloaded_run, tmp_path / "killed" / "run")
+    whole = copy_run(downloaded_run, folder / "whole" / "run")  # the same name: the export names its run
     assert invoke(blocklist_command, ["apply", "--run", str(whole), "--list", str(listed)]).exit_code == 0
-    killed_at("backfill dropped", ["blocklist", "apply", "--run", str(killed), "--list", str(listed)])
+    return listed, whole
+
+
+@pytest.mark.parametrize("point", ["backfill dropped", "download ran"])
+def test_a_killed_blocklist_apply_is_finished_by_its_rerun(downloaded_run, takedown, tmp_path, point):
+    """Killed with the images on the dropped list but not yet replaced, or inside the download that
+    replaces them, the apply run again leaves the uninterrupted apply's run; meanwhile a reader and
+    another writer name it."""
+    listed, whole = takedown
+    killed = copy_run(downloaded_run, tmp_path / "killed" / "run")
+    killed_at(point, ["blocklist", "apply", "--run", str(killed), "--list", str(listed)])
 
     line = f"`imagenot blocklist apply --run {killed} --list {listed}` has not finished rewriting this run"
     for command, args in ((export_command, ["--run", str(killed)]), (why, ["dog", "--run", str(killed)])):

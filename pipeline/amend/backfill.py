@@ -49,7 +49,8 @@ def require_download(config: Config, run_dir: str, command: str) -> None:
     """Refuse `command` unless the run fetches images and its download stage finished."""
     if not config.download.enabled:
         raise ImagenotError(f"{command} replaces images by downloading from the reserve: it needs download.enabled")
-    if not is_done(run_dir, download_stage.STAGE):
+    resuming = (intent := journal.current()) is not None and intent.resumed  # it may have killed a download
+    if not is_done(run_dir, download_stage.STAGE) and not resuming:
         raise ImagenotError(f"{run_dir}: no finished download/ stage; run `imagenot download` first")
 
 

@@ -14,7 +14,7 @@ from imagenot.pipeline.frame.config_file import record_run_config, settled_confi
 from imagenot.pipeline.frame.lock_option import break_lock_option
 from imagenot.pipeline.frame.preflight import preflight, stages_from
 from imagenot.pipeline.frame.registry import Stage, run_stage
-from imagenot.pipeline.run.journal import intent
+from imagenot.pipeline.run.journal import intent, refuse_unfinished
 from imagenot.pipeline.run.layout import AUDIT_EMBEDDINGS, RUN_CONFIG
 from imagenot.pipeline.run.lock import run_lock
 from imagenot.pipeline.run.stage_dir import is_done
@@ -77,8 +77,10 @@ def stage_command(stage: Stage) -> click.Command:
         preflight(config, run_dir, stages_from(config, stage))  # before the lock: nothing left if refused
         upstream = None if form.describes_run else stage.upstream_of(config)
         with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=form.starts_run):
+            entry = _journal_entry(stage, run_dir, config_path, inputs, values)
+            refuse_unfinished(run_dir, *entry)  # first: a half-rewritten run may lack its upstream
             _require_done(run_dir, upstream)  # refused, a folder that is not a run is left as it was
-            with intent(run_dir, *_journal_entry(stage, run_dir, config_path, inputs, values)):
+            with intent(run_dir, *entry):
                 record_run_config(run_dir, config, note)
                 figures = run_stage(stage, config, run_dir, **values)
         click.echo(form.result(figures, run_dir) if form.result else f"{stage.name}: {json.dumps(figures, indent=2)}")

@@ -141,6 +141,22 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _may_finish(run_dir: str, left: dict | None, command: str, args: dict, finishes: tuple[str, ...]) -> bool:
+    """Whether `left` (the unfinished entry, or None) is this very command's, to take over; raises
+    when it is another's that this command does not finish."""
+    same = left is not None and left["command"] == command and left["args"] == args
+    if left is not None and not same and left["command"] not in finishes:
+        raise UnfinishedRunError(_unfinished_message(run_dir, left))
+    return same
+
+
+def refuse_unfinished(run_dir: str, command: str, args: Mapping[str, object], finishes: tuple[str, ...] = ()) -> None:
+    """Refuse now, as `intent` would, a command that may not take over the run's unfinished entry:
+    for a command whose own checks would otherwise speak first (a half-rewritten run lacks what
+    they look for)."""
+    _may_finish(run_dir, unfinished(run_dir), command, json.loads(json.dumps(dict(args))), finishes)
+
+
 @contextlib.contextmanager
 def intent(run_dir: str, command: str, args: Mapping[str, object], finishes: tuple[str, ...] = ()) -> Iterator[Intent]:
     """Record that `command` (with `args`, its options as typed) sets out to rewrite the run, and
@@ -151,10 +167,7 @@ def intent(run_dir: str, command: str, args: Mapping[str, object], finishes: tup
     args = json.loads(json.dumps(dict(args)))  # as the journal holds them
     entries = read_journal(run_dir)
     left = entries[-1] if entries and entries[-1].get("finished") is None else None
-    same = left is not None and left["command"] == command and left["args"] == args
-    if left is not None and not same and left["command"] not in finishes:
-        raise UnfinishedRunError(_unfinished_message(run_dir, left))
-    if same:
+    if _may_finish(run_dir, left, command, args, finishes):
         log.warning("%s: finishing `%s`, interrupted (started %s)", run_dir, left["line"], left["started"])
         left["resumed"] = True
     else:
