@@ -57,7 +57,7 @@ class Part:
 
     def __init__(self, name: str, senses: WordSenses):
         rows = polysemous_rows(name, senses)
-        self.sentences, self.spans, self.words = rows.sentences, rows.spans, rows.words
+        self.sentences, self.spans, self.lemmas, self.words = rows.sentences, rows.spans, rows.lemmas, rows.words
         self.candidates, self.gold = rows.candidates, rows.gold
         self.mfs = [most_frequent_sense(senses, w, c) for w, c in zip(self.words, self.candidates)]
         self.not_mfs = np.array([g != m for g, m in zip(self.gold, self.mfs)])
@@ -76,7 +76,7 @@ class Part:
 def first_senses(part: Part) -> list[str]:
     """WordNet's first noun sense of each row's word (ordered by SemCor's own counts)."""
     wordnet = load_nltk_wordnet()
-    return [f"n{wordnet.synsets(word.replace(' ', '_'), 'n')[0].offset():08d}" for word in part.words]
+    return [f"n{wordnet.synsets(lemma, 'n')[0].offset():08d}" for lemma in part.lemmas]
 
 
 def prior_free_scores(part: Part, vectors: np.ndarray, scorer) -> list[np.ndarray]:

@@ -84,5 +84,6 @@ def test_senses_command_reads_with_the_trained_head(tmp_path):
     args = ["tower crane lifting steel beams", "--lemma", "crane", "--config", str(config)]
     result = invoke(cli_command("senses"), args)
     assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
-    assert "crane.n.04" in lines[1] and lines[1].rstrip().endswith("kept")
+    senses = [line for line in result.output.splitlines() if line.startswith("  crane.n.")]
+    assert senses[0].split()[0] == "crane.n.04" and senses[0].rstrip().endswith("kept")
+    assert all("other_sense: goes to crane.n.04" in line for line in senses[1:])

@@ -1,13 +1,13 @@
 """The word's sense read by a model trained for it (`scoring.sense_method: trained`).
 
 A head trained on SemCor's training documents (`sense_model/train.py`; the weights and what trained
-them in `sense_model/head.npz` and `head.json`) over the frozen encoder: the word's contextual vector
-where it stands (`span_encoder.SpanEncoder`, as the context method reads it) against each noun
-sense's gloss vector (the mean of the sense queries' embeddings, `sense_contrast.SenseQueries` with
-the head's templates). A sense's logit is `scale x cos(word, gloss) + word' W gloss`, W a learned
+them in `sense_model/head.npz` and `head.json`): the word's contextual vector where it stands
+(`span_encoder.SpanEncoder`, as the context method reads it, with the encoder's top layers replaced by
+the head's tuned ones) against each noun sense's frozen gloss vector (the mean of the sense queries' embeddings, `sense_contrast.SenseQueries` with
+the head's templates). A sense's logit is `scale x cos(word, gloss) + gloss' W word`, W a learned
 384 x 384 map; its score is the log-probability of a softmax over the word's senses, plus
 `scoring.sense_prior` x log P(sense | word) counted on SemCor's training documents. The fit (what
-none of these reads) is the logit itself: how well the best sense's gloss matches the word where it
+the score stage records as `sense_fit`) is the logit itself: how well the best sense's gloss matches the word where it
 stands, whatever the other senses score.
 
 Scores are computed row by row in float64 (np.einsum, no BLAS), so a caption's scores do not
@@ -54,7 +54,7 @@ class TrainedSenses:
             scoring.model_copy(update={"sense_templates": list(self.head.templates)}), encoder, self.senses
         )
         self.prior = scoring.sense_prior
-        self._mapped: dict[str, np.ndarray] = {}  # wnid -> float64 (2, dim): the gloss vector and W times it
+        self._mapped: dict[str, np.ndarray] = {}  # wnid -> float64 (2, dim): the gloss vector and W' times it
 
     def _tuned_spans(self, scoring: Scoring, threads: int) -> SpanEncoder:
         """The span encoder with the head's tuned top layers in place of the model's own."""
