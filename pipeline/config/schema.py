@@ -674,6 +674,12 @@ class Review(Section):
     )
     flagged_seconds_per_image: float = Field(15, gt=0, description="planned pace on flagged pages")
     min_selection: float = Field(0.5, ge=0, le=1, description="an image is kept when yes / (yes + no) reaches this")
+    min_decided_images: int = Field(
+        30,
+        ge=1,
+        description="the card states an overall label precision once this many sampled images have every answer "
+        "wanted; below it the figure is withheld, with the reason",
+    )
     max_body_bytes: int = Field(
         65_536, ge=1_024, le=10_000_000, description="largest request body the review server reads"
     )

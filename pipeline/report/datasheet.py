@@ -15,6 +15,7 @@ from imagenot.pipeline.config.schema import Config, Download
 from imagenot.pipeline.report.facts import RunFacts
 from imagenot.pipeline.report.human_review import review_found
 from imagenot.pipeline.report.markdown import count_of, table
+from imagenot.pipeline.report.people import who_chose
 
 NOT_GIVEN = "Not stated (set `datasheet.{key}` in the config)"
 
@@ -152,8 +153,8 @@ def _collection(facts: RunFacts) -> list[str]:
     lines = [
         "### Collection process",
         "",
-        f"Corpus provenance: {_given(config, 'corpus_provenance')}. Rows were chosen from its captions by the "
-        "steps under How it was built; no person chose or checked an image.",
+        f"Corpus provenance: {_given(config, 'corpus_provenance')}. From its captions, "
+        f"{who_chose(facts.review, facts.class_review)}.",
         "",
     ]
     if facts.download is None:

@@ -44,7 +44,7 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         task = review.known(session.tasks, task_id, "page")
         rater = review.current_rater()
         if rater is None:
-            return redirect("/", 303)
+            return review.sign_in_first()
         questions = session.open_questions(task, rater)
         if not questions:
             return redirect("/next", 303)

@@ -39,7 +39,7 @@ def create_class_app(session: ClassSession, secret: str, token: str | None, max_
         task = review.known(session.tasks, wnid, "class")
         rater = review.current_rater()
         if rater is None:
-            return redirect("/", 303)
+            return review.sign_in_first()
         if not session.open_questions(task, rater):
             return redirect("/next", 303)
         return review.page(session.candidates[wnid]["name"], body(session.generation, wnid), rater)

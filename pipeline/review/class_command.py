@@ -13,24 +13,24 @@ from __future__ import annotations
 
 import click
 
-from imagenot.pipeline.frame.lock_option import break_lock_option
-from imagenot.pipeline.frame.stage_command import run_config_option
+from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
 from imagenot.pipeline.report.markdown import count_of
-from imagenot.pipeline.review.class_results import (
-    CLASS_DB_FILE,
-    class_figures,
-    dropped_classes,
-    export_classes,
-    review_config,
-    with_vetoes,
-    write_vetoes,
-)
-from imagenot.pipeline.review.serving import serve_app, server_options, server_token
+from imagenot.pipeline.review.serving import server_options
+
+# The commands' modules load at their first use, so that `review classes --help` loads no Beam.
 
 run_option = click.option(
     "--run", "run_dir", required=True, help="run directory with a finished rank/ stage (with --list: where answers go)"
 )
 list_option = click.option("--list", "list_path", help="review this class list (wnids, one a line), not the run's")
+
+
+def _require_rank(run_dir: str, command: str) -> None:
+    """The class review reads rank's class list: refuse a folder without one before writing."""
+    from imagenot.pipeline.review.run_check import require_stage
+    from imagenot.pipeline.run.layout import RANK
+
+    require_stage(run_dir, RANK, f"review classes {command}")
 
 
 @click.group("classes")
@@ -57,13 +57,17 @@ def serve_command(
     """Serve the class pages to raters' browsers, best candidate first (answers go to SQLite as given)."""
     from imagenot.pipeline.review import class_plan
     from imagenot.pipeline.review.class_app import create_class_app
+    from imagenot.pipeline.review.class_results import CLASS_DB_FILE, review_config
     from imagenot.pipeline.review.class_session import ClassSession
+    from imagenot.pipeline.review.serving import serve_app, server_token
     from imagenot.pipeline.review.store import Store, database_path
     from imagenot.pipeline.run.layout import DATASET_DIR, DONE_FILE, DOWNLOAD, stage_path
     from imagenot.wordnet.index import load_index
 
     token = server_token(host, token)
     config, index = review_config(run_dir, config_path), load_index()
+    if list_path is None:
+        _require_rank(run_dir, "serve")
     if list_path is not None:
         if corpus is not None:
             config = config.model_copy(
@@ -99,9 +103,16 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
     """Answers so far: per class in rank (or list) order keep / drop / unsure, and the classes that need more."""
     from imagenot.pipeline.config.reference_lists import read_class_list
     from imagenot.pipeline.review.class_plan import ranked_classes
-    from imagenot.pipeline.review.store import Store
+    from imagenot.pipeline.review.class_results import CLASS_DB_FILE, class_figures, dropped_classes, review_config
+    from imagenot.pipeline.review.store import Store, database_path
     from imagenot.wordnet.index import load_index
 
+    if list_path is None:
+        _require_rank(run_dir, "status")
+    elif not database_path(run_dir, CLASS_DB_FILE).exists():
+        raise click.ClickException(
+            f"{run_dir}: no class review answers here yet (`review classes serve --list` starts one)"
+        )
     config, index = review_config(run_dir, config_path), load_index()
     store = Store(run_dir, CLASS_DB_FILE)
     try:
@@ -133,8 +144,10 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
 @run_config_option
 def export_command(run_dir: str, config_path: str | None) -> None:
     """Write review/class_answers.parquet and review/class_results.json into the run."""
+    from imagenot.pipeline.review.class_results import export_classes, review_config
     from imagenot.wordnet.index import load_index
 
+    _require_rank(run_dir, "export")
     results = export_classes(run_dir, review_config(run_dir, config_path), load_index())
     share = "not measured yet" if results["share"] is None else f"{results['share']:.3f}"
     click.echo(
@@ -153,9 +166,17 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
     from imagenot.pipeline.frame.build import build
     from imagenot.pipeline.frame.preflight import build_stages, preflight
     from imagenot.pipeline.review.class_plan import ranked_classes
+    from imagenot.pipeline.review.class_results import (
+        dropped_classes,
+        export_classes,
+        review_config,
+        with_vetoes,
+        write_vetoes,
+    )
     from imagenot.pipeline.run.lock import run_lock
     from imagenot.wordnet.index import load_index
 
+    _require_rank(run_dir, "apply")
     config, index = review_config(run_dir, config_path), load_index()
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         dropped = dropped_classes(export_classes(run_dir, config, index))

@@ -94,7 +94,8 @@ LAYOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 
 NAME_FORM = """<h2>Who is rating?</h2>
 <p>Give your name once: your answers are stored under it, and you are not shown any of the {{ unit }} twice.</p>
-<form method="post" action="/rater"><input type="text" name="name" maxlength="{{ max_name }}" required autofocus>
+<form method="post" action="/rater"><label>Your name <input type="text" name="name" maxlength="{{ max_name }}" \
+required autofocus></label><input type="hidden" name="then" value="{{ then }}">
 <button type="submit">Start</button></form>"""
 
 DONE = """<h2>Nothing left for you</h2><p>Every image has its answers, or you answered every image still waiting.

@@ -44,10 +44,18 @@ class Raters(Protocol):
     def progress(self, rater: int) -> dict: ...
 
 
-def _origin_host(value: str) -> str | None:
-    """scheme://host[:port] of an Origin or Referer header, as `host[:port]`; None if it has none."""
+def _origin(value: str) -> str | None:
+    """`scheme://host[:port]` of an Origin or Referer header; None if it has none. The scheme counts:
+    a page served over another scheme on the same host is another origin."""
     parts = urllib.parse.urlsplit(value)
-    return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
+    return f"{parts.scheme}://{parts.netloc.lower()}" if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _local_path(value: str) -> str:
+    """A deep link to come back to after sign-in: a path of this server (`/class/x`), else `/next`."""
+    parts = urllib.parse.urlsplit(value)
+    local = value.startswith("/") and not value.startswith("//") and not parts.scheme and not parts.netloc
+    return value if local and "\\" not in value else "/next"
 
 
 class ReviewApp:
@@ -175,7 +183,7 @@ class ReviewApp:
                 abort(403, "wrong token")
         if request.method == "POST":
             sender = request.headers.get("Origin") or request.headers.get("Referer")
-            if sender is not None and _origin_host(sender) != request.host.lower():
+            if sender is not None and _origin(sender) != f"{request.scheme}://{request.host.lower()}":
                 abort(403, "a form sent from another site")
 
     def _headers(self, response: Response) -> Response:
@@ -187,16 +195,21 @@ class ReviewApp:
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
 
+    def sign_in_first(self) -> Response:
+        """A page asked for before sign-in: the name form, coming back to that page after it."""
+        return redirect("/?" + urllib.parse.urlencode({"then": request.full_path.rstrip("?")}), 303)
+
     def _home(self):
+        then = _local_path(request.args.get("then", "/next"))
         if self.current_rater() is not None:
-            return redirect("/next", 303)
-        return self.page("who is rating", self.name_form.render(max_name=MAX_NAME, unit=self.unit))
+            return redirect(then, 303)
+        return self.page("who is rating", self.name_form.render(max_name=MAX_NAME, unit=self.unit, then=then))
 
     def _sign_in(self):
         name = " ".join(request.form.get("name", "").split())
-        if not name or len(name) > MAX_NAME:
-            abort(400, f"a rater's name is 1 to {MAX_NAME} characters")
-        response = redirect("/next", 303)
+        if not name or len(name) > MAX_NAME or not name.isprintable():
+            abort(400, f"a rater's name is 1 to {MAX_NAME} printable characters")
+        response = redirect(_local_path(request.form.get("then", "/next")), 303)
         response.set_cookie(RATER_COOKIE, self.signer.dumps(self.raters.rater(name)), httponly=True, samesite="Strict")
         return response
 
