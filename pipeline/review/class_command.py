@@ -25,12 +25,16 @@ run_option = click.option(
 list_option = click.option("--list", "list_path", help="review this class list (wnids, one a line), not the run's")
 
 
-def _require_rank(run_dir: str, command: str) -> None:
-    """The class review reads rank's class list: refuse a folder without one before writing."""
+def _require_rank(run_dir: str, command: str, list_review: bool = False) -> None:
+    """The class review reads rank's class list: refuse a folder without one before writing, unless
+    (`list_review`) it holds the answers of a `--list` review."""
+    from imagenot.pipeline.review.class_results import CLASS_DB_FILE
     from imagenot.pipeline.review.run_check import require_stage
+    from imagenot.pipeline.review.store import database_path
     from imagenot.pipeline.run.layout import RANK
 
-    require_stage(run_dir, RANK, f"review classes {command}")
+    if not (list_review and database_path(run_dir, CLASS_DB_FILE).exists()):
+        require_stage(run_dir, RANK, f"review classes {command}")
 
 
 @click.group("classes")
@@ -104,15 +108,10 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
     from imagenot.pipeline.config.reference_lists import read_class_list
     from imagenot.pipeline.review.class_plan import ranked_classes
     from imagenot.pipeline.review.class_results import CLASS_DB_FILE, class_figures, dropped_classes, review_config
-    from imagenot.pipeline.review.store import Store, database_path
+    from imagenot.pipeline.review.store import Store
     from imagenot.wordnet.index import load_index
 
-    if list_path is None:
-        _require_rank(run_dir, "status")
-    elif not database_path(run_dir, CLASS_DB_FILE).exists():
-        raise click.ClickException(
-            f"{run_dir}: no class review answers here yet (`review classes serve --list` starts one)"
-        )
+    _require_rank(run_dir, "status", list_review=list_path is not None)
     config, index = review_config(run_dir, config_path), load_index()
     store = Store(run_dir, CLASS_DB_FILE)
     try:
@@ -147,7 +146,7 @@ def export_command(run_dir: str, config_path: str | None) -> None:
     from imagenot.pipeline.review.class_results import export_classes, review_config
     from imagenot.wordnet.index import load_index
 
-    _require_rank(run_dir, "export")
+    _require_rank(run_dir, "export", list_review=True)
     results = export_classes(run_dir, review_config(run_dir, config_path), load_index())
     share = "not measured yet" if results["share"] is None else f"{results['share']:.3f}"
     click.echo(
