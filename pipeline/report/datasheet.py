@@ -98,15 +98,24 @@ def _crawl_policy(config: Config) -> list[str]:
     return table(("crawl policy", "value"), rows)
 
 
-def _busiest_hosts(download: dict) -> list[str]:
+def _busiest_hosts(download: dict, workers: int) -> list[str]:
     hosts = download.get("busiest_hosts") or []
     if not hosts:
         return []
     rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in hosts]
+    total = (
+        f"In all the run sent {count_of(download['requests'], 'request')} to {count_of(download['hosts'], 'host')} "
+        "over every download of the run (a class veto's new download included). "
+        if "requests" in download
+        else ""
+    )
     return [
+        f"{total}The rate limits above hold per worker process: with {count_of(workers, 'worker process')} "
+        f"(`runner.workers`) a host may get up to {workers} times the rate. A peak is the fastest one worker sent "
+        "to the host over one shard, from its first to its last request start (coarse over a few requests). "
         "The busiest hosts:",
         "",
-        *table(("host", "requests", "peak requests/s", "429/503", "given up"), rows, "lrrrl"),
+        *table(("host", "requests", "peak requests/s (one worker)", "429/503", "given up"), rows, "lrrrl"),
     ]
 
 
@@ -165,7 +174,7 @@ def _collection(facts: RunFacts) -> list[str]:
         "under this policy:",
         "",
         *_crawl_policy(config),
-        *_busiest_hosts(d),
+        *_busiest_hosts(d, config.runner.workers),
         *_blocklists(d),
     ]
     return lines

@@ -11,6 +11,11 @@ and coming up for review.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+
 import click
 
 from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
@@ -23,6 +28,27 @@ run_option = click.option(
     "--run", "run_dir", required=True, help="run directory with a finished rank/ stage (with --list: where answers go)"
 )
 list_option = click.option("--list", "list_path", help="review this class list (wnids, one a line), not the run's")
+
+
+@contextlib.contextmanager
+def _stages_shown() -> Iterator[None]:
+    """The build logs each stage it runs at INFO: shown without -v too, so a long apply is not silent."""
+    logger = logging.getLogger("imagenot.pipeline.frame.build")
+    if logger.getEffectiveLevel() <= logging.INFO:  # -v shows them already
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # the root's handler would print each line twice
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def _require_rank(run_dir: str, command: str, list_review: bool = False) -> None:
@@ -120,21 +146,26 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
         store.close()
     answered = {c["wnid"]: c for c in results["classes"]}
     wanted = config.review.class_raters
-    click.echo(f"{'class':<40} {'keep':>5} {'drop':>5} {'unsure':>6}  verdict")
-    need = 0
     listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in ranked_classes(run_dir)]
-    for position, wnid in enumerate(listed, 1):
+    vetoed = [w for w in results["vetoed"] if w not in listed]  # out of the list now: shown after it
+    rows = [(f"{position:>4} {wnid} {index[wnid].name}", wnid) for position, wnid in enumerate(listed, 1)]
+    rows += [(f"   - {wnid} {index[wnid].name if wnid in index else wnid}", wnid) for wnid in vetoed]
+    width = max([40, *(len(shown) for shown, _ in rows)])  # whole names: a cut one may name another class
+    click.echo(f"{'class':<{width}} {'keep':>5} {'drop':>5} {'unsure':>6}  verdict")
+    need = 0
+    for shown, wnid in rows:
         c = answered.get(wnid, {"keep": 0, "drop": 0, "unsure": 0, "verdict": None})
-        given = c["keep"] + c["drop"] + c["unsure"]
-        need += given < wanted
-        shown = f"{position:>4} {wnid} {index[wnid].name}"[:40]
-        click.echo(f"{shown:<40} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {c['verdict'] or '-'}")
+        need += wnid in listed and c["keep"] + c["drop"] + c["unsure"] < wanted
+        verdict = "drop, vetoed (applied)" if wnid in vetoed else c["verdict"] or "-"
+        click.echo(f"{shown:<{width}} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {verdict}")
     dropped = dropped_classes(results)
     click.echo(
         f"{count_of(results['answers'], 'answer')} by {count_of(len(results['raters']), 'rater')}; "
         f"{need:,} of {count_of(len(listed), 'class')} need more "
         f"({wanted} answers wanted each); {results['kept']:,} of {results['reviewed']:,} decided kept; "
-        f"{len(dropped):,} dropped and not applied yet" + (f" ({', '.join(dropped)})" if dropped else "")
+        f"{len(dropped):,} dropped and not applied yet"
+        + (f" ({', '.join(dropped)})" if dropped else "")
+        + (f"; {count_of(len(vetoed), 'class')} vetoed by an earlier apply (listed last)" if vetoed else "")
     )
 
 
@@ -187,7 +218,9 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         preflight(config, run_dir, build_stages(config))
         export_classes(run_dir, config, index)  # the card the build writes lists the vetoes
         listed = write_vetoes(run_dir, config.ranking.vetoed, index)
-        ran = build(config, run_dir)
+        click.echo(f"class review apply: vetoing {', '.join(dropped)}; building the run again from rank on", err=True)
+        with _stages_shown():
+            ran = build(config, run_dir)
     promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
     click.echo(
         f"class review apply: vetoed {', '.join(dropped)} (listed in {listed}, which every build of the run "
