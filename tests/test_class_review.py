@@ -88,7 +88,8 @@ def test_a_class_page_shows_the_class_its_captions_share_and_images(served):
     page = pages[0]
     synset = index[first]
     assert f'<span id="class">{synset.name}</span>' in page and synset.gloss in page
-    assert "entity.n.01 › physical_entity.n.01" in page and "Candidate 1 by rank" in page
+    assert "entity.n.01 › physical_entity.n.01" in page
+    assert "rank 0 of the candidates (0 = best, as the report counts) · score " in page  # every number says what
     share = float(ranked[0]["pass_share"])
     assert f'<span id="share">{100 * share:.0f}%</span>' in page
     captions = re.findall(r'<li class="(kept|dropped)">', page)
@@ -133,9 +134,30 @@ def test_hostile_requests_get_a_4xx_and_store_nothing(served):
     assert _stored(run_dir) == before
 
 
+def test_a_rater_reopens_a_class_sees_the_answer_and_changes_it(served):
+    """Issue 43: an answer can be changed; the old one stays on record in the database."""
+    run_dir, server = served
+    client = Client(server.base)
+    client.sign_in("second thoughts")
+    status, url, _ = client.open("/next")
+    first = CLASS_PAGE.search(url).group(1)
+    status, url, _ = client.open(f"/class/{first}", {f"a-{first}": "keep"})
+    second = CLASS_PAGE.search(url).group(1)
+    page = client.open(f"/class/{second}")[2].decode()
+    assert f'href="/class/{first}" id="previous"' in page  # a way back to the last answer
+    page = client.open(f"/class/{first}")[2].decode()
+    assert "Your answer: <b>keep</b>" in page and re.search(r'value="keep" checked', page)
+    assert client.open(f"/class/{first}", {f"a-{first}": "drop"})[0] == 200
+    mine = [(w, a) for n, w, a in _stored(run_dir) if n == "second thoughts"]
+    assert mine == [(first, "drop")]
+    with sqlite3.connect(run_dir / "review/classes.sqlite") as db:
+        kept = db.execute("SELECT image, answer FROM replaced").fetchall()
+    assert (first, "keep") in kept
+
+
 def test_eight_raters_at_once_lose_and_double_nothing(served):
     """8 raters answer every class at once, each sending every page twice (a double click): every
-    answer is stored once, as first given, and no class holds more than it wants (2)."""
+    answer is stored once, and no class holds more than it wants (2)."""
     run_dir, server = served
     sent: dict[str, list[str]] = {}
 
@@ -147,7 +169,7 @@ def test_eight_raters_at_once_lose_and_double_nothing(served):
         while (page := CLASS_PAGE.search(url)) is not None:
             wnid = page.group(1)
             status, url, body = client.open(f"/class/{wnid}", {f"a-{wnid}": "keep"})
-            client.open(f"/class/{wnid}", {f"a-{wnid}": "drop"})  # the second copy stores nothing
+            client.open(f"/class/{wnid}", {f"a-{wnid}": "keep"})  # a double click's second copy: nothing more
             mine.append(wnid)
         sent[f"crowd {i}"] = mine
 

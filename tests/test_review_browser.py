@@ -121,6 +121,34 @@ def _moves_and_mouse(driver) -> dict:
     return seen
 
 
+def _image_page_checks(driver, shots) -> dict:
+    """On A's first page, before it is answered: each button shows its key, the page counts its
+    answers, Enter with nothing chosen says so and sends nothing, and at 390x844 the class and its
+    gloss stay on screen scrolled to the end (screenshots at 1280x800 and 390x844 kept)."""
+    size, url = driver.get_window_size(), driver.current_url
+    seen = {
+        "buttons": [
+            e.text for e in driver.find_elements(By.CSS_SELECTOR, ".item")[0].find_elements(By.TAG_NAME, "label")
+        ]
+    }
+    seen["count"] = driver.find_element(By.CSS_SELECTOR, ".count").text
+    driver.find_element(By.TAG_NAME, "body").send_keys("\n")
+    time.sleep(0.3)
+    seen["empty enter"] = (driver.current_url == url, driver.find_element(By.ID, "notice").text)
+    for width, height in ((1280, 800), (390, 844)):
+        driver.set_window_size(width, height)
+        driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+        driver.save_screenshot(str(shots / f"image-page-{width}x{height}.png"))
+        seen[width] = driver.execute_script(
+            "return ['class', 'gloss'].map(id => { const r = (document.getElementById(id) || "
+            "document.querySelector('.classbar .' + id)).getBoundingClientRect(); "
+            "return r.top >= 0 && r.bottom <= innerHeight; })"
+        )
+    driver.execute_script("document.getElementById('notice').textContent = ''; window.scrollTo(0, 0)")
+    driver.set_window_size(size["width"], size["height"])
+    return seen
+
+
 @pytest.fixture(scope="module")
 def reviewed(downloaded_run, tmp_path_factory):
     folder = tmp_path_factory.mktemp("browser-review")
@@ -138,6 +166,7 @@ def reviewed(downloaded_run, tmp_path_factory):
         _sign_in(a, base, "Ann <b>A</b>")
         _sign_in(b, base, "Bo")
         moves = _moves_and_mouse(a)  # on A's first page, before it is answered
+        checks = _image_page_checks(a, folder)
         for _ in range(2):  # both at once, page after page
             pages["A"].append(_answer_page(a, "A"))
             pages["B"].append(_answer_page(b, "B"))
@@ -165,6 +194,8 @@ def reviewed(downloaded_run, tmp_path_factory):
         "planned": planned,
         "pages": pages,
         "moves": moves,
+        "checks": checks,
+        "shots": folder,
         "done": done_page,
         "images": images,
         "K": classes,
@@ -208,6 +239,18 @@ def test_arrows_and_hjkl_move_the_focus_and_a_click_marks_the_answer(reviewed):
     value, classes, checked = moves["clicked"]
     assert value == "no" and "no" in classes.split() and checked == 1
     assert moves["current_after_click"] == m - 1
+
+
+def test_the_image_page_keeps_its_class_in_view_and_counts_its_answers(reviewed):
+    checks = reviewed["checks"]
+    assert checks["buttons"] == ["yes [y]", "no [n]", "unsure [u]"]
+    assert re.fullmatch(r"0 of \d+ answered", checks["count"])
+    assert checks["empty enter"] == (True, "No image has an answer yet: choose one per image first.") or checks[
+        "empty enter"
+    ] == (True, "Choose an answer first (the keys are on the buttons).")
+    assert checks[1280] == checks[390] == [True, True]
+    for shot in ("image-page-1280x800.png", "image-page-390x844.png"):
+        assert (reviewed["shots"] / shot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):

@@ -70,6 +70,7 @@ def _task_body(session: ReviewSession, templates: dict, task: Task, questions: l
             show_captions=settings.show_captions,
             instructions=pages.CLASS_INSTRUCTIONS,
             keys_help=pages.KEYS,
+            key_of=pages.KEY_OF,
             script=pages.SCRIPT,
         )
     none = {"name": "(no suggestion)", "gloss": ""}
@@ -84,5 +85,6 @@ def _task_body(session: ReviewSession, templates: dict, task: Task, questions: l
         show_captions=settings.show_captions,
         instructions=pages.FLAGGED_INSTRUCTIONS,
         keys_help=pages.FLAGGED_KEYS,
+        key_of=pages.KEY_OF,
         script=pages.SCRIPT,
     )

@@ -170,7 +170,9 @@ def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dic
     rows = [
         {
             **describe(index, r["wnid"], position),
-            "standing": f"Candidate {position + 1} by rank · score {float(r['score']):.3f}",
+            "standing": f"rank {position} of the candidates (0 = best, as the report counts) · "
+            f"score {float(r['score']):.3f} (the mean similarity of its best captions to its gloss, "
+            "which rank sorts by)",
             "captions": captions.get(r["wnid"], []),
             "pass_share": shares.get(r["wnid"]),
             "thumbnails": shown.get(r["wnid"], []),
@@ -205,7 +207,7 @@ def listed_candidates(config: Config, index: NounIndex, list_path: str) -> tuple
         listed.append(
             {
                 **describe(index, wnid, position),
-                "standing": f"Class {position + 1} of the list · {len(named):,} of {rows:,} sampled rows name it",
+                "standing": f"line {position + 1} of the list · {len(named):,} of {rows:,} sampled corpus rows name it",
                 "captions": [{"caption": caption, "passes": None} for _, caption in shown],
                 "pass_share": None,
                 "thumbnails": [],

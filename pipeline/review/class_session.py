@@ -57,6 +57,15 @@ class ClassSession(Tracker):
                 log.warning("class review: cannot read the changed run yet (%s)", err)
                 self.changing = True
 
+    def record(self, rater: int, task: Task, answers: list[tuple[str, str]]) -> int:
+        """A page's answers: a class the rater answered before gets the new answer in place of the
+        old (kept in the store's `replaced`); the rest as `Tracker.record` stores them."""
+        with self._lock:
+            again = {item: answer for item, answer in answers if item in self.answered[rater]}
+        for item, answer in again.items():
+            self.store.replace(rater, task.id, item, answer)
+        return super().record(rater, task, [a for a in answers if a[0] not in again]) + len(again)
+
 
 def _page(candidate: dict) -> Task:
     """A class's page: one question, the class itself."""
