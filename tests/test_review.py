@@ -622,3 +622,24 @@ def test_review_commands_write_nothing_where_there_is_no_run(tmp_path):
             assert "not a run with a finished" in result.output and "Traceback" not in result.output
             assert len(result.output.strip().splitlines()) == 1, result.output
     assert not (tmp_path / "NOPE").exists() and sorted(p.name for p in config_only.iterdir()) == ["config.yaml"]
+
+
+def test_every_page_and_image_is_503_while_another_command_holds_the_run(app, run):
+    """Issue 42, item 2: while the run's lock is held (a command may be rewriting the tars at the
+    keys the server knows) pages and images answer 503 with Retry-After; after it, the run is read
+    again before anything is served."""
+    from imagenot.pipeline.run.lock import run_lock
+
+    session, plain, _ = app
+    client = plain.test_client()
+    client.post("/rater", data={"name": "waiting"})
+    task = next(iter(session.tasks.values()))
+    paths = ["/next", f"/task/{task.id}", f"/image/{task.questions[0].image}"]
+    with run_lock(str(run), 3600, create_dir=False):
+        during = [client.get(p) for p in paths] + [client.post(f"/task/{task.id}", data={})]
+    assert [(r.status_code, r.headers.get("Retry-After")) for r in during] == [(503, "5")] * 4
+    generation = session.generation
+    after = [client.get(p) for p in paths]
+    assert [r.status_code for r in after] == [303, 200, 200] and session.changing is False
+    assert session.generation >= generation  # read again at the first request when the run had changed
+    assert client.get("/").status_code in (200, 303)  # the name form is never refused

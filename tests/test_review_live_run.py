@@ -14,6 +14,8 @@ import sqlite3
 import tarfile
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pyarrow.parquet as pq
 import pytest
@@ -67,6 +69,32 @@ def _wait_for(check, seconds: float = 10) -> None:
         time.sleep(0.2)
 
 
+class Poller(threading.Thread):
+    """A rater's browser reloading every page and image over and over while a command rewrites the
+    run: each answer's (path, status, body, Retry-After) kept for the test to check."""
+
+    def __init__(self, base: str, paths: list[str]):
+        super().__init__(daemon=True)
+        self.base, self.paths, self.seen, self.stop = base, paths, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for path in self.paths:
+                try:
+                    with urllib.request.urlopen(self.base + path, timeout=30) as response:
+                        self.seen.append((path, response.status, response.read(), None))
+                except urllib.error.HTTPError as error:
+                    self.seen.append((path, error.code, error.read(), error.headers.get("Retry-After")))
+
+    def __enter__(self) -> Poller:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.join(60)
+
+
 @pytest.fixture
 def serving(downloaded_run, tmp_path):
     run_dir = copy_run(downloaded_run, tmp_path / "run")
@@ -100,8 +128,18 @@ def test_the_server_follows_blocklist_apply_and_review_apply(serving, tmp_path):
 
     listed = tmp_path / "takedown.txt"
     listed.write_text(f"sha256 {blocked['sha256']}\n")
-    result = invoke(blocklist_command, ["apply", "--run", str(run_dir), "--list", str(listed)])
+    known = {**before, blocked_id: rater.open(f"/image/{blocked_id}")[2]}
+    with Poller(server.base, [f"/image/{i}" for i in known]) as poller:  # issue 42: no byte of a run rewritten
+        result = invoke(blocklist_command, ["apply", "--run", str(run_dir), "--list", str(listed)])
     assert result.exit_code == 0, result.output
+    for path, status, data, retry in poller.seen:
+        image = path.rsplit("/", 1)[1]
+        assert (
+            (status == 200 and data == known[image])
+            or (status == 503 and retry)
+            or (status == 404 and image == blocked_id)
+        ), (path, status, data[:80])
+    assert any(status == 503 for _, status, _, _ in poller.seen), "the poller never met the command's lock"
     with tarfile.open(run_dir / tar) as rewritten:  # the tar was written again without it
         assert not any(m.name.startswith(blocked["key"] + ".") for m in rewritten.getmembers())
 
@@ -135,7 +173,7 @@ def test_the_server_follows_blocklist_apply_and_review_apply(serving, tmp_path):
 
     _review("export", "--run", str(run_dir))
     applied = _review("apply", "--run", str(run_dir))
-    assert '"dropped": 1' in applied
+    assert "review apply: dropped 1 image the raters rejected;" in applied
     after = {image_id(r["row_id"], r["sha256"]) for r in _dataset(run_dir)}
     added = after - current
     assert rejected not in after and added, applied

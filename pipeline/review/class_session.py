@@ -44,9 +44,10 @@ class ClassSession(Tracker):
         self._state = state
         self.generation += 1
 
-    def refresh(self) -> None:
+    def refresh(self, tars: bool = False) -> None:
         """Read the candidates again once the files they come from changed (not while another
-        command holds the run's lock: `changing` is set and answers are refused)."""
+        command holds the run's lock: `changing` is set and answers are refused). `tars` is the
+        image review's: the thumbnails' tars change with the dataset's files, which are watched."""
         with self._reload_lock:
             self.changing = run_is_locked(self.run_dir)
             if self.changing or files_state(self._watched) == self._state:

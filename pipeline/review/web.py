@@ -7,7 +7,9 @@ it, as `?token=` (the first one; it is then kept in a cookie), the cookie, or an
 a page of another site cannot reach the server through a name that resolves to 127.0.0.1 (DNS
 rebinding). A POST whose `Origin` (or, absent that, `Referer`) is not the server's own is refused
 (403) whatever cookie it carries: a rater's browser sends it on a form another site made. Errors
-are short plain pages with their 4xx status, never a traceback.
+are short plain pages with their 4xx status, never a traceback. While another command holds the
+run's lock, and until the server has read what it wrote, every page and image is 503 with
+`Retry-After` (`_run_settled`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from werkzeug.exceptions import HTTPException
 from imagenot.pipeline.review import pages
 from imagenot.pipeline.review.hosts import is_loopback
 from imagenot.pipeline.review.images import ImageSource
+from imagenot.pipeline.review.run_state import run_is_locked
 
 log = logging.getLogger(__name__)
 MAX_NAME = 60
@@ -42,6 +45,11 @@ class Raters(Protocol):
     def rater_name(self, rater: int) -> str | None: ...
 
     def progress(self, rater: int) -> dict: ...
+
+    run_dir: str  # the run served
+    changing: bool  # set while another command changes the run, until the server read it again
+
+    def refresh(self, tars: bool = False) -> None: ...
 
 
 def _origin(value: str) -> str | None:
@@ -161,7 +169,8 @@ class ReviewApp:
     def busy(self) -> Response:
         """503: another command is changing the run; the rater's page keeps its answers to send again."""
         response = Response(
-            "503 Service Unavailable: another command is changing this run; send the page again in a moment\n",
+            "503 Service Unavailable: another command is changing this run; reload, or send the page again, "
+            "in a moment\n",
             503,
             mimetype="text/plain",
         )
@@ -185,6 +194,21 @@ class ReviewApp:
             sender = request.headers.get("Origin") or request.headers.get("Referer")
             if sender is not None and _origin(sender) != f"{request.scheme}://{request.host.lower()}":
                 abort(403, "a form sent from another site")
+        if request.endpoint not in ("home", "sign_in") and not self._run_settled():
+            return self.busy()
+
+    def _run_settled(self) -> bool:
+        """Whether the run can be served now: not while another command holds its lock (it may be
+        rewriting the tars at the keys the server knows), and not before the server read what that
+        command wrote (read here, at once, when the lock is gone). So no page or image shows bytes
+        of a run being rewritten; a rater gets 503 with `Retry-After` instead."""
+        run = self.raters
+        if run_is_locked(run.run_dir):
+            run.changing = True
+            return False
+        if run.changing:
+            run.refresh(tars=True)
+        return not run.changing
 
     def _headers(self, response: Response) -> Response:
         if self.token is not None and request.args.get("token") == self.token:
