@@ -258,7 +258,7 @@ def test_any_class_list_can_be_reviewed_with_captions_from_a_corpus_sample(serve
         status, url, body = client.open("/next")
         assert url.endswith(f"/class/{listed[0]}")
         page = body.decode()
-        assert "Class 1 of the list" in page and "no estimate of the share" in page
+        assert "line 1 of the list · " in page and "no estimate of the share" in page
         lemmas = [lemma.lower().split() for lemma in classes[0]["lemmas"].split(", ")]
         captions = [re.sub(r"[^a-z0-9]+", " ", c.lower()) for c in re.findall(r'<li class="kept">([^<]*)', page)]
         # each names a lemma, perhaps inflected or hyphenated ("nitric-bacteriums" for nitric bacterium)
