@@ -214,6 +214,9 @@ def test_apply_vetoes_the_dropped_class_and_the_next_candidate_takes_its_place(s
         assert len(now) == len(ranked) and len(promoted) == 1 and f"promoted {promoted[0]}" in applied
         classes = {c["wnid"] for c in json.loads((work / "rank/classes.json").read_text())}
         assert vetoed not in classes and promoted[0] in classes
+        status = _classes("status", "--run", str(work))  # the vetoed class is still there, last
+        assert re.search(rf"   - {vetoed} \S+ +0 +2 +0  drop, vetoed \(applied\)", status), status
+        assert "1 class vetoed by an earlier apply (listed last)" in status
         # the running server puts the new class up and no longer shows the vetoed one
         client = Client(server.base)
         client.sign_in("Ann")
@@ -239,6 +242,27 @@ def test_apply_vetoes_the_dropped_class_and_the_next_candidate_takes_its_place(s
     result = invoke(cli_command("rank"), ["--run", str(work)])
     assert result.exit_code == 0, result.output
     assert {r["wnid"]: r["fate"] for r in _ranked(work)}[vetoed] == "vetoed"
+
+
+def test_extra_candidates_are_offered_after_the_classes(served, tmp_path):
+    """`review.extra_candidates`: the next candidates rank would promote come up too, so a veto's
+    replacement can be reviewed before `apply` makes it a class."""
+    from imagenot.pipeline.config.schema import load_run_config
+    from imagenot.pipeline.review.class_plan import candidates
+
+    run_dir, _ = served
+    work = copy_run(run_dir, tmp_path / "run")
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    config["review"] = {**config.get("review", {}), "extra_candidates": 2}
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    classes = [r["wnid"] for r in _ranked(work) if r["fate"] == "class"]
+    beyond = [r["wnid"] for r in _ranked(work) if r["fate"] == "beyond_top_k"][:2]
+    assert beyond, "the shared run has no candidate beyond its classes"
+    rows, _ = candidates(str(work), load_run_config(str(work)), load_index())
+    assert [r["wnid"] for r in rows] == classes + beyond
+    assert all("next in line, not a class yet" in r["standing"] for r in rows[len(classes) :])
+    status = _classes("status", "--run", str(work))
+    assert all(wnid in status for wnid in beyond) and f"of {len(classes) + len(beyond)} classes need more" in status
 
 
 def test_any_class_list_can_be_reviewed_with_captions_from_a_corpus_sample(served, tmp_path):

@@ -663,6 +663,13 @@ class Review(Section):
     class_raters: int = Field(
         2, ge=1, le=50, description="answers wanted per candidate class on the class review's pages"
     )
+    extra_candidates: int = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="the class review also offers this many candidates next in rank order after the classes, "
+        "so that the ones `review classes apply` promotes in place of vetoed classes were reviewed too",
+    )
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks each class's sample (a keyed hash of row ids)")
     page_size: int = Field(24, ge=1, le=200, description="images on one class page")
     examples: int = Field(

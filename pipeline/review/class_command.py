@@ -132,7 +132,7 @@ def serve_command(
 def status_command(run_dir: str, list_path: str | None, config_path: str | None) -> None:
     """Answers so far: per class in rank (or list) order keep / drop / unsure, and the classes that need more."""
     from imagenot.pipeline.config.reference_lists import read_class_list
-    from imagenot.pipeline.review.class_plan import ranked_classes
+    from imagenot.pipeline.review.class_plan import review_candidates
     from imagenot.pipeline.review.class_results import CLASS_DB_FILE, class_figures, dropped_classes, review_config
     from imagenot.pipeline.review.store import Store
     from imagenot.wordnet.index import load_index
@@ -146,7 +146,8 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
         store.close()
     answered = {c["wnid"]: c for c in results["classes"]}
     wanted = config.review.class_raters
-    listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in ranked_classes(run_dir)]
+    extra = config.review.extra_candidates
+    listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in review_candidates(run_dir, extra)]
     vetoed = [w for w in results["vetoed"] if w not in listed]  # out of the list now: shown after it
     rows = [(f"{position:>4} {wnid} {index[wnid].name}", wnid) for position, wnid in enumerate(listed, 1)]
     rows += [(f"   - {wnid} {index[wnid].name if wnid in index else wnid}", wnid) for wnid in vetoed]
