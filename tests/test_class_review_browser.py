@@ -95,9 +95,9 @@ def _page_checks(driver, shots) -> dict:
         driver.execute_script("window.scrollTo(0, 0)")
         driver.save_screenshot(str(shots / f"class-page-{width}x{height}.png"))
         seen[width] = {"answer in view": _in_view(driver, "answers"), "name in view": _in_view(driver, "class")}
+    driver.set_window_size(1280, 800)
     evidence, form = (driver.find_element(By.CSS_SELECTOR, c).rect for c in (".evidence", "#answers"))
     seen["answer beside the evidence"] = form["x"] >= evidence["x"] + evidence["width"] - 1
-    driver.set_window_size(1280, 800)
     seen["buttons"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#answers label")]
     url = driver.current_url
     driver.find_element(By.TAG_NAME, "body").send_keys("\n")

@@ -165,8 +165,8 @@ def reviewed(downloaded_run, tmp_path_factory):
     try:
         _sign_in(a, base, "Ann <b>A</b>")
         _sign_in(b, base, "Bo")
-        moves = _moves_and_mouse(a)  # on A's first page, before it is answered
-        checks = _image_page_checks(a, folder)
+        checks = _image_page_checks(a, folder)  # on A's first page, before it is answered
+        moves = _moves_and_mouse(a)
         for _ in range(2):  # both at once, page after page
             pages["A"].append(_answer_page(a, "A"))
             pages["B"].append(_answer_page(b, "B"))

@@ -22,6 +22,7 @@ import pytest
 import yaml
 from cli_runner import invoke
 from ports import free_loopback_port
+from review_claims import check_people_claims
 from review_server import Client, Server
 from shared_runs import copy_run
 
@@ -99,7 +100,7 @@ class Poller(threading.Thread):
 def serving(downloaded_run, tmp_path):
     run_dir = copy_run(downloaded_run, tmp_path / "run")
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    config["review"] = {"raters": 2}
+    config["review"] = {"raters": 2, "min_decided_images": 1}  # a few images: the headline is stated
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
     _review("plan", "--run", str(run_dir))
     server = Server(run_dir, free_loopback_port(), tmp_path / "server.log")
@@ -140,6 +141,7 @@ def test_the_server_follows_blocklist_apply_and_review_apply(serving, tmp_path):
             or (status == 404 and image == blocked_id)
         ), (path, status, data[:80])
     assert any(status == 503 for _, status, _, _ in poller.seen), "the poller never met the command's lock"
+    check_people_claims(run_dir)
     with tarfile.open(run_dir / tar) as rewritten:  # the tar was written again without it
         assert not any(m.name.startswith(blocked["key"] + ".") for m in rewritten.getmembers())
 
@@ -174,6 +176,7 @@ def test_the_server_follows_blocklist_apply_and_review_apply(serving, tmp_path):
     _review("export", "--run", str(run_dir))
     applied = _review("apply", "--run", str(run_dir))
     assert "review apply: dropped 1 image the raters rejected;" in applied
+    check_people_claims(run_dir)
     after = {image_id(r["row_id"], r["sha256"]) for r in _dataset(run_dir)}
     added = after - current
     assert rejected not in after and added, applied

@@ -6,7 +6,10 @@ import html
 
 from imagenot.pipeline.report.markdown import count_of, table
 
-NOT_DONE = "No human review was done: no person checked these labels (`imagenot review plan --run RUN` starts one)."
+NOT_DONE = (
+    "No person looked at the images: no image's label was checked by a person "
+    "(`imagenot review plan --run RUN` starts a review)."
+)
 LISTED_DROPS = 20
 
 

@@ -170,10 +170,12 @@ def export_command(run_dir: str, config_path: str | None) -> None:
 
     results = export_review(run_dir, _config(run_dir, config_path, "export").review)
     overall = results["overall"]
-    click.echo(
-        f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; "
-        f"overall precision {_rounded(overall['precision'])} over {overall['decided']:,} images"
+    said = (
+        f"overall precision withheld: {overall['withheld']}"
+        if overall.get("withheld")
+        else f"overall precision {_rounded(overall['precision'])} over {overall['decided']:,} images"
     )
+    click.echo(f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; {said}")
 
 
 def _rounded(share: float | None) -> str:

@@ -67,8 +67,10 @@ button{font-size:1.1em;padding:.4em 1.2em;margin:1em 0}
 .examples .thumb img{width:150px;height:150px;object-fit:contain;background:#eee;transition:transform .1s}
 .examples .thumb:hover img,.examples .thumb:focus img,.examples .thumb.big img{transform:scale(2.2);position:relative;\
 z-index:5;box-shadow:0 2px 10px #0006}
+.narrow{display:none}
 @media (max-width:800px){.candidate{grid-template-columns:1fr}.candidate .answer{position:sticky;bottom:0;top:auto}\
-.examples .thumb img{width:100px;height:100px}}
+.examples .thumb img{width:100px;height:100px}.answer .instructions,.answer .keys{display:none}\
+.narrow{display:block}.candidate .answer label{display:inline-block}.candidate .answer button{margin:.4em 0}}
 """
 
 SCRIPT = """
@@ -200,6 +202,7 @@ CANDIDATE_PAGE = """<div class="candidate"><div class="evidence">\
 {% if c.thumbnails %}<h3>Its images <small>(point at one, or click it, to enlarge)</small></h3><div class="examples">\
 {% for image in c.thumbnails %}<button type="button" class="thumb" aria-label="enlarge image {{ loop.index }}">\
 <img src="/image/{{ image }}" alt="image {{ loop.index }} of the class"></button>{% endfor %}</div>{% endif %}
+<p class="instructions narrow">{{ instructions }}</p>
 <p class="figures">{{ c.standing }} · \
 {% if c.pass_share is not none %}<span id="share">{{ '%.0f' % (100 * c.pass_share) }}%</span> of its captions \
 use the word in this sense (estimated){% else %}no estimate of the share of its captions used in this sense\
@@ -214,7 +217,7 @@ use the word in this sense (estimated){% else %}no estimate of the share of its 
 {% if answer == chosen %} checked{% endif %}>{{ answer }} <kbd>[{{ key_of[answer] }}]</kbd></label>{% endfor %}\
 </fieldset><p class="notice" id="notice" role="status"></p>
 <button type="submit">Send and go on [Enter]</button>
-{% if previous %}<p><a href="/class/{{ previous }}" id="previous">Change your answer to the last class</a></p>\
-{% endif %}\
+{% if previous %}<p class="previous"><a href="/class/{{ previous }}" id="previous">\
+Change your answer to the last class</a></p>{% endif %}\
 </form></div>
 <script>{{ script | safe }}</script>"""
