@@ -29,9 +29,11 @@ def headline(results: dict) -> str:
         return f"withheld: {overall['withheld']}"
     if overall["precision"] is None:
         return "not measured yet: no sampled image has a yes or no answer"
+    kept = f"{_interval(overall)} ({confidence}% Clopper-Pearson), {overall['accepted']:,} of {overall['decided']:,}"
+    if "withheld" not in overall:  # a results.json exported before the headline said what it rests on
+        return f"{kept} sampled images kept by the raters"
     return (
-        f"{_interval(overall)} ({confidence}% Clopper-Pearson), {overall['accepted']:,} of {overall['decided']:,} "
-        f"sampled images kept by the raters, in {count_of(overall['classes'], 'class')} of "
+        f"{kept} sampled images kept by the raters, in {count_of(overall['classes'], 'class')} of "
         f"{results['classes_in_dataset']:,}, on {count_of(overall['answers'], 'answer')} "
         f"(every image with all {results['raters_wanted']} answers wanted)"
     )
@@ -39,7 +41,7 @@ def headline(results: dict) -> str:
 
 def review_found(results: dict | None) -> str:
     """One sentence on whether people looked at the images, and what they found."""
-    if results is None:
+    if results is None or not results["answers"]:
         return "No person looked at them."
     found = f": label precision {headline(results)}"
     return (
