@@ -170,6 +170,8 @@ def test_a_build_from_the_original_config_and_rank_keep_the_veto(applied):
     name = load_index()[vetoed].name
     assert (work / "vetoed_classes.txt").read_text() == f"{vetoed} {name}\n"
     assert f"vetoed {vetoed}" in applied["output"] and "vetoed_classes.txt" in applied["output"]
+    for said in ("class review apply: vetoing", "  rank: running", "  download: running"):  # not silent while it builds
+        assert said in applied["output"], applied["output"]
     assert "vetoed" not in yaml.safe_load(applied["original"].read_text()).get("ranking", {})
     classes = _classes(work)
     rank_fingerprint = (work / "rank/fingerprint.json").read_text()
