@@ -1,7 +1,7 @@
 """The image audits in the card and the report, over a small build whose images were really
 downloaded (img2dataset, from the demo's loopback server) and embedded (a tiny random-weight CLIP).
 
-One in eight of the demo server's corpus URLs serves one of two stock photos, byte for byte, as
+One in eight of the demo server's corpus URLs serves one of two stock pictures, byte for byte, as
 web copies do: the duplicates audit finds them, `--drop` takes them out, and the report follows.
 """
 

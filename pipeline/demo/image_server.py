@@ -342,14 +342,15 @@ def caption_picture_jpeg(caption: str, hue: int) -> bytes:
 
 
 @functools.cache
-def _stock_picture(k: int) -> bytes:
+def stock_picture_jpeg(k: int) -> bytes:
+    """The demo's k-th (0 or 1) stock picture: the same bytes behind every URL that serves it."""
     return caption_picture_jpeg(STOCK_TEXTS[k], k)
 
 
 def corpus_picture_jpeg(n: int, caption: str) -> bytes:
     """The drawn image of `/img/<n>.jpg`: its caption's, or for 1 in 8 n (as `corpus_photo_jpeg`)
     one of two stock pictures, the same bytes behind every such URL."""
-    return _stock_picture(n // STOCK_EVERY % 2) if n % STOCK_EVERY == 3 else caption_picture_jpeg(caption, n)
+    return stock_picture_jpeg(n // STOCK_EVERY % 2) if n % STOCK_EVERY == 3 else caption_picture_jpeg(caption, n)
 
 
 _ROUTES = (
