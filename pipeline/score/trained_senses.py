@@ -2,13 +2,13 @@
 
 A head trained on SemCor's training documents (`sense_model/train.py`; the weights and what trained
 them in `sense_model/head.npz` and `head.json`): the word's contextual vector where it stands
-(`span_encoder.SpanEncoder`, as the context method reads it, with the encoder's top layers replaced by
-the head's tuned ones) against each noun sense's frozen gloss vector (the mean of the sense queries' embeddings, `sense_contrast.SenseQueries` with
-the head's templates). A sense's logit is `scale x cos(word, gloss) + gloss' W word`, W a learned
-384 x 384 map; its score is the log-probability of a softmax over the word's senses, plus
-`scoring.sense_prior` x log P(sense | word) counted on SemCor's training documents. The fit (what
-the score stage records as `sense_fit`) is the logit itself: how well the best sense's gloss matches the word where it
-stands, whatever the other senses score.
+(`span_encoder.SpanEncoder`, as the context method reads it, with the encoder's top layers replaced
+by the head's tuned ones) against each noun sense's frozen gloss vector (the mean of the sense
+queries' embeddings, `sense_contrast.SenseQueries` with the head's templates). A sense's logit is
+`scale x cos(word, gloss) + gloss' W word`, W a learned 384 x 384 map; its score is the
+log-probability of a softmax over the word's senses, plus `scoring.sense_prior` x log P(sense |
+word) counted on SemCor's training documents. The fit (the score stage's `sense_fit`) is the logit
+itself: how well the best sense's gloss matches the word where it stands, whatever the others score.
 
 Scores are computed row by row in float64 (np.einsum, no BLAS), so a caption's scores do not
 depend on the captions batched with it.
