@@ -5,12 +5,13 @@ a run (a mistyped `--run` gets one line, not a new `review/` folder)."""
 from __future__ import annotations
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.run.journal import resuming
 from imagenot.pipeline.run.stage_dir import is_done
 
 
 def require_stage(run_dir: str, stage: str, command: str) -> None:
     """Refuse `command` unless `run_dir` holds a finished `stage`; nothing is written either way."""
-    if not is_done(run_dir, stage):
+    if not is_done(run_dir, stage) and not resuming(run_dir, command):  # a killed rewrite's rerun finishes it
         raise ImagenotError(
             f"{run_dir}: not a run with a finished {stage}/ stage, which `imagenot {command}` reads; nothing written"
         )

@@ -124,6 +124,13 @@ def require_finished(run_dir: str) -> None:
         raise UnfinishedRunError(_unfinished_message(run_dir, entry))
 
 
+def resuming(run_dir: str, command: str) -> bool:
+    """Whether the run's unfinished entry is `command`'s: its rerun may find the stages it was
+    rewriting unfinished, and is the one command that must not be refused for that."""
+    entry = unfinished(run_dir)
+    return entry is not None and entry["command"] == command
+
+
 def command_line(command: str, args: Mapping[str, object]) -> str:
     """`imagenot COMMAND --option value --flag`, as a user types it again (None and False left out,
     a list's option repeated)."""
