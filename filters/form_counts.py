@@ -1,0 +1,216 @@
+"""The none-of-these rule's corpus statistics (`none_of_these.form_statistics`) over a whole Arrow batch.
+
+`none_of_these.form_statistics` reads a caption at a time in Python: its words, then each matched
+form's first occurrence and the cues there. At real caption density (about five distinct forms a
+caption) that was most of the select stage's CPU. Here the same counts come from column
+operations over the batch. The captions that are ASCII and hold no apostrophe (nearly all of an
+English corpus; there a word of `none_of_these.tokens` is a run of letters and digits) are cut
+into words by Arrow and each word's case and digits are read once. A form's first occurrence is
+where its last word starts a caption's word (found per prefix length by a hash lookup of the
+words' prefixes) with its other words just before it, the least such position per caption and
+form; the cues are numpy arithmetic on word positions. Other captions go through
+`form_statistics` itself, so the result is its result, count for count (tests/test_form_counts.py
+compares them).
+
+`keep` names the forms worth counting (the select stage: forms of synsets that can still become
+candidates); a form it refuses is not counted at all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from imagenot.filters.none_of_these import MIN_LOWER_SHARE, STAT_KINDS, form_statistics
+
+FormCounts = dict[str, dict[str, int]]  # kind (STAT_KINDS) -> form -> occurrences
+_SCREEN = 3  # a word's first letters screened once before the per-length lookups
+
+
+def batch_form_statistics(
+    captions: pa.Array | pa.ChunkedArray,
+    matched: pa.Array | pa.ChunkedArray,
+    keep: Callable[[str], bool] | None = None,
+) -> FormCounts:
+    """`form_statistics` of the batch's captions and their matched forms (the tag stage's
+    `matched`), counting only the forms `keep` accepts (None: every form)."""
+    captions, matched = _array(captions).cast(pa.large_string()), _array(matched)
+    forms, rows, form_ids = _occurrences(captions, matched, keep)
+    plain = _plain_rows(captions)[rows]
+    counts = _counted_plain(captions, forms, rows[plain], form_ids[plain])
+    if not plain.all():
+        by_row: dict[int, list[str]] = {}
+        for row, form in zip(rows[~plain].tolist(), form_ids[~plain].tolist()):
+            by_row.setdefault(row, []).append(forms[form])
+        rows_left = sorted(by_row)
+        other = form_statistics(captions.take(pa.array(rows_left)).to_pylist(), [by_row[r] for r in rows_left])
+        counts = {kind: Counter(counts[kind]) + Counter(other[kind]) for kind in STAT_KINDS}
+    return {kind: {form: n for form, n in sorted(counts[kind].items()) if n} for kind in STAT_KINDS}
+
+
+def _array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _occurrences(
+    captions: pa.Array, matched: pa.Array, keep: Callable[[str], bool] | None
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The forms `keep` accepts, and each distinct (row, form id) of a caption that is not empty."""
+    flat = pc.list_flatten(matched)
+    parents = pc.list_parent_indices(matched).to_numpy()
+    forms = sorted(f for f in pc.unique(flat).to_pylist() if f and (keep is None or keep(f)))
+    ids = pc.fill_null(pc.index_in(flat, pa.array(forms, flat.type)), -1).to_numpy()
+    filled = pc.fill_null(pc.greater(pc.utf8_length(captions), 0), False).to_numpy(zero_copy_only=False)
+    chosen = (ids >= 0) & filled[parents]
+    keys = np.unique(parents[chosen].astype(np.int64) * max(len(forms), 1) + ids[chosen])
+    return forms, keys // max(len(forms), 1), keys % max(len(forms), 1)
+
+
+def _plain_rows(captions: pa.Array) -> np.ndarray:
+    """Rows whose caption is ASCII without an apostrophe: there a word is a run of letters and digits."""
+    plain = pc.and_(pc.string_is_ascii(captions), pc.invert(pc.match_substring(captions, "'")))
+    return pc.fill_null(plain, False).to_numpy(zero_copy_only=False)
+
+
+def _counted_plain(captions: pa.Array, forms: list[str], rows: np.ndarray, form_ids: np.ndarray) -> FormCounts:
+    """The counts of the (row, form id) occurrences in plain captions (`_plain_rows`)."""
+    counts: FormCounts = {kind: {} for kind in STAT_KINDS}
+    if len(rows) == 0:
+        return counts
+    taken, caption_of = np.unique(rows, return_inverse=True)
+    words = _Words(captions.take(pa.array(taken)))
+    shape = _FormShape(forms)
+    first = _first_occurrence(words, shape, caption_of, form_ids)
+    found = first >= 0
+    caption_of, first, form_ids = caption_of[found], first[found], form_ids[found]
+    last = first + shape.size[form_ids] - 1
+    share = words.lower_share[caption_of]
+    in_lower = (share >= MIN_LOWER_SHARE) & (first > words.offsets[caption_of])
+    no_lower, some_upper = np.ones(len(first), bool), np.zeros(len(first), bool)
+    for j in range(shape.size.max()):
+        inside = j < shape.size[form_ids]
+        at = np.where(inside, first + j, first)
+        no_lower &= ~inside | ~words.has_lower[at]
+        some_upper |= inside & words.has_upper[at]
+    cues = {
+        "rows": np.ones(len(first), bool),
+        "in_lower_case": in_lower,
+        "capitalised": in_lower & words.starts_upper[first],
+        "capitals": no_lower & some_upper & ((words.length[first] >= 2) | (last > first)) & (share > 0),
+        "beside_digits": ((first > words.offsets[caption_of]) & words.has_digit[np.maximum(first - 1, 0)])
+        | ((last + 1 < words.offsets[caption_of + 1]) & words.has_digit[np.minimum(last + 1, len(words.length) - 1)]),
+    }
+    for kind, present in cues.items():
+        totals = np.bincount(form_ids, weights=present, minlength=len(forms))
+        counts[kind] = {forms[i]: int(totals[i]) for i in np.flatnonzero(totals)}
+    return counts
+
+
+class _FormShape:
+    """The forms' words: how many, the last one (the one a caption's word may extend: a plural
+    ending), and the ones before it, which a caption's words must equal."""
+
+    def __init__(self, forms: list[str]):
+        split = [form.split(" ") for form in forms]
+        self.size = np.array([len(words) for words in split])
+        self.lasts = sorted({words[-1] for words in split})
+        last_id = {word: i for i, word in enumerate(self.lasts)}
+        self.last_of = np.array([last_id[words[-1]] for words in split])
+        self.heads = sorted({word for words in split for word in words[:-1]})
+        head_id = {word: i for i, word in enumerate(self.heads)}
+        self.before = np.full((len(forms), max(self.size.max() - 1, 1)), -1)  # before[f, j]: j + 1 words back
+        for f, words in enumerate(split):
+            for j, word in enumerate(reversed(words[:-1])):
+                self.before[f, j] = head_id[word]
+
+
+class _Words:
+    """The words of plain captions, flattened, with what the cues read of each."""
+
+    def __init__(self, captions: pa.Array):
+        spaced = pc.ascii_trim(pc.replace_substring_regex(captions, "[^A-Za-z0-9]+", " "), " ")
+        lists = pc.split_pattern(spaced, " ")
+        words = pc.list_flatten(lists)
+        self.offsets = lists.offsets.to_numpy()  # caption i's words: offsets[i] to offsets[i + 1]
+        self.caption = pc.list_parent_indices(lists).to_numpy()
+        self.lowered = pc.ascii_lower(words)
+        self.length = pc.binary_length(words).to_numpy()
+        initial = pc.utf8_slice_codeunits(words, 0, 1)
+        self.starts_upper = _flags(pc.match_substring_regex(initial, "[A-Z]"))
+        self.has_upper = _flags(pc.match_substring_regex(words, "[A-Z]"))
+        self.has_lower = _flags(pc.match_substring_regex(words, "[a-z]"))
+        self.has_digit = _flags(pc.match_substring_regex(words, "[0-9]"))
+        alpha = _flags(pc.match_substring_regex(initial, "[A-Za-z]"))
+        lower = _flags(pc.match_substring_regex(initial, "[a-z]"))
+        alphas = np.bincount(self.caption, weights=alpha, minlength=len(captions))
+        lowers = np.bincount(self.caption, weights=lower, minlength=len(captions))
+        self.lower_share = np.divide(lowers, alphas, out=np.zeros(len(captions)), where=alphas > 0)
+
+
+def _flags(array: pa.Array) -> np.ndarray:
+    return array.to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _prefix_hits(words: _Words, lasts: list[str], asked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(word index, last-word id) of every caption word that starts with one of `lasts`, in the
+    captions where `asked` (caption, last-word id pairs) looks for it."""
+    lengths = np.array([len(word) for word in lasts])
+    screen = pa.array(sorted({word[:_SCREEN] for word in lasts}), pa.large_string())
+    screened = pc.is_in(pc.utf8_slice_codeunits(words.lowered, 0, _SCREEN), screen).to_numpy(zero_copy_only=False)
+    captions, asked_lasts = asked
+    hit_words, hit_lasts = [], []
+    for length in np.unique(lengths):
+        ids = np.flatnonzero(lengths == length)
+        wanted = np.zeros(len(words.offsets) - 1, bool)
+        wanted[captions[lengths[asked_lasts] == length]] = True
+        pool = np.flatnonzero(wanted[words.caption] & (words.length >= length) & (screened | (length < _SCREEN)))
+        prefixes = pc.utf8_slice_codeunits(words.lowered.take(pa.array(pool)), 0, int(length))
+        at = pc.fill_null(pc.index_in(prefixes, pa.array([lasts[i] for i in ids], pa.large_string())), -1)
+        at = at.to_numpy()
+        hit_words.append(pool[at >= 0])
+        hit_lasts.append(ids[at[at >= 0]])
+    return np.concatenate(hit_words), np.concatenate(hit_lasts)
+
+
+def _first_occurrence(words: _Words, shape: _FormShape, caption_of: np.ndarray, form_ids: np.ndarray) -> np.ndarray:
+    """Per (caption, form id), the flat index of the form's first word at its first occurrence in
+    the caption (`none_of_these._locate`), or -1."""
+    end, last = _prefix_hits(words, shape.lasts, (caption_of, shape.last_of[form_ids]))
+    forms_by_last = np.argsort(shape.last_of, kind="stable")
+    starts = np.searchsorted(shape.last_of[forms_by_last], np.arange(len(shape.lasts) + 1))
+    fan = starts[last + 1] - starts[last]  # the forms sharing each hit's last word
+    end, form = np.repeat(end, fan), forms_by_last[_ranges(starts[last], fan)]
+    caption = words.caption[end]
+    key = caption.astype(np.int64) * len(shape.size) + form
+    asked = caption_of.astype(np.int64) * len(shape.size) + form_ids
+    keep = np.isin(key, asked)
+    end, form, caption, key = end[keep], form[keep], caption[keep], key[keep]
+    start = end - shape.size[form] + 1
+    ok = start >= words.offsets[caption]
+    if shape.heads:
+        head_ids = pc.fill_null(pc.index_in(words.lowered, pa.array(shape.heads, pa.large_string())), -1).to_numpy()
+        for j in range(shape.before.shape[1]):
+            needed = shape.before[form, j]
+            at = np.clip(end - j - 1, 0, len(head_ids) - 1)
+            ok &= (needed < 0) | (head_ids[at] == needed)
+    start, key = start[ok], key[ok]
+    order = np.lexsort((start, key))
+    key, start = key[order], start[order]
+    firsts = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, bool)
+    key, start = key[firsts], start[firsts]
+    at = np.minimum(np.searchsorted(key, asked), max(len(key) - 1, 0))
+    hit = key[at] == asked if len(key) else np.zeros(len(asked), bool)
+    out = np.full(len(asked), -1, np.int64)
+    out[hit] = start[at[hit]]
+    return out
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenation of range(s, s + n) for each (s, n)."""
+    total = int(lengths.sum())
+    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.repeat(starts, lengths) + np.arange(total) - offsets
