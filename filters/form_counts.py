@@ -12,14 +12,14 @@ form; the cues are numpy arithmetic on word positions. Other captions go through
 `form_statistics` itself, so the result is its result, count for count (tests/test_form_counts.py
 compares them).
 
-`keep` names the forms worth counting (the select stage: forms of synsets that can still become
-candidates); a form it refuses is not counted at all.
+`lemmas` names the forms worth counting (the select stage: the lemmas of synsets that can still
+become candidates, `of_lemmas`); another form is not counted at all.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Collection
 
 import numpy as np
 import pyarrow as pa
@@ -31,15 +31,27 @@ FormCounts = dict[str, dict[str, int]]  # kind (STAT_KINDS) -> form -> occurrenc
 _SCREEN = 3  # a word's first letters screened once before the per-length lookups
 
 
+def of_lemmas(form: str, lemmas: Collection[str]) -> bool:
+    """Whether a matched form is one of the normalised lemmas, or one with a plural ending."""
+    return any(form[: len(form) - cut] in lemmas for cut in range(3))
+
+
+def _of_lemmas(forms: pa.Array, lemmas: Collection[str]) -> np.ndarray:
+    """`of_lemmas` of each form."""
+    value_set = pa.array(sorted(lemmas), forms.type)
+    found = [pc.is_in(forms if cut == 0 else pc.utf8_slice_codeunits(forms, 0, -cut), value_set) for cut in range(3)]
+    return pc.fill_null(pc.or_(pc.or_(found[0], found[1]), found[2]), False).to_numpy(zero_copy_only=False)
+
+
 def batch_form_statistics(
     captions: pa.Array | pa.ChunkedArray,
     matched: pa.Array | pa.ChunkedArray,
-    keep: Callable[[str], bool] | None = None,
+    lemmas: Collection[str] | None = None,
 ) -> FormCounts:
     """`form_statistics` of the batch's captions and their matched forms (the tag stage's
-    `matched`), counting only the forms `keep` accepts (None: every form)."""
+    `matched`), counting only the forms of `lemmas` (`of_lemmas`; None: every form)."""
     captions, matched = _array(captions).cast(pa.large_string()), _array(matched)
-    forms, rows, form_ids = _occurrences(captions, matched, keep)
+    forms, rows, form_ids = _occurrences(captions, matched, lemmas)
     plain = _plain_rows(captions)[rows]
     counts = _counted_plain(captions, forms, rows[plain], form_ids[plain])
     if not plain.all():
@@ -57,17 +69,26 @@ def _array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def _occurrences(
-    captions: pa.Array, matched: pa.Array, keep: Callable[[str], bool] | None
+    captions: pa.Array, matched: pa.Array, lemmas: Collection[str] | None
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The forms `keep` accepts, and each distinct (row, form id) of a caption that is not empty."""
+    """The forms of `lemmas`, and each distinct (row, form id) of a caption that is not empty."""
     flat = pc.list_flatten(matched)
     parents = pc.list_parent_indices(matched).to_numpy()
-    forms = sorted(f for f in pc.unique(flat).to_pylist() if f and (keep is None or keep(f)))
+    distinct = pc.drop_null(pc.unique(flat))
+    if lemmas is not None:
+        distinct = distinct.filter(pa.array(_of_lemmas(distinct, lemmas)))
+    forms = sorted(form for form in distinct.to_pylist() if form)
     ids = pc.fill_null(pc.index_in(flat, pa.array(forms, flat.type)), -1).to_numpy()
     filled = pc.fill_null(pc.greater(pc.utf8_length(captions), 0), False).to_numpy(zero_copy_only=False)
     chosen = (ids >= 0) & filled[parents]
-    keys = np.unique(parents[chosen].astype(np.int64) * max(len(forms), 1) + ids[chosen])
+    keys = _distinct(parents[chosen].astype(np.int64) * max(len(forms), 1) + ids[chosen])
     return forms, keys // max(len(forms), 1), keys % max(len(forms), 1)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted."""
+    values = np.sort(values)
+    return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
 
 
 def _plain_rows(captions: pa.Array) -> np.ndarray:
@@ -81,7 +102,8 @@ def _counted_plain(captions: pa.Array, forms: list[str], rows: np.ndarray, form_
     counts: FormCounts = {kind: {} for kind in STAT_KINDS}
     if len(rows) == 0:
         return counts
-    taken, caption_of = np.unique(rows, return_inverse=True)
+    new_row = np.r_[True, rows[1:] != rows[:-1]]  # rows come sorted
+    taken, caption_of = rows[new_row], np.cumsum(new_row) - 1
     words = _Words(captions.take(pa.array(taken)))
     shape = _FormShape(forms)
     first = _first_occurrence(words, shape, caption_of, form_ids)
@@ -129,30 +151,46 @@ class _FormShape:
 
 
 class _Words:
-    """The words of plain captions, flattened, with what the cues read of each."""
+    """The words of plain captions (`_plain_rows`: runs of ASCII letters and digits), flattened, with
+    what the cues read of each, from numpy over the captions' bytes."""
 
     def __init__(self, captions: pa.Array):
-        spaced = pc.ascii_trim(pc.replace_substring_regex(captions, "[^A-Za-z0-9]+", " "), " ")
-        lists = pc.split_pattern(spaced, " ")
-        words = pc.list_flatten(lists)
-        self.offsets = lists.offsets.to_numpy()  # caption i's words: offsets[i] to offsets[i + 1]
-        self.caption = pc.list_parent_indices(lists).to_numpy()
-        self.lowered = pc.ascii_lower(words)
-        self.length = pc.binary_length(words).to_numpy()
-        initial = pc.utf8_slice_codeunits(words, 0, 1)
-        self.starts_upper = _flags(pc.match_substring_regex(initial, "[A-Z]"))
-        self.has_upper = _flags(pc.match_substring_regex(words, "[A-Z]"))
-        self.has_lower = _flags(pc.match_substring_regex(words, "[a-z]"))
-        self.has_digit = _flags(pc.match_substring_regex(words, "[0-9]"))
-        alpha = _flags(pc.match_substring_regex(initial, "[A-Za-z]"))
-        lower = _flags(pc.match_substring_regex(initial, "[a-z]"))
-        alphas = np.bincount(self.caption, weights=alpha, minlength=len(captions))
-        lowers = np.bincount(self.caption, weights=lower, minlength=len(captions))
+        text, bounds = _bytes_of(captions)
+        upper, lower = (text >= 65) & (text <= 90), (text >= 97) & (text <= 122)
+        digit = (text >= 48) & (text <= 57)
+        inside = upper | lower | digit
+        before, after = np.r_[False, inside[:-1]], np.r_[inside[1:], False]
+        before[bounds[:-1][bounds[:-1] < len(text)]] = False  # a word never runs across two captions
+        after[bounds[1:][bounds[1:] > bounds[:-1]] - 1] = False
+        starts, ends = np.flatnonzero(inside & ~before), np.flatnonzero(inside & ~after) + 1
+        self.caption = np.searchsorted(bounds, starts, side="right") - 1
+        counts = np.bincount(self.caption, minlength=len(captions))
+        self.offsets = np.r_[0, np.cumsum(counts)]  # caption i's words: offsets[i] to offsets[i + 1]
+        self.length = ends - starts
+        kept = text[inside] | (upper[inside] * np.uint8(32))  # the words' letters lower-cased, end to end
+        word_offsets = np.r_[0, np.cumsum(self.length)].astype(np.int64)
+        self.lowered = pa.LargeStringArray.from_buffers(
+            len(starts), pa.py_buffer(word_offsets.tobytes()), pa.py_buffer(kept.tobytes())
+        )
+        self.starts_upper = upper[starts]
+        self.has_upper, self.has_lower, self.has_digit = (_any_in(flags, starts) for flags in (upper, lower, digit))
+        alphas = np.bincount(self.caption, weights=upper[starts] | lower[starts], minlength=len(captions))
+        lowers = np.bincount(self.caption, weights=lower[starts], minlength=len(captions))
         self.lower_share = np.divide(lowers, alphas, out=np.zeros(len(captions)), where=alphas > 0)
 
 
-def _flags(array: pa.Array) -> np.ndarray:
-    return array.to_numpy(zero_copy_only=False).astype(bool)
+def _bytes_of(captions: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A large_string array's characters (bytes) end to end, and each caption's bounds in them."""
+    offsets = np.frombuffer(captions.buffers()[1], np.int64)[captions.offset : captions.offset + len(captions) + 1]
+    data = captions.buffers()[2]
+    text = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return text[offsets[0] : offsets[-1]], offsets - offsets[0]
+
+
+def _any_in(flags: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per word, whether any of its characters' flags is set: from its start to the next word's
+    (the characters between are separators, never flagged)."""
+    return np.logical_or.reduceat(flags, starts) if len(starts) else np.zeros(0, bool)
 
 
 def _prefix_hits(words: _Words, lasts: list[str], asked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

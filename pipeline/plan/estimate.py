@@ -16,7 +16,7 @@ K x `exact_per_class`.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.preflight import corpus_shapes
@@ -77,6 +77,22 @@ class Rates:
     price_vcpu_hour: float = 0.04  # USD, assumed: check the region's list price
     price_gpu_hour: float = 0.35  # USD, assumed (T4)
     price_traffic_gb: float = 0.045  # USD, assumed: Cloud NAT's processing of the workers' fetched bytes
+
+
+ROW_STAGES = ("tag", "select", "sample")  # the stages whose CPU grows with the corpus rows alone
+
+
+def rates_measured_by(summary: dict, workers: int, rates: Rates) -> Rates:
+    """`rates` with the per-row CPU of tag, select and sample as a finished build measured them
+    (its `summary.json`: each stage's CPU seconds, less the fixed part of its `workers` processes,
+    over its corpus rows); a stage the build did not record keeps its rate."""
+    measured = {}
+    for stage in ROW_STAGES:
+        figures = summary.get(stage, {})
+        if figures.get("rows") and "cpu_seconds" in figures:
+            own = figures["cpu_seconds"] - getattr(rates, f"{stage}_fixed_s") * workers
+            measured[f"{stage}_us_per_row"] = round(max(own, 0.0) / figures["rows"] * 1e6, 2)
+    return replace(rates, **measured)
 
 
 def caption_work(config: Config, rows: int, rates: Rates, class_sizes: list[tuple[float, float]] | None = None) -> dict:
@@ -155,12 +171,20 @@ class _Billing:
     gpu: bool
 
     def hours(self, cpu_seconds: float, embedded: int = 0) -> dict:
+        """The stage's CPU seconds (in one process here), the corpus rows and CPU microseconds a row
+        as `summary.json` gives them for a build, and its billed hours."""
         rates = self.rates
         if not self.gpu:
             cpu_seconds += embedded / rates.encoder_captions_per_s
         vcpu = cpu_seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker
         gpu_hours = embedded / rates.gpu_captions_per_s / 3600 if self.gpu else 0.0
-        return {"process_seconds": round(cpu_seconds, 1), "vcpu_hours": vcpu, "gpu_hours": gpu_hours}
+        return {
+            "process_seconds": round(cpu_seconds, 1),
+            "rows": self.rows,
+            "cpu_us_per_row": round(cpu_seconds / self.rows * 1e6, 2) if self.rows else None,
+            "vcpu_hours": vcpu,
+            "gpu_hours": gpu_hours,
+        }
 
     def per_row(self, fixed_s: float, us_per_row: float) -> float:
         """CPU seconds of a stage over every corpus row: per row, and a fixed part per process."""
@@ -288,7 +312,8 @@ def render(plan: dict) -> str:
     for name, stage in plan["stages"].items():
         work = ", ".join(f"{k} {v:,}" for k, v in stage["work"].items())
         hours = f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"
-        lines.append(f"  {name:<9} {work}; {stage['jobs']} job(s); {hours}")
+        cpu = f"{stage['process_seconds']:,} CPU s ({stage['cpu_us_per_row']} us a corpus row)"
+        lines.append(f"  {name:<9} {work}; {stage['jobs']} job(s); {cpu}; {hours}")
     lines.append(
         f"total: {plan['jobs']} Beam jobs, {_span(plan['vcpu_hours'])} vCPU-hours, "
         f"{_span(plan['gpu_hours'])} GPU-hours, "

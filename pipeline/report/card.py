@@ -131,12 +131,34 @@ def _built(facts: RunFacts) -> list[str]:
         *table(("reason", "meaning"), glossary_rows(reason for r in funnel for reason in r.reasons())),
         f"Scoring path: {_scoring_path(facts.rank.get('first_phase', {'mode': 'off'}))}.",
         "",
+        *_cost(facts),
         "### Choices the paper leaves open",
         "",
         "Every threshold, model and choice the paper does not fix, as this run set it (the full configuration "
         "is at the end of this card).",
         "",
         *table(("setting", "value", "meaning"), [tuple(choice) for choice in choices]),
+    ]
+
+
+def _cost(facts: RunFacts) -> list[str]:
+    """Each stage's time and CPU as summary.json recorded them when it last ran (the report's own
+    are recorded after this card is written)."""
+    stages = [(name, figures) for name, figures in facts.cost.items() if "cpu_seconds" in figures and name != "totals"]
+    if not stages:
+        return []
+    rows = [
+        (name, f"{f['seconds']:,.1f}", f"{f['cpu_seconds']:,.1f}", f"{f.get('rows', 0):,}", f.get("cpu_us_per_row", ""))
+        for name, f in stages
+    ]
+    return [
+        "### What it cost",
+        "",
+        "Each stage's wall and CPU seconds as it last ran (CPU: its process and the local Beam workers it started; "
+        "on Dataflow, the driver's alone), and its CPU microseconds per corpus row, the rate `imagenot plan "
+        "--rates-from` projects a larger corpus with.",
+        "",
+        *table(("stage", "wall s", "CPU s", "corpus rows", "CPU us a row"), rows, "lrrrr"),
     ]
 
 

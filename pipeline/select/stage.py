@@ -26,7 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import NONE_OF_THESE
-from imagenot.filters.form_counts import batch_form_statistics
+from imagenot.filters.form_counts import batch_form_statistics, of_lemmas
 from imagenot.filters.funnel import Funnel, build_funnel
 from imagenot.filters.leaves import STEP as LEAVES
 from imagenot.filters.min_captions import synset_caption_counts
@@ -90,19 +90,13 @@ def usable_counts(shard: str, selection: Selection, lemmas: frozenset[str] = fro
     counts, forms = Counter(), Counter()
     with_forms = NONE_OF_THESE in selection.caption_rules.rules
     columns = [*_row_filter_columns(selection), *(["caption", "matched"] if with_forms else [])]
-    keep = functools.partial(of_lemmas, lemmas=lemmas)
     for batch in read_batches(shard, columns):
         kept, _ = _unsafe_filter(batch, selection)
         counts.update(synset_caption_counts(kept))
         if with_forms:
-            stats = batch_form_statistics(kept.column("caption"), kept.column("matched"), keep)
+            stats = batch_form_statistics(kept.column("caption"), kept.column("matched"), lemmas)
             forms.update({f"{kind}:{form}": n for kind, by_form in stats.items() for form, n in by_form.items()})
     return {"usable": dict(sorted(counts.items())), FORM_STATS: dict(sorted(forms.items()))}
-
-
-def of_lemmas(form: str, lemmas: frozenset[str]) -> bool:
-    """Whether a matched form is one of the normalised lemmas, or one with a plural ending."""
-    return any(form[: len(form) - cut] in lemmas for cut in range(3))
 
 
 def lemma_forms(wnids: Iterable[str], index: NounIndex) -> frozenset[str]:
