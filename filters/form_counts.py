@@ -3,14 +3,13 @@
 `none_of_these.form_statistics` reads a caption at a time in Python: its words, then each matched
 form's first occurrence and the cues there. At real caption density (about five distinct forms a
 caption) that was most of the select stage's CPU. Here the same counts come from column
-operations over the batch. The captions that are ASCII and hold no apostrophe (nearly all of an
-English corpus; there a word of `none_of_these.tokens` is a run of letters and digits) are cut
-into words by Arrow and each word's case and digits are read once. A form's first occurrence is
-where its last word starts a caption's word (found per prefix length by a hash lookup of the
-words' prefixes) with its other words just before it, the least such position per caption and
-form; the cues are numpy arithmetic on word positions. Other captions go through
-`form_statistics` itself, so the result is its result, count for count (tests/test_form_counts.py
-compares them).
+operations over the batch. The ASCII captions (nearly all of an English corpus) are cut into
+words with numpy over their bytes, as `none_of_these.tokens` cuts them, and each word's case and
+digits are read once. A form's first occurrence is where its last word starts a caption's word
+(found per prefix length by a hash lookup of the words' prefixes) with its other words just
+before it, the least such position per caption and form; the cues are numpy arithmetic on word
+positions. Other captions go through `form_statistics` itself, so the result is its result, count
+for count (tests/test_form_counts.py compares them).
 
 `lemmas` names the forms worth counting (the select stage: the lemmas of synsets that can still
 become candidates, `of_lemmas`); another form is not counted at all.
@@ -92,9 +91,8 @@ def _distinct(values: np.ndarray) -> np.ndarray:
 
 
 def _plain_rows(captions: pa.Array) -> np.ndarray:
-    """Rows whose caption is ASCII without an apostrophe: there a word is a run of letters and digits."""
-    plain = pc.and_(pc.string_is_ascii(captions), pc.invert(pc.match_substring(captions, "'")))
-    return pc.fill_null(plain, False).to_numpy(zero_copy_only=False)
+    """Rows whose caption is ASCII: there the tokenizer's letters and digits are ASCII's."""
+    return pc.fill_null(pc.string_is_ascii(captions), False).to_numpy(zero_copy_only=False)
 
 
 def _counted_plain(captions: pa.Array, forms: list[str], rows: np.ndarray, form_ids: np.ndarray) -> FormCounts:
@@ -122,7 +120,7 @@ def _counted_plain(captions: pa.Array, forms: list[str], rows: np.ndarray, form_
         "rows": np.ones(len(first), bool),
         "in_lower_case": in_lower,
         "capitalised": in_lower & words.starts_upper[first],
-        "capitals": no_lower & some_upper & ((words.length[first] >= 2) | (last > first)) & (share > 0),
+        "capitals": no_lower & some_upper & ((words.width[first] >= 2) | (last > first)) & (share > 0),
         "beside_digits": ((first > words.offsets[caption_of]) & words.has_digit[np.maximum(first - 1, 0)])
         | ((last + 1 < words.offsets[caption_of + 1]) & words.has_digit[np.minimum(last + 1, len(words.length) - 1)]),
     }
@@ -151,8 +149,9 @@ class _FormShape:
 
 
 class _Words:
-    """The words of plain captions (`_plain_rows`: runs of ASCII letters and digits), flattened, with
-    what the cues read of each, from numpy over the captions' bytes."""
+    """The words of plain captions (`_plain_rows`), flattened, with what the cues read of each,
+    from numpy over the captions' bytes: `none_of_these.tokens`' words, runs of letters and digits
+    where a run, an apostrophe and the next run make one word."""
 
     def __init__(self, captions: pa.Array):
         text, bounds = _bytes_of(captions)
@@ -162,11 +161,12 @@ class _Words:
         before, after = np.r_[False, inside[:-1]], np.r_[inside[1:], False]
         before[bounds[:-1][bounds[:-1] < len(text)]] = False  # a word never runs across two captions
         after[bounds[1:][bounds[1:] > bounds[:-1]] - 1] = False
-        starts, ends = np.flatnonzero(inside & ~before), np.flatnonzero(inside & ~after) + 1
+        runs = np.flatnonzero(inside & ~before), np.flatnonzero(inside & ~after) + 1
+        starts, ends, self.length = _joined(text, *runs, np.searchsorted(bounds, runs[0], side="right") - 1)
+        self.width = ends - starts  # characters, an apostrophe inside counted; `length` leaves it out
         self.caption = np.searchsorted(bounds, starts, side="right") - 1
         counts = np.bincount(self.caption, minlength=len(captions))
         self.offsets = np.r_[0, np.cumsum(counts)]  # caption i's words: offsets[i] to offsets[i + 1]
-        self.length = ends - starts
         kept = text[inside] | (upper[inside] * np.uint8(32))  # the words' letters lower-cased, end to end
         word_offsets = np.r_[0, np.cumsum(self.length)].astype(np.int64)
         self.lowered = pa.LargeStringArray.from_buffers(
@@ -177,6 +177,25 @@ class _Words:
         alphas = np.bincount(self.caption, weights=upper[starts] | lower[starts], minlength=len(captions))
         lowers = np.bincount(self.caption, weights=lower[starts], minlength=len(captions))
         self.lower_share = np.divide(lowers, alphas, out=np.zeros(len(captions)), where=alphas > 0)
+
+
+def _joined(
+    text: np.ndarray, starts: np.ndarray, ends: np.ndarray, caption: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, letters and digits) of each word: a run, one apostrophe and the next run of the
+    same caption are one word, taken from the left as the tokenizer's regular expression takes
+    them ("rock'n'roll": "rock'n", "roll")."""
+    sizes = ends - starts
+    link = np.zeros(len(starts), bool)  # run i, an apostrophe, run i + 1
+    if len(starts) > 1:
+        apostrophe = text[np.minimum(ends[:-1], len(text) - 1)] == ord("'")
+        link[:-1] = (ends[:-1] + 1 == starts[1:]) & apostrophe & (caption[:-1] == caption[1:])
+    counted = np.cumsum(link)
+    chained = counted - np.maximum.accumulate(np.where(link, 0, counted))  # links in a row so far
+    used = link & (chained % 2 == 1)
+    head = ~np.r_[False, used[:-1]]  # a run that starts a word
+    next_end, next_size = np.r_[ends[1:], 0], np.r_[sizes[1:], 0]
+    return starts[head], np.where(used, next_end, ends)[head], np.where(used, sizes + next_size, sizes)[head]
 
 
 def _bytes_of(captions: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,8 @@ HOSTILE = [
     ("golf club 2019 GOLF CLUB set", ["golf club", "club", "set"]),
     ("a doghouse for the dog", ["dog"]),
     ("rock'n'roll dog", ["dog"]),
+    ("Women's DOG'S bed, a'b'c'dog 4'dog x'", ["dog", "dogs", "bed", "cdog"]),
+    ("dog's' O'Neil bed", ["dog", "bed", "oneil"]),
     ("B-52 bomber in 3 D", ["b 52", "3 d", "bomber"]),
     ("!!!", ["dog"]),
     ("", ["dog"]),
