@@ -28,7 +28,7 @@ Reads `benchmarks/data/real_dev_pairs.tsv` and the readers' files `real_dev_judg
 picturable only; no agreement, no `use`): development figures, never the dev set's.
 The last line is one JSON object with every figure.
 
-    python benchmarks/quality_real.py [--old] [--run DIR] [--corpus FILE]
+    python benchmarks/quality_real.py [--old] [--run DIR] [--corpus FILE] [--config FILE]
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from real_dev_judgments import (
 from imagenot.filters.caption_rules import NONE_OF_THESE, RULES, none_of_these_pairs, pair_rule
 from imagenot.filters.picturable import unpicturable_removals
 from imagenot.pipeline.audit.classes import PASSES, pair_outcomes
-from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
 from imagenot.wordnet.index import load_index
 
@@ -238,8 +238,9 @@ def main() -> None:
     parser.add_argument("--old", action="store_true", help="the single reader's earlier pairs (development only)")
     parser.add_argument("--run", type=Path, help="a select run of real_dev.yaml: the pairs it keeps are counted")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="the LAION sample (form statistics)")
+    parser.add_argument("--config", help="a config whose decision to measure instead of the defaults")
     args = parser.parse_args()
-    config, index = Config(), load_index()
+    config, index = load_config(args.config), load_index()
     pairs, agreed = labelled(args.old)
     stats = sample_form_stats(args.corpus, config)
     rules = caption_rules(config.selection.caption_rules)

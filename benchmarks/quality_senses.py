@@ -69,6 +69,10 @@ CONTEXT_VARIANTS = {  # scoring.sense_method context and both, MiniLM only
     "context, prior 0.01": {"sense_method": "context", "sense_prior": 0.01},
     "both, prior 0.01": {"sense_method": "both", "sense_prior": 0.01},
     "both, prior 0.03": {"sense_method": "both", "sense_prior": 0.03},
+    "trained, prior 0": {"sense_method": "trained", "sense_prior": 0.0},
+    "trained, prior 0.03": {"sense_method": "trained", "sense_prior": 0.03},
+    "trained, prior 0.1": {"sense_method": "trained", "sense_prior": 0.1},
+    "trained, prior 0.3": {"sense_method": "trained", "sense_prior": 0.3},
 }
 ENCODERS = {"minilm": DEFAULT_MODEL, "mpnet": "mpnet"}
 TARGETS = {"argmax": 0.85, "argmax_not_first": 0.75, "wrong_kept": 0.05, "right_kept": 0.80}
@@ -171,12 +175,13 @@ def variant_figures(scores, rows, labels, first, threshold, scoring: Scoring, se
 
 
 def context_scores(dev, rows, senses, caption_vectors: np.ndarray, encoder):
-    """scoring -> per caption, the context (or both) method's scores of its lemma's senses (the
+    """scoring -> per caption, the context (both, trained) method's scores of its lemma's senses (the
     word's span: where `imagenot senses` finds it; a caption where it is not found is scored on
     the whole caption); `encoder` embeds the sentence method's queries for `both`."""
     from imagenot.pipeline.score.context_senses import ContextSenses
     from imagenot.pipeline.score.senses_command import read_word
     from imagenot.pipeline.score.span_encoder import SpanEncoder
+    from imagenot.pipeline.score.trained_senses import TrainedSenses
 
     spans_encoder = SpanEncoder(threads=1)
     spans = [
@@ -184,7 +189,13 @@ def context_scores(dev, rows, senses, caption_vectors: np.ndarray, encoder):
     ]
     vectors = np.hstack([spans_encoder.encode_spans(dev["caption"], spans), caption_vectors])
 
+    trained = TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0), encoder, senses=senses)
+    trained_vectors = trained.vectors_at(dev["caption"], spans)
+
     def scores(scoring: Scoring) -> list[np.ndarray]:
+        if scoring.sense_method == "trained":
+            trained.prior = scoring.sense_prior
+            return [trained.scores(trained_vectors[i : i + 1], lemma, wnids)[0][0] for i, lemma, wnids in rows]
         sentence = SenseQueries(scoring, encoder, senses) if scoring.sense_method == "both" else None
         scorer = ContextSenses(scoring, senses=senses, encoder=spans_encoder, sentence=sentence)
         width = vectors.shape[1] if sentence is not None else spans_encoder.dim
@@ -243,7 +254,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--encoders", default="minilm", help="comma-separated: minilm, mpnet")
     parser.add_argument("--threshold", type=float, default=None, help="a caption threshold for the contrast rule")
-    parser.add_argument("--context-only", action="store_true", help="MiniLM's context and both variants alone")
+    parser.add_argument("--context-only", action="store_true", help="MiniLM's context, both and trained variants alone")
     args = parser.parse_args()
     dev = pq.read_table(DEV_SET).to_pydict()
     report = {

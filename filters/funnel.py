@@ -3,13 +3,14 @@
 Steps, in order: found (step 1) -> row_nsfw (LAION's per-image ratings, a caption filter placed
 before the synset steps so that step 3 counts usable captions) -> offensive_synsets ->
 person_synsets (the safety rules, filters.offensive_synsets and filters.person_synsets) ->
-imagenet_overlap -> min_captions -> leaves -> nsfw_synsets -> picturable -> single_synset (step 6)
--> caption_rules (the kept pairs whose caption does not use the word for the synset,
-`filters.caption_rules`). "Captions left" after a synset step counts the rows that still have a
-candidate synset; after single_synset, the rows kept with one class. A candidate left with no
-single-synset caption is dropped at single_synset; one whose every single-synset caption a caption
-rule dropped, at caption_rules. Accounting is exact: found synsets = classes + all dropped synsets,
-tagged rows = kept rows + all dropped rows.
+instance_synsets (named individuals, filters.instances) -> imagenet_overlap -> min_captions ->
+leaves -> nsfw_synsets -> picturable -> single_synset (step 6) -> caption_rules (the kept pairs
+whose caption does not use the word for the synset, `filters.caption_rules`). "Captions left"
+after a synset step counts the rows that still have a candidate synset; after single_synset, the
+rows kept with one class. A candidate left with no single-synset caption is dropped at
+single_synset; one whose every single-synset caption a caption rule dropped, at caption_rules.
+Accounting is exact: found synsets = classes + all dropped synsets, tagged rows = kept rows + all
+dropped rows.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Steps 1-5 on the driver: from the tag stage's per-synset counts to the candidate classes.
 
 Each step sees the candidates the previous steps left: found (tagged count > 0) -> offensive
-synsets -> identity person synsets -> then the paper's order: ImageNet overlap -> minimum caption
-count -> leaves -> NSFW synsets -> picturable. The two safety rules come first because they judge a
-synset alone, by WordNet: a synset that may never be a class does not push its ancestors out at
-step 4. Every found synset that does not survive gets exactly one Removal, from the step that
-dropped it.
+synsets -> identity person synsets -> instance synsets -> then the paper's order: ImageNet overlap
+-> minimum caption count -> leaves -> NSFW synsets -> picturable. The two safety rules and the
+instance rule come first because they judge a synset alone, by WordNet: a synset that may never be
+a class does not push its ancestors out at step 4 (Claude Monet does not drop painter.n.01).
+Every found synset that does not survive gets exactly one Removal, from the step that dropped it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,16 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from imagenot.filters import leaves, min_captions, nsfw_synsets, offensive_synsets, overlap, person_synsets, picturable
+from imagenot.filters import (
+    instances,
+    leaves,
+    min_captions,
+    nsfw_synsets,
+    offensive_synsets,
+    overlap,
+    person_synsets,
+    picturable,
+)
 from imagenot.filters.overlap import Reading
 from imagenot.filters.person_synsets import Mode
 from imagenot.filters.removal import Removal
@@ -22,6 +31,7 @@ from imagenot.wordnet.index import NounIndex
 SYNSET_STEPS = (
     offensive_synsets.STEP,
     person_synsets.STEP,
+    instances.STEP,
     overlap.STEP,
     min_captions.STEP,
     leaves.STEP,
@@ -51,6 +61,7 @@ def select_synsets(
     nsfw_threshold: float | None = 0.5,
     offensive_marks: bool = True,
     person_mode: Mode = "identity",
+    instance_synsets: bool = False,
     picturable_roots: Collection[str] | None = None,
     excluded_lexnames: Collection[str] = (),
 ) -> SynsetSelection:
@@ -59,29 +70,32 @@ def select_synsets(
     `tagged`: wnid -> captions tagged with it (the tag stage's count table); `usable`: the same
     counted over rows that pass the row-level filters. `reference`: the wnids to stay apart
     from. `nsfw_threshold` None turns step 5 off; `offensive_marks` False keeps the synsets
-    WordNet marks offensive; `person_mode` is `filters.person_synsets`' mode; `picturable_roots`
-    None turns the picturable step off (`filters.picturable`).
+    WordNet marks offensive; `person_mode` is `filters.person_synsets`' mode; `instance_synsets`
+    True keeps WordNet's instance synsets (`filters.instances`); `picturable_roots` None turns the
+    picturable step off (`filters.picturable`).
     """
     _check_counts(tagged, usable, index)
     found = tuple(sorted(wnid for wnid, count in tagged.items() if count > 0))
     removals: dict[str, Removal] = {}
     remaining = set(found)
-    steps = [
-        lambda pool: person_synsets.person_removals(pool, index, person_mode),
-        lambda pool: overlap.overlap_removals(pool, reference, index, reading),
-        lambda pool: min_captions.too_few_captions(pool, usable, tagged, min_count, index),
-        lambda pool: leaves.non_leaves(pool, index),
+    steps = [  # (on, step), in funnel order
+        (offensive_marks, lambda pool: offensive_synsets.offensive_removals(pool, index)),
+        (True, lambda pool: person_synsets.person_removals(pool, index, person_mode)),
+        (not instance_synsets, lambda pool: instances.instance_removals(pool, index)),
+        (True, lambda pool: overlap.overlap_removals(pool, reference, index, reading)),
+        (True, lambda pool: min_captions.too_few_captions(pool, usable, tagged, min_count, index)),
+        (True, lambda pool: leaves.non_leaves(pool, index)),
+        (nsfw_threshold is not None, lambda pool: nsfw_synsets.nsfw_removals(pool, index, nsfw_threshold)),
+        (
+            picturable_roots is not None,
+            lambda pool: picturable.unpicturable_removals(pool, index, picturable_roots, excluded_lexnames),
+        ),
     ]
-    if offensive_marks:
-        steps.insert(0, lambda pool: offensive_synsets.offensive_removals(pool, index))
-    if nsfw_threshold is not None:
-        steps.append(lambda pool: nsfw_synsets.nsfw_removals(pool, index, nsfw_threshold))
-    if picturable_roots is not None:
-        steps.append(lambda pool: picturable.unpicturable_removals(pool, index, picturable_roots, excluded_lexnames))
-    for step in steps:
-        dropped = step(remaining)
-        removals.update(dropped)
-        remaining -= dropped.keys()
+    for on, step in steps:
+        if on:
+            dropped = step(remaining)
+            removals.update(dropped)
+            remaining -= dropped.keys()
     return SynsetSelection(found, dict(sorted(removals.items())))
 
 

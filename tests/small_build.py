@@ -15,8 +15,8 @@ from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.frame.registry import declared, run_in_folder
 
 # Compact captions (corpus.synth.captions), on which the tests' figures were set: realistic ones name about 21
-# noun synsets each, so fewer name exactly one (`imagenot plan` of these 12,000 rows: 702 captions left after the
-# caption rules, against 1,173) and classes would come out short of their images.
+# noun synsets each, so fewer name exactly one (`imagenot plan` of these 12,000 rows: 741 captions left after the
+# caption rules, against 1,237) and classes would come out short of their images.
 SMALL_BUILD = {
     "corpus": {"synth": {"rows": 12_000, "seed": 4, "shard_rows": 3_000, "captions": "compact"}},
     "selection": {"min_captions": 8},

@@ -14,13 +14,14 @@ CAPTIONS = [
     "Led Zeppelin IV vinyl",
     "20W LED floodlights for the garden",
     "a tower crane lifting steel beams at the port",
+    "Louis Armstrong plays the trumpet, 1958",
     "no listed word here",
 ]
 
 
 def test_every_listed_class_gets_a_row(tmp_path, index):
     pq.write_table(pa.table({"URL": ["https://x/"] * len(CAPTIONS), "TEXT": CAPTIONS}), tmp_path / "c.parquet")
-    listed = ["light-emitting_diode.n.01", "gavel.n.01", "crane.n.04"]
+    listed = ["light-emitting_diode.n.01", "gavel.n.01", "crane.n.04", "armstrong.n.02"]
     (tmp_path / "list.txt").write_text("".join(f"{index.by_name(n).wnid}\n" for n in listed))
     out = tmp_path / "audit.tsv"
     args = ["--list", str(tmp_path / "list.txt"), "--corpus", str(tmp_path / "*.parquet"), "--out", str(out)]
@@ -29,10 +30,15 @@ def test_every_listed_class_gets_a_row(tmp_path, index):
     with out.open() as file:
         rows = list(csv.DictReader(file, delimiter="\t"))
     assert tuple(rows[0]) == COLUMNS and [r["name"] for r in rows] == listed
-    led, gavel, crane = rows
+    led, gavel, crane, armstrong = rows
     # "Led" matches LED only by case folding: the case rule drops both; the floodlights keep theirs
     assert (led["captions"], led["pass_share"], led["flagged"]) == ("3", "0.3333", "0")
     assert float(led["low"]) < 1 / 3 < float(led["high"])
     assert (gavel["captions"], gavel["pass_share"], gavel["low"], gavel["flagged"]) == ("0", "", "", "0")
     assert crane["captions"] == "1" and crane["pass_share"] in ("0.0", "1.0")
-    assert "3 classes, 2 named by 4 captions" in result.output
+    assert [r["instance"] for r in rows] == ["0", "0", "0", "1"]  # Louis Armstrong: a named individual
+    assert armstrong["captions"] == "1"
+    assert "4 classes, 3 named by 5 captions" in result.output
+    assert "1 WordNet instance synset, named individuals (select drops them: selection.instance_synsets)" in (
+        result.output
+    )

@@ -115,6 +115,7 @@ ALL_CHANGED = {
     "selection": {
         "offensive_synsets": False,
         "person_synsets": "all",
+        "instance_synsets": True,
         "picturable_roots": ["physical_entity.n.01"],
         "picturable_excluded_lexnames": [],
         "caption_rules": {"rules": ["size_code", "number", "case"], "foreign_words": ["de", "la"]},

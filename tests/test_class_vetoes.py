@@ -162,3 +162,16 @@ def test_a_vetoes_file_that_names_no_wnid_is_refused_in_one_line(tmp_path):
         read_vetoes(str(tmp_path))
     (tmp_path / "vetoed_classes.txt").write_text("# vetoed by hand\nn02084071 dog.n.01\nn02084071\n")
     assert read_vetoes(str(tmp_path)) == ["n02084071"]
+
+
+def test_no_named_individual_is_in_the_pool_a_veto_promotes_from(applied):
+    """Apply promotes the next of rank's candidates, which are select's: the corpus names instance
+    synsets (asia.n.01, white.n.03 ...; with `selection.instance_synsets: true` 33 of them pass every
+    synset step), select drops them, and none is ranked."""
+    index, work = load_index(), applied["work"]
+    with (work / "select" / "synset_fates.tsv").open() as file:
+        fates = list(csv.DictReader(file, delimiter="\t"))
+    dropped = {f["wnid"] for f in fates if f["step"] == "instance_synsets"}
+    assert index.by_name("asia.n.01").wnid in dropped and all(index[w].instance_of for w in dropped)
+    ranked = {r["wnid"] for r in _ranked(work)}
+    assert len(ranked) > len(_classes(work)) and not [w for w in ranked if index[w].instance_of]

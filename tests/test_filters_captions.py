@@ -160,6 +160,7 @@ def test_funnel_accounting(index, run):
         "row_nsfw": (7, 12),
         "offensive_synsets": (7, 12),
         "person_synsets": (7, 12),
+        "instance_synsets": (7, 12),
         "imagenet_overlap": (6, 11),
         "min_captions": (5, 10),
         "leaves": (4, 9),

@@ -119,6 +119,7 @@ def test_the_card_states_every_open_choice_with_its_value(plain):
         "selection.min_captions": "8",
         "selection.offensive_synsets": "true",
         "selection.person_synsets": "identity",
+        "selection.instance_synsets": "false",
         "selection.nsfw_synset_threshold": "0.5",
         "selection.allowed_nsfw_tags": "UNLIKELY",
         "selection.max_punsafe": "null",

@@ -128,6 +128,8 @@ def test_why_names_the_rule_for_each(built):
     assert "classifier score 0.9" in invoke(why, ["blowjob", "--run", str(built / "run")]).output
     unseen = invoke(why, ["nigger.n.01", "--run", str(built / "run")]).output  # no caption names it
     assert "not found" in unseen and "step 'offensive_synsets' would drop it (wordnet_usage_ethnic_slur)" in unseen
+    armstrong = invoke(why, ["armstrong.n.02", "--run", str(built / "run")]).output  # Louis Armstrong, unnamed here
+    assert "not found" in armstrong and "step 'instance_synsets' would drop it (instance_synset): a named" in armstrong
 
 
 def test_the_card_counts_each_rule_and_the_report_lists_the_wnids(built):

@@ -10,6 +10,8 @@ from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.schema import Config, Corpus, Runner, Selection
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.frame.registry import declared, run_in_folder
+from imagenot.pipeline.run.layout import TAG_TALLY_FILE
+from imagenot.pipeline.select.stage import USABLE_FILE, choose_synsets
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +81,19 @@ def test_the_summary_lists_the_funnel_in_step_order(selected, tagged_run):
 
     figures = json.loads((tagged_run / "select" / "figures.json").read_text())
     assert [step["step"] for step in figures["funnel"]] == list(STEPS)
+
+
+def test_why_names_the_instance_rule_for_a_named_individual_that_would_be_a_candidate(tagged_run, selected, index):
+    tagged = json.loads((tagged_run / "tag" / TAG_TALLY_FILE).read_text())["synset_captions"]
+    usable = json.loads((tagged_run / "select" / USABLE_FILE).read_text())["usable"]
+    kept = choose_synsets(tagged, usable, _config(instance_synsets=True).selection)
+    individuals = [w for w in kept.candidates if index[w].instance_of]  # selection.instance_synsets: true keeps them
+    assert individuals and not set(individuals) & set(selected.classes)
+    for wnid in individuals[:2]:
+        result = invoke(why, [wnid, "--run", str(tagged_run)])
+        assert result.exit_code == 0, result.output
+        assert (
+            f"{wnid} {index[wnid].name}: dropped at step 'instance_synsets' (instance_synset): a named "
+            in result.output
+        )
+        assert f"an instance of {index[wnid].instance_of[0]} " in result.output

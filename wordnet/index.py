@@ -47,6 +47,7 @@ class Synset:
     lemma_counts: tuple[int, ...] = ()  # each lemma's tagged-corpus count (NLTK `Lemma.count()`), as `lemmas`
     # each lemma's own usage labels (NLTK `Lemma.usage_domains()`), as `lemmas`: "blackamoor" in black.n.05
     lemma_usage_domains: tuple[tuple[str, ...], ...] = ()
+    instance_of: tuple[str, ...] = ()  # wnids of its instance hypernyms: set for named people, places, works
 
     @property
     def head(self) -> str:
@@ -125,6 +126,7 @@ def _build_from_nltk() -> NounIndex:
             tuple(s.examples()),
             tuple(lemma.count() for lemma in s.lemmas()),
             tuple(tuple(wnid_of_offset(d.synset().offset()) for d in lemma.usage_domains()) for lemma in s.lemmas()),
+            tuple(wnid_of_offset(h.offset()) for h in s.instance_hypernyms()),
         )
     depth = _shortest_depths({wnid: fields[5] for wnid, fields in raw.items()})
     synsets = {
@@ -136,6 +138,7 @@ def _build_from_nltk() -> NounIndex:
             examples=fields[7],
             lemma_counts=fields[8],
             lemma_usage_domains=fields[9],
+            instance_of=fields[10],
         )
         for wnid, fields in sorted(raw.items())
     }
@@ -185,6 +188,7 @@ def _save(index: NounIndex, path: Path) -> None:
                 s.examples,
                 s.lemma_counts,
                 s.lemma_usage_domains,
+                s.instance_of,
             ]
             for s in index
         ],
@@ -213,6 +217,7 @@ def _load(path: Path) -> NounIndex:
             tuple(row[9]),
             tuple(row[10]),
             tuple(tuple(domains) for domains in row[11]),
+            tuple(row[12]),
         )
         for row in payload["synsets"]
     }

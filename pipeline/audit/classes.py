@@ -9,8 +9,10 @@ sense decision of `imagenot senses` (`senses_table`: the best noun sense of the 
 stands and its margin), which must be the class's, by `scoring.sense_margin`, under `caption_decision`. One row
 per listed class, in the list's order: `wnid`, `name`, `captions` (pairs), `pass_share`, its
 95% Clopper-Pearson interval `low`-`high`, and `flagged` (1: another use dominates: another noun
-sense wins more of the captions than the class keeps, or the interval lies wholly under one half).
-A class no caption names has 0 captions and an empty share.
+sense wins more of the captions than the class keeps, or the interval lies wholly under one half),
+and `instance` (1: a WordNet instance synset, a named individual, which select drops unless
+`selection.instance_synsets`; `filters.instances`). A class no caption names has 0 captions and an
+empty share.
 """
 
 from __future__ import annotations
@@ -24,18 +26,20 @@ import pyarrow as pa
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import caption_decision
+from imagenot.filters.instances import instance_removals
 from imagenot.filters.none_of_these import FormStats, form_statistics
 from imagenot.pipeline.audit.rankings import clopper_pearson
 from imagenot.pipeline.config.reference_lists import read_class_list
 from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.corpus.reader import list_shards
+from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.run.files import read_table, write_tsv
 from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.pipeline.tag.stage import build_matcher
 from imagenot.wordnet.index import NounIndex, load_index
 
-COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged")
+COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged", "instance")
 CONFIDENCE = 0.95
 PASSES, SENSE = "passes", "sense:"
 
@@ -111,7 +115,8 @@ def pair_outcomes(
 
 def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
     n, k = len(outcomes), outcomes.count(PASSES)
-    row = {"wnid": wnid, "name": index[wnid].name, "captions": n, "pass_share": "", "low": "", "high": "", "flagged": 0}
+    row = dict.fromkeys(COLUMNS, "") | {"wnid": wnid, "name": index[wnid].name, "captions": n, "flagged": 0}
+    row["instance"] = int(wnid in instance_removals([wnid], index))  # select's own rule
     if not n:
         return row
     low, high = clopper_pearson(k / n, n, CONFIDENCE)
@@ -135,14 +140,18 @@ def audit_classes(list_path: str, corpus: str, config: Config) -> list[dict]:
 @click.option("--out", "out_path", required=True, help="the TSV to write, one row per listed class")
 def classes_command(list_path: str, corpus: str, config_path: str | None, out_path: str) -> None:
     """Per class of a list: the share of a corpus sample's captions naming it that use it in its sense."""
-    rows = audit_classes(list_path, corpus, load_config(config_path))
+    config = load_config(config_path)
+    rows = audit_classes(list_path, corpus, config)
     write_tsv(out_path, COLUMNS, rows)
     named = [r for r in rows if r["captions"]]
     flagged = sum(r["flagged"] for r in rows)
     pairs = sum(r["captions"] for r in rows)
     kept = sum(r["pass_share"] * r["captions"] for r in named)
     share = f"{kept / pairs:.0%}" if pairs else "no"
+    instances = sum(r["instance"] for r in rows)
+    fate = "this config keeps them" if config.selection.instance_synsets else "select drops them"
     click.echo(
         f"{out_path}: {len(rows):,} classes, {len(named):,} named by {pairs:,} captions "
-        f"({share} of them use the word in the class's sense); {flagged:,} flagged"
+        f"({share} of them use the word in the class's sense); {flagged:,} flagged; "
+        f"{count_of(instances, 'WordNet instance synset')}, named individuals ({fate}: selection.instance_synsets)"
     )

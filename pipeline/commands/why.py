@@ -3,10 +3,11 @@
 A bare word ("crane", "hot dog") lists each of its noun senses with its fate. A fate names the
 step that decided it with the counts behind it (captions against what a class needs, a score
 against the threshold, a place in the ranking; for a safety rule, WordNet's mark or the identity
-root; for a synset no caption mentions, the safety rule that would drop it); a synset whose
-captions the caption rules dropped (all of them, or some) gets those drops by rule; a class gets its
-index, images and split (and, after a download, its candidates not kept by reason); every
-synset gets its relation to the reference set.
+root; for an instance synset, what it is an instance of; for a synset no caption mentions, the
+safety or instance rule that would drop it); a synset whose captions the caption rules dropped
+(all of them, or some) gets those drops by rule; a class gets its index, images and split (and,
+after a download, its candidates not kept by reason); every synset gets its relation to the
+reference set.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import KEPT, describe_fate
+from imagenot.filters.instances import instance_removals
 from imagenot.filters.offensive_synsets import offensive_removals
 from imagenot.filters.person_synsets import person_removals
 from imagenot.pipeline.config.reference_lists import reference_wnids
@@ -193,12 +195,14 @@ class Run:
         )
 
     def _safety(self, wnid: str) -> str:
-        """For a synset no caption mentions: the safety rule that would drop it under the run's config."""
+        """For a synset no caption mentions: the safety or instance rule that would drop it under the
+        run's config (the first of them in the funnel's order)."""
         if self.config is None:
             return ""
         s = self.config.selection
         offensive = offensive_removals([wnid], self.index) if s.offensive_synsets else {}
-        removal = {**person_removals([wnid], self.index, s.person_synsets), **offensive}.get(wnid)
+        instance = {} if s.instance_synsets else instance_removals([wnid], self.index)
+        removal = {**instance, **person_removals([wnid], self.index, s.person_synsets), **offensive}.get(wnid)
         if removal is None:
             return ""
         return f"; were it found, step '{removal.step}' would drop it ({removal.reason}): {removal.detail}"

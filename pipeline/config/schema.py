@@ -197,6 +197,11 @@ class Selection(Section):
         description="identity: drop person synsets that name people by race, ethnicity, nationality, religion, "
         "sexual orientation, sex or gender, disability; all: every person synset; keep: none (before step 2)",
     )
+    instance_synsets: bool = Field(
+        False,
+        description="false: drop WordNet instance synsets, named individuals (people, places, works: "
+        "armstrong.n.02 Louis Armstrong) that are no class of things; true: keep them (before step 2)",
+    )
     allowed_nsfw_tags: list[Literal["UNLIKELY", "UNSURE", "NSFW"]] | None = Field(
         default_factory=lambda: ["UNLIKELY"], description="LAION NSFW tags a caption row may carry (null: off)"
     )
@@ -242,11 +247,12 @@ class Scoring(Section):
     )
     # sentence: the best on the held-apart SemCor documents and the caption sense dev set (benchmarks/README.md).
     # context's sense vectors are LMMS-style with hypernym back-off, built by `imagenot prepare-models`
-    sense_method: Literal["sentence", "context", "both"] = Field(
+    sense_method: Literal["sentence", "context", "both", "trained"] = Field(
         "sentence",
         description="sense contrast: context, the matched word's contextual embedding against sense vectors from "
         "SemCor's training documents; sentence, the caption's embedding against each sense's query texts; both, "
-        "the two added",
+        "the two added; trained, a head trained on SemCor's training documents reads the word where it stands "
+        "against each sense's gloss (pipeline/score/sense_model)",
     )
     sense_layers: int = Field(
         1,

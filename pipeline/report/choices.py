@@ -64,9 +64,10 @@ def open_choices(config: Config, model_id: str) -> list[Choice]:
 
 
 def _selection(s: Selection) -> list[Choice]:
-    """Steps 2-6 and the safety rules."""
+    """Steps 2-6, the safety rules and the instance rule."""
     return [
-        *_rows(s, "selection", "reference", "overlap", "min_captions", "offensive_synsets", "person_synsets"),
+        *_rows(s, "selection", "reference", "overlap", "min_captions"),
+        *_rows(s, "selection", "offensive_synsets", "person_synsets", "instance_synsets"),
         *_rows(s, "selection", "nsfw_synset_threshold", "allowed_nsfw_tags", "max_punsafe", "keep_unrated"),
         *_rows(s.caption_rules, "selection.caption_rules", "rules", "none_of_these_threshold"),
     ]

@@ -51,6 +51,9 @@ def _step_texts(facts: RunFacts) -> dict[str, str]:
         if s.offensive_synsets
         else "safety: OFF, synsets WordNet marks offensive are kept (selection.offensive_synsets: false)",
         "person_synsets": PERSON_STEP_TEXTS[s.person_synsets],
+        "instance_synsets": "OFF: instance synsets are kept (selection.instance_synsets: true)"
+        if s.instance_synsets
+        else "no instance synset: a named person, place or work (WordNet's instance hypernym) is no class",
         "imagenet_overlap": f"step 2: only synsets of {s.reference} (within reading, as LAIONet)"
         if s.overlap == "within"
         else f"step 2: no overlap with {s.reference} ({s.overlap} reading)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from imagenot.filters.instances import REASON
 from imagenot.filters.person_synsets import ANY_PERSON, IDENTITY_LABELS
 
 SYNSET_REASONS = {
@@ -34,6 +35,8 @@ SYNSET_REASONS = {
         for reason, label in IDENTITY_LABELS.items()
     },
     ANY_PERSON: "a person synset (WordNet's noun.person), dropped because `selection.person_synsets` is all",
+    REASON: "the synset is a WordNet instance: one named person, place, work or event, not a class of things "
+    "(`selection.instance_synsets`)",
     "nsfw_text": "alt-profanity-check flags the synset's lemmas and gloss (step 5)",
     "no_single_synset_caption": "no caption names the synset as its only candidate (step 6)",
     "not_picturable": "the synset descends from none of `selection.picturable_roots`: not a thing an image shows",

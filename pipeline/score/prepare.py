@@ -32,7 +32,7 @@ def prepare_models_command(config_path: str | None) -> None:
         click.echo(f"static model: {describe(json.loads((folder / PROVENANCE_FILE).read_text(encoding='utf-8')))}")
     encoder = load_encoder(scoring.encoder, scoring.model, "torch", **_encoder_options(scoring))
     click.echo(f"ONNX export of {encoder.model_id}: {export_onnx(encoder)}")
-    if scoring.sense_method != "sentence":
+    if scoring.sense_method in ("context", "both"):
         spans = SpanEncoder(scoring.model, scoring.sense_layers, scoring.max_length, scoring.batch_size)
         provenance = json.loads((prepare_sense_vectors(spans) / PROVENANCE_FILE).read_text(encoding="utf-8"))
         click.echo(

@@ -46,6 +46,7 @@ from imagenot.pipeline.score.sense_contrast import SenseScorer
 from imagenot.pipeline.score.sense_methods import sense_scorer
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.score.stage import _encoder_options
+from imagenot.pipeline.score.trained_senses import TrainedSenses
 from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
@@ -87,9 +88,9 @@ def _cached_encoder(config: Config) -> CachedEncoder:
 
 
 def word_vectors(queries: SenseScorer, captions: list[str], spans: list[tuple[int, int]]) -> np.ndarray:
-    """What each caption's senses are scored with: the word's vector at its span (context), or the
-    caption's embedding (sentence: by the bare encoder, captions are not cached)."""
-    if isinstance(queries, ContextSenses):
+    """What each caption's senses are scored with: the word's vector at its span (context, trained), or
+    the caption's embedding (sentence: by the bare encoder, captions are not cached)."""
+    if isinstance(queries, ContextSenses | TrainedSenses):
         return queries.vectors_at(captions, spans)
     return getattr(queries.encoder, "encoder", queries.encoder).encode(captions)
 

@@ -58,6 +58,7 @@ from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import lazy_encoder
 from imagenot.pipeline.score.sense_contrast import SenseContrast
 from imagenot.pipeline.score.sense_methods import sense_scorer
+from imagenot.pipeline.score.sense_model.head import head_digest
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.nltk_data import cache_dir
@@ -222,10 +223,16 @@ def settings(config: Config) -> dict:
     # The first phase belongs to the rank stage; the cache and batch size change no result, nor
     # the settings of the sense method not chosen. The sense margin's value is rank's and sample's:
     # here only whether there is one.
+    # The trained head brings its own templates and layers; its weights' digest stands for it.
     scoring = config.scoring
-    unused = {"context": SENTENCE_SETTINGS, "sentence": CONTEXT_SETTINGS}.get(scoring.sense_method, ())
+    unused = {
+        "context": SENTENCE_SETTINGS,
+        "sentence": CONTEXT_SETTINGS,
+        "trained": SENTENCE_SETTINGS + CONTEXT_SETTINGS,
+    }.get(scoring.sense_method, ())
     own = scoring.model_dump(exclude={"cache_dir", "batch_size", "sense_margin", *FIRST_PHASE_SETTINGS, *unused})
-    return {**own, "sense_contrast": scoring.sense_margin is not None}
+    head = {"sense_head": head_digest()} if scoring.sense_method == "trained" else {}
+    return {**own, **head, "sense_contrast": scoring.sense_margin is not None}
 
 
 def run_score(config: Config, run_dir: str) -> dict:

@@ -199,6 +199,7 @@ def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Se
         nsfw_threshold=selection.nsfw_synset_threshold,
         offensive_marks=selection.offensive_synsets,
         person_mode=selection.person_synsets,
+        instance_synsets=selection.instance_synsets,
         picturable_roots=selection.picturable_roots,
         excluded_lexnames=selection.picturable_excluded_lexnames,
     )

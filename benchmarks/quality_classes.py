@@ -1,0 +1,109 @@
+"""Classes right by name: `imagenot audit classes` against the class dev set (issue 44 item 5).
+
+`data/class_dev/packet.md` holds the 192 candidate classes that select finds in the shared LAION
+sample (`selection.min_captions: 3`, the rest the defaults), each with up to 12 captions of the sample
+naming it; three or more readers judged apart whether at least half of those captions use the word
+in the class's sense (`data/class_dev/guide.md`; `judged_<letter>.tsv`). A class counts by the
+majority verdict. This script reports the readers' agreement (per pair of readers and Cohen's kappa,
+Fleiss' kappa over all), then runs the audit on the packet's classes and captions under a config
+(default: the defaults) and reports how many of the classes mostly used in another sense it flags
+(target >= 2 in 3) and how many of the right ones (target <= 1 in 4).
+
+The audit reads the packet's captions, not the whole sample: the captions the readers saw. The
+corpus's form statistics (none of these) are counted over the whole sample, as select counts them.
+
+    python benchmarks/quality_classes.py [--config FILE] [--out benchmarks/data/quality_classes.json]
+
+The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from itertools import combinations
+from pathlib import Path
+
+from quality_real import cohen_kappa, fleiss_kappa
+from real_dev_judgments import CORPUS, sample_form_stats
+
+from imagenot.pipeline.audit.classes import class_row, pair_outcomes
+from imagenot.pipeline.config.schema import load_config
+from imagenot.pipeline.score.senses_command import matched_forms
+from imagenot.wordnet.index import load_index
+
+FOLDER = Path(__file__).parent / "data" / "class_dev"
+TARGETS = {"other_flagged": 2 / 3, "right_flagged": 1 / 4}
+
+
+def readings() -> dict[str, dict[str, str]]:
+    """reader letter -> wnid -> verdict (`right` or `other`)."""
+    out = {}
+    for path in sorted(FOLDER.glob("judged_?.tsv")):
+        with path.open(newline="") as file:
+            out[path.stem[-1]] = {row["wnid"]: row["verdict"].strip() for row in csv.DictReader(file, delimiter="\t")}
+    if len(out) < 3:
+        raise SystemExit(f"fewer than three readers' files in {FOLDER}")
+    return out
+
+
+def agreement(read: dict[str, dict[str, str]], wnids: list[str]) -> dict:
+    answers = {name: [verdicts[w] for w in wnids] for name, verdicts in read.items()}
+    pairs = {
+        f"{a}-{b}": {
+            "agree": round(sum(x == y for x, y in zip(answers[a], answers[b])) / len(wnids), 3),
+            "kappa": cohen_kappa(answers[a], answers[b]),
+        }
+        for a, b in combinations(sorted(answers), 2)
+    }
+    return {"readers": pairs, "fleiss_kappa": fleiss_kappa([list(item) for item in zip(*answers.values())])}
+
+
+def majority(read: dict[str, dict[str, str]], wnid: str) -> str | None:
+    votes = [verdicts[wnid] for verdicts in read.values()]
+    best = max(set(votes), key=votes.count)
+    return best if votes.count(best) * 2 > len(votes) else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="the config whose decision the audit uses [default: the defaults]")
+    parser.add_argument("--out", help="write the JSON here too")
+    args = parser.parse_args()
+    config, index = load_config(args.config), load_index()
+    packet = json.loads((FOLDER / "packet.json").read_text(encoding="utf-8"))
+    wnids = [c["wnid"] for c in packet]
+    read = readings()
+    verdict = {w: majority(read, w) for w in wnids}
+    captions = [[cap["caption"] for cap in c["captions"]] for c in packet]
+    flat = [text for texts in captions for text in texts]
+    owners = [c["wnid"] for c, texts in zip(packet, captions) for _ in texts]
+    decided = pair_outcomes(flat, matched_forms(flat, config), owners, config, sample_form_stats(CORPUS, config))
+    outcomes: dict[str, list[str]] = {}
+    for wnid, outcome in zip(owners, decided):
+        outcomes.setdefault(wnid, []).append(outcome)
+    rows = {w: class_row(w, outcomes.get(w, []), index) for w in wnids}
+    figures = {}
+    for kind in ("other", "right"):
+        judged = [w for w in wnids if verdict[w] == kind]
+        flagged = [w for w in judged if rows[w]["flagged"]]
+        figures[kind] = {"classes": len(judged), "flagged": len(flagged), "share": round(len(flagged) / len(judged), 3)}
+    report = {
+        "classes": len(wnids),
+        "captions": len(flat),
+        "sense_method": config.scoring.sense_method,
+        "agreement": agreement(read, wnids),
+        "no_majority": sum(v is None for v in verdict.values()),
+        "flagged": figures,
+        "targets": TARGETS,
+        "missed": sorted(index[w].name for w in wnids if verdict[w] == "other" and not rows[w]["flagged"]),
+        "wrongly_flagged": sorted(index[w].name for w in wnids if verdict[w] == "right" and rows[w]["flagged"]),
+    }
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The word's sense read by a model trained for it (`scoring.sense_method: trained`).
+
+A head trained on SemCor's training documents (`sense_model/train.py`; the weights and what trained
+them in `sense_model/head.npz` and `head.json`) over the frozen encoder: the word's contextual vector
+where it stands (`span_encoder.SpanEncoder`, as the context method reads it) against each noun
+sense's gloss vector (the mean of the sense queries' embeddings, `sense_contrast.SenseQueries` with
+the head's templates). A sense's logit is `scale x cos(word, gloss) + word' W gloss`, W a learned
+384 x 384 map; its score is the log-probability of a softmax over the word's senses, plus
+`scoring.sense_prior` x log P(sense | word) counted on SemCor's training documents. The fit (what
+none of these reads) is the logit itself: how well the best sense's gloss matches the word where it
+stands, whatever the other senses score.
+
+Scores are computed row by row in float64 (np.einsum, no BLAS), so a caption's scores do not
+depend on the captions batched with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from imagenot.pipeline.config.schema import Scoring
+from imagenot.pipeline.score.encoders import EncoderError, TextEncoder
+from imagenot.pipeline.score.sense_contrast import SenseQueries
+from imagenot.pipeline.score.sense_model.head import SenseHead, head_digest, load_head
+from imagenot.pipeline.score.span_encoder import SpanEncoder
+from imagenot.wordnet.semcor import train_log_prior
+from imagenot.wordnet.senses import WordSenses, word_senses
+from imagenot.wordnet.spans import caption_words, find_span
+
+
+class TrainedSenses:
+    """Scores of a word's noun senses by the trained head, where the word stands in its caption."""
+
+    def __init__(
+        self,
+        scoring: Scoring,
+        encoder: TextEncoder,
+        threads: int = 1,
+        senses: WordSenses | None = None,
+        head: SenseHead | None = None,
+        spans: SpanEncoder | None = None,
+    ):
+        self.head = head or load_head()
+        if encoder.model_id != self.head.encoder:
+            raise EncoderError(
+                f"scoring.sense_method trained: its head was trained over {self.head.encoder!r}, "
+                f"not {encoder.model_id!r} (scoring.model); use that model or another sense method"
+            )
+        self.encoder = spans or self._tuned_spans(scoring, threads)
+        self.senses = senses or word_senses()
+        self.glosses = SenseQueries(
+            scoring.model_copy(update={"sense_templates": list(self.head.templates)}), encoder, self.senses
+        )
+        self.prior = scoring.sense_prior
+        self._mapped: dict[str, np.ndarray] = {}  # wnid -> float64 (2, dim): the gloss vector and W times it
+
+    def _tuned_spans(self, scoring: Scoring, threads: int) -> SpanEncoder:
+        """The span encoder with the head's tuned top layers in place of the model's own."""
+        spans = SpanEncoder(scoring.model, self.head.layers, scoring.max_length, scoring.batch_size, threads)
+        if self.head.tuned:
+            self.head.tune(spans.model)
+            spans.model_id += f"#head={head_digest()}"
+        return spans
+
+    @property
+    def embedded(self) -> int:
+        """Query texts the model embedded (the glosses; captions are the span encoder's)."""
+        return self.glosses.embedded
+
+    def vectors_at(self, captions: Sequence[str], spans: Sequence[tuple[int, int]]) -> np.ndarray:
+        """Per caption, the word's contextual vector at its span."""
+        return self.encoder.encode_spans(list(captions), list(spans))
+
+    def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray | None, forms: Sequence[str]):
+        """`vectors_at` where `forms[i]` (a normalised surface form; "" for none) first stands in
+        captions[i]; the whole caption where it is not found."""
+        words = caption_words(captions)
+        spans = [find_span(c, f, words=w) if f else None for c, f, w in zip(captions, forms, words)]
+        return self.vectors_at(captions, [s or (0, 0) for s in spans])
+
+    def _gloss_terms(self, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        missing = [w for w in wnids if w not in self._mapped]
+        if missing:
+            glosses = self.glosses.vectors(missing).mean(axis=1)
+            glosses /= np.linalg.norm(glosses, axis=1, keepdims=True)
+            for wnid, gloss in zip(missing, glosses):
+                self._mapped[wnid] = np.stack([gloss, self.head.mapped(gloss)])
+        stacked = np.stack([self._mapped[w] for w in wnids])
+        return stacked[:, 0], stacked[:, 1]
+
+    def scores(self, vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """float64 (rows, len(wnids)) scores (log-probabilities, plus the prior) and fits (logits)."""
+        glosses, mapped = self._gloss_terms(wnids)
+        logits = self.head.logits(np.asarray(vectors, np.float64), glosses, mapped)
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        scores = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        if self.prior:
+            scores = scores + self.prior * np.array(train_log_prior(self.senses, word, wnids))
+        return scores, logits
