@@ -7,6 +7,7 @@ import statistics
 import yaml
 
 from imagenot.pipeline.dataset.usage import usage_markdown
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.report import datasheet, safety
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
@@ -14,6 +15,7 @@ from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.report.no_classes import describe
+from imagenot.pipeline.run.layout import REPORT
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.senses import sense_label
 
@@ -142,13 +144,14 @@ def _built(facts: RunFacts) -> list[str]:
 
 
 def _cost(facts: RunFacts) -> list[str]:
-    """Each stage's time and CPU as summary.json recorded them when it last ran (the report's own
-    are recorded after this card is written)."""
-    stages = [(name, figures) for name, figures in facts.cost.items() if "cpu_seconds" in figures and name != "totals"]
+    """The time and CPU of each stage up to the dataset as summary.json recorded them when it last
+    ran (the report's own, and the audits', change each time they run: the card would too)."""
+    built = STAGE_NAMES[: STAGE_NAMES.index(REPORT)]
+    stages = [(name, facts.cost[name]) for name in built if "cpu_us_per_row" in facts.cost.get(name, {})]
     if not stages:
         return []
     rows = [
-        (name, f"{f['seconds']:,.1f}", f"{f['cpu_seconds']:,.1f}", f"{f.get('rows', 0):,}", f.get("cpu_us_per_row", ""))
+        (name, f"{f['seconds']:,.1f}", f"{f['cpu_seconds']:,.1f}", f"{f['rows']:,}", f"{f['cpu_us_per_row']:,.1f}")
         for name, f in stages
     ]
     return [
