@@ -61,12 +61,16 @@ def read_readers(folder: Path = DATA) -> list[dict[Key, dict]] | None:
 
 
 def majority(readings: list[dict[Key, dict]], question: str) -> dict[Key, str | None]:
-    """Per pair judged by every reader, the answer more than half of them give (else None)."""
-    keys = set.intersection(*(set(r) for r in readings))
+    """Per pair judged by at least `MIN_READERS` readers (pairs a later default let through are
+    judged by three, the earlier ones by four), the answer more than half of them give (else None)."""
+    keys = {key for r in readings for key in r}
     answers = {}
     for key in keys:
-        value, n = Counter(r[key][question].strip() for r in readings).most_common(1)[0]
-        answers[key] = value if 2 * n > len(readings) else None
+        given = [r[key][question].strip() for r in readings if key in r]
+        if len(given) < MIN_READERS:
+            continue
+        value, n = Counter(given).most_common(1)[0]
+        answers[key] = value if 2 * n > len(given) else None
     return answers
 
 

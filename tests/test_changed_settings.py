@@ -17,7 +17,7 @@ from ports import kept_loopback_port
 from shared_runs import copy_run
 
 from imagenot.pipeline.config.schema import Config, Download, load_config
-from imagenot.pipeline.demo.image_server import PHOTOS, photo_jpeg
+from imagenot.pipeline.demo.image_server import stock_picture_jpeg
 from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.frame.registry import settings_differences, stages
 
@@ -56,11 +56,12 @@ CHANGED_DOWNLOAD = {
 
 
 def _blocklists(folder: Path, sample_url: str) -> list[str]:
-    """Two lists between them of every kind: a URL of the sample, a domain, the two stock photos'
-    hashes (the synthetic corpus serves them behind many URLs)."""
+    """Two lists between them of every kind: a URL of the sample, a domain, the two stock pictures'
+    hashes (the demo's server draws them behind many of the synthetic corpus's URLs)."""
     first, second = folder / "urls.txt", folder / "hashes.txt"
     first.write_text(f"# urls and domains\nurl {sample_url}\ndomain blocked.invalid\n")
-    sha256, md5 = hashlib.sha256(photo_jpeg(PHOTOS[0])).hexdigest(), hashlib.md5(photo_jpeg(PHOTOS[1])).hexdigest()
+    stock = stock_picture_jpeg(0), stock_picture_jpeg(1)  # the demo's server draws them
+    sha256, md5 = hashlib.sha256(stock[0]).hexdigest(), hashlib.md5(stock[1]).hexdigest()
     second.write_text(f"sha256 {sha256}\nmd5 {md5}\n")
     return [str(first), str(second)]
 

@@ -88,7 +88,8 @@ def test_a_class_page_shows_the_class_its_captions_share_and_images(served):
     page = pages[0]
     synset = index[first]
     assert f'<span id="class">{synset.name}</span>' in page and synset.gloss in page
-    assert "entity.n.01 › physical_entity.n.01" in page and "Candidate 1 by rank" in page
+    assert "entity.n.01 › physical_entity.n.01" in page
+    assert "rank 0 of the candidates (0 = best, as the report counts) · score " in page  # every number says what
     share = float(ranked[0]["pass_share"])
     assert f'<span id="share">{100 * share:.0f}%</span>' in page
     captions = re.findall(r'<li class="(kept|dropped)">', page)
@@ -133,9 +134,30 @@ def test_hostile_requests_get_a_4xx_and_store_nothing(served):
     assert _stored(run_dir) == before
 
 
+def test_a_rater_reopens_a_class_sees_the_answer_and_changes_it(served):
+    """Issue 43: an answer can be changed; the old one stays on record in the database."""
+    run_dir, server = served
+    client = Client(server.base)
+    client.sign_in("second thoughts")
+    status, url, _ = client.open("/next")
+    first = CLASS_PAGE.search(url).group(1)
+    status, url, _ = client.open(f"/class/{first}", {f"a-{first}": "keep"})
+    second = CLASS_PAGE.search(url).group(1)
+    page = client.open(f"/class/{second}")[2].decode()
+    assert f'href="/class/{first}" id="previous"' in page  # a way back to the last answer
+    page = client.open(f"/class/{first}")[2].decode()
+    assert "Your answer: <b>keep</b>" in page and re.search(r'value="keep" checked', page)
+    assert client.open(f"/class/{first}", {f"a-{first}": "drop"})[0] == 200
+    mine = [(w, a) for n, w, a in _stored(run_dir) if n == "second thoughts"]
+    assert mine == [(first, "drop")]
+    with sqlite3.connect(run_dir / "review/classes.sqlite") as db:
+        kept = db.execute("SELECT image, answer FROM replaced").fetchall()
+    assert (first, "keep") in kept
+
+
 def test_eight_raters_at_once_lose_and_double_nothing(served):
     """8 raters answer every class at once, each sending every page twice (a double click): every
-    answer is stored once, as first given, and no class holds more than it wants (2)."""
+    answer is stored once, and no class holds more than it wants (2)."""
     run_dir, server = served
     sent: dict[str, list[str]] = {}
 
@@ -147,7 +169,7 @@ def test_eight_raters_at_once_lose_and_double_nothing(served):
         while (page := CLASS_PAGE.search(url)) is not None:
             wnid = page.group(1)
             status, url, body = client.open(f"/class/{wnid}", {f"a-{wnid}": "keep"})
-            client.open(f"/class/{wnid}", {f"a-{wnid}": "drop"})  # the second copy stores nothing
+            client.open(f"/class/{wnid}", {f"a-{wnid}": "keep"})  # a double click's second copy: nothing more
             mine.append(wnid)
         sent[f"crowd {i}"] = mine
 
@@ -192,6 +214,9 @@ def test_apply_vetoes_the_dropped_class_and_the_next_candidate_takes_its_place(s
         assert len(now) == len(ranked) and len(promoted) == 1 and f"promoted {promoted[0]}" in applied
         classes = {c["wnid"] for c in json.loads((work / "rank/classes.json").read_text())}
         assert vetoed not in classes and promoted[0] in classes
+        status = _classes("status", "--run", str(work))  # the vetoed class is still there, last
+        assert re.search(rf"   - {vetoed} \S+ +0 +2 +0  drop, vetoed \(applied\)", status), status
+        assert "1 class vetoed by an earlier apply (listed last)" in status
         # the running server puts the new class up and no longer shows the vetoed one
         client = Client(server.base)
         client.sign_in("Ann")
@@ -219,6 +244,27 @@ def test_apply_vetoes_the_dropped_class_and_the_next_candidate_takes_its_place(s
     assert {r["wnid"]: r["fate"] for r in _ranked(work)}[vetoed] == "vetoed"
 
 
+def test_extra_candidates_are_offered_after_the_classes(served, tmp_path):
+    """`review.extra_candidates`: the next candidates rank would promote come up too, so a veto's
+    replacement can be reviewed before `apply` makes it a class."""
+    from imagenot.pipeline.config.schema import load_run_config
+    from imagenot.pipeline.review.class_plan import candidates
+
+    run_dir, _ = served
+    work = copy_run(run_dir, tmp_path / "run")
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    config["review"] = {**config.get("review", {}), "extra_candidates": 2}
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    classes = [r["wnid"] for r in _ranked(work) if r["fate"] == "class"]
+    beyond = [r["wnid"] for r in _ranked(work) if r["fate"] == "beyond_top_k"][:2]
+    assert beyond, "the shared run has no candidate beyond its classes"
+    rows, _ = candidates(str(work), load_run_config(str(work)), load_index())
+    assert [r["wnid"] for r in rows] == classes + beyond
+    assert all("next in line, not a class yet" in r["standing"] for r in rows[len(classes) :])
+    status = _classes("status", "--run", str(work))
+    assert all(wnid in status for wnid in beyond) and f"of {len(classes) + len(beyond)} classes need more" in status
+
+
 def test_any_class_list_can_be_reviewed_with_captions_from_a_corpus_sample(served, tmp_path):
     """`--list FILE` with the run's (synthetic) corpus: the list's classes in file order, each with
     captions that name one of its lemmas; the answers export as the run's review's do."""
@@ -236,7 +282,7 @@ def test_any_class_list_can_be_reviewed_with_captions_from_a_corpus_sample(serve
         status, url, body = client.open("/next")
         assert url.endswith(f"/class/{listed[0]}")
         page = body.decode()
-        assert "Class 1 of the list" in page and "no estimate of the share" in page
+        assert "line 1 of the list · " in page and "no estimate of the share" in page
         lemmas = [lemma.lower().split() for lemma in classes[0]["lemmas"].split(", ")]
         captions = [re.sub(r"[^a-z0-9]+", " ", c.lower()) for c in re.findall(r'<li class="kept">([^<]*)', page)]
         # each names a lemma, perhaps inflected or hyphenated ("nitric-bacteriums" for nitric bacterium)

@@ -64,6 +64,48 @@ def _by_mouse(driver) -> dict[str, str]:
     return given
 
 
+# Every control a rater uses has a name a screen reader reads (what axe's "label" and "button-name"
+# rules check): an input inside a label, or with aria-label; a button with text or aria-label; an
+# image with alt text. The names of those without one.
+UNLABELLED = """
+const named = e => (e.getAttribute('aria-label') || '').trim() || (e.closest('label')?.textContent || '').trim()
+  || (e.labels && [...e.labels].map(l => l.textContent).join('').trim())
+  || (e.tagName === 'BUTTON' && e.textContent.trim()) || (e.tagName === 'IMG' && (e.alt || '').trim());
+return [...document.querySelectorAll('input:not([type=hidden]), button, select, textarea, img, a')]
+  .filter(e => !named(e) && !(e.tagName === 'A' && e.textContent.trim())).map(e => e.outerHTML.slice(0, 80));
+"""
+IN_VIEW = "const r = document.getElementById(arguments[0]).getBoundingClientRect(); \
+return [r.top, r.bottom, r.left, r.right, innerHeight, innerWidth]"
+
+
+def _in_view(driver, element_id: str) -> bool:
+    top, bottom, left, right, height, width = driver.execute_script(IN_VIEW, element_id)
+    return top >= 0 and bottom <= height and left >= 0 and right <= width
+
+
+def _page_checks(driver, shots) -> dict:
+    """On a class page before it is answered: the evidence first and the answer within one screen at
+    1280x800 and 390x844 (screenshots kept), each button with its key, every control labelled, and
+    Enter with nothing chosen said, not sent."""
+    seen = {"unlabelled": driver.execute_script(UNLABELLED)}
+    for width, height in ((1280, 800), (390, 844)):
+        driver.set_window_size(width, height)
+        size = driver.execute_script("return [innerWidth, innerHeight]")
+        driver.set_window_size(2 * width - size[0], 2 * height - size[1])  # the page itself at that size
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(str(shots / f"class-page-{width}x{height}.png"))
+        seen[width] = {"answer in view": _in_view(driver, "answers"), "name in view": _in_view(driver, "class")}
+    driver.set_window_size(1280, 800)
+    evidence, form = (driver.find_element(By.CSS_SELECTOR, c).rect for c in (".evidence", "#answers"))
+    seen["answer beside the evidence"] = form["x"] >= evidence["x"] + evidence["width"] - 1
+    seen["buttons"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#answers label")]
+    url = driver.current_url
+    driver.find_element(By.TAG_NAME, "body").send_keys("\n")
+    time.sleep(0.3)
+    seen["empty enter"] = (driver.current_url == url, driver.find_element(By.ID, "notice").text)
+    return seen
+
+
 def test_two_raters_answer_every_class_by_keyboard_and_by_mouse(downloaded_run, tmp_path):
     run_dir = copy_run(downloaded_run, tmp_path / "run")
     server = Server(run_dir, free_loopback_port(), tmp_path / "server.log", classes=True)
@@ -72,7 +114,8 @@ def test_two_raters_answer_every_class_by_keyboard_and_by_mouse(downloaded_run, 
     try:
         _sign_in(a, server.base, "Keys")
         _sign_in(b, server.base, "Mouse")
-        assert a.find_element(By.ID, "class").text and "Candidate" in a.page_source
+        assert a.find_element(By.ID, "class").text and "rank 0 of the candidates" in a.page_source
+        checks = _page_checks(a, tmp_path)
         by_keys, by_mouse = _by_keyboard(a), _by_mouse(b)
         done = a.page_source
     finally:
@@ -80,6 +123,13 @@ def test_two_raters_answer_every_class_by_keyboard_and_by_mouse(downloaded_run, 
         b.quit()
         server.kill()
     assert "Nothing left for you" in done
+    assert checks["unlabelled"] == []
+    assert checks[1280] == checks[390] == {"answer in view": True, "name in view": True}
+    assert checks["answer beside the evidence"]
+    assert checks["buttons"] == ["keep [y]", "drop [n]", "unsure [u]"]
+    assert checks["empty enter"] == (True, "Choose an answer first (the keys are on the buttons).")
+    for shot in ("class-page-1280x800.png", "class-page-390x844.png"):
+        assert (tmp_path / shot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with sqlite3.connect(run_dir / "review/classes.sqlite") as db:
         query = "SELECT raters.name, image, answer FROM answers JOIN raters ON raters.id = rater"
         stored = db.execute(query).fetchall()

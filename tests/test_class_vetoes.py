@@ -19,12 +19,13 @@ import pytest
 import yaml
 from cli_runner import cli_command, invoke
 from image_server import LoopbackImageServer
+from review_claims import check_people_claims
 from shared_runs import copy_run
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.config.schema import load_config
-from imagenot.pipeline.demo.serving import PORT_WAIT_S
+from imagenot.pipeline.demo.serving import PORT_WAIT_S, sample_captions
 from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.review.class_results import CLASS_DB_FILE
 from imagenot.pipeline.review.command import review_command
@@ -83,6 +84,7 @@ def applied(downloaded_run, small_run, tmp_path_factory):
     port = config["download"]["demo_server_port"]
     (work / "config.yaml").write_text(yaml.safe_dump(_without_demo_server(config)))
     before, fetched = _classes(work), _fetched(work)
+    requests_before = json.loads((work / "download/figures.json").read_text())["requests"]
     vetoed = before[0]
     store = Store(str(work), CLASS_DB_FILE)
     for name in ("Ann", "Bo"):
@@ -93,9 +95,13 @@ def applied(downloaded_run, small_run, tmp_path_factory):
     fresh_config = {**_without_demo_server(yaml.safe_load(original.read_text())), "ranking": config["ranking"]}
     fresh_config["ranking"] = {**fresh_config["ranking"], "vetoed": [vetoed]}
     (folder / "fresh.yaml").write_text(yaml.safe_dump(fresh_config))
-    with LoopbackImageServer(port=port, port_wait_s=PORT_WAIT_S) as server:  # other tests serve the port too
+    # as the demo's server does: each image drawn from its caption in the run's sample (a URL the apply's new
+    # sample adds, the promoted class's, gets a photo here, and so in the fresh build too)
+    images = LoopbackImageServer(port=port, port_wait_s=PORT_WAIT_S, captions=sample_captions(str(work)))
+    with images as server:  # other tests serve the port too
         result = invoke(review_command, ["classes", "apply", "--run", str(work)], catch_exceptions=False)
         requested = [path for path, *_ in server.log if path.startswith("/img/")]
+        requests_sent = len(server.log)
         fresh = copy_run(small_run.run, folder / "fresh" / "run")  # the same name: the export names its run
         build(load_config(folder / "fresh.yaml"), str(fresh))
     assert result.exit_code == 0, result.output
@@ -108,6 +114,7 @@ def applied(downloaded_run, small_run, tmp_path_factory):
         "fetched": fetched,
         "vetoed": vetoed,
         "requested": requested,
+        "requests": requests_before + requests_sent,
     }
 
 
@@ -129,6 +136,28 @@ def test_apply_requests_only_the_promoted_class_images(applied):
     assert promoted in images and vetoed not in images
 
 
+def test_the_card_and_report_name_the_promoted_class_unreviewed_and_count_every_request(applied):
+    """Issue 43: a promoted class enters the dataset named as not decided; the crawl table counts
+    the download before the veto too, and says its limits are per worker process."""
+    work = applied["work"]
+    now = _classes(work)
+    (promoted,) = set(now) - set(applied["before"])
+    figures = json.loads((work / "download/figures.json").read_text())
+    assert figures["requests"] == applied["requests"] and figures["requests"] > len(applied["requested"])
+    assert sum(h["requests"] for h in figures["busiest_hosts"]) <= figures["requests"]
+    card = (work / "report/card.md").read_text()
+    name = load_index()[promoted].name
+    assert f"**Not decided by the raters**: 1 class of the dataset's {len(now)} (`{promoted}` {name})" in card
+    assert f"In all the run sent {figures['requests']:,} requests to" in card and "per worker process" in card
+    assert "no person looked at the images or checked an image's label" in card
+    assert "no person chose a class" not in card and "people dropping classes from the list" in card
+    html = (work / "report/report.html").read_text()
+    review = html[html.index('<section id="review">') :]
+    assert "<h3>Class review</h3>" in review and "<strong>Not decided by the raters</strong>" in review
+    assert name in review
+    check_people_claims(work)
+
+
 def test_the_run_after_apply_has_a_fresh_builds_bytes(applied):
     mine, fresh = _dataset_files(applied["work"]), _dataset_files(applied["fresh"])
     assert any(name.startswith("dataset/") for name in mine)
@@ -141,6 +170,8 @@ def test_a_build_from_the_original_config_and_rank_keep_the_veto(applied):
     name = load_index()[vetoed].name
     assert (work / "vetoed_classes.txt").read_text() == f"{vetoed} {name}\n"
     assert f"vetoed {vetoed}" in applied["output"] and "vetoed_classes.txt" in applied["output"]
+    for said in ("class review apply: vetoing", "  rank: running", "  download: running"):  # not silent while it builds
+        assert said in applied["output"], applied["output"]
     assert "vetoed" not in yaml.safe_load(applied["original"].read_text()).get("ranking", {})
     classes = _classes(work)
     rank_fingerprint = (work / "rank/fingerprint.json").read_text()

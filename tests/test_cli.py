@@ -54,7 +54,18 @@ HELP = (
 
 
 @pytest.mark.parametrize("anonymous", ["", "1"])
-@pytest.mark.parametrize("args", [["--help"], ["build", "--help"], ["audit", "--help"], ["--version"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["build", "--help"],
+        ["audit", "--help"],
+        ["--version"],
+        ["review", "--help"],  # 4 s before issue 43: it imported scipy and Beam
+        ["review", "apply", "--help"],
+        ["review", "classes", "apply", "--help"],
+    ],
+)
 def test_help_and_version_load_no_heavy_library(args, anonymous):
     # Anonymous GCS access (as with the test bucket's emulator) once imported Beam to skip its credential lookup.
     env = {**os.environ, "IMAGENOT_GCS_ANONYMOUS": anonymous}
@@ -62,7 +73,8 @@ def test_help_and_version_load_no_heavy_library(args, anonymous):
         [sys.executable, "-c", HELP.format(args=args)], check=True, capture_output=True, text=True, env=env
     )
     modules = set(loaded.stdout.split())
-    assert not modules & {"torch", "apache_beam", "open_clip", "transformers", "pyarrow", "matplotlib"}
+    heavy = {"torch", "apache_beam", "open_clip", "transformers", "pyarrow", "matplotlib", "scipy", "flask"}
+    assert not modules & heavy
 
 
 def test_help_starts_about_as_fast_as_python_itself():

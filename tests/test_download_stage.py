@@ -261,7 +261,7 @@ def test_a_busy_demo_port_is_a_clear_error(tmp_path, monkeypatch):
             run_stage(DECLARATION, config, str(tmp_path))
 
 
-def test_a_demo_port_another_build_serves_on_is_waited_for():
+def test_a_demo_port_another_build_serves_on_is_waited_for(tmp_path):
     import socket
     import threading
     import urllib.request
@@ -273,6 +273,6 @@ def test_a_demo_port_another_build_serves_on_is_waited_for():
     busy.listen()
     port = busy.getsockname()[1]
     threading.Timer(1.0, busy.close).start()  # the other build's download ends a second later
-    with serving_demo_images(Download(demo_server_port=port)):
+    with serving_demo_images(Download(demo_server_port=port), str(tmp_path)):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/photo/coffee.jpg", timeout=10) as answer:
             assert answer.status == 200

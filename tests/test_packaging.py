@@ -103,3 +103,57 @@ def test_the_gcs_backend_of_fsspec_is_declared_so_the_image_has_it():
     declared = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0] for d in PYPROJECT["project"]["dependencies"]}
     assert {"gcsfs", "apache-beam"} <= declared
     assert any(d.startswith("gcp-storage-emulator") for d in PYPROJECT["project"]["optional-dependencies"]["dev"])
+
+
+def test_the_project_s_own_pyproject_gives_setuptools_no_deprecation_warning(tmp_path):
+    """`project.license` as a table printed a deprecation at every install (issue 43)."""
+    import warnings
+
+    from setuptools.config.pyprojecttoml import apply_configuration
+    from setuptools.dist import Distribution
+
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        apply_configuration(Distribution(), str(tmp_path / "pyproject.toml"))
+    assert [str(w.message) for w in caught if "deprecat" in str(w.message).lower()] == []
+
+
+def _tool(folder: Path, name: str, body: str) -> None:
+    path = folder / name
+    path.write_text(f"#!/usr/bin/env bash\n{body}\n")
+    path.chmod(0o755)
+
+
+def test_setup_prints_a_line_per_step_and_keeps_the_tools_output_in_the_log_it_names(tmp_path):
+    """The script itself, with the tools it calls standing in (each prints a page, as pip and apt do)."""
+    repo, bin_dir = tmp_path / "repo", tmp_path / "bin"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / ".venv/bin").mkdir(parents=True)
+    bin_dir.mkdir()
+    shutil.copy(REPO / "scripts/setup.sh", repo / "scripts/setup.sh")
+    noisy = 'for i in $(seq 200); do echo "Unpacking something $i"; done; echo "$0 $*" >> "$CALLS"'
+    for name in ("apt-get", "sudo"):
+        _tool(bin_dir, name, noisy)
+    _tool(bin_dir, "dpkg-query", "exit 1")  # nothing installed yet
+    for name in ("python", "imagenot"):
+        _tool(repo / ".venv/bin", name, noisy)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(tmp_path / "calls")}
+    done = subprocess.run(
+        ["bash", "scripts/setup.sh"], cwd=repo, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "set-up: one line per step; the details go to setup.log"
+    steps = ["Debian packages", "the virtualenv", "the project", "WordNet 3.0", "the scoring models"]
+    assert len(lines) == len(steps) + 2 and all(step in line for step, line in zip(steps, lines[1:]))
+    assert all(line.rstrip().endswith(" s)") for line in lines[1:-1]) and done.stderr == ""
+    log = (repo / "setup.log").read_text()
+    assert log.count("Unpacking something") == 200 * len((tmp_path / "calls").read_text().splitlines())
+    elsewhere = subprocess.run(
+        ["bash", "scripts/setup.sh"], cwd=repo, env={**env, "SETUP_LOG": "other.log"}, capture_output=True, text=True
+    )
+    assert elsewhere.returncode == 0 and "the details go to other.log" in elsewhere.stdout
+    _tool(repo / ".venv/bin", "imagenot", 'echo "prepare failed here"; exit 3')
+    failed = subprocess.run(["bash", "scripts/setup.sh"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 3 and "FAILED (exit 3)" in failed.stdout and "prepare failed here" in failed.stderr

@@ -1,7 +1,7 @@
 """The image audits in the card and the report, over a small build whose images were really
 downloaded (img2dataset, from the demo's loopback server) and embedded (a tiny random-weight CLIP).
 
-One in eight of the demo server's corpus URLs serves one of two stock photos, byte for byte, as
+One in eight of the demo server's corpus URLs serves one of two stock pictures, byte for byte, as
 web copies do: the duplicates audit finds them, `--drop` takes them out, and the report follows.
 """
 
@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from cli_runner import cli_command, invoke
+from review_claims import check_people_claims
 from shared_runs import copy_run
 from small_build import SMALL_BUILD
 from test_image_embeddings import TINY_VIT
@@ -98,6 +99,7 @@ def test_the_report_lists_the_duplicate_pairs_with_thumbnails(reports):
 
 def test_after_the_drop_the_card_counts_what_went_and_what_is_short(reports):
     run_dir, _, (rebuilt, (card, html)), _ = reports
+    check_people_claims(run_dir)  # after an audit's --drop too: no claim about people the review files deny
     assert rebuilt == []  # the drop wrote the report (and export) again itself: nothing left to rebuild
     duplicates, download = _figures(run_dir, "audit/duplicates"), _figures(run_dir, "download")
     dropped = sum(download["dropped_by_audits"].values())

@@ -544,3 +544,100 @@ def test_images_the_agreement_audit_fails_get_flagged_pages_with_the_nearest_oth
     recorded = json.loads(fingerprint.read_text())
     fingerprint.write_text(json.dumps({**recorded, "upstream": "another download"}))
     assert review_plan.audit_flags(str(run_dir)) == {}
+
+
+def test_a_form_from_another_scheme_or_a_rater_name_of_control_characters_is_refused(app):
+    """Issue 42's remarks: the form check compares the scheme too; a rater's name is printable text."""
+    session, plain, _ = app
+    client = plain.test_client()
+    for sender in ("https://localhost", "ftp://localhost", "http://localhost.evil"):
+        response = client.post("/rater", data={"name": "Ann"}, headers={"Origin": sender})
+        assert response.status_code == 403, sender
+    assert client.post("/rater", data={"name": "Ann"}, headers={"Origin": "http://localhost"}).status_code == 303
+    for name in ("\x01\x02\x03", "Bo\x00b", "A\u200b\x7f"):
+        response = client.post("/rater", data={"name": name})
+        assert response.status_code == 400 and "printable" in response.get_data(as_text=True), repr(name)
+
+
+def test_a_link_to_a_page_leads_there_after_sign_in(app):
+    session, plain, _ = app
+    task = list(session.tasks.values())[-1]
+    client = plain.test_client()
+    asked = client.get(f"/task/{task.id}")
+    assert asked.status_code == 303 and asked.headers["Location"] == f"/?then=%2Ftask%2F{task.id}"
+    form = client.get(asked.headers["Location"]).get_data(as_text=True)
+    assert f'name="then" value="/task/{task.id}"' in form
+    signed = client.post("/rater", data={"name": "Deep Link", "then": f"/task/{task.id}"})
+    assert signed.headers["Location"] == f"/task/{task.id}"
+    for elsewhere in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+        other = plain.test_client().post("/rater", data={"name": "Other", "then": elsewhere})
+        assert other.headers["Location"] == "/next", elsewhere
+
+
+def test_the_headline_precision_is_withheld_until_enough_images_have_every_answer():
+    """52 images with 1 of 3 answers each (the issue's case): withheld, with the reason; with every
+    answer in it is stated, with what it rests on. Dawid-Skene only for raters who share images."""
+    plan = _plan([(f"i{n}", n % 2, "class", True) for n in range(52)])
+    one_each = [(f"R{n % 2}", f"i{n}", "no" if n < 4 else "yes") for n in range(52)]
+    settings = Review(raters=3, min_decided_images=30)
+    images, _ = aggregate.image_figures(plan, one_each, settings)
+    overall = aggregate.overall_precision(images, settings)
+    assert overall["precision"] is None and overall["decided"] == 0 and overall["partly_answered"] == 52
+    assert overall["withheld"].startswith("0 sampled images have all 3 answers wanted")
+    assert aggregate.raters_sharing(one_each) == set()
+    assert not any(aggregate.droppable(r, 3) for r in images.to_pylist())  # one no of three wanted
+    complete = [(rater, f"i{n}", "no" if n < 4 else "yes") for n in range(52) for rater in ("A", "B", "C")]
+    images, _ = aggregate.image_figures(plan, complete, settings)
+    overall = aggregate.overall_precision(images, settings)
+    assert (overall["accepted"], overall["decided"], overall["classes"], overall["answers"]) == (48, 52, 2, 156)
+    assert overall["withheld"] is None and overall["precision"] == pytest.approx(48 / 52)
+    assert aggregate.raters_sharing(complete) == {"A", "B", "C"}
+    assert sum(aggregate.droppable(r, 3) for r in images.to_pylist()) == 4
+    two_no = [("A", "i0", "no"), ("B", "i0", "no")]  # a majority of the 3 wanted: a third answer cannot save it
+    images, _ = aggregate.image_figures(plan, two_no, settings)
+    assert [aggregate.droppable(r, 3) for r in images.to_pylist()][:2] == [True, False]
+
+
+def test_review_commands_write_nothing_where_there_is_no_run(tmp_path):
+    """Issue 42, item 3: each review command checks the run first; a mistyped --run is one line."""
+    from cli_runner import invoke
+
+    from imagenot.pipeline.review.command import review_command
+
+    config_only = tmp_path / "config-only"
+    config_only.mkdir()
+    (config_only / "config.yaml").write_text("corpus:\n  synth: {rows: 100}\n")
+    for run_dir in (tmp_path / "NOPE", config_only):
+        for args in (
+            ["status"],
+            ["export"],
+            ["apply"],
+            ["plan"],
+            ["classes", "status"],
+            ["classes", "export"],
+            ["classes", "apply"],
+        ):
+            result = invoke(review_command, [*args, "--run", str(run_dir)])
+            assert result.exit_code == 1, (args, result.output)
+            assert "not a run with a finished" in result.output and "Traceback" not in result.output
+            assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "NOPE").exists() and sorted(p.name for p in config_only.iterdir()) == ["config.yaml"]
+
+
+def test_every_page_and_image_is_503_while_another_command_holds_the_run(app, run):
+    """Issue 42, item 2: while the run's lock is held (a command may be rewriting the tars at the
+    keys the server knows) pages and images answer 503 with Retry-After; after it, the run is read
+    again before anything is served."""
+    from imagenot.pipeline.run.lock import run_lock
+
+    session, plain, _ = app
+    client = plain.test_client()
+    client.post("/rater", data={"name": "waiting"})
+    task = next(iter(session.tasks.values()))
+    paths = ["/next", f"/task/{task.id}", f"/image/{task.questions[0].image}"]
+    with run_lock(str(run), 3600, create_dir=False):
+        during = [client.get(p) for p in paths] + [client.post(f"/task/{task.id}", data={})]
+    assert [(r.status_code, r.headers.get("Retry-After")) for r in during] == [(503, "5")] * 4
+    after = [client.get(p) for p in paths]
+    assert [r.status_code for r in after] == [303, 200, 200] and session.changing is False
+    assert client.get("/").status_code in (200, 303)  # the name form is never refused

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sqlite3
 import time
 
@@ -120,12 +121,40 @@ def _moves_and_mouse(driver) -> dict:
     return seen
 
 
+def _image_page_checks(driver, shots) -> dict:
+    """On A's first page, before it is answered: each button shows its key, the page counts its
+    answers, Enter with nothing chosen says so and sends nothing, and at 390x844 the class and its
+    gloss stay on screen scrolled to the end (screenshots at 1280x800 and 390x844 kept)."""
+    size, url = driver.get_window_size(), driver.current_url
+    seen = {
+        "buttons": [
+            e.text for e in driver.find_elements(By.CSS_SELECTOR, ".item")[0].find_elements(By.TAG_NAME, "label")
+        ]
+    }
+    seen["count"] = driver.find_element(By.CSS_SELECTOR, ".count").text
+    driver.find_element(By.TAG_NAME, "body").send_keys("\n")
+    time.sleep(0.3)
+    seen["empty enter"] = (driver.current_url == url, driver.find_element(By.ID, "notice").text)
+    for width, height in ((1280, 800), (390, 844)):
+        driver.set_window_size(width, height)
+        driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+        driver.save_screenshot(str(shots / f"image-page-{width}x{height}.png"))
+        seen[width] = driver.execute_script(
+            "return ['class', 'gloss'].map(id => { const r = (document.getElementById(id) || "
+            "document.querySelector('.classbar .' + id)).getBoundingClientRect(); "
+            "return r.top >= 0 && r.bottom <= innerHeight; })"
+        )
+    driver.execute_script("document.getElementById('notice').textContent = ''; window.scrollTo(0, 0)")
+    driver.set_window_size(size["width"], size["height"])
+    return seen
+
+
 @pytest.fixture(scope="module")
 def reviewed(downloaded_run, tmp_path_factory):
     folder = tmp_path_factory.mktemp("browser-review")
     run_dir = copy_run(downloaded_run, folder / "run")
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    config["review"] = {"raters": 2}
+    config["review"] = {"raters": 2, "min_decided_images": 5}  # the run's few images: a headline is stated
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
     planned = _review("plan", "--run", str(run_dir))
     server = Server(run_dir, free_loopback_port(), folder / "server.log")
@@ -136,7 +165,8 @@ def reviewed(downloaded_run, tmp_path_factory):
     try:
         _sign_in(a, base, "Ann <b>A</b>")
         _sign_in(b, base, "Bo")
-        moves = _moves_and_mouse(a)  # on A's first page, before it is answered
+        checks = _image_page_checks(a, folder)  # on A's first page, before it is answered
+        moves = _moves_and_mouse(a)
         for _ in range(2):  # both at once, page after page
             pages["A"].append(_answer_page(a, "A"))
             pages["B"].append(_answer_page(b, "B"))
@@ -164,6 +194,8 @@ def reviewed(downloaded_run, tmp_path_factory):
         "planned": planned,
         "pages": pages,
         "moves": moves,
+        "checks": checks,
+        "shots": folder,
         "done": done_page,
         "images": images,
         "K": classes,
@@ -209,6 +241,18 @@ def test_arrows_and_hjkl_move_the_focus_and_a_click_marks_the_answer(reviewed):
     assert moves["current_after_click"] == m - 1
 
 
+def test_the_image_page_keeps_its_class_in_view_and_counts_its_answers(reviewed):
+    checks = reviewed["checks"]
+    assert checks["buttons"] == ["yes [y]", "no [n]", "unsure [u]"]
+    assert re.fullmatch(r"0 of \d+ answered", checks["count"])
+    assert checks["empty enter"] == (True, "No image has an answer yet: choose one per image first.") or checks[
+        "empty enter"
+    ] == (True, "Choose an answer first (the keys are on the buttons).")
+    assert checks[1280] == checks[390] == [True, True]
+    for shot in ("image-page-1280x800.png", "image-page-390x844.png"):
+        assert (reviewed["shots"] / shot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
     run_dir = reviewed["run"]
     n, k, k2, k3 = (reviewed[key] for key in ("images", "K", "k2", "k3"))
@@ -233,7 +277,8 @@ def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
     card = (run_dir / "report/card.md").read_text()
     section = card[card.index("## Human review") :]
     precision = f"{(n - k) / n:.3f} [{ci.low:.3f}, {ci.high:.3f}] (95% Clopper-Pearson), {n - k} of {n}"
-    assert f"**Overall label precision**: {precision}" in section
+    assert n >= 5 and f"**Overall label precision**: {precision}" in section
+    assert f"in {k} classes of {k}, on {2 * n} answers" in section and "None" not in section
     assert f"2 raters gave {2 * n} answers (no {kinds['no']}, unsure {k3}, yes {kinds['yes']})" in section
     assert f"| Ann &lt;b&gt;A&lt;/b&gt; | {n} |" in section and "<b>A</b>" not in section
     assert "**Dropped by review**: 0 images." in section
@@ -303,8 +348,15 @@ def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed,
     reserve = {r["row_id"]: r["class_index"] for r in pq.read_table(run_dir / "sample/reserve").to_pylist()}
     before = {r["row_id"] for r in pq.read_table(run_dir / "download/dataset").to_pylist()}
     output = _review("apply", "--run", str(run_dir), "--min-selection", "0.5")
-    done = json.loads(output.split("review apply: ", 1)[1])
-    assert done["dropped"] == reviewed["K"] and done["passes"] == 1
+    said = re.search(
+        r"review apply: dropped (\d+) images? the raters rejected; (\d+) images? came from the reserve in 1 pass "
+        r"\(in the dropped images' places, and in any class still short\), (\d+) of them put up for review$",
+        output,
+        re.MULTILINE,
+    )
+    assert said is not None, output
+    done = dict(zip(("dropped", "backfilled", "put_up_for_review"), map(int, said.groups())))
+    assert done["dropped"] == reviewed["K"]
     dataset = {r["row_id"] for r in pq.read_table(run_dir / "download/dataset").to_pylist()}
     assert not rejected & dataset
     # each class with candidates left in its reserve replaces its rejected image by the next of them

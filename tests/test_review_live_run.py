@@ -14,12 +14,15 @@ import sqlite3
 import tarfile
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 from cli_runner import invoke
 from ports import free_loopback_port
+from review_claims import check_people_claims
 from review_server import Client, Server
 from shared_runs import copy_run
 
@@ -67,11 +70,37 @@ def _wait_for(check, seconds: float = 10) -> None:
         time.sleep(0.2)
 
 
+class Poller(threading.Thread):
+    """A rater's browser reloading every page and image over and over while a command rewrites the
+    run: each answer's (path, status, body, Retry-After) kept for the test to check."""
+
+    def __init__(self, base: str, paths: list[str]):
+        super().__init__(daemon=True)
+        self.base, self.paths, self.seen, self.stop = base, paths, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for path in self.paths:
+                try:
+                    with urllib.request.urlopen(self.base + path, timeout=30) as response:
+                        self.seen.append((path, response.status, response.read(), None))
+                except urllib.error.HTTPError as error:
+                    self.seen.append((path, error.code, error.read(), error.headers.get("Retry-After")))
+
+    def __enter__(self) -> Poller:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.join(60)
+
+
 @pytest.fixture
 def serving(downloaded_run, tmp_path):
     run_dir = copy_run(downloaded_run, tmp_path / "run")
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    config["review"] = {"raters": 2}
+    config["review"] = {"raters": 2, "min_decided_images": 1}  # a few images: the headline is stated
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
     _review("plan", "--run", str(run_dir))
     server = Server(run_dir, free_loopback_port(), tmp_path / "server.log")
@@ -100,8 +129,19 @@ def test_the_server_follows_blocklist_apply_and_review_apply(serving, tmp_path):
 
     listed = tmp_path / "takedown.txt"
     listed.write_text(f"sha256 {blocked['sha256']}\n")
-    result = invoke(blocklist_command, ["apply", "--run", str(run_dir), "--list", str(listed)])
+    known = {**before, blocked_id: rater.open(f"/image/{blocked_id}")[2]}
+    with Poller(server.base, [f"/image/{i}" for i in known]) as poller:  # issue 42: no byte of a run rewritten
+        result = invoke(blocklist_command, ["apply", "--run", str(run_dir), "--list", str(listed)])
     assert result.exit_code == 0, result.output
+    for path, status, data, retry in poller.seen:
+        image = path.rsplit("/", 1)[1]
+        assert (
+            (status == 200 and data == known[image])
+            or (status == 503 and retry)
+            or (status == 404 and image == blocked_id)
+        ), (path, status, data[:80])
+    assert any(status == 503 for _, status, _, _ in poller.seen), "the poller never met the command's lock"
+    check_people_claims(run_dir)
     with tarfile.open(run_dir / tar) as rewritten:  # the tar was written again without it
         assert not any(m.name.startswith(blocked["key"] + ".") for m in rewritten.getmembers())
 
@@ -135,7 +175,8 @@ def test_the_server_follows_blocklist_apply_and_review_apply(serving, tmp_path):
 
     _review("export", "--run", str(run_dir))
     applied = _review("apply", "--run", str(run_dir))
-    assert '"dropped": 1' in applied
+    assert "review apply: dropped 1 image the raters rejected;" in applied
+    check_people_claims(run_dir)
     after = {image_id(r["row_id"], r["sha256"]) for r in _dataset(run_dir)}
     added = after - current
     assert rejected not in after and added, applied
@@ -245,12 +286,11 @@ def test_an_ipv6_address_is_printed_in_brackets_and_a_precision_rounded(serving,
     run_dir, server = serving
     assert "open http://[::1]:8782/   " in _serve_output(run_dir, monkeypatch, "--host", "::1", "--port", "8782")
     assert "open http://127.0.0.1:8782/   " in _serve_output(run_dir, monkeypatch, "--port", "8782")
-    for name, answer in (("a", "yes"), ("b", "no"), ("c", "yes")):
+    rejected = {_planned(run_dir)[0]}
+    for name in ("a", "b"):  # every image with both answers wanted: the headline is stated, not withheld
         client = Client(server.base)
         client.sign_in(name)
-        status, url, body = client.open("/next")
-        images = list(dict.fromkeys(IMAGE.findall(body.decode())))
-        client.open(urllib_path(url), {f"a-{i}": answer for i in images})
+        _answer_everything(client, rejected)
     exported = _review("export", "--run", str(run_dir))
     precision = re.search(r"overall precision (\S+) over", exported).group(1)
     assert re.fullmatch(r"\d\.\d{3}", precision), exported

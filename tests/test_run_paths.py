@@ -20,6 +20,9 @@ ALLOWED = {
     "pipeline/score/onnx_runtime.py",
     "pipeline/score/static_model.py",
     "pipeline/score/sense_vectors.py",  # the context method's sense vectors, built from the packaged SemCor
+    # The trained sense head's weights, packaged beside its code, and the script that writes them.
+    "pipeline/score/sense_model/head.py",
+    "pipeline/score/sense_model/train.py",
     # The run lock's local branch: an O_EXCL file is what makes it exclusive on a local disk (a
     # bucket run takes a create-only object instead, in the same module).
     "pipeline/run/lock.py",

@@ -77,6 +77,7 @@ class PolysemousRows:
     docs: list[str]
     sentences: list[str]
     spans: list[tuple[int, int]]
+    lemmas: list[str]  # WordNet's lemma, as annotated
     words: list[str]  # the lemma, normalised as `WordSenses` keys it
     candidates: list[tuple[str, ...]]  # every noun sense of the word, sorted by wnid
     gold: list[str]
@@ -86,7 +87,7 @@ def polysemous_rows(part: str, senses: WordSenses) -> PolysemousRows:
     rows = semcor_rows(part)
     lemmas = rows.column("lemma").to_pylist()
     senses.normalize_words(sorted(set(lemmas)))
-    out = PolysemousRows([], [], [], [], [], [])
+    out = PolysemousRows([], [], [], [], [], [], [])
     columns = [rows.column(c).to_pylist() for c in ("doc", "sentence", "start", "end", "synset")]
     for doc, sentence, start, end, synset, lemma in zip(*columns, lemmas):
         word, gold = senses.word(lemma), senses.index.by_name(synset).wnid
@@ -96,6 +97,7 @@ def polysemous_rows(part: str, senses: WordSenses) -> PolysemousRows:
         out.docs.append(doc)
         out.sentences.append(sentence)
         out.spans.append((start, end))
+        out.lemmas.append(lemma)
         out.words.append(word)
         out.candidates.append(candidates)
         out.gold.append(gold)

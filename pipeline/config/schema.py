@@ -274,6 +274,14 @@ class Scoring(Section):
     sense_pooling: Literal["max", "mean"] = Field(
         "mean", description="how a sense's query similarities are pooled (sentence method)"
     )
+    # chosen on the caption sense dev set with SemCor's dev documents beside it (benchmarks/README.md)
+    sense_sentence_weight: float = Field(
+        20.0,
+        ge=0,
+        le=1000,
+        description="trained method: the weight of the sentence method's similarity (the caption's embedding "
+        "against each sense's query texts) added to the head's log-probability of each sense",
+    )
     sense_prior: float = Field(
         0.03,
         ge=0,
@@ -669,6 +677,13 @@ class Review(Section):
     class_raters: int = Field(
         2, ge=1, le=50, description="answers wanted per candidate class on the class review's pages"
     )
+    extra_candidates: int = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="the class review also offers this many candidates next in rank order after the classes, "
+        "so that the ones `review classes apply` promotes in place of vetoed classes were reviewed too",
+    )
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="picks each class's sample (a keyed hash of row ids)")
     page_size: int = Field(24, ge=1, le=200, description="images on one class page")
     examples: int = Field(
@@ -680,6 +695,12 @@ class Review(Section):
     )
     flagged_seconds_per_image: float = Field(15, gt=0, description="planned pace on flagged pages")
     min_selection: float = Field(0.5, ge=0, le=1, description="an image is kept when yes / (yes + no) reaches this")
+    min_decided_images: int = Field(
+        30,
+        ge=1,
+        description="the card states an overall label precision once this many sampled images have every answer "
+        "wanted; below it the figure is withheld, with the reason",
+    )
     max_body_bytes: int = Field(
         65_536, ge=1_024, le=10_000_000, description="largest request body the review server reads"
     )

@@ -1,4 +1,5 @@
-"""A loopback HTTP server of real photos and the ways downloads go wrong, for tests and demos.
+"""A loopback HTTP server of real photos, pictures drawn from captions, and the ways downloads go
+wrong, for tests and demos.
 
 `LoopbackImageServer` serves, on 127.0.0.1 (or another loopback address, each its own host for
 a crawler) and an ephemeral port, from a background thread:
@@ -26,9 +27,13 @@ a crawler) and an ephemeral port, from a background thread:
     /huge/<bytes>.jpg         a photo padded to <bytes>, with Content-Length
     /huge-stream/<bytes>.jpg  the same without Content-Length (read until the connection closes)
     /bomb.png                 an 80 kB PNG declaring 20000x20000 pixels (a decompression bomb)
-    /img/<n>.jpg              a synthetic corpus's image URL (`imagenot synth`): a photo for most
-                              n (`corpus_photo_jpeg`: its own crop, or a stock photo copied
-                              across the web), and a web-like share of failures (`corpus_image_kind`)
+    /img/<n>.jpg              a synthetic corpus's image URL (`imagenot synth`): an image for most
+                              n and a web-like share of failures (`corpus_image_kind`). Given the
+                              URLs' captions (`captions`, as the demo's build gives them), the
+                              image is drawn from its caption (`caption_picture_jpeg`: its words on
+                              a plain picture, marked as a placeholder), so a class's images show
+                              the class's words; else a photo (`corpus_photo_jpeg`: its own crop).
+                              Either way 1 in 8 n serve one of two stock images copied across the web
 
 Any query string is ignored, so `?id=...` makes distinct URLs for one resource. `hits` counts
 requests per path with query; `log` lists every request (path, start, end: time.monotonic()),
@@ -57,6 +62,8 @@ from urllib.parse import parse_qs, urlsplit
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "coins", "moon", "retina", "hubble_deep_field")
 STOCK_EVERY = 8  # 1 in STOCK_EVERY corpus image URLs serves a stock photo copied across the web
+PICTURE_SIDE = 384  # a drawn picture's side, in pixels
+STOCK_TEXTS = ("a stock picture copied across the web", "another stock picture copied across the web")
 BOMB_SIDE = 20_000
 PORT_POLL_S = 0.5  # how often `start` tries a fixed port another server holds
 
@@ -260,7 +267,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "page":
             self.page(query)
         else:
-            data = corpus_photo_jpeg(int(n))
+            caption = self.server.captions.get(urlsplit(self.path).path) if self.server.captions else None
+            data = corpus_photo_jpeg(int(n)) if caption is None else corpus_picture_jpeg(int(n), caption)
             data = data[: len(data) // 2] if kind == "truncated" else data
             self._send(data, length=len(data))
 
@@ -292,6 +300,59 @@ def corpus_photo_jpeg(n: int) -> bytes:
     return _jpeg(pixels[top : top + side, left : left + side])
 
 
+@functools.lru_cache(maxsize=64)
+def _font(size: int):
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=size)  # Pillow's own scalable font: no system font needed
+
+
+def _wrapped(draw, text: str, font, width: int) -> list[str]:
+    """`text`'s words in lines no wider than `width` pixels (a longer word stands alone)."""
+    lines: list[str] = []
+    for word in text.split():
+        line = f"{lines[-1]} {word}" if lines else word
+        if lines and draw.textlength(line, font=font) <= width:
+            lines[-1] = line
+        else:
+            lines.append(word)
+    return lines
+
+
+def caption_picture_jpeg(caption: str, hue: int) -> bytes:
+    """A plain picture of a caption's words, a placeholder for the photo a web URL would show: dark
+    letters on a pale ground whose tint comes from `hue`, and a note that it is a placeholder."""
+    from PIL import Image, ImageDraw
+
+    tint = [(hue * k) % 56 for k in (7, 13, 29)]
+    image = Image.new("RGB", (PICTURE_SIDE, PICTURE_SIDE), tuple(200 + t for t in tint))
+    draw = ImageDraw.Draw(image)
+    margin, size = 18, 44
+    while size > 14:  # the largest letters at which the caption fits
+        lines = _wrapped(draw, caption, _font(size), PICTURE_SIDE - 2 * margin)
+        if len(lines) * size * 1.2 <= PICTURE_SIDE - 2 * margin - 24:
+            break
+        size -= 4
+    for i, line in enumerate(lines):
+        draw.text((margin, margin + i * size * 1.2), line, fill=(20, 20, 40), font=_font(size))
+    draw.text((margin, PICTURE_SIDE - 28), "demo placeholder drawn from the caption", fill=(90, 90, 90), font=_font(14))
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+@functools.cache
+def stock_picture_jpeg(k: int) -> bytes:
+    """The demo's k-th (0 or 1) stock picture: the same bytes behind every URL that serves it."""
+    return caption_picture_jpeg(STOCK_TEXTS[k], k)
+
+
+def corpus_picture_jpeg(n: int, caption: str) -> bytes:
+    """The drawn image of `/img/<n>.jpg`: its caption's, or for 1 in 8 n (as `corpus_photo_jpeg`)
+    one of two stock pictures, the same bytes behind every such URL."""
+    return stock_picture_jpeg(n // STOCK_EVERY % 2) if n % STOCK_EVERY == 3 else caption_picture_jpeg(caption, n)
+
+
 _ROUTES = (
     (r"/photo/(\w+)\.jpg", _Handler.photo),
     (r"/robots\.txt", _Handler.robots),
@@ -321,9 +382,17 @@ _ROUTES = (
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, slow_seconds: float, host: str, port: int, robots: str | None, tdmrep: str | None):
+    def __init__(
+        self,
+        slow_seconds: float,
+        host: str,
+        port: int,
+        robots: str | None,
+        tdmrep: str | None,
+        captions: dict[str, str] | None,
+    ):
         super().__init__((host, port), _Handler)
-        self.slow_seconds, self.robots, self.tdmrep = slow_seconds, robots, tdmrep
+        self.slow_seconds, self.robots, self.tdmrep, self.captions = slow_seconds, robots, tdmrep, captions
         self.stopping = threading.Event()
         self.hits: Counter[str] = Counter()
         self.log: list[tuple[str, float, float]] = []
@@ -354,12 +423,15 @@ class LoopbackImageServer:
         robots: str | None = None,
         tdmrep: str | None = None,
         port_wait_s: float = 0.0,
+        captions: dict[str, str] | None = None,
     ):
         """`port` 0 picks a free one; a fixed port serves URLs written before the server started;
         `host` a loopback address; `robots` the text of its /robots.txt, `tdmrep` of its
         /.well-known/tdmrep.json; `port_wait_s`: how long `start` waits for a fixed port another
-        server holds (two demo builds at once: the second waits for the first's download)."""
+        server holds (two demo builds at once: the second waits for the first's download); `captions`:
+        per `/img/<n>.jpg` path its caption, from which its image is drawn."""
         self.slow_seconds, self.port, self.host, self.robots, self.tdmrep = slow_seconds, port, host, robots, tdmrep
+        self.captions = captions
         self.port_wait_s = port_wait_s
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -371,7 +443,7 @@ class LoopbackImageServer:
         deadline = time.monotonic() + self.port_wait_s
         while True:
             try:
-                self._server = _Server(self.slow_seconds, self.host, self.port, self.robots, self.tdmrep)
+                self._server = _Server(self.slow_seconds, self.host, self.port, self.robots, self.tdmrep, self.captions)
                 break
             except OSError as err:
                 if err.errno != errno.EADDRINUSE or time.monotonic() >= deadline:

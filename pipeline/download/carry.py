@@ -15,8 +15,10 @@ again.
 The new rounds are planned as a fresh build plans them. A planned row with a carried outcome is
 not requested: its outcome is written into the round's shard under the key img2dataset would have
 given it (`tars.SortedSampleWriter`), so the round tars, the dataset and the export are the same
-bytes as a fresh build's. Carried drops stay dropped. The folder is removed when the stage
-finishes.
+bytes as a fresh build's. Carried drops stay dropped. Each generation also keeps what the
+retired download sent to each host (`hosts.json`, its own earlier downloads' included), which the
+finished stage keeps as its earlier downloads' requests (`hosts.EARLIER_HOSTS_FILE`), so the card
+counts every request of the run. The folder is removed when the stage finishes.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.dataset.webdataset import read_samples
-from imagenot.pipeline.download import drops, fetch
+from imagenot.pipeline.download import drops, fetch, hosts
 from imagenot.pipeline.run.files import atomic_output, read_json, read_table, stage_shards, write_json
 from imagenot.pipeline.run.layout import DONE_FILE, DOWNLOAD, FINGERPRINT_FILE, stage_path
 from imagenot.pipeline.run.paths import delete_folder
 from imagenot.pipeline.run.stage_dir import Fingerprint
 
 CARRY_DIR = "download_carried"  # RUN/download_carried/g<n>/: an earlier download's outcomes
+HOSTS_FILE = "hosts.json"  # g<n>/: per host, the requests the retired download (and those before it) sent
 OUTCOMES_DIR = "outcomes"
 LAYOUT_ONLY = {"shard_rows"}  # recorded settings that do not change what a fetch gives
 OUTCOME_COLUMNS = ["status", "error_message", "width", "height", "original_width", "original_height", "sha256"]
@@ -107,6 +110,8 @@ def retire(run_dir: str, settings: dict, upstream: Fingerprint, candidates: pa.T
     kept = [urls.get(r) == u for r, u in zip(dropped.column("row_id").to_pylist(), _drop_urls(stage_dir, dropped))]
     with atomic_output(FileSystems.join(folder, drops.DROPS_FILE)) as stream:
         pq.write_table(dropped.filter(pa.array(kept, pa.bool_())), stream)
+    sent = hosts.run_totals(stage_dir, FileSystems.join(stage_dir, fetch.ROUNDS_DIR))
+    write_json(FileSystems.join(folder, HOSTS_FILE), sent)
     write_json(FileSystems.join(folder, DONE_FILE), {"outcomes": carried, "settings": _fetch_settings(settings)})
     return carried
 
@@ -181,6 +186,14 @@ def load(run_dir: str, candidates: pa.Table, settings: dict) -> Carried:
                 if urls.get(row_id) == url:
                     parts[row_id] = part
     return Carried(parts)
+
+
+def keep_earlier_hosts(run_dir: str, stage_dir: str) -> None:
+    """Before the generations go: what the downloads they retired sent, into the stage's own folder."""
+    earlier = [FileSystems.join(g, HOSTS_FILE) for g in _generations(run_dir)]
+    sent = hosts.merged(*(read_json(path) for path in earlier if FileSystems.exists(path)))
+    if sent:  # written whole again by a rerun: the generations hold every earlier download's requests
+        write_json(FileSystems.join(stage_dir, hosts.EARLIER_HOSTS_FILE), sent)
 
 
 def clear(run_dir: str) -> None:

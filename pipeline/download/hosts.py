@@ -2,8 +2,10 @@
 
 A worker writes, beside each shard's stats, `<shard>_hosts.json` (`shard_hosts`): per host, the
 requests it sent while fetching the shard, over how many seconds (first to last request start),
-the 429/503 answers, and whether the host was given up. `busiest_hosts` sums them over every
-round for the stage's figures: requests, and the peak rate one worker sent to the host.
+the 429/503 answers, and whether the host was given up. `host_totals` sums them over every
+round: requests, and the peak rate one worker sent to the host. A download that starts afresh
+(a class veto's new sample) keeps the totals of the downloads before it (`EARLIER_HOSTS_FILE`,
+carried over by `carry`), so `busiest_hosts` and `all_requests` count every request the run sent.
 The file also counts the opt-out signals that did not parse (`malformed_signals`, summed over
 the rounds by `malformed_signals`).
 """
@@ -43,11 +45,29 @@ def shard_hosts(before: dict[str, dict], after: dict[str, dict], started: float)
     return hosts
 
 
-def busiest_hosts(rounds_dir: str, count: int) -> list[dict]:
-    """The `count` hosts sent the most requests over every round, with their peak rate."""
-    totals: dict[str, dict] = defaultdict(
-        lambda: {"requests": 0, "peak_rate_per_s": 0.0, "throttled": 0, "given_up": None}
-    )
+EARLIER_HOSTS_FILE = "earlier_hosts.json"  # download/: per host, what the run's earlier downloads sent
+
+
+def _empty() -> dict:
+    return {"requests": 0, "peak_rate_per_s": 0.0, "throttled": 0, "given_up": None}
+
+
+def merged(*totals: dict[str, dict]) -> dict[str, dict]:
+    """Per host totals summed: requests and 429/503s added, the higher peak, given up if ever."""
+    out: dict[str, dict] = defaultdict(_empty)
+    for by_host in totals:
+        for host, figures in by_host.items():
+            total = out[host]
+            total["requests"] += figures["requests"]
+            total["throttled"] += figures["throttled"]
+            total["given_up"] = total["given_up"] or figures["given_up"]
+            total["peak_rate_per_s"] = max(total["peak_rate_per_s"], figures["peak_rate_per_s"])
+    return dict(sorted(out.items()))
+
+
+def host_totals(rounds_dir: str) -> dict[str, dict]:
+    """Per host over every round in `rounds_dir`: requests, 429/503s, given up, and the peak rate."""
+    totals: dict[str, dict] = defaultdict(_empty)
     pattern = FileSystems.join(rounds_dir, "*", "*_hosts.json")
     for meta in FileSystems.match([pattern])[0].metadata_list:
         for host, shard in read_json(meta.path)["hosts"].items():
@@ -58,6 +78,21 @@ def busiest_hosts(rounds_dir: str, count: int) -> list[dict]:
             if shard["requests"] > 1 and shard["seconds"] > 0:
                 rate = (shard["requests"] - 1) / shard["seconds"]  # starts per second between the first and last
                 total["peak_rate_per_s"] = max(total["peak_rate_per_s"], round(rate, 2))
+    return dict(totals)
+
+
+def read_earlier(stage_dir: str) -> dict[str, dict]:
+    path = FileSystems.join(stage_dir, EARLIER_HOSTS_FILE)
+    return read_json(path) if FileSystems.exists(path) else {}
+
+
+def run_totals(stage_dir: str, rounds_dir: str) -> dict[str, dict]:
+    """Per host, every request of the run: this download's rounds and the downloads before it."""
+    return merged(read_earlier(stage_dir), host_totals(rounds_dir))
+
+
+def busiest_hosts(totals: dict[str, dict], count: int) -> list[dict]:
+    """The `count` hosts sent the most requests, with their peak rate."""
     ranked = sorted(totals.items(), key=lambda item: (-item[1]["requests"], item[0]))
     return [{"host": host, **figures} for host, figures in ranked[:count]]
 

@@ -40,7 +40,7 @@ from imagenot.pipeline.download import carry, drops, fetch
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.class_fates import write_class_fates
 from imagenot.pipeline.download.fetch import ROUNDS_DIR
-from imagenot.pipeline.download.hosts import busiest_hosts, host_of, malformed_signals
+from imagenot.pipeline.download.hosts import busiest_hosts, host_of, malformed_signals, run_totals
 from imagenot.pipeline.download.reasons import failure_reason
 from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_fetch, walk_class
 from imagenot.pipeline.download.shortfall import image_shortfall
@@ -338,6 +338,7 @@ def download_images(
     _write_dataset(stage_dir, pa.concat_tables(parts))
     write_class_fates(stage_dir, fates)
     write_tsv(FileSystems.join(stage_dir, CLASS_FILE), CLASS_COLUMNS, class_table)
+    carry.keep_earlier_hosts(run_dir, stage_dir)
     carry.clear(run_dir)  # what was carried over is in the stage's own files now
     return _figures(stage_dir, class_table, failures, dropped_by, fetched_now, blocklist)
 
@@ -352,6 +353,7 @@ def _figures(
 ) -> dict:
     """The stage's figures: per class and in all, what was fetched, failed and dropped, and how."""
     images = sum(row["images"] for row in class_table)
+    hosts = run_totals(stage_dir, FileSystems.join(stage_dir, ROUNDS_DIR))
     arrived = images + sum(dropped_by.values())  # a dropped image was fetched fine
     tried = arrived + sum(row["failed"] for row in class_table)
     return {
@@ -376,7 +378,9 @@ def _figures(
         "fetched_by_this_run": sum(fetched for fetched, _ in fetched_now),
         "carried_over": sum(carried for _, carried in fetched_now),  # fetched by an earlier download
         "tar_bytes": _tar_bytes(stage_dir),
-        "busiest_hosts": busiest_hosts(FileSystems.join(stage_dir, ROUNDS_DIR), BUSIEST_HOSTS),
+        "busiest_hosts": busiest_hosts(hosts, BUSIEST_HOSTS),
+        "requests": sum(h["requests"] for h in hosts.values()),  # every download of the run, to every host
+        "hosts": len(hosts),
         "malformed_signals": malformed_signals(FileSystems.join(stage_dir, ROUNDS_DIR)),
         "blocklists": blocklist.sources,
         "blocklists_applied": read_applied(stage_dir),

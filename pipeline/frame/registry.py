@@ -142,7 +142,7 @@ def run_stage(stage: Stage, config: Config, run_dir: str, **options: object) -> 
     run's summary. An audit (no settings of its own to declare) opens and finishes its own folder:
     its `--drop` goes on after. The demo config's images are served while the download stage fetches them."""
     config = stage_config(config, run_dir, stage.name)
-    serving = serving_demo_images(config.download) if stage.name == DOWNLOAD else contextlib.nullcontext()
+    serving = serving_demo_images(config.download, run_dir) if stage.name == DOWNLOAD else contextlib.nullcontext()
     started, cpu_started = time.monotonic(), cpu_seconds()
     with serving:
         if stage.settings is None:

@@ -11,18 +11,12 @@ import click
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import load_run_config
 from imagenot.pipeline.frame.config_file import record_run_config, settled_config
-from imagenot.pipeline.frame.lock_option import break_lock_option
+from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
 from imagenot.pipeline.frame.preflight import preflight, stages_from
 from imagenot.pipeline.frame.registry import Stage, run_stage
-from imagenot.pipeline.run.layout import RUN_CONFIG
 from imagenot.pipeline.run.lock import run_lock
 from imagenot.pipeline.run.stage_dir import is_done
 
-run_config_option = click.option(
-    "--config",
-    "config_path",
-    help=f"YAML run configuration (local or gs://) [default: RUN/{RUN_CONFIG}, written by the run's first command]",
-)
 # The first stage's: the run starts here, so there is no run's config to fall back on.
 first_config_option = click.option("--config", "config_path", help="YAML run configuration")
 input_option = click.option(

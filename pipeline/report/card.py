@@ -15,6 +15,7 @@ from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.report.no_classes import describe
+from imagenot.pipeline.report.people import limitation, what_people_did
 from imagenot.pipeline.run.layout import REPORT
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.senses import sense_label
@@ -74,11 +75,7 @@ def _what(facts: RunFacts) -> list[str]:
         lines += [f"> **No classes.** This run ended with {describe(facts)}. See How it was built.", ""]
     by_split = ", ".join(f"{n:,} {s}" for s, n in facts.splits.items() if n)
     images = count_of(facts.images, "image") + (f" ({by_split})" if by_split else "")  # an emptied dataset has none
-    checked = (
-        "No person looked at the images or checked a label"
-        if facts.review is None
-        else "People then checked a sample of the labels (see Human review)"
-    )
+    checked = what_people_did(facts.review, facts.class_review)
     lines += [
         "## What this dataset is",
         "",
@@ -322,9 +319,7 @@ def _limitations(facts: RunFacts) -> list[str]:
         "",
         "- Labels come from caption text only: a caption that names a synset's lemma may show something else "
         "(a product photo, a drawing, text), and a lemma can be used in another of its senses.",
-        "- No human review: no image was looked at and no label checked by a person."
-        if facts.review is None
-        else "- Human review checked a sample of the labels (see Human review); the rest were not looked at.",
+        limitation(facts.review, facts.class_review),
         "- Noisy labels: "
         + (
             f"{noise.figures['statement']} Estimated by {noise.figures['method']}."
@@ -527,7 +522,7 @@ def _human_review(facts: RunFacts) -> list[str]:
     from imagenot.pipeline.report.class_review import class_review_lines
     from imagenot.pipeline.report.human_review import review_lines  # it builds on this module's table helpers
 
-    return class_review_lines(facts.class_review) + review_lines(facts.review)
+    return class_review_lines(facts.class_review, facts.classes) + review_lines(facts.review)
 
 
 def _safety(facts: RunFacts) -> list[str]:

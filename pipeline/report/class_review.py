@@ -1,6 +1,7 @@
-"""The card's Class review section, from `review/class_results.json` (`imagenot review classes
-export` or `apply`): how many classes people kept of those they reviewed, with its interval, and
-each class they dropped with every rater's answer."""
+"""The card's and the report's Class review section, from `review/class_results.json` (`imagenot
+review classes export` or `apply`): how many classes people kept of those they reviewed, with its
+interval, each class they dropped with every rater's answer, and each class of the dataset no
+rater decided (a candidate promoted after a veto stays so until raters answer it)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,23 @@ def _where(dropped: list[dict]) -> str:
     )
 
 
-def class_review_lines(results: dict | None) -> list[str]:
-    """The card's section (Markdown lines); none without a class review."""
+def _undecided(results: dict, classes: list[dict]) -> str:
+    """The bullet naming the dataset's classes no rater decided."""
+    decided = {c["wnid"] for c in results["classes"] if c["verdict"] is not None}
+    left = [c for c in classes if c["wnid"] not in decided]
+    if not left:
+        return f"- **Not decided by the raters**: none; every one of the dataset's {len(classes):,} classes was kept."
+    named = ", ".join(f"`{c['wnid']}` {c['name']}" for c in left)
+    return (
+        f"- **Not decided by the raters**: {count_of(len(left), 'class')} of the dataset's {len(classes):,} "
+        f"({named}): promoted after a veto or not answered yet, their place rests on the pipeline's ranking alone "
+        "(`imagenot review classes serve` offers them next)."
+    )
+
+
+def class_review_lines(results: dict | None, classes: list[dict]) -> list[str]:
+    """The card's section (Markdown lines) over the dataset's `classes` (wnid, name); none without a
+    class review."""
     if results is None:
         return []
     confidence = round(100 * results["confidence"])
@@ -72,4 +88,8 @@ def class_review_lines(results: dict | None) -> list[str]:
     ]
     if rows:
         lines += table(("class", "keep", "drop", "unsure", "answers"), rows, "lrrrl")
-    return lines
+    pending = [c for c in results["classes"] if c["verdict"] == "drop" and c["wnid"] not in set(results["vetoed"])]
+    if pending:
+        named = ", ".join(f"`{c['wnid']}` {c['name']}" for c in pending)
+        lines += [f"- **Dropped and not applied yet** (`imagenot review classes apply` vetoes them): {named}.", ""]
+    return [*lines, _undecided(results, classes), ""]

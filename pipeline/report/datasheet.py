@@ -15,6 +15,7 @@ from imagenot.pipeline.config.schema import Config, Download
 from imagenot.pipeline.report.facts import RunFacts
 from imagenot.pipeline.report.human_review import review_found
 from imagenot.pipeline.report.markdown import count_of, table
+from imagenot.pipeline.report.people import who_chose
 
 NOT_GIVEN = "Not stated (set `datasheet.{key}` in the config)"
 
@@ -97,15 +98,24 @@ def _crawl_policy(config: Config) -> list[str]:
     return table(("crawl policy", "value"), rows)
 
 
-def _busiest_hosts(download: dict) -> list[str]:
+def _busiest_hosts(download: dict, workers: int) -> list[str]:
     hosts = download.get("busiest_hosts") or []
     if not hosts:
         return []
     rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in hosts]
+    total = (
+        f"In all the run sent {count_of(download['requests'], 'request')} to {count_of(download['hosts'], 'host')} "
+        "over every download of the run (a class veto's new download included). "
+        if "requests" in download
+        else ""
+    )
     return [
+        f"{total}The rate limits above hold per worker process: with {count_of(workers, 'worker process')} "
+        f"(`runner.workers`) a host may get up to {workers} times the rate. A peak is the fastest one worker sent "
+        "to the host over one shard, from its first to its last request start (coarse over a few requests). "
         "The busiest hosts:",
         "",
-        *table(("host", "requests", "peak requests/s", "429/503", "given up"), rows, "lrrrl"),
+        *table(("host", "requests", "peak requests/s (one worker)", "429/503", "given up"), rows, "lrrrl"),
     ]
 
 
@@ -152,8 +162,8 @@ def _collection(facts: RunFacts) -> list[str]:
     lines = [
         "### Collection process",
         "",
-        f"Corpus provenance: {_given(config, 'corpus_provenance')}. Rows were chosen from its captions by the "
-        "steps under How it was built; no person chose or checked an image.",
+        f"Corpus provenance: {_given(config, 'corpus_provenance')}. From its captions, "
+        f"{who_chose(facts.review, facts.class_review)}.",
         "",
     ]
     if facts.download is None:
@@ -164,7 +174,7 @@ def _collection(facts: RunFacts) -> list[str]:
         "under this policy:",
         "",
         *_crawl_policy(config),
-        *_busiest_hosts(d),
+        *_busiest_hosts(d, config.runner.workers),
         *_blocklists(d),
     ]
     return lines

@@ -6,7 +6,10 @@ import html
 
 from imagenot.pipeline.report.markdown import count_of, table
 
-NOT_DONE = "No human review was done: no person checked these labels (`imagenot review plan --run RUN` starts one)."
+NOT_DONE = (
+    "No person looked at the images: no image's label was checked by a person "
+    "(`imagenot review plan --run RUN` starts a review)."
+)
 LISTED_DROPS = 20
 
 
@@ -19,19 +22,43 @@ def _plain(text: str) -> str:
     return html.escape(text).replace("|", "\\|")
 
 
+def headline(results: dict) -> str:
+    """The overall label precision with what it rests on, or why it is withheld."""
+    overall, confidence = results["overall"], round(100 * results["confidence"])
+    if overall.get("withheld"):
+        return f"withheld: {overall['withheld']}"
+    if overall["precision"] is None:
+        return "not measured yet: no sampled image has a yes or no answer"
+    kept = f"{_interval(overall)} ({confidence}% Clopper-Pearson), {overall['accepted']:,} of {overall['decided']:,}"
+    if "withheld" not in overall:  # a results.json exported before the headline said what it rests on
+        return f"{kept} sampled images kept by the raters"
+    return (
+        f"{kept} sampled images kept by the raters, in {count_of(overall['classes'], 'class')} of "
+        f"{results['classes_in_dataset']:,}, on {count_of(overall['answers'], 'answer')} "
+        f"(every image with all {results['raters_wanted']} answers wanted)"
+    )
+
+
 def review_found(results: dict | None) -> str:
     """One sentence on whether people looked at the images, and what they found."""
-    if results is None:
+    if results is None or not results["answers"]:
         return "No person looked at them."
-    overall = results["overall"]
-    found = (
-        f": {overall['accepted']:,} of {overall['decided']:,} sampled images kept, label precision {_interval(overall)}"
-        if overall["precision"] is not None
-        else ", with no decided answer yet"
-    )
+    found = f": label precision {headline(results)}"
     return (
-        f"People checked the labels of {results['images_answered']:,} of them (see Human review){found}; "
+        f"People checked the labels of {count_of(results['images_answered'], 'image')} of them "
+        f"(see Human review){found}; "
         "the rest were not looked at."
+    )
+
+
+def _before_complete(results: dict) -> str:
+    """Names the images `review apply --drop-incomplete` dropped before their answers were in."""
+    n = results.get("dropped_before_complete", 0)
+    if not n:
+        return ""
+    return (
+        f" Of these, {n:,} had fewer than the {results['raters_wanted']} answers wanted and no majority of no "
+        "(`imagenot review apply --drop-incomplete`)."
     )
 
 
@@ -39,13 +66,18 @@ def review_lines(results: dict | None) -> list[str]:
     """The card's section (Markdown lines)."""
     if results is None:
         return ["## Human review", "", NOT_DONE, ""]
-    overall, confidence = results["overall"], round(100 * results["confidence"])
+    confidence = round(100 * results["confidence"])
     raters = [
-        (_plain(r["name"]), r["answers"], r["dawid_skene_accuracy"], r["agreement_with_others"])
+        (
+            _plain(r["name"]),
+            r["answers"],
+            "no image shared" if r["dawid_skene_accuracy"] is None else r["dawid_skene_accuracy"],
+            "no image shared" if r["agreement_with_others"] is None else r["agreement_with_others"],
+        )
         for r in results["raters"]
     ]
     classes = [
-        (r["name"], r["sampled"], r["decided"], r["accepted"], r["unsure_only"], _interval(r))
+        (r["name"], r["sampled"], r["decided"], r["accepted"], r["unsure_only"], _interval(r) or "no yes or no yet")
         for r in results["per_class"]
     ]
     kinds = ", ".join(f"{kind} {n:,}" for kind, n in results["answers_by_kind"].items()) or "none"
@@ -57,13 +89,11 @@ def review_lines(results: dict | None) -> list[str]:
         f"{results['images_answered']:,} of the {results['planned_images']:,} images planned for review "
         f"({results['raters_wanted']} answers wanted each; "
         f"captions {'shown' if results['show_captions'] else 'hidden'}). "
-        f"Unsure answers count as neither yes nor no: {results['unsure_answers']:,} were given, and "
-        f"{results['images_unsure_only']:,} images have only unsure answers.",
+        f"Unsure answers count as neither yes nor no: {count_of(results['unsure_answers'], 'unsure answer')} "
+        f"given; {count_of(results['images_unsure_only'], 'image')} with only unsure answers.",
         "",
-        f"- **Overall label precision**: {_interval(overall) or 'not measured yet'} ({confidence}% Clopper-Pearson), "
-        f"{overall['accepted']:,} of {overall['decided']:,} sampled images kept by the raters (an image is kept when "
-        f"yes / (yes + no) reaches {results['min_selection']}); each class's sample is random, "
-        "audit-flagged extras are left out.",
+        f"- **Overall label precision**: {headline(results)}. An image is kept when yes / (yes + no) reaches "
+        f"{results['min_selection']}; each class's sample is random, audit-flagged extras are left out.",
         f"- **Dropped by review**: {count_of(len(dropped), 'image')}"
         + (
             " (`imagenot review apply`, reason `review_rejected`): "
@@ -72,7 +102,8 @@ def review_lines(results: dict | None) -> list[str]:
             if dropped
             else ""
         )
-        + ".",
+        + "."
+        + _before_complete(results),
         "",
         "Instructions raters saw on class pages:",
         "",
@@ -82,7 +113,8 @@ def review_lines(results: dict | None) -> list[str]:
         "",
         f"> {results['instructions']['flagged']}",
         "",
-        "Raters, with Dawid-Skene's estimate of each one's accuracy and their agreement with the others' majority:",
+        "Raters, with Dawid-Skene's estimate of each one's accuracy and their agreement with the others' majority "
+        "(both only for a rater who shares images with another):",
         "",
         *table(("rater", "answers", "Dawid-Skene accuracy", "agrees with others"), raters, "lrrr"),
         f"Per class, over its random sample ({confidence}% Clopper-Pearson intervals), and plotted sorted:",

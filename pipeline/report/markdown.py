@@ -24,3 +24,11 @@ def table(header: tuple[str, ...], rows: list[tuple], align: str | None = None) 
 
 def count_of(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "es" if noun.endswith("s") else "s")
+
+
+def to_html(lines: list[str]) -> str:
+    """The card's Markdown lines as HTML for the report (CommonMark with tables; raw HTML in them
+    stays text), so both say the same in the same words."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render("\n".join(lines))

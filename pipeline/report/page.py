@@ -18,12 +18,14 @@ from imagenot.pipeline.report.card import (
     dropped_sentence,
 )
 from imagenot.pipeline.report.choices import open_choices
+from imagenot.pipeline.report.class_review import class_review_lines
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.human_review import review_lines
-from imagenot.pipeline.report.markdown import count_of
+from imagenot.pipeline.report.markdown import count_of, to_html
 from imagenot.pipeline.report.no_classes import describe
+from imagenot.pipeline.report.people import what_people_did
 
 if TYPE_CHECKING:  # matplotlib loads with it: a config check imports this module without drawing
     from imagenot.pipeline.report.plots import Plots
@@ -148,7 +150,8 @@ def _overview(facts: RunFacts) -> str:
 <div class="figures">{"".join(f"<div><b>{number(n)}</b>{esc(label)}</div>" for label, n in tiles)}</div>
 <p>An image classification dataset built the way ImageNot (Salaudeen &amp; Hardt, 2024) was: its classes are
 WordNet {esc(facts.manifest["wordnet"])} noun synsets chosen to differ from <code>{esc(c.selection.reference)}</code>,
-its images are web image/caption pairs labelled from their caption text alone, and no person checked a label.
+its images are web image/caption pairs labelled from their caption text alone.
+{esc(what_people_did(facts.review, facts.class_review))}.
 It is a contrast dataset, for testing whether models rank the same way here as on ImageNet.
 {downloaded} The dataset card, <code>report/card.md</code>, says how it was built and what to watch for.</p>""",
     )
@@ -305,31 +308,19 @@ def _audits(facts: RunFacts) -> str:
 
 
 def _review(facts: RunFacts) -> str:
-    """The Human review section: the card's sentences, the sorted precision plot, the tables."""
-    lines = review_lines(facts.review)[2:]
-    if facts.review is None:
-        return section("review", f"<p>{esc(lines[0])}</p>")
-    prose = [line for line in lines if line and not line.startswith(("|", "!["))]
-    parts = [f"<p>{esc(line.lstrip('>- '))}</p>" for line in prose[:-2]]
-    if facts.review_plot:
-        parts.append(
-            figure(facts.review_plot, "per-class precision", "Label precision per class with its interval, sorted.")
-        )
-    r = facts.review
-    raters = [(x["name"], x["answers"], x["dawid_skene_accuracy"], x["agreement_with_others"]) for x in r["raters"]]
-    parts.append(table(("rater", "answers", "Dawid-Skene accuracy", "agrees with others"), raters, {1, 2, 3}))
-    classes = [
-        (c["name"], c["sampled"], c["decided"], c["accepted"], c["unsure_only"], c["precision"], c["low"], c["high"])
-        for c in r["per_class"]
+    """The card's Class review and Human review sections, rendered, with the sorted precision plot
+    in place of the card's link to it."""
+    lines = [
+        "### " + line[3:] if line.startswith("## ") else line
+        for line in (*class_review_lines(facts.class_review, facts.classes), *review_lines(facts.review))
     ]
-    parts.append(
-        table(
-            ("class", "sampled", "decided", "kept", "only unsure", "precision", "low", "high"),
-            classes,
-            {1, 2, 3, 4, 5, 6, 7},
-        )
+    plot = next((i for i, line in enumerate(lines) if line.startswith("![")), len(lines))
+    shown = (
+        figure(facts.review_plot, "per-class precision", "Label precision per class with its interval, sorted.")
+        if facts.review_plot and plot < len(lines)
+        else ""
     )
-    return section("review", "\n".join(parts))
+    return section("review", "\n".join((to_html(lines[:plot]), shown, to_html(lines[plot + 1 :]))))
 
 
 def _classes(facts: RunFacts) -> str:

@@ -9,8 +9,11 @@ frequency reaches `review.min_selection`. Unsure answers are counted, never read
 an image with only unsure answers is counted apart and left out of the precision.
 
 Per class: precision = accepted / decided among its sampled images (flagged extras are not a
-random sample, so they do not enter it), with a Clopper-Pearson interval; overall: the same over
-every class's sample pooled.
+random sample, so they do not enter it), with a Clopper-Pearson interval. The headline (overall)
+pools only the sampled images that have every answer wanted (`review.raters`), and is withheld,
+with the reason, while fewer than `review.min_decided_images` of them are decided: a figure on a
+few images with one answer each claims more than the answers show. Dawid-Skene's accuracy means
+something only for a rater who shares an image with another; the others get none.
 """
 
 from __future__ import annotations
@@ -109,6 +112,47 @@ def precision(accepted: int, decided: int, confidence: float) -> dict:
     low, high = clopper_pearson(accepted, decided, confidence) if decided else (None, None)
     share = accepted / decided if decided else None
     return {"accepted": accepted, "decided": decided, "precision": share, "low": low, "high": high}
+
+
+def answers_given(row: dict) -> int:
+    return row["yes"] + row["no"] + row["unsure"]
+
+
+def overall_precision(images: pa.Table, settings: Review) -> dict:
+    """The headline over the sampled images with every answer wanted, with what it rests on, or
+    withheld (`precision` None, `withheld` the reason) below `review.min_decided_images`."""
+    decided = [r for r in images.to_pylist() if r["sampled"] and r["accepted"] is not None]
+    complete = [r for r in decided if answers_given(r) >= settings.raters]
+    figures = precision(sum(r["accepted"] for r in complete), len(complete), settings.confidence)
+    figures.update(
+        classes=len({r["class_index"] for r in complete}),
+        answers=sum(answers_given(r) for r in complete),
+        partly_answered=len(decided) - len(complete),
+        withheld=None,
+    )
+    if len(complete) < settings.min_decided_images:
+        figures.update(precision=None, low=None, high=None)
+        figures["withheld"] = (
+            f"{len(complete):,} sampled images have all {settings.raters} answers wanted and a yes or no, "
+            f"fewer than the {settings.min_decided_images:,} `review.min_decided_images` asks for"
+            + (f" ({len(decided) - len(complete):,} more have fewer answers)" if len(decided) > len(complete) else "")
+        )
+    return figures
+
+
+def raters_sharing(answers: list[tuple[str, str, str]]) -> set[str]:
+    """The raters who answered yes or no on an image another rater answered too."""
+    by_image: dict[str, set[str]] = defaultdict(set)
+    for rater, image, answer in answers:
+        if AS_LABEL_CHECK[answer] is not None:
+            by_image[image].add(rater)
+    return {rater for raters in by_image.values() if len(raters) > 1 for rater in raters}
+
+
+def droppable(row: dict, wanted: int) -> bool:
+    """A rejected image `review apply` drops: its answers are complete, or a majority of the
+    answers wanted already say no (more answers cannot save it)."""
+    return row["accepted"] is False and (answers_given(row) >= wanted or 2 * row["no"] > wanted)
 
 
 def class_precision(images: pa.Table, classes: list[dict], confidence: float) -> list[dict]:

@@ -44,7 +44,7 @@ def create_app(session: ReviewSession, secret: str, token: str | None = None) ->
         task = review.known(session.tasks, task_id, "page")
         rater = review.current_rater()
         if rater is None:
-            return redirect("/", 303)
+            return review.sign_in_first()
         questions = session.open_questions(task, rater)
         if not questions:
             return redirect("/next", 303)
@@ -70,6 +70,7 @@ def _task_body(session: ReviewSession, templates: dict, task: Task, questions: l
             show_captions=settings.show_captions,
             instructions=pages.CLASS_INSTRUCTIONS,
             keys_help=pages.KEYS,
+            key_of=pages.KEY_OF,
             script=pages.SCRIPT,
         )
     none = {"name": "(no suggestion)", "gloss": ""}
@@ -84,5 +85,6 @@ def _task_body(session: ReviewSession, templates: dict, task: Task, questions: l
         show_captions=settings.show_captions,
         instructions=pages.FLAGGED_INSTRUCTIONS,
         keys_help=pages.FLAGGED_KEYS,
+        key_of=pages.KEY_OF,
         script=pages.SCRIPT,
     )

@@ -11,26 +11,56 @@ and coming up for review.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+
 import click
 
-from imagenot.pipeline.frame.lock_option import break_lock_option
-from imagenot.pipeline.frame.stage_command import run_config_option
+from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
 from imagenot.pipeline.report.markdown import count_of
-from imagenot.pipeline.review.class_results import (
-    CLASS_DB_FILE,
-    class_figures,
-    dropped_classes,
-    export_classes,
-    review_config,
-    with_vetoes,
-    write_vetoes,
-)
-from imagenot.pipeline.review.serving import serve_app, server_options, server_token
+from imagenot.pipeline.review.serving import server_options
+
+# The commands' modules load at their first use, so that `review classes --help` loads no Beam.
 
 run_option = click.option(
     "--run", "run_dir", required=True, help="run directory with a finished rank/ stage (with --list: where answers go)"
 )
 list_option = click.option("--list", "list_path", help="review this class list (wnids, one a line), not the run's")
+
+
+@contextlib.contextmanager
+def _stages_shown() -> Iterator[None]:
+    """The build logs each stage it runs at INFO: shown without -v too, so a long apply is not silent."""
+    logger = logging.getLogger("imagenot.pipeline.frame.build")
+    if logger.getEffectiveLevel() <= logging.INFO:  # -v shows them already
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # the root's handler would print each line twice
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _require_rank(run_dir: str, command: str, list_review: bool = False) -> None:
+    """The class review reads rank's class list: refuse a folder without one before writing, unless
+    (`list_review`) it holds the answers of a `--list` review."""
+    from imagenot.pipeline.review.class_results import CLASS_DB_FILE
+    from imagenot.pipeline.review.run_check import require_stage
+    from imagenot.pipeline.review.store import database_path
+    from imagenot.pipeline.run.layout import RANK
+
+    if not (list_review and database_path(run_dir, CLASS_DB_FILE).exists()):
+        require_stage(run_dir, RANK, f"review classes {command}")
 
 
 @click.group("classes")
@@ -57,13 +87,17 @@ def serve_command(
     """Serve the class pages to raters' browsers, best candidate first (answers go to SQLite as given)."""
     from imagenot.pipeline.review import class_plan
     from imagenot.pipeline.review.class_app import create_class_app
+    from imagenot.pipeline.review.class_results import CLASS_DB_FILE, review_config
     from imagenot.pipeline.review.class_session import ClassSession
+    from imagenot.pipeline.review.serving import serve_app, server_token
     from imagenot.pipeline.review.store import Store, database_path
     from imagenot.pipeline.run.layout import DATASET_DIR, DONE_FILE, DOWNLOAD, stage_path
     from imagenot.wordnet.index import load_index
 
     token = server_token(host, token)
     config, index = review_config(run_dir, config_path), load_index()
+    if list_path is None:
+        _require_rank(run_dir, "serve")
     if list_path is not None:
         if corpus is not None:
             config = config.model_copy(
@@ -98,10 +132,12 @@ def serve_command(
 def status_command(run_dir: str, list_path: str | None, config_path: str | None) -> None:
     """Answers so far: per class in rank (or list) order keep / drop / unsure, and the classes that need more."""
     from imagenot.pipeline.config.reference_lists import read_class_list
-    from imagenot.pipeline.review.class_plan import ranked_classes
+    from imagenot.pipeline.review.class_plan import review_candidates
+    from imagenot.pipeline.review.class_results import CLASS_DB_FILE, class_figures, dropped_classes, review_config
     from imagenot.pipeline.review.store import Store
     from imagenot.wordnet.index import load_index
 
+    _require_rank(run_dir, "status", list_review=list_path is not None)
     config, index = review_config(run_dir, config_path), load_index()
     store = Store(run_dir, CLASS_DB_FILE)
     try:
@@ -110,21 +146,27 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
         store.close()
     answered = {c["wnid"]: c for c in results["classes"]}
     wanted = config.review.class_raters
-    click.echo(f"{'class':<40} {'keep':>5} {'drop':>5} {'unsure':>6}  verdict")
+    extra = config.review.extra_candidates
+    listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in review_candidates(run_dir, extra)]
+    vetoed = [w for w in results["vetoed"] if w not in listed]  # out of the list now: shown after it
+    rows = [(f"{position:>4} {wnid} {index[wnid].name}", wnid) for position, wnid in enumerate(listed, 1)]
+    rows += [(f"   - {wnid} {index[wnid].name if wnid in index else wnid}", wnid) for wnid in vetoed]
+    width = max([40, *(len(shown) for shown, _ in rows)])  # whole names: a cut one may name another class
+    click.echo(f"{'class':<{width}} {'keep':>5} {'drop':>5} {'unsure':>6}  verdict")
     need = 0
-    listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in ranked_classes(run_dir)]
-    for position, wnid in enumerate(listed, 1):
+    for shown, wnid in rows:
         c = answered.get(wnid, {"keep": 0, "drop": 0, "unsure": 0, "verdict": None})
-        given = c["keep"] + c["drop"] + c["unsure"]
-        need += given < wanted
-        shown = f"{position:>4} {wnid} {index[wnid].name}"[:40]
-        click.echo(f"{shown:<40} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {c['verdict'] or '-'}")
+        need += wnid in listed and c["keep"] + c["drop"] + c["unsure"] < wanted
+        verdict = "drop, vetoed (applied)" if wnid in vetoed else c["verdict"] or "-"
+        click.echo(f"{shown:<{width}} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {verdict}")
     dropped = dropped_classes(results)
     click.echo(
         f"{count_of(results['answers'], 'answer')} by {count_of(len(results['raters']), 'rater')}; "
         f"{need:,} of {count_of(len(listed), 'class')} need more "
         f"({wanted} answers wanted each); {results['kept']:,} of {results['reviewed']:,} decided kept; "
-        f"{len(dropped):,} dropped and not applied yet" + (f" ({', '.join(dropped)})" if dropped else "")
+        f"{len(dropped):,} dropped and not applied yet"
+        + (f" ({', '.join(dropped)})" if dropped else "")
+        + (f"; {count_of(len(vetoed), 'class')} vetoed by an earlier apply (listed last)" if vetoed else "")
     )
 
 
@@ -133,8 +175,10 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
 @run_config_option
 def export_command(run_dir: str, config_path: str | None) -> None:
     """Write review/class_answers.parquet and review/class_results.json into the run."""
+    from imagenot.pipeline.review.class_results import export_classes, review_config
     from imagenot.wordnet.index import load_index
 
+    _require_rank(run_dir, "export", list_review=True)
     results = export_classes(run_dir, review_config(run_dir, config_path), load_index())
     share = "not measured yet" if results["share"] is None else f"{results['share']:.3f}"
     click.echo(
@@ -153,9 +197,17 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
     from imagenot.pipeline.frame.build import build
     from imagenot.pipeline.frame.preflight import build_stages, preflight
     from imagenot.pipeline.review.class_plan import ranked_classes
+    from imagenot.pipeline.review.class_results import (
+        dropped_classes,
+        export_classes,
+        review_config,
+        with_vetoes,
+        write_vetoes,
+    )
     from imagenot.pipeline.run.lock import run_lock
     from imagenot.wordnet.index import load_index
 
+    _require_rank(run_dir, "apply")
     config, index = review_config(run_dir, config_path), load_index()
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         dropped = dropped_classes(export_classes(run_dir, config, index))
@@ -167,7 +219,9 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         preflight(config, run_dir, build_stages(config))
         export_classes(run_dir, config, index)  # the card the build writes lists the vetoes
         listed = write_vetoes(run_dir, config.ranking.vetoed, index)
-        ran = build(config, run_dir)
+        click.echo(f"class review apply: vetoing {', '.join(dropped)}; building the run again from rank on", err=True)
+        with _stages_shown():
+            ran = build(config, run_dir)
     promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
     click.echo(
         f"class review apply: vetoed {', '.join(dropped)} (listed in {listed}, which every build of the run "

@@ -2,8 +2,9 @@
 the share of them used in its sense (`imagenot review classes`).
 
 The candidates are the run's classes in rank's order, best first (`rank/ranking.tsv`, fate
-`class`): after `review classes apply` the next candidates that took the vetoed classes' places
-are classes too, and come up for review. Each shows its name, lemmas, gloss and WordNet path;
+`class`), then the `review.extra_candidates` next in line: after `review classes apply` the next
+candidates that took the vetoed classes' places are classes too, and come up for review (reviewed
+already when they were among the extra ones). Each shows its name, lemmas, gloss and WordNet path;
 `CAPTIONS_SHOWN` of its first-pass captions (`score/first_pass/`: the captions the build scored
 for it), those with the smallest keyed hash of their row id under `review.seed`, so every rater
 sees the same ones, each marked with whether the sense decision (`caption_decision` at
@@ -27,6 +28,7 @@ from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import caption_decision
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.rank.pass_share import sense_pass_shares
+from imagenot.pipeline.rank.ranking import BEYOND_TOP_K
 from imagenot.pipeline.review.plan import image_id
 from imagenot.pipeline.review.session import wordnet_path
 from imagenot.pipeline.run.files import read_schema, read_table, read_tsv, stage_shards
@@ -51,6 +53,7 @@ CAPTIONS_SHOWN = 12
 THUMBNAILS = 8
 LIST_SAMPLE_ROWS = 100_000
 CLASS_FATE = "class"
+NEXT_IN_LINE = "; next in line, not a class yet: apply promotes it in a vetoed class's place"
 
 
 def ranking_path(run_dir: str) -> str:
@@ -62,6 +65,14 @@ def ranked_classes(run_dir: str) -> list[dict]:
     if not is_done(run_dir, RANK):
         raise ImagenotError(f"{run_dir}: no finished rank/ stage; the class review shows rank's class list")
     return [r for r in read_tsv(ranking_path(run_dir)) if r["fate"] == CLASS_FATE]
+
+
+def review_candidates(run_dir: str, extra: int) -> list[dict]:
+    """The classes in rank's order, then the `extra` candidates next in line (those a veto would
+    promote first: rank kept them out only for the class count)."""
+    classes = ranked_classes(run_dir)  # refused at once without a finished rank
+    beyond = [r for r in read_tsv(ranking_path(run_dir)) if r["fate"] == BEYOND_TOP_K]
+    return classes + beyond[:extra]
 
 
 def describe(index: NounIndex, wnid: str, position: int) -> dict:
@@ -162,7 +173,7 @@ def thumbnails(run_dir: str, wnids: set[str]) -> tuple[dict[str, list[str]], dic
 
 def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dict], dict[str, tuple[str, str]]]:
     """The run's classes as the class review shows them, best first, and where their thumbnails lie."""
-    ranked = ranked_classes(run_dir)
+    ranked = review_candidates(run_dir, config.review.extra_candidates)
     wnids = {r["wnid"] for r in ranked}
     captions = shown_captions(run_dir, config, wnids)
     shares = pass_shares(run_dir, config, ranked)
@@ -170,7 +181,10 @@ def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dic
     rows = [
         {
             **describe(index, r["wnid"], position),
-            "standing": f"Candidate {position + 1} by rank · score {float(r['score']):.3f}",
+            "standing": f"rank {position} of the candidates (0 = best, as the report counts"
+            + ("" if r["fate"] == CLASS_FATE else NEXT_IN_LINE)
+            + f") · score {float(r['score']):.3f} (the mean similarity of its best captions to its gloss, "
+            "which rank sorts by)",
             "captions": captions.get(r["wnid"], []),
             "pass_share": shares.get(r["wnid"]),
             "thumbnails": shown.get(r["wnid"], []),
@@ -205,7 +219,7 @@ def listed_candidates(config: Config, index: NounIndex, list_path: str) -> tuple
         listed.append(
             {
                 **describe(index, wnid, position),
-                "standing": f"Class {position + 1} of the list · {len(named):,} of {rows:,} sampled rows name it",
+                "standing": f"line {position + 1} of the list · {len(named):,} of {rows:,} sampled corpus rows name it",
                 "captions": [{"caption": caption, "passes": None} for _, caption in shown],
                 "pass_share": None,
                 "thumbnails": [],

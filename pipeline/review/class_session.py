@@ -44,9 +44,10 @@ class ClassSession(Tracker):
         self._state = state
         self.generation += 1
 
-    def refresh(self) -> None:
+    def refresh(self, tars: bool = False) -> None:
         """Read the candidates again once the files they come from changed (not while another
-        command holds the run's lock: `changing` is set and answers are refused)."""
+        command holds the run's lock: `changing` is set and answers are refused). `tars` is the
+        image review's: the thumbnails' tars change with the dataset's files, which are watched."""
         with self._reload_lock:
             self.changing = run_is_locked(self.run_dir)
             if self.changing or files_state(self._watched) == self._state:
@@ -56,6 +57,15 @@ class ClassSession(Tracker):
             except (ImagenotError, OSError, ValueError) as err:  # ValueError: pyarrow's ArrowInvalid
                 log.warning("class review: cannot read the changed run yet (%s)", err)
                 self.changing = True
+
+    def record(self, rater: int, task: Task, answers: list[tuple[str, str]]) -> int:
+        """A page's answers: a class the rater answered before gets the new answer in place of the
+        old (kept in the store's `replaced`); the rest as `Tracker.record` stores them."""
+        with self._lock:
+            again = {item: answer for item, answer in answers if item in self.answered[rater]}
+        for item, answer in again.items():
+            self.store.replace(rater, task.id, item, answer)
+        return super().record(rater, task, [a for a in answers if a[0] not in again]) + len(again)
 
 
 def _page(candidate: dict) -> Task:

@@ -8,32 +8,29 @@ the report and the export again.
 
 from __future__ import annotations
 
-import json
+from typing import TYPE_CHECKING
 
 import click
-import pyarrow as pa
-import pyarrow.compute as pc
-from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.amend import backfill
-from imagenot.pipeline.config.schema import Config, load_run_config
-from imagenot.pipeline.download import drops
-from imagenot.pipeline.frame.lock_option import break_lock_option
-from imagenot.pipeline.frame.registry import run_stage
-from imagenot.pipeline.frame.stage_command import run_config_option
-from imagenot.pipeline.report import stage as report_stage
-from imagenot.pipeline.review import plan as review_plan
+from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
 from imagenot.pipeline.review.class_command import classes_command
-from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
-from imagenot.pipeline.review.serving import serve_app, server_options, server_token
-from imagenot.pipeline.review.store import Store, database_path
-from imagenot.pipeline.run.layout import DOWNLOAD, read_classes, stage_path
-from imagenot.pipeline.run.lock import run_lock
+from imagenot.pipeline.review.serving import server_options
+
+if TYPE_CHECKING:  # the command's modules load at its first use, so that `review --help` loads no Beam
+    import pyarrow as pa
+
+    from imagenot.pipeline.config.schema import Config
 
 run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished download/ stage")
 
 
-def _config(run_dir: str, config_path: str | None, **review: object) -> Config:
+def _config(run_dir: str, config_path: str | None, command: str, **review: object) -> Config:
+    """The run's config with the command's review options over it, once the run is checked."""
+    from imagenot.pipeline.config.schema import load_run_config
+    from imagenot.pipeline.review.run_check import require_stage
+    from imagenot.pipeline.run.layout import DOWNLOAD
+
+    require_stage(run_dir, DOWNLOAD, f"review {command}")
     config = load_run_config(run_dir, config_path)
     changed = {k: v for k, v in review.items() if v is not None}
     return config.model_copy(update={"review": config.review.model_copy(update=changed)}) if changed else config
@@ -66,13 +63,17 @@ def plan_command(
     break_lock: bool,
 ) -> None:
     """Choose the images raters will see: a sample per class sized for the interval, and every audit-flagged image."""
-    config = _config(run_dir, config_path, margin=margin, confidence=confidence, raters=raters)
+    config = _config(run_dir, config_path, "plan", margin=margin, confidence=confidence, raters=raters)
     _plan_and_show(config, run_dir, break_lock)
     click.echo(f"next: imagenot review serve --run {run_dir}")
 
 
 def _plan_and_show(config: Config, run_dir: str, break_lock: bool = False) -> None:
     """Plan the review and print its table: per class images, tasks and rater-minutes."""
+    from imagenot.pipeline.review import plan as review_plan
+    from imagenot.pipeline.run.layout import read_classes
+    from imagenot.pipeline.run.lock import run_lock
+
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
         plan = review_plan.make_plan(config, run_dir)
         review_plan.write_plan(run_dir, plan)
@@ -96,12 +97,17 @@ def _plan_and_show(config: Config, run_dir: str, break_lock: bool = False) -> No
 @run_config_option
 def serve_command(run_dir: str, host: str, port: int, token: str | None, threads: int, config_path: str | None) -> None:
     """Serve the review pages to raters' browsers (answers go to SQLite as they are given)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from imagenot.pipeline.review import plan as review_plan
     from imagenot.pipeline.review.app import create_app
+    from imagenot.pipeline.review.serving import serve_app, server_token
     from imagenot.pipeline.review.session import ReviewSession
+    from imagenot.pipeline.review.store import Store, database_path
     from imagenot.wordnet.index import load_index
 
     token = server_token(host, token)
-    config = _config(run_dir, config_path)
+    config = _config(run_dir, config_path, "serve")
     if not FileSystems.exists(review_plan.plan_path(run_dir)):
         click.echo("no review plan yet: planning one with the run's settings (imagenot review plan changes them)")
         _plan_and_show(config, run_dir)
@@ -117,7 +123,15 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
 @run_config_option
 def status_command(run_dir: str, config_path: str | None) -> None:
     """Answers so far: per class, images still needing answers, per rater with agreement."""
-    config = _config(run_dir, config_path)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from imagenot.pipeline.review import plan as review_plan
+    from imagenot.pipeline.review.results import review_figures
+    from imagenot.pipeline.review.store import Store
+    from imagenot.pipeline.run.layout import read_classes
+
+    config = _config(run_dir, config_path, "status")
     store = Store(run_dir)
     results, _, planned = review_figures(run_dir, config.review, store)
     store.close()
@@ -133,7 +147,7 @@ def status_command(run_dir: str, config_path: str | None) -> None:
         mask = pc.equal(images.column("class_index"), c)
         given = pc.sum(pc.filter(answered, mask)).as_py() or 0
         left = pc.sum(pc.cast(pc.filter(needing, mask), pa.int64())).as_py() or 0
-        click.echo(f"{c:>4} {names.get(c, '?')[:27]:<27} {given:>8} {left:>9}")
+        click.echo(f"{c:>4} {names.get(c, '?'):<27} {given:>8} {left:>9}")
     left = pc.sum(pc.cast(needing, pa.int64())).as_py() or 0
     on_current = pc.sum(answered).as_py() or 0
     gone = results["answers"] - on_current
@@ -152,12 +166,16 @@ def status_command(run_dir: str, config_path: str | None) -> None:
 @run_config_option
 def export_command(run_dir: str, config_path: str | None) -> None:
     """Write review/answers.parquet, images.parquet, results.json and precision.png into the run."""
-    results = export_review(run_dir, _config(run_dir, config_path).review)
+    from imagenot.pipeline.review.results import export_review
+
+    results = export_review(run_dir, _config(run_dir, config_path, "export").review)
     overall = results["overall"]
-    click.echo(
-        f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; "
-        f"overall precision {_rounded(overall['precision'])} over {overall['decided']:,} images"
+    said = (
+        f"overall precision withheld: {overall['withheld']}"
+        if overall.get("withheld")
+        else f"overall precision {_rounded(overall['precision'])} over {overall['decided']:,} images"
     )
+    click.echo(f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; {said}")
 
 
 def _rounded(share: float | None) -> str:
@@ -165,11 +183,24 @@ def _rounded(share: float | None) -> str:
     return "not measured yet" if share is None else f"{share:.3f}"
 
 
-def rejected_rows(run_dir: str, images: pa.Table) -> pa.Table:
-    """The dataset's images the raters rejected and not dropped yet: row_id, reason, duplicate_of."""
-    rejected = (
-        images.filter(pc.equal(pc.fill_null(images.column("accepted"), True), False)).column("row_id").to_pylist()
-    )
+def rejected_rows(run_dir: str, images: pa.Table, wanted: int, drop_incomplete: bool) -> pa.Table:
+    """The dataset's images the raters rejected and not dropped yet: row_id, reason, duplicate_of.
+    An image is dropped once its answers are complete or a majority of the `wanted` answers say no;
+    on fewer answers only with `drop_incomplete`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from imagenot.pipeline.download import drops
+    from imagenot.pipeline.review import plan as review_plan
+    from imagenot.pipeline.review.aggregate import droppable
+    from imagenot.pipeline.review.results import REVIEW_REASON
+    from imagenot.pipeline.run.layout import DOWNLOAD, stage_path
+
+    rejected = [
+        r["row_id"]
+        for r in images.filter(pc.equal(pc.fill_null(images.column("accepted"), True), False)).to_pylist()
+        if drop_incomplete or droppable(r, wanted)
+    ]
     in_dataset = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     done = set(drops.reasons(drops.read_drops(stage_path(run_dir, DOWNLOAD))))
     rows = sorted(r for r in rejected if r in in_dataset and r not in done)
@@ -182,16 +213,27 @@ def rejected_rows(run_dir: str, images: pa.Table) -> pa.Table:
     )
 
 
-def apply_review(config: Config, run_dir: str) -> dict:
+def apply_review(config: Config, run_dir: str, drop_incomplete: bool = False) -> dict:
     """Drop the rejected images, backfill, review the replacements; what it did."""
+    from imagenot.pipeline.amend import backfill
+    from imagenot.pipeline.frame.registry import run_stage
+    from imagenot.pipeline.report import stage as report_stage
+    from imagenot.pipeline.review import plan as review_plan
+    from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
+    from imagenot.pipeline.review.store import Store
+
     before = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     store = Store(run_dir)
     try:
         _, _, images = review_figures(run_dir, config.review, store)
     finally:
         store.close()
-    result = backfill.drop_and_backfill(config, run_dir, "review apply", lambda: rejected_rows(run_dir, images))
+    wanted = config.review.raters
+    result = backfill.drop_and_backfill(
+        config, run_dir, "review apply", lambda: rejected_rows(run_dir, images, wanted, drop_incomplete)
+    )
     after = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
+    waiting = sum(1 for r in images.to_pylist() if r["accepted"] is False and r["row_id"] in after)
     added = review_plan.extend_plan(config, run_dir, after - before)
     export_review(run_dir, config.review)  # the figures name the dropped images, for the report
     run_stage(report_stage.DECLARATION, config, run_dir)  # the review's figures changed, whatever was dropped
@@ -199,10 +241,29 @@ def apply_review(config: Config, run_dir: str) -> dict:
         click.echo(f"Warning: {shortfall}", err=True)
     return {
         "dropped": result.dropped.get(REVIEW_REASON, 0),
+        "waiting": waiting,
         "passes": result.passes,
         "backfilled": len(after - before),
         "put_up_for_review": added,
     }
+
+
+def apply_line(done: dict, wanted: int) -> str:
+    """What `review apply` did, in one line a person reads."""
+    from imagenot.pipeline.report.markdown import count_of
+
+    waiting = (
+        f"; {count_of(done['waiting'], 'more rejected image')} wait for all {wanted} answers "
+        "(--drop-incomplete drops them now)"
+        if done["waiting"]
+        else ""
+    )
+    return (
+        f"review apply: dropped {count_of(done['dropped'], 'image')} the raters rejected{waiting}; "
+        f"{count_of(done['backfilled'], 'image')} came from the reserve in {count_of(done['passes'], 'pass')} "
+        "(in the dropped images' places, and in any class still short), "
+        f"{done['put_up_for_review']:,} of them put up for review"
+    )
 
 
 @review_command.command("apply")
@@ -212,14 +273,23 @@ def apply_review(config: Config, run_dir: str) -> dict:
     type=click.FloatRange(0, 1),
     help="keep an image when yes / (yes + no) reaches this [review.min_selection]",
 )
+@click.option(
+    "--drop-incomplete",
+    is_flag=True,
+    help="also drop rejected images that lack some of the answers wanted (the card names how many were)",
+)
 @run_config_option
 @break_lock_option
-def apply_command(run_dir: str, min_selection: float | None, config_path: str | None, break_lock: bool) -> None:
+def apply_command(
+    run_dir: str, min_selection: float | None, drop_incomplete: bool, config_path: str | None, break_lock: bool
+) -> None:
     """Drop the images raters rejected, backfill from the reserve, and write the report and export again."""
-    config = _config(run_dir, config_path, min_selection=min_selection)
+    from imagenot.pipeline.run.lock import run_lock
+
+    config = _config(run_dir, config_path, "apply", min_selection=min_selection)
     with run_lock(run_dir, config.runner.lock_stale_after_s, break_lock, create_dir=False):
-        done = apply_review(config, run_dir)
-    click.echo(f"review apply: {json.dumps(done)}")
+        done = apply_review(config, run_dir, drop_incomplete)
+    click.echo(apply_line(done, config.review.raters))
 
 
 review_command.add_command(classes_command)

@@ -20,7 +20,22 @@ CANDIDATE_INSTRUCTIONS = (
     "can be photographed; drop it when they mostly mean something else (a brand, a name, another sense of the "
     "word) or nothing a picture can show; unsure otherwise."
 )
-CANDIDATE_KEYS = "Keys: y keep, n drop, u unsure, Enter sends and moves on. The mouse works too."
+CANDIDATE_KEYS = (
+    "Keys: y keep, n drop, u unsure, Enter sends and moves on. The mouse works too. "
+    "Opening a class again shows your answer, and a new one replaces it."
+)
+# Each answer's key, shown on its button and read by the script (a page's `data-keys`).
+KEY_OF = {
+    "yes": "y",
+    "no": "n",
+    "unsure": "u",
+    "keep": "y",
+    "drop": "n",
+    "given": "g",
+    "suggested": "s",
+    "both": "b",
+    "neither": "n",
+}
 KEYS = "Keys: arrows or h j k l move, y yes, n no, u unsure, Enter sends the page. The mouse works too."
 FLAGGED_KEYS = "Keys: g given, s suggested, b both, n neither, Enter sends the page. The mouse works too."
 
@@ -40,6 +55,22 @@ header{display:flex;justify-content:space-between;align-items:baseline;border-bo
 .flagged{display:grid;grid-template-columns:1fr 1fr 1fr;gap:1em}\
 .flagged .target img{width:100%;max-height:360px;object-fit:contain}
 button{font-size:1.1em;padding:.4em 1.2em;margin:1em 0}
+.item label{display:inline-block;padding:.25em .5em;border:1px solid #bbb;border-radius:5px;margin:.2em .3em .2em 0}
+.item label kbd{font-size:.85em;color:#555}
+.notice{color:#a33;font-weight:600;min-height:1.2em}
+.classbar{position:sticky;top:0;background:#fff;z-index:3;border-bottom:1px solid #ddd;padding:.2em 0}
+.classbar h2{margin:.2em 0}.classbar .gloss{margin:.2em 0}
+.candidate{display:grid;grid-template-columns:minmax(0,1fr) 330px;gap:1.5em;align-items:start}
+.candidate .answer{position:sticky;top:.5em;background:#f7f7f7;padding:.6em .8em;border-radius:6px}
+.candidate .answer .item{background:none;padding:0}.candidate .answer label{display:block;font-size:1.1em}
+.captions{margin:.3em 0;padding-left:1.6em}.examples .thumb{border:0;padding:0;margin:0;background:none;cursor:zoom-in}
+.examples .thumb img{width:150px;height:150px;object-fit:contain;background:#eee;transition:transform .1s}
+.examples .thumb:hover img,.examples .thumb:focus img,.examples .thumb.big img{transform:scale(2.2);position:relative;\
+z-index:5;box-shadow:0 2px 10px #0006}
+.narrow{display:none}
+@media (max-width:800px){.candidate{grid-template-columns:1fr}.candidate .answer{position:sticky;bottom:0;top:auto}\
+.examples .thumb img{width:100px;height:100px}.answer .instructions,.answer .keys{display:none}\
+.narrow{display:block}.candidate .answer label{display:inline-block}.candidate .answer button{margin:.4em 0}}
 """
 
 SCRIPT = """
@@ -62,10 +93,30 @@ function mark(item) {
   item.classList.remove('yes', 'no', 'unsure', 'keep', 'drop');
   if (chosen && ['yes', 'no', 'unsure', 'keep', 'drop'].includes(chosen.value)) item.classList.add(chosen.value);
 }
+const notice = document.getElementById('notice');
+const counter = document.getElementById('answered');
+const answered = () => items.filter(item => item.querySelector('input:checked')).length;
+const count = () => { if (counter) counter.textContent = answered(); };
 items.forEach((item, i) => {
   item.addEventListener('click', () => show(i));
-  item.querySelectorAll('input').forEach(input => input.addEventListener('change', () => mark(item)));
+  item.querySelectorAll('input').forEach(input => input.addEventListener('change', () => { mark(item); count(); }));
+  mark(item);
 });
+document.querySelectorAll('.thumb').forEach(b => b.addEventListener('click', () => b.classList.toggle('big')));
+let warned = false;
+form.addEventListener('submit', event => {  // nothing sent without a word: an empty or a partly answered page
+  const n = answered();
+  if (n === 0) {
+    event.preventDefault();
+    notice.textContent = items.length > 1 ? 'No image has an answer yet: choose one per image first.'
+      : 'Choose an answer first (the keys are on the buttons).';
+  } else if (n < items.length && !warned) {
+    event.preventDefault(); warned = true;
+    notice.textContent = `${items.length - n} of ${items.length} images have no answer yet: they stay for later. ` +
+      'Enter (or the button) again sends the page as it is.';
+  }
+});
+count();
 document.addEventListener('keydown', event => {
   if (event.altKey || event.ctrlKey || event.metaKey) return;
   const moves = {ArrowLeft: -1, h: -1, ArrowRight: 1, l: 1, \
@@ -73,7 +124,7 @@ ArrowUp: -columns(), k: -columns(), ArrowDown: columns(), j: columns()};
   if (event.key in moves) { show(at + moves[event.key]); event.preventDefault(); return; }
   if (event.key in keys) {
     const input = items[at].querySelector(`input[value="${keys[event.key]}"]`);
-    input.checked = true; mark(items[at]);
+    input.checked = true; mark(items[at]); count();
     if (items.length > 1) show(at + 1);
     event.preventDefault(); return;
   }
@@ -94,7 +145,8 @@ LAYOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 
 NAME_FORM = """<h2>Who is rating?</h2>
 <p>Give your name once: your answers are stored under it, and you are not shown any of the {{ unit }} twice.</p>
-<form method="post" action="/rater"><input type="text" name="name" maxlength="{{ max_name }}" required autofocus>
+<form method="post" action="/rater" id="sign-in"><label>Your name <input type="text" name="name" \
+maxlength="{{ max_name }}" required autofocus></label><input type="hidden" name="then" value="{{ then }}">
 <button type="submit">Start</button></form>"""
 
 DONE = """<h2>Nothing left for you</h2><p>Every image has its answers, or you answered every image still waiting.
@@ -103,16 +155,19 @@ Thank you. The answers are saved; the review's owner runs <code>imagenot review 
 CLASSES_DONE = """<h2>Nothing left for you</h2><p>Every class has its answers, or you answered every class still
 waiting. Thank you. The answers are saved; the review's owner runs <code>imagenot review classes apply</code>.</p>"""
 
-CLASS_PAGE = """<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2>\
-<p class="gloss">{{ c.gloss }}</p>
+CLASS_PAGE = """<div class="classbar"><h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small>
+<small class="count"><span id="answered">0</span> of {{ questions | length }} answered</small></h2>\
+<p class="gloss">{{ c.gloss }}</p></div>
 <p class="path">WordNet: {{ c.path | join(' › ') }}</p><p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
 <form id="answers" method="post" action="/task/{{ task.id }}" data-keys='{"y": "yes", "n": "no", "u": "unsure"}'>
 <div class="grid">{% for q in questions %}<div class="item" data-image="{{ q.image }}" tabindex="-1">
-<img src="/image/{{ q.image }}" alt="image {{ loop.index }}">
+<img src="/image/{{ q.image }}" alt="image {{ loop.index }} of {{ questions | length }}">
 {% if show_captions %}<div class="caption">{{ q.caption }}</div>{% endif %}
 {% for answer in task.answers %}\
-<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}
-</div>{% endfor %}</div><button type="submit">Send this page (Enter)</button></form>\
+<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}"\
+ aria-label="image {{ loop.index }}: {{ answer }}">{{ answer }} <kbd>[{{ key_of[answer] }}]</kbd></label>{% endfor %}
+</div>{% endfor %}</div><p class="notice" id="notice" role="status"></p>\
+<button type="submit">Send this page [Enter]</button></form>\
 <script>{{ script | safe }}</script>"""
 
 FLAGGED_PAGE = """<h2>Which class does this image show?</h2>\
@@ -127,28 +182,42 @@ FLAGGED_PAGE = """<h2>Which class does this image show?</h2>\
 <img src="/image/{{ q.image }}" alt="the image asked about">
 {% if show_captions %}<div class="caption">{{ q.caption }}</div>{% endif %}
 {% for answer in task.answers %}\
-<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}
+<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }} \
+<kbd>[{{ key_of[answer] }}]</kbd></label>{% endfor %}
 </div>{% endfor %}
 <div><h3>Suggested: <span id="suggested">{{ suggested.name }}</span></h3><p class="gloss">{{ suggested.gloss }}</p>
 <div class="examples">{% for e in suggested_examples %}\
 <img src="/image/{{ e }}" alt="example of the suggested class">{% endfor %}</div></div>
-</div><button type="submit">Send (Enter)</button></form><script>{{ script | safe }}</script>"""
+</div><p class="notice" id="notice" role="status"></p><button type="submit">Send [Enter]</button></form>\
+<script>{{ script | safe }}</script>"""
 
-CANDIDATE_PAGE = """<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2>\
+CANDIDATE_PAGE = """<div class="candidate"><div class="evidence">\
+<h2><span id="class">{{ c.name }}</span> <small>({{ c.lemmas }})</small></h2>\
 <p class="gloss">{{ c.gloss }}</p>
 <p class="path">WordNet: {{ c.path | join(' › ') }}</p>
-<p class="figures">{{ c.standing }} · \
-{% if c.pass_share is not none %}<span id="share">{{ '%.0f' % (100 * c.pass_share) }}%</span> of its captions \
-use the word in this sense{% else %}no estimate of the share of its captions used in this sense{% endif %}</p>
-<p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
-<form id="answers" method="post" action="/class/{{ c.wnid }}" data-keys='{"y": "keep", "n": "drop", "u": "unsure"}'>
-<div class="item" data-image="{{ c.wnid }}">{% for answer in answers %}\
-<label><input type="radio" name="a-{{ c.wnid }}" value="{{ answer }}">{{ answer }}</label>{% endfor %}</div>
-<button type="submit">Send (Enter)</button></form>
 <h3>Captions that name it</h3><ol class="captions">{% for caption in c.captions %}\
 <li class="{{ 'dropped' if caption.passes is sameas false else 'kept' }}">{{ caption.caption }}\
 {% if caption.passes is sameas false %} <small>(another sense fits it better: not used)</small>{% endif %}</li>\
 {% endfor %}</ol>
-{% if c.thumbnails %}<h3>Its images</h3><div class="examples">{% for image in c.thumbnails %}\
-<img src="/image/{{ image }}" alt="an image of the class">{% endfor %}</div>{% endif %}
+{% if c.thumbnails %}<h3>Its images <small>(point at one, or click it, to enlarge)</small></h3><div class="examples">\
+{% for image in c.thumbnails %}<button type="button" class="thumb" aria-label="enlarge image {{ loop.index }}">\
+<img src="/image/{{ image }}" alt="image {{ loop.index }} of the class"></button>{% endfor %}</div>{% endif %}
+<p class="instructions narrow">{{ instructions }}</p>
+<p class="figures">{{ c.standing }} · \
+{% if c.pass_share is not none %}<span id="share">{{ '%.0f' % (100 * c.pass_share) }}%</span> of its captions \
+use the word in this sense (estimated){% else %}no estimate of the share of its captions used in this sense\
+{% endif %}</p>
+</div>
+<form id="answers" class="answer" method="post" action="/class/{{ c.wnid }}"
+ data-keys='{"y": "keep", "n": "drop", "u": "unsure"}'>
+<p class="instructions">{{ instructions }}</p><p class="keys">{{ keys_help }}</p>
+{% if chosen %}<p class="chosen" id="chosen">Your answer: <b>{{ chosen }}</b>. Choose again to change it.</p>{% endif %}
+<fieldset class="item" data-image="{{ c.wnid }}"><legend>Keep {{ c.name }} as a class?</legend>\
+{% for answer in answers %}<label><input type="radio" name="a-{{ c.wnid }}" value="{{ answer }}"\
+{% if answer == chosen %} checked{% endif %}>{{ answer }} <kbd>[{{ key_of[answer] }}]</kbd></label>{% endfor %}\
+</fieldset><p class="notice" id="notice" role="status"></p>
+<button type="submit">Send and go on [Enter]</button>
+{% if previous %}<p class="previous"><a href="/class/{{ previous }}" id="previous">\
+Change your answer to the last class</a></p>{% endif %}\
+</form></div>
 <script>{{ script | safe }}</script>"""

@@ -94,14 +94,14 @@ def review_figures(run_dir: str, settings: Review, store: Store) -> tuple[dict, 
     images, accuracy = aggregate.image_figures(plan, triples, settings)
     classes = read_classes(run_dir)
     per_class = aggregate.class_precision(images, classes, settings.confidence)
-    overall = aggregate.precision(
-        sum(r["accepted"] for r in per_class), sum(r["decided"] for r in per_class), settings.confidence
-    )
+    overall = aggregate.overall_precision(images, settings)
     answered = images.filter(
         pc.greater(pc.add(pc.add(images.column("yes"), images.column("no")), images.column("unsure")), 0)
     )
     raters = sorted({a[0] for a in given})
     agreement = aggregate.rater_agreement(triples)
+    sharing = aggregate.raters_sharing(triples)
+    dropped = _dropped(run_dir)
     results = {
         "instructions": {"class": CLASS_INSTRUCTIONS, "flagged": FLAGGED_INSTRUCTIONS},
         "show_captions": settings.show_captions,
@@ -112,7 +112,8 @@ def review_figures(run_dir: str, settings: Review, store: Store) -> tuple[dict, 
             {
                 "name": r,
                 "answers": sum(1 for a in given if a[0] == r),
-                "dawid_skene_accuracy": accuracy.get(r),
+                "dawid_skene_accuracy": accuracy.get(r) if r in sharing else None,
+                "shares_images": r in sharing,
                 "agreement_with_others": agreement.get(r),
             }
             for r in raters
@@ -123,11 +124,24 @@ def review_figures(run_dir: str, settings: Review, store: Store) -> tuple[dict, 
         "planned_images": plan.num_rows,
         "images_answered": answered.num_rows,
         "images_unsure_only": sum(1 for r in images.to_pylist() if r["unsure"] and r["accepted"] is None),
+        "classes_in_dataset": len(classes),
         "per_class": per_class,
         "overall": overall,
-        "dropped": _dropped(run_dir),
+        "dropped": dropped,
+        "dropped_before_complete": _dropped_before_complete(images, dropped, settings.raters),
     }
     return results, answers, images
+
+
+def _dropped_before_complete(images: pa.Table, dropped: list[str], wanted: int) -> int:
+    """How many of the dropped images lack the answers `review apply` drops on by default (dropped
+    under `--drop-incomplete`): the card names them."""
+    gone = set(dropped)
+    return sum(
+        1
+        for r in images.to_pylist()
+        if r["row_id"] in gone and not aggregate.droppable({**r, "accepted": False}, wanted)
+    )
 
 
 def _dropped(run_dir: str) -> list[str]:

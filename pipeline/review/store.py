@@ -37,6 +37,9 @@ CREATE TABLE IF NOT EXISTS answers (
 CREATE INDEX IF NOT EXISTS answers_by_task ON answers (task);
 CREATE INDEX IF NOT EXISTS answers_by_image ON answers (image);
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS replaced (
+    rater INTEGER NOT NULL, image TEXT NOT NULL, task TEXT NOT NULL, answer TEXT NOT NULL,
+    answered_at REAL NOT NULL, replaced_at REAL NOT NULL);
 """
 
 
@@ -130,6 +133,49 @@ class Store:
                 db.execute("ROLLBACK")
                 raise
         return stored
+
+    def replace(self, rater: int, task: str, image: str, answer: str) -> bool:
+        """A rater's new answer to an item they answered (the class review lets them change it); the
+        old one is kept in `replaced`, so nothing a rater did is lost. False if there was none."""
+        db = self.connection()
+        with self.write_lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
+                    "INSERT INTO replaced SELECT rater, image, task, answer, answered_at, ? FROM answers "
+                    "WHERE rater = ? AND image = ? AND answer != ?",
+                    (time.time(), rater, image, answer),
+                )
+                db.execute(
+                    "UPDATE answers SET answer = ?, task = ?, answered_at = ? WHERE rater = ? AND image = ?",
+                    (answer, task, time.time(), rater, image),
+                )
+                changed = db.execute("SELECT changes()").fetchone()[0]
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return bool(changed)
+
+    def answer_of(self, rater: int, image: str) -> str | None:
+        row = (
+            self.connection()
+            .execute("SELECT answer FROM answers WHERE rater = ? AND image = ?", (rater, image))
+            .fetchone()
+        )
+        return row[0] if row else None
+
+    def last_answered(self, rater: int, other_than: str) -> str | None:
+        """The item the rater answered last, other than `other_than`."""
+        row = (
+            self.connection()
+            .execute(
+                "SELECT image FROM answers WHERE rater = ? AND image != ? ORDER BY answered_at DESC LIMIT 1",
+                (rater, other_than),
+            )
+            .fetchone()
+        )
+        return row[0] if row else None
 
     def answered_by(self, rater: int) -> set[str]:
         return {row[0] for row in self.connection().execute("SELECT image FROM answers WHERE rater = ?", (rater,))}

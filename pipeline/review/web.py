@@ -7,7 +7,9 @@ it, as `?token=` (the first one; it is then kept in a cookie), the cookie, or an
 a page of another site cannot reach the server through a name that resolves to 127.0.0.1 (DNS
 rebinding). A POST whose `Origin` (or, absent that, `Referer`) is not the server's own is refused
 (403) whatever cookie it carries: a rater's browser sends it on a form another site made. Errors
-are short plain pages with their 4xx status, never a traceback.
+are short plain pages with their 4xx status, never a traceback. While another command holds the
+run's lock, and until the server has read what it wrote, every page and image is 503 with
+`Retry-After` (`_run_settled`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from werkzeug.exceptions import HTTPException
 from imagenot.pipeline.review import pages
 from imagenot.pipeline.review.hosts import is_loopback
 from imagenot.pipeline.review.images import ImageSource
+from imagenot.pipeline.review.run_state import run_is_locked
 
 log = logging.getLogger(__name__)
 MAX_NAME = 60
@@ -43,11 +46,24 @@ class Raters(Protocol):
 
     def progress(self, rater: int) -> dict: ...
 
+    run_dir: str  # the run served
+    changing: bool  # set while another command changes the run, until the server read it again
 
-def _origin_host(value: str) -> str | None:
-    """scheme://host[:port] of an Origin or Referer header, as `host[:port]`; None if it has none."""
+    def refresh(self, tars: bool = False) -> None: ...
+
+
+def _origin(value: str) -> str | None:
+    """`scheme://host[:port]` of an Origin or Referer header; None if it has none. The scheme counts:
+    a page served over another scheme on the same host is another origin."""
     parts = urllib.parse.urlsplit(value)
-    return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
+    return f"{parts.scheme}://{parts.netloc.lower()}" if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _local_path(value: str) -> str:
+    """A deep link to come back to after sign-in: a path of this server (`/class/x`), else `/next`."""
+    parts = urllib.parse.urlsplit(value)
+    local = value.startswith("/") and not value.startswith("//") and not parts.scheme and not parts.netloc
+    return value if local and "\\" not in value else "/next"
 
 
 class ReviewApp:
@@ -153,7 +169,8 @@ class ReviewApp:
     def busy(self) -> Response:
         """503: another command is changing the run; the rater's page keeps its answers to send again."""
         response = Response(
-            "503 Service Unavailable: another command is changing this run; send the page again in a moment\n",
+            "503 Service Unavailable: another command is changing this run; reload, or send the page again, "
+            "in a moment\n",
             503,
             mimetype="text/plain",
         )
@@ -175,8 +192,23 @@ class ReviewApp:
                 abort(403, "wrong token")
         if request.method == "POST":
             sender = request.headers.get("Origin") or request.headers.get("Referer")
-            if sender is not None and _origin_host(sender) != request.host.lower():
+            if sender is not None and _origin(sender) != f"{request.scheme}://{request.host.lower()}":
                 abort(403, "a form sent from another site")
+        if request.endpoint not in ("home", "sign_in") and not self._run_settled():
+            return self.busy()
+
+    def _run_settled(self) -> bool:
+        """Whether the run can be served now: not while another command holds its lock (it may be
+        rewriting the tars at the keys the server knows), and not before the server read what that
+        command wrote (read here, at once, when the lock is gone). So no page or image shows bytes
+        of a run being rewritten; a rater gets 503 with `Retry-After` instead."""
+        run = self.raters
+        if run_is_locked(run.run_dir):
+            run.changing = True
+            return False
+        if run.changing:
+            run.refresh(tars=True)
+        return not run.changing
 
     def _headers(self, response: Response) -> Response:
         if self.token is not None and request.args.get("token") == self.token:
@@ -187,16 +219,21 @@ class ReviewApp:
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
 
+    def sign_in_first(self) -> Response:
+        """A page asked for before sign-in: the name form, coming back to that page after it."""
+        return redirect("/?" + urllib.parse.urlencode({"then": request.full_path.rstrip("?")}), 303)
+
     def _home(self):
+        then = _local_path(request.args.get("then", "/next"))
         if self.current_rater() is not None:
-            return redirect("/next", 303)
-        return self.page("who is rating", self.name_form.render(max_name=MAX_NAME, unit=self.unit))
+            return redirect(then, 303)
+        return self.page("who is rating", self.name_form.render(max_name=MAX_NAME, unit=self.unit, then=then))
 
     def _sign_in(self):
         name = " ".join(request.form.get("name", "").split())
-        if not name or len(name) > MAX_NAME:
-            abort(400, f"a rater's name is 1 to {MAX_NAME} characters")
-        response = redirect("/next", 303)
+        if not name or len(name) > MAX_NAME or not name.isprintable():
+            abort(400, f"a rater's name is 1 to {MAX_NAME} printable characters")
+        response = redirect(_local_path(request.form.get("then", "/next")), 303)
         response.set_cookie(RATER_COOKIE, self.signer.dumps(self.raters.rater(name)), httponly=True, samesite="Strict")
         return response
 

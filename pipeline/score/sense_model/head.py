@@ -1,6 +1,6 @@
 """The trained sense head's weights and the arithmetic that applies them. `train.py` writes
-`head.npz` (float32 arrays: the bilinear map W, the cosine's scale and, where training tuned them,
-the encoder's top layers) and `head.json` (what they were trained on and over, and how long it took).
+`head.npz` (the bilinear map W and the cosine's scale in float32; where training tuned them, the
+encoder's top layers in float16) and `head.json` (what they were trained on and over, and how long it took).
 Scoring is numpy; the tuned layers go into the span encoder's torch model once, at load."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ LAYER_PREFIX = "encoder.layer."  # the tuned layers' parameters, named as in the
 
 @dataclass(frozen=True)
 class SenseHead:
-    """`logits(word, gloss) = scale x cos(word, gloss) + word' W gloss` over unit vectors."""
+    """`logits(word, gloss) = scale x cos(word, gloss) + gloss' W word` over unit vectors."""
 
     weights: np.ndarray  # float64 (dim, dim): W
     scale: float
@@ -30,11 +30,12 @@ class SenseHead:
     tuned: dict[str, np.ndarray] = field(default_factory=dict)  # encoder parameter name -> its tuned value
 
     def mapped(self, gloss: np.ndarray) -> np.ndarray:
-        """W times one gloss vector (float64), computed once per sense."""
-        return np.einsum("de,e->d", self.weights, np.asarray(gloss, np.float64))
+        """W' times one gloss vector (float64), computed once per sense: `gloss' W word` is its dot
+        product with the word's vector."""
+        return np.einsum("de,d->e", self.weights, np.asarray(gloss, np.float64))
 
     def logits(self, vectors: np.ndarray, glosses: np.ndarray, mapped: np.ndarray) -> np.ndarray:
-        """float64 (rows, senses): each row's word vector against each sense (its gloss vector and W
+        """float64 (rows, senses): each row's word vector against each sense (its gloss vector and W'
         times it), row by row."""
         return self.scale * np.einsum("nd,sd->ns", vectors, glosses) + np.einsum("nd,sd->ns", vectors, mapped)
 
@@ -61,7 +62,7 @@ def load_head(folder: Path = HEAD_DIR) -> SenseHead:
 
 
 def save_head(folder: Path, weights: np.ndarray, scale: float, card: dict, tuned: dict[str, np.ndarray]) -> None:
-    arrays = {name: np.asarray(value, np.float32) for name, value in tuned.items()}
+    arrays = {name: np.asarray(value, np.float16) for name, value in tuned.items()}  # half the bytes in git
     np.savez(folder / WEIGHTS_FILE, weights=np.asarray(weights, np.float32), scale=np.float32(scale), **arrays)
     (folder / CARD_FILE).write_text(json.dumps(card, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 

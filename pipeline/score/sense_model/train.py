@@ -79,7 +79,7 @@ class Trainer:
 
         top = spans.model.encoder.layer
         self.first = len(top) - tuned
-        self.layers = torch.nn.ModuleList([copy.deepcopy(top[i]) for i in range(self.first, len(top))])
+        self.layers = torch.nn.ModuleList([copy.deepcopy(top[i]) for i in range(self.first, len(top))]).train()
         self.wnids = sorted(glosses)
         self.at = {w: i for i, w in enumerate(self.wnids)}
         self.glosses = torch.tensor(np.stack([glosses[w] for w in self.wnids]), dtype=torch.float32)
@@ -124,7 +124,7 @@ class Trainer:
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad()
-        return float(loss)
+        return loss.item()
 
     def figures(self, part: Part) -> dict:
         import torch
@@ -152,7 +152,8 @@ class Trainer:
 
 def gloss_vectors(wnids: list[str], scoring: Scoring, senses: WordSenses) -> dict[str, np.ndarray]:
     """wnid -> its unit gloss vector: the mean of its sense queries' embeddings."""
-    encoder = CachedEncoder(load_encoder(scoring.encoder, scoring.model, "torch", 1), cache_dir() / "embeddings")
+    model = load_encoder(scoring.encoder, scoring.model, "torch", threads=1)
+    encoder = CachedEncoder(model, cache_dir() / "embeddings")
     vectors = SenseQueries(scoring, encoder, senses).vectors(wnids).mean(axis=1)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return dict(zip(wnids, vectors.astype(np.float32)))
