@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.demo.serving import serving_demo_images
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
+from imagenot.pipeline.run.cpu import cpu_figures, cpu_seconds
 from imagenot.pipeline.run.files import read_json
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, read_vetoes, stage_path
 from imagenot.pipeline.run.stage_dir import (
@@ -34,7 +35,7 @@ from imagenot.pipeline.run.stage_dir import (
     stage_figures,
     stage_fingerprint,
 )
-from imagenot.pipeline.run.summary import record_stage
+from imagenot.pipeline.run.summary import corpus_rows, record_stage
 
 Check = Callable[[Config, str], None]  # (config, run dir): raises an ImagenotError naming what to fix
 
@@ -137,17 +138,18 @@ def run_in_folder(stage: Stage, config: Config, run_dir: str, **options: object)
 
 def run_stage(stage: Stage, config: Config, run_dir: str, **options: object) -> dict:
     """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.frame.preflight`)
-    and record its figures, with the time taken, as its part of the run's summary. An audit (no
-    settings of its own to declare) opens and finishes its own folder: its `--drop` goes on after.
-    The demo config's images are served while the download stage fetches them."""
+    and record its figures, with the time and CPU taken (`pipeline.run.cpu`), as its part of the
+    run's summary. An audit (no settings of its own to declare) opens and finishes its own folder:
+    its `--drop` goes on after. The demo config's images are served while the download stage fetches them."""
     config = stage_config(config, run_dir, stage.name)
     serving = serving_demo_images(config.download, run_dir) if stage.name == DOWNLOAD else contextlib.nullcontext()
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), cpu_seconds()
     with serving:
         if stage.settings is None:
             stage.run(config, run_dir, **options)
         else:
             run_in_folder(stage, config, run_dir, **options)
     figures = {**stage_figures(run_dir, stage.name), "seconds": round(time.monotonic() - started, 1)}
+    figures.update(cpu_figures(cpu_seconds() - cpu_started, corpus_rows(run_dir, stage.name, figures)))
     record_stage(run_dir, stage.name, figures)
     return figures
