@@ -35,6 +35,7 @@ from imagenot.pipeline.dataset.webdataset import read_samples, write_tar
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
 from imagenot.pipeline.frame.registry import Stage, download_enabled
 from imagenot.pipeline.frame.runner import make_pipeline
+from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.run.files import atomic_output, read_table, stage_shards, write_bytes, write_text
 from imagenot.pipeline.run.layout import (
     DOWNLOAD,
@@ -254,7 +255,7 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_export,
-    "Write RUN/dataset/: the final images as train/test webdataset tars, parquet metadata, classes.txt, README.md.",
+    FACES[STAGE].doc,
     wanted=download_enabled,
     unwanted=NOT_ENABLED,
 )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.demo.serving import serving_demo_images
-from imagenot.pipeline.frame.stage_order import STAGE_NAMES
+from imagenot.pipeline.frame.stage_order import FACES, STAGE_NAMES, CommandFace
 from imagenot.pipeline.run.files import read_json
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, read_vetoes, stage_path
 from imagenot.pipeline.run.stage_dir import (
@@ -50,12 +50,11 @@ def download_enabled(config: Config) -> bool:
 
 @dataclass(frozen=True)
 class CommandForm:
-    """How a stage's command differs from `imagenot STAGE --run DIR [--config FILE] [--break-lock]`."""
+    """How a stage's command runs apart from `imagenot STAGE --run DIR [--config FILE] [--break-lock]`
+    (what it shows before it runs is its `stage_order.CommandFace`)."""
 
-    starts_run: bool = False  # the first stage: `--out DIR` (made when missing), `--input` names the corpus
     describes_run: bool = False  # the report: it takes the run's config as built, never rewrites it, and its
     # run checks every stage against it
-    run_help: str = "run directory holding the stage's finished upstream stage"
     result: Callable[[dict, str], str] | None = None  # (figures, run dir) -> its last line (None: the figures)
 
 
@@ -76,6 +75,11 @@ class Stage:
     # is written when they fail); what they work out (a dict) is passed on to `run` by name
     figures: Callable[[object], dict] | None = None  # what `run` returned -> the figures (None: it returned them)
     command: CommandForm = field(default_factory=CommandForm)
+
+    @property
+    def face(self) -> CommandFace:
+        """Its command before it runs: a build stage's from `stage_order.FACES`, an audit's from its doc."""
+        return FACES.get(self.name) or CommandFace(self.doc)
 
     def upstream_of(self, config: Config) -> str | None:
         return self.upstream(config) if callable(self.upstream) else self.upstream

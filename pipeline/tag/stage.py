@@ -43,6 +43,7 @@ from imagenot.pipeline.corpus.units import (
 )
 from imagenot.pipeline.frame.registry import CommandForm, Stage
 from imagenot.pipeline.frame.runner import make_pipeline
+from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.run.files import read_json, write_json, write_text
 from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR, stage_path
 from imagenot.pipeline.run.paths import name
@@ -258,9 +259,9 @@ DECLARATION = Stage(
     None,
     settings,
     run_tag,
-    "Find every WordNet noun synset each caption mentions.",
+    FACES[STAGE].doc,
     preflight=(check_corpus,),
     prepare=plan_tagging,
     figures=figures,
-    command=CommandForm(starts_run=True, result=said),
+    command=CommandForm(result=said),
 )
