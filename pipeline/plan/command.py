@@ -7,10 +7,7 @@ import json
 
 import click
 
-from imagenot.pipeline.config.schema import load_config
-from imagenot.pipeline.corpus.units import text_ranges
-from imagenot.pipeline.frame.preflight import build_stages, preflight
-from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_units, make_plan, render
+from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates
 
 
 def _rate_options(command):
@@ -48,7 +45,12 @@ def plan_command(
     **rates: float,
 ) -> None:
     """Project a build's work, jobs and cost from a sample of the corpus; refuse what will fail."""
-    # the sample reads through the tag and select stages: loaded only when the command runs, not for --help
+    # the config, the corpus and the sample (read through the tag and select stages) load Beam: imported
+    # when the command runs, not for --help
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.corpus.units import text_ranges
+    from imagenot.pipeline.frame.preflight import build_stages, preflight
+    from imagenot.pipeline.plan.estimate import corpus_units, make_plan, render
     from imagenot.pipeline.plan.projection import plan_from_sample, summary
 
     config = load_config(config_path)
