@@ -34,7 +34,7 @@ COMMANDS = {
         "Say why a synset (or each sense of a word) is or is not a class.",
     ),
     "stats": ("imagenot.pipeline.commands.stats", "stats", "A class set's place in WordNet beside a reference's."),
-    "synth": ("imagenot.pipeline.corpus.synth", "synth_command", "Write a synthetic LAION-schema corpus."),
+    "synth": ("imagenot.pipeline.corpus.synth_command", "synth_command", "Write a synthetic LAION-schema corpus."),
     "tag": (*STAGE_COMMAND, "Stage 1: tag captions with the noun synsets they name."),
     "select": (*STAGE_COMMAND, "Stage 2: filter synsets and captions."),
     "score": (*STAGE_COMMAND, "Stage 3: score candidates' captions against glosses."),
