@@ -54,7 +54,7 @@ COMMANDS = {
         "Build the scoring model artifacts once, offline.",
     ),
     "senses": (
-        "imagenot.pipeline.score.senses_command",
+        "imagenot.pipeline.commands.senses",
         "senses_command",
         "Score a caption against every noun sense of its word.",
     ),
