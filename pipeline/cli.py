@@ -44,7 +44,7 @@ COMMANDS = {
     "report": (*STAGE_COMMAND, "Stage 7: write the dataset card and HTML report."),
     "export": (*STAGE_COMMAND, "Stage 8: write RUN/dataset/, ready to train on."),
     "compare-rankings": (
-        "imagenot.pipeline.audit.rankings",
+        "imagenot.pipeline.audit.rankings_command",
         "compare_rankings_command",
         "Compare model rankings on two datasets.",
     ),
