@@ -12,16 +12,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def parse_span(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    try:
-        start, end = (int(part) for part in text.split(":"))
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not START:END (character offsets)", param_hint="--span") from None
-    return start, end
-
-
 def _not_read(table: pa.Table) -> str:
     """What the output's unreadable rows were, for the closing line."""
     from imagenot.pipeline.score.senses_command import CAPTION_NOT_TEXT
@@ -53,7 +43,14 @@ def senses_command(caption, lemma, span_text, input_path, out_path, config_path)
     # the scoring loads torch and Beam: imported when the command runs, not for --help
     from imagenot.pipeline.config.schema import load_config
     from imagenot.pipeline.run.files import atomic_output
-    from imagenot.pipeline.score.senses_command import caption_forms, describe, read_input, scorer, senses_table
+    from imagenot.pipeline.score.senses_command import (
+        caption_forms,
+        describe,
+        parse_span,
+        read_input,
+        scorer,
+        senses_table,
+    )
 
     if (caption is None) == (input_path is None) or (input_path is None) != (out_path is None):
         raise click.UsageError("give a CAPTION, or --input FILE.parquet with --out FILE.parquet")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import click
 import numpy as np
 import pyarrow as pa
 
@@ -293,6 +294,16 @@ def describe(caption: str, forms: list[str], span, config: Config, queries: Sens
 
 def _shown(value: float | None) -> str:
     return "off" if value is None else f"{value:.3f}"
+
+
+def parse_span(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        start, end = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not START:END (character offsets)", param_hint="--span") from None
+    return start, end
 
 
 def read_input(path: str) -> pa.Table:
