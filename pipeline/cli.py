@@ -20,6 +20,7 @@ from imagenot.pipeline.run.worker_errors import unwrapped
 
 # A build stage's command, built from its face: the stage's module loads when the command runs.
 STAGE_COMMAND = ("imagenot.pipeline.frame.stage_command", "declared_stage_command")
+AUDIT_COMMAND = ("imagenot.pipeline.audit.faces", "audit_command")  # an audit declared as a stage, likewise
 # name -> (module, attribute, the line `--help` lists it with); the attribute is a click command, or a
 # function of the command's name that builds one
 COMMANDS = {
@@ -71,13 +72,12 @@ COMMANDS = {
     ),
 }
 AUDITS = {
-    "embed": ("imagenot.pipeline.audit.embeddings", "embed_command", "CLIP-embed every downloaded image and caption."),
+    "embed": (*AUDIT_COMMAND, "CLIP-embed every downloaded image and caption."),
     "duplicates": (
-        "imagenot.pipeline.audit.duplicates",
-        "duplicates_command",
+        *AUDIT_COMMAND,
         "Exact and near duplicates (--drop: take them out).",
     ),
-    "agreement": ("imagenot.pipeline.audit.agreement", "agreement_command", "Image-class and image-caption agreement."),
+    "agreement": (*AUDIT_COMMAND, "Image-class and image-caption agreement."),
     "classes": (
         "imagenot.pipeline.audit.classes",
         "classes_command",

@@ -38,8 +38,9 @@ from scipy.sparse.csgraph import connected_components
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit import embeddings
-from imagenot.pipeline.audit.drop import drop_flagged, drop_option
+from imagenot.pipeline.audit.drop import drop_flagged
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
+from imagenot.pipeline.audit.faces import FACES
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.preflight import files_exist
 from imagenot.pipeline.frame.registry import Stage
@@ -348,14 +349,13 @@ def run_duplicates(config: Config, run_dir: str, drop: bool = False) -> None:
         find_duplicates(run_dir, config.image_audit)
 
 
-duplicates_command = stage_command(
-    Stage(
-        STAGE,
-        embeddings.STAGE,
-        None,
-        run_duplicates,
-        "Find exact and near-duplicate images, split leaks, reference overlap; --drop takes them out.",
-        (drop_option,),
-        preflight=(files_exist("image_audit.reference_embeddings"),),
-    )
+DECLARATION = Stage(
+    STAGE,
+    embeddings.STAGE,
+    None,
+    run_duplicates,
+    FACES["duplicates"].doc,
+    FACES["duplicates"].options,
+    preflight=(files_exist("image_audit.reference_embeddings"),),
 )
+duplicates_command = stage_command(DECLARATION)

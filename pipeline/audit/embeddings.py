@@ -36,6 +36,7 @@ from PIL import Image
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit.clip_model import ClipModel
+from imagenot.pipeline.audit.faces import FACES
 from imagenot.pipeline.config.schema import Config, ImageAudit, Runner
 from imagenot.pipeline.frame.preflight import check_clip_model
 from imagenot.pipeline.frame.registry import Stage
@@ -284,7 +285,7 @@ DECLARATION = Stage(
     DOWNLOAD,
     None,
     run_embed,
-    "Embed every downloaded image and caption with CLIP.",
+    FACES["embed"].doc,
     preflight=(check_clip_model,),
 )
 embed_command = stage_command(DECLARATION)

@@ -78,8 +78,9 @@ class Stage:
 
     @property
     def face(self) -> CommandFace:
-        """Its command before it runs: a build stage's from `stage_order.FACES`, an audit's from its doc."""
-        return FACES.get(self.name) or CommandFace(self.doc)
+        """Its command before it runs: a build stage's from `stage_order.FACES`, an audit's from its doc
+        and options."""
+        return FACES.get(self.name) or CommandFace(self.doc, self.options)
 
     def upstream_of(self, config: Config) -> str | None:
         return self.upstream(config) if callable(self.upstream) else self.upstream

@@ -37,8 +37,9 @@ def _run_options(name: str, face: CommandFace) -> tuple:
 
 
 def stage_command(stage: Stage) -> click.Command:
-    """The command of a declared stage (an audit's: build stages' come from `declared_stage_command`)."""
-    return _command(stage.name, stage.face, stage.options, lambda: stage)
+    """The command of a declared stage, imported already (build stages' come from
+    `declared_stage_command`, audits' from `audit.faces`)."""
+    return face_command(stage.name, stage.face, lambda: stage)
 
 
 def declared_stage_command(name: str) -> click.Command:
@@ -49,14 +50,14 @@ def declared_stage_command(name: str) -> click.Command:
 
         return declared(name)
 
-    return _command(name, FACES[name], (), declaration)
+    return face_command(name, FACES[name], declaration)
 
 
-def _command(name: str, face: CommandFace, options: tuple, declaration: Callable[[], Stage]) -> click.Command:
-    """A click command that runs the stage `declaration()` gives over its run directory after its
-    upstream finished there and records the stage's figures (plus the time taken) as its part of
-    summary.json. The stage's `options` (click option decorators) are passed on to its run function
-    by name."""
+def face_command(name: str, face: CommandFace, declaration: Callable[[], Stage]) -> click.Command:
+    """A click command, as `face` shows it, that runs the stage `declaration()` gives (called when
+    the command runs) over its run directory after its upstream finished there and records the
+    stage's figures (plus the time taken) as its part of summary.json. The face's `options` (click
+    option decorators) are passed on to the stage's run function by name."""
 
     def command(run_dir: str, config_path: str | None, break_lock: bool, inputs: tuple = (), **values: object):
         from imagenot.pipeline.config.schema import load_run_config
@@ -88,6 +89,6 @@ def _command(name: str, face: CommandFace, options: tuple, declaration: Callable
     for option in reversed((*_run_options(name, face), break_lock_option)):
         command = option(command)
     command = click.command(name, help=face.doc)(command)
-    for option in options:
+    for option in face.options:
         command = option(command)
     return command

@@ -4,6 +4,7 @@ loads each by name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 STAGE_NAMES = ("corpus", "tag", "select", "score", "rank", "sample", "download", "report", "export")
@@ -13,9 +14,11 @@ UPSTREAM_HELP = "run directory holding the stage's finished upstream stage"
 
 @dataclass(frozen=True)
 class CommandFace:
-    """What a stage's command shows before it runs: its help, and how it names its run folder."""
+    """What a stage's command shows before it runs: its help, its own options, and how it names its
+    run folder."""
 
     doc: str
+    options: tuple[Callable[[Callable], Callable], ...] = ()  # click options passed on to its run by name
     starts_run: bool = False  # the first stage: `--out DIR` (made when missing), `--input` names the corpus
     run_help: str = UPSTREAM_HELP  # the help of `--run` (a stage that does not start the run)
 
