@@ -26,18 +26,17 @@ import io
 import json
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.frame.lock_option import break_lock_option
 
-# cleanlab (with scikit-learn) and the run's files (with Beam) are imported where they are used, so
-# that `audit label-noise --help` loads neither
+if TYPE_CHECKING:  # pyarrow, cleanlab (with scikit-learn) and the run's files (with Beam) are imported
+    # where they are used, so that `audit label-noise --help` loads none of them
+    import pyarrow as pa
 
 SUM_TOLERANCE = 1e-3  # probabilities saved as float32 or rounded still sum to 1 within this
 EXAMPLE_IDS = 5  # unmatched row ids quoted in the summary
@@ -71,6 +70,9 @@ class LabelNoise:
 
 
 def _unique_ids(table: pa.Table, source: str) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if "row_id" not in table.column_names:
         raise LabelNoiseInputError(f"{source}: no column 'row_id' (columns: {', '.join(table.column_names)})")
     ids = table.column("row_id").combine_chunks()
@@ -85,6 +87,9 @@ def _unique_ids(table: pa.Table, source: str) -> pa.Array:
 
 def probability_matrix(probs: pa.Table, source: str = "probabilities") -> np.ndarray:
     """The rows x K matrix from a `probs` list column or `p_0 .. p_{K-1}` columns, checked."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if "probs" in probs.column_names:
         column = probs.column("probs").combine_chunks()
         if not pa.types.is_list(column.type) and not pa.types.is_large_list(column.type):
@@ -130,6 +135,7 @@ def label_noise(
 ) -> LabelNoise:
     """Confident-learning estimates for the dataset rows (`row_id`, `class_index`[, `split`])
     that have a row in `probs`; rows on one side only are listed, not estimated."""
+    import pyarrow.compute as pc
     from cleanlab.count import estimate_joint, num_label_issues
     from cleanlab.filter import find_label_issues
     from cleanlab.rank import get_label_quality_scores
@@ -222,6 +228,8 @@ def summary(result: LabelNoise, classes: list[dict] | None = None) -> dict:
 
 
 def flagged_table(result: LabelNoise) -> pa.Table:
+    import pyarrow as pa
+
     rows = result.flagged
     return pa.table(
         {
@@ -245,6 +253,7 @@ def _tsv(header: list, rows: list[list]) -> str:
 
 def write_label_noise(result: LabelNoise, out_dir: str, classes: list[dict] | None = None) -> dict:
     """summary.json, per_class.tsv, flagged.parquet and joint.tsv in `out_dir`; the summary."""
+    import pyarrow.parquet as pq
     from apache_beam.io.filesystems import FileSystems
 
     from imagenot.pipeline.run.files import atomic_output, write_json, write_text
@@ -263,6 +272,8 @@ def write_label_noise(result: LabelNoise, out_dir: str, classes: list[dict] | No
 
 
 def _read_parquet(paths: list[str]) -> pa.Table:
+    import pyarrow as pa
+
     from imagenot.pipeline.run.files import read_table
 
     return pa.concat_tables([read_table(path) for path in paths], promote_options="default")
