@@ -69,6 +69,7 @@ CONTEXT_VARIANTS = {  # scoring.sense_method context and both, MiniLM only
     "context, prior 0.01": {"sense_method": "context", "sense_prior": 0.01},
     "both, prior 0.01": {"sense_method": "both", "sense_prior": 0.01},
     "both, prior 0.03": {"sense_method": "both", "sense_prior": 0.03},
+    "trained head alone, prior 0": {"sense_method": "trained", "sense_prior": 0.0, "sense_sentence_weight": 0.0},
     "trained, prior 0": {"sense_method": "trained", "sense_prior": 0.0},
     "trained, prior 0.03": {"sense_method": "trained", "sense_prior": 0.03},
     "trained, prior 0.1": {"sense_method": "trained", "sense_prior": 0.1},
@@ -190,11 +191,11 @@ def context_scores(dev, rows, senses, caption_vectors: np.ndarray, encoder):
     vectors = np.hstack([spans_encoder.encode_spans(dev["caption"], spans), caption_vectors])
 
     trained = TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0), encoder, senses=senses)
-    trained_vectors = trained.vectors_at(dev["caption"], spans)
+    trained_vectors = trained.vectors_at(dev["caption"], spans, caption_vectors)
 
     def scores(scoring: Scoring) -> list[np.ndarray]:
         if scoring.sense_method == "trained":
-            trained.prior = scoring.sense_prior
+            trained.prior, trained.sentence_weight = scoring.sense_prior, scoring.sense_sentence_weight
             return [trained.scores(trained_vectors[i : i + 1], lemma, wnids)[0][0] for i, lemma, wnids in rows]
         sentence = SenseQueries(scoring, encoder, senses) if scoring.sense_method == "both" else None
         scorer = ContextSenses(scoring, senses=senses, encoder=spans_encoder, sentence=sentence)

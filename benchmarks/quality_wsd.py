@@ -15,7 +15,8 @@ that most frequent sense (`not_mfs`), for every method at every prior weight P (
 
 - `sentence`: the sentence's embedding against each sense's query texts (`SenseQueries`);
 - `context`: the word's contextual embedding at its span against the train-built sense vectors;
-- `trained`: the trained head (`TrainedSenses`, `pipeline/score/sense_model`).
+- `trained_head`: the trained head alone (`TrainedSenses`, `pipeline/score/sense_model`);
+- `trained`: the head with the sentence method's similarity added (`scoring.sense_sentence_weight`).
 
 P is chosen on dev by the mean of the two accuracies; the test figures of every P are in the JSON.
 WordNet's first sense is listed too, as what it is: a baseline that has seen the test documents.
@@ -48,7 +49,8 @@ from imagenot.wordnet.semcor import most_frequent_sense, polysemous_rows, train_
 from imagenot.wordnet.senses import WordSenses, word_senses
 
 PRIORS = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
-METHODS = ("sentence", "context", "trained")
+METHODS = ("sentence", "context", "trained_head", "trained")
+HEAD_ALONE = {"trained_head": {"sense_method": "trained", "sense_sentence_weight": 0.0}}
 TARGETS = {"above_train_mfs": 0.10, "not_mfs": 0.50}
 
 
@@ -100,11 +102,11 @@ def with_prior(part: Part, scores: list[np.ndarray], prior: float, senses: WordS
 
 def method_scorer(method: str, encoder: CachedEncoder, senses: WordSenses):
     """The method's scorer with no prior, and how it reads a part's rows."""
-    scoring = Scoring(sense_method=method, sense_prior=0.0)
+    scoring = Scoring(**HEAD_ALONE.get(method, {"sense_method": method}), sense_prior=0.0)
     if method == "sentence":
         queries = SenseQueries(scoring, encoder, senses)
         return queries, lambda part: encoder.encoder.encode(part.sentences)
-    if method == "context":
+    if scoring.sense_method == "context":
         scorer = ContextSenses(scoring, senses=senses)
     else:
         scorer = TrainedSenses(scoring, encoder, senses=senses)

@@ -18,9 +18,15 @@ CRANE_MACHINE, CRANE_BIRD = "n03126707", "n02012849"  # crane.n.04, crane.n.05
 
 
 @pytest.fixture(scope="module")
-def trained():
-    scoring = Scoring(sense_method="trained", sense_prior=0.0)
-    return TrainedSenses(scoring, load_encoder(scoring.encoder, scoring.model, "torch", threads=1))
+def encoder():
+    scoring = Scoring()
+    return load_encoder(scoring.encoder, scoring.model, "torch", threads=1)
+
+
+@pytest.fixture(scope="module")
+def trained(encoder):
+    """The head alone: no sentence term, no prior."""
+    return TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0, sense_sentence_weight=0.0), encoder)
 
 
 def test_the_shipped_head_says_what_trained_it():
@@ -33,15 +39,15 @@ def test_the_shipped_head_says_what_trained_it():
     assert sorted({name.split(".")[2] for name in head.tuned}) == ["4", "5"]
 
 
-def test_the_word_is_read_where_it_stands(trained):
-    senses = word_senses()
-    wnids = senses.senses("crane")
+def test_the_word_is_read_where_it_stands(trained, encoder):
+    both = TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0), encoder, spans=trained.encoder)
+    wnids = word_senses().senses("crane")
     captions = ["tower crane lifting steel beams on a construction site", "a crane wading in the marsh at dawn"]
-    vectors = trained.vectors_at(captions, [(6, 11), (2, 7)])
-    scores, fits = trained.scores(vectors, "crane", wnids)
+    scores, fits = both.scores(both.vectors_at(captions, [(6, 11), (2, 7)]), "crane", wnids)
     assert wnids[scores[0].argmax()] == CRANE_MACHINE and wnids[scores[1].argmax()] == CRANE_BIRD
-    assert np.allclose(np.exp(scores).sum(axis=1), 1)  # log-probabilities over the word's senses (no prior here)
-    assert np.array_equal(scores.argmax(axis=1), fits.argmax(axis=1))
+    head, logits = trained.scores(trained.vectors_at(captions, [(6, 11), (2, 7)]), "crane", wnids)
+    assert np.allclose(np.exp(head).sum(axis=1), 1)  # the head alone: log-probabilities over the word's senses
+    assert np.array_equal(head.argmax(axis=1), logits.argmax(axis=1)) and np.array_equal(fits, logits)
 
 
 def test_a_caption_s_scores_are_the_same_bits_alone_and_in_a_batch(trained):
@@ -87,3 +93,14 @@ def test_senses_command_reads_with_the_trained_head(tmp_path):
     senses = [line for line in result.output.splitlines() if line.startswith("  crane.n.")]
     assert senses[0].split()[0] == "crane.n.04" and senses[0].rstrip().endswith("kept")
     assert all("other_sense: goes to crane.n.04" in line for line in senses[1:])
+
+
+def test_the_sentence_method_s_similarity_is_added_at_its_weight(trained, encoder):
+    both = TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0), encoder, spans=trained.encoder)
+    captions, spans = ["a crane by the lake", "crane hire for builders"], [(2, 7), (0, 5)]
+    wnids = word_senses().senses("crane")
+    vectors = both.vectors_at(captions, spans)
+    assert vectors.shape == (2, 2 * 384)  # the word where it stands, then the caption
+    head, _ = trained.scores(vectors[:, :384], "crane", wnids)
+    sentence = both.glosses.scores(encoder.encode(captions), "crane", wnids)[1]
+    assert np.allclose(both.scores(vectors, "crane", wnids)[0], head + 20.0 * sentence)

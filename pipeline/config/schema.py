@@ -274,6 +274,14 @@ class Scoring(Section):
     sense_pooling: Literal["max", "mean"] = Field(
         "mean", description="how a sense's query similarities are pooled (sentence method)"
     )
+    # chosen on the caption sense dev set with SemCor's dev documents beside it (benchmarks/README.md)
+    sense_sentence_weight: float = Field(
+        20.0,
+        ge=0,
+        le=1000,
+        description="trained method: the weight of the sentence method's similarity (the caption's embedding "
+        "against each sense's query texts) added to the head's log-probability of each sense",
+    )
     sense_prior: float = Field(
         0.03,
         ge=0,

@@ -74,7 +74,15 @@ def _selection(s: Selection) -> list[Choice]:
 
 
 # How a caption's own sense is told from the other senses of its word.
-_SENSE_CONTRAST = ("sense_method", "sense_layers", "sense_templates", "sense_pooling", "sense_prior", "sense_margin")
+_SENSE_CONTRAST = (
+    "sense_method",
+    "sense_layers",
+    "sense_templates",
+    "sense_pooling",
+    "sense_sentence_weight",
+    "sense_prior",
+    "sense_margin",
+)
 
 
 def _scoring(config: Config, model_id: str) -> list[Choice]:

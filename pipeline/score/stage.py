@@ -70,6 +70,7 @@ TALLY_FILE = "score_tally.json"
 FIRST_PHASE_SETTINGS = ("first_phase", "first_phase_model", "exact_per_class", "exact_cap")
 SENTENCE_SETTINGS = ("sense_templates", "sense_pooling")  # scoring.sense_method sentence's alone
 CONTEXT_SETTINGS = ("sense_layers",)  # scoring.sense_method context's alone
+TRAINED_SETTINGS = ("sense_sentence_weight",)  # scoring.sense_method trained's alone
 
 
 def smallest_keys(shard: str, per_synset: int, seed: int, wnids: pa.Array | None = None) -> dict[str, list[int]]:
@@ -219,8 +220,9 @@ def settings(config: Config) -> dict:
     # The trained head brings its own templates and layers; its weights' digest stands for it.
     scoring = config.scoring
     unused = {
-        "context": SENTENCE_SETTINGS,
-        "sentence": CONTEXT_SETTINGS,
+        "context": SENTENCE_SETTINGS + TRAINED_SETTINGS,
+        "sentence": CONTEXT_SETTINGS + TRAINED_SETTINGS,
+        "both": TRAINED_SETTINGS,
         "trained": SENTENCE_SETTINGS + CONTEXT_SETTINGS,
     }.get(scoring.sense_method, ())
     own = scoring.model_dump(exclude={"cache_dir", "batch_size", "sense_margin", *FIRST_PHASE_SETTINGS, *unused})

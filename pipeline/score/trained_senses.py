@@ -6,8 +6,10 @@ them in `sense_model/head.npz` and `head.json`): the word's contextual vector wh
 by the head's tuned ones) against each noun sense's frozen gloss vector (the mean of the sense
 queries' embeddings, `sense_contrast.SenseQueries` with the head's templates). A sense's logit is
 `scale x cos(word, gloss) + gloss' W word`, W a learned 384 x 384 map; its score is the
-log-probability of a softmax over the word's senses, plus `scoring.sense_prior` x log P(sense |
-word) counted on SemCor's training documents. The fit (the score stage's `sense_fit`) is the logit
+log-probability of a softmax over the word's senses, plus `scoring.sense_sentence_weight` x the
+sentence method's similarity (the caption's embedding against the sense's query texts, mean-pooled:
+the head reads the word, the sentence what the caption is about), plus `scoring.sense_prior` x
+log P(sense | word) counted on SemCor's training documents. The fit (the score stage's `sense_fit`) is the logit
 itself: how well the best sense's gloss matches the word where it stands, whatever the others score.
 
 Scores are computed row by row in float64 (np.einsum, no BLAS), so a caption's scores do not
@@ -51,8 +53,11 @@ class TrainedSenses:
         self.encoder = spans or self._tuned_spans(scoring, threads)
         self.senses = senses or word_senses()
         self.glosses = SenseQueries(
-            scoring.model_copy(update={"sense_templates": list(self.head.templates)}), encoder, self.senses
+            scoring.model_copy(update={"sense_templates": list(self.head.templates), "sense_pooling": "mean"}),
+            encoder,
+            self.senses,
         )
+        self.sentence_weight = scoring.sense_sentence_weight
         self.prior = scoring.sense_prior
         self._mapped: dict[str, np.ndarray] = {}  # wnid -> float64 (2, dim): the gloss vector and W' times it
 
@@ -69,16 +74,25 @@ class TrainedSenses:
         """Query texts the model embedded (the glosses; captions are the span encoder's)."""
         return self.glosses.embedded
 
-    def vectors_at(self, captions: Sequence[str], spans: Sequence[tuple[int, int]]) -> np.ndarray:
-        """Per caption, the word's contextual vector at its span."""
-        return self.encoder.encode_spans(list(captions), list(spans))
+    def vectors_at(
+        self, captions: Sequence[str], spans: Sequence[tuple[int, int]], caption_vectors: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Per caption, the word's contextual vector at its span; with a sentence weight, the
+        caption's embedding after it (`caption_vectors`, else embedded by the bare encoder)."""
+        at = self.encoder.encode_spans(list(captions), list(spans))
+        if not self.sentence_weight:
+            return at
+        if caption_vectors is None:
+            encoder = self.glosses.encoder
+            caption_vectors = getattr(encoder, "encoder", encoder).encode(list(captions))
+        return np.hstack([at, caption_vectors])
 
     def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray | None, forms: Sequence[str]):
         """`vectors_at` where `forms[i]` (a normalised surface form; "" for none) first stands in
         captions[i]; the whole caption where it is not found."""
         words = caption_words(captions)
         spans = [find_span(c, f, words=w) if f else None for c, f, w in zip(captions, forms, words)]
-        return self.vectors_at(captions, [s or (0, 0) for s in spans])
+        return self.vectors_at(captions, [s or (0, 0) for s in spans], caption_vectors)
 
     def _gloss_terms(self, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         missing = [w for w in wnids if w not in self._mapped]
@@ -91,11 +105,15 @@ class TrainedSenses:
         return stacked[:, 0], stacked[:, 1]
 
     def scores(self, vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """float64 (rows, len(wnids)) scores (log-probabilities, plus the prior) and fits (logits)."""
+        """float64 (rows, len(wnids)) scores (log-probabilities, plus the sentence method's similarity
+        times `scoring.sense_sentence_weight`, plus the prior) and fits (the head's logits)."""
         glosses, mapped = self._gloss_terms(wnids)
-        logits = self.head.logits(np.asarray(vectors, np.float64), glosses, mapped)
+        dim = self.encoder.dim
+        logits = self.head.logits(np.asarray(vectors[:, :dim], np.float64), glosses, mapped)
         shifted = logits - logits.max(axis=1, keepdims=True)
         scores = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        if self.sentence_weight:
+            scores = scores + self.sentence_weight * self.glosses.scores(vectors[:, dim:], word, wnids)[1]
         if self.prior:
             scores = scores + self.prior * np.array(train_log_prior(self.senses, word, wnids))
         return scores, logits
