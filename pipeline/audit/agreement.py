@@ -32,10 +32,9 @@ from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_flagged
 from imagenot.pipeline.audit.duplicates import load_reference
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
-from imagenot.pipeline.audit.faces import FACES
+from imagenot.pipeline.audit.faces import audit_command
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.registry import Stage
-from imagenot.pipeline.frame.stage_command import stage_command
 from imagenot.pipeline.run.files import atomic_output, read_table, write_bytes
 from imagenot.pipeline.run.layout import (
     AGREEMENT_PLOT_FILE,
@@ -231,5 +230,5 @@ def run_agreement(config: Config, run_dir: str, drop: bool = False) -> None:
         drop_flagged(config, run_dir, STAGE, run_agreement, choose_drops)
 
 
-DECLARATION = Stage(STAGE, embeddings.STAGE, None, run_agreement, FACES["agreement"].doc, FACES["agreement"].options)
-agreement_command = stage_command(DECLARATION)
+DECLARATION = Stage(STAGE, embeddings.STAGE, None, run_agreement)
+agreement_command = audit_command("agreement")

@@ -40,11 +40,10 @@ from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit import embeddings
 from imagenot.pipeline.audit.drop import drop_flagged
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
-from imagenot.pipeline.audit.faces import FACES
+from imagenot.pipeline.audit.faces import audit_command
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.preflight import files_exist
 from imagenot.pipeline.frame.registry import Stage
-from imagenot.pipeline.frame.stage_command import stage_command
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
 from imagenot.pipeline.run.files import atomic_output, read_table, write_text
 from imagenot.pipeline.run.layout import AUDIT_DUPLICATES, DUPLICATE_PAIRS_HTML_FILE, classes_path, read_classes
@@ -354,8 +353,6 @@ DECLARATION = Stage(
     embeddings.STAGE,
     None,
     run_duplicates,
-    FACES["duplicates"].doc,
-    FACES["duplicates"].options,
     preflight=(files_exist("image_audit.reference_embeddings"),),
 )
-duplicates_command = stage_command(DECLARATION)
+duplicates_command = audit_command("duplicates")

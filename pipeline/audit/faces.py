@@ -4,6 +4,7 @@ declaration takes from here, and its command built from them."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 import click
@@ -31,6 +32,7 @@ FACES = {
 }
 
 
+@functools.cache  # one command: the module's (`embed_command`, ...) is the one `imagenot audit` runs
 def audit_command(name: str) -> click.Command:
     """The command of audit `name`, whose module is imported when the command runs."""
     module = f"imagenot.pipeline.audit.{'embeddings' if name == 'embed' else name}"

@@ -28,7 +28,6 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.audit.rankings_command import RESAMPLES
 from imagenot.pipeline.run.files import read_bytes, read_table, write_bytes, write_json, write_text
 from imagenot.pipeline.run.layout import (
     MODEL_RANKINGS_FILE,
@@ -190,9 +189,7 @@ def bootstrap_intervals(
     }
 
 
-def compare_rankings(
-    models: list[ModelAccuracy], base: str | None = None, resamples: int = RESAMPLES, seed: int = 0
-) -> dict:
+def compare_rankings(models: list[ModelAccuracy], base: str | None = None, *, resamples: int, seed: int = 0) -> dict:
     """Every figure of the comparison as plain JSON data (accuracies stay fractions)."""
     names = [m.model for m in models]
     if base is None:

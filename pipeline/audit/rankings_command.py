@@ -59,7 +59,7 @@ def compare_rankings_command(
     if reviewed_run is not None:
         models = reviewed_accuracies(models, predictions_b, accepted_rows(reviewed_run))
         name_b = f"{name_b} (reviewed images)"
-    result = compare_rankings(models, base, resamples, seed)
+    result = compare_rankings(models, base, resamples=resamples, seed=seed)
     write_report(result, out_dir, name_a, name_b)
     summary = {k: result[k] for k in ("kendall_tau", "kendall_tau_ci", "spearman", "spearman_ci", "slope", "adj_r2")}
     click.echo(f"compare-rankings: {json.dumps(summary)} -> {out_dir}")

@@ -7,7 +7,6 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.frame.registry import Stage
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS
 
 STAGE = CORPUS
@@ -39,7 +38,6 @@ DECLARATION = Stage(
     None,
     settings,
     run_corpus,
-    FACES[STAGE].doc,
     wanted=synthetic,
     unwanted="corpus.synth is not set: the corpus stage writes a synthetic corpus only; the corpus is read from "
     "corpus.paths by tag",

@@ -56,7 +56,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
 from imagenot.pipeline.corpus.lexicon import Lexicon
-from imagenot.pipeline.corpus.synth_command import DEFAULT_CAPTIONS, DEFAULT_SHARD_ROWS, DEFAULT_URL_BASE
+from imagenot.pipeline.corpus.synth_defaults import DEFAULT_CAPTIONS, DEFAULT_SHARD_ROWS, DEFAULT_URL_BASE
 from imagenot.pipeline.run.files import atomic_output
 from imagenot.pipeline.run.layout import CORPUS_PARTS
 from imagenot.pipeline.run.paths import name

@@ -1,15 +1,12 @@
 """`imagenot synth`: the command, apart from the corpus writer (`synth.py`, which loads Beam and
-pyarrow) so that its `--help` loads neither; and the defaults the writer takes too."""
+pyarrow) so that its `--help` loads neither."""
 
 from __future__ import annotations
 
 import click
 
 from imagenot.pipeline.corpus.captions import CAPTION_KINDS
-
-DEFAULT_URL_BASE = "http://127.0.0.1:8000/img"
-DEFAULT_SHARD_ROWS = 100_000
-DEFAULT_CAPTIONS = "realistic"
+from imagenot.pipeline.corpus.synth_defaults import DEFAULT_CAPTIONS, DEFAULT_SHARD_ROWS, DEFAULT_URL_BASE
 
 
 @click.command("synth")

@@ -46,7 +46,6 @@ from imagenot.pipeline.download.rounds import ClassCandidates, ClassWalk, next_f
 from imagenot.pipeline.download.shortfall import image_shortfall
 from imagenot.pipeline.frame.preflight import files_exist
 from imagenot.pipeline.frame.registry import Stage, download_enabled
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.run.files import atomic_output, read_table, stage_shards, write_tsv
 from imagenot.pipeline.run.layout import DATASET_DIR, DOWNLOAD, RESERVE_DIR, SAMPLE, SCORE_COLUMN, stage_path
 from imagenot.pipeline.run.stage_dir import stage_fingerprint
@@ -410,7 +409,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_download,
-    FACES[STAGE].doc,
     wanted=download_enabled,
     revision=drops.revision,
     unwanted=NOT_ENABLED,

@@ -35,7 +35,6 @@ from imagenot.pipeline.dataset.webdataset import read_samples, write_tar
 from imagenot.pipeline.export.samples import METADATA_COLUMNS, class_names, sample_key, sample_members, synset_mapping
 from imagenot.pipeline.frame.registry import Stage, download_enabled
 from imagenot.pipeline.frame.runner import make_pipeline
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.run.files import atomic_output, read_table, stage_shards, write_bytes, write_text
 from imagenot.pipeline.run.layout import (
     DOWNLOAD,
@@ -255,7 +254,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_export,
-    FACES[STAGE].doc,
     wanted=download_enabled,
     unwanted=NOT_ENABLED,
 )

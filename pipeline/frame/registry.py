@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.demo.serving import serving_demo_images
-from imagenot.pipeline.frame.stage_order import FACES, STAGE_NAMES, CommandFace
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.run.files import read_json
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, read_vetoes, stage_path
 from imagenot.pipeline.run.stage_dir import (
@@ -64,8 +64,7 @@ class Stage:
     upstream: str | Callable[[Config], str] | None  # the stage it reads, or a function of the config
     settings: Callable[[Config], dict] | None  # what it records in its fingerprint (None: an audit's own)
     run: Callable[..., object]  # run(config, run_dir, **prepared, **options): its figures, or `figures`' input
-    doc: str  # its command's help
-    options: tuple[Callable[[Callable], Callable], ...] = ()  # click options passed on to `run` by name
+    # (its command's help and options are its face's: `stage_order.FACES`; an audit's: `audit.faces.FACES`)
     wanted: Callable[[Config], bool] = _always  # whether `build` runs it for this config
     revision: Revision | None = None  # see pipeline.run.stage_dir
     unwanted: str | None = None  # why its command refuses a config that does not run it (None: it runs anyway)
@@ -75,12 +74,6 @@ class Stage:
     # is written when they fail); what they work out (a dict) is passed on to `run` by name
     figures: Callable[[object], dict] | None = None  # what `run` returned -> the figures (None: it returned them)
     command: CommandForm = field(default_factory=CommandForm)
-
-    @property
-    def face(self) -> CommandFace:
-        """Its command before it runs: a build stage's from `stage_order.FACES`, an audit's from its doc
-        and options."""
-        return FACES.get(self.name) or CommandFace(self.doc, self.options)
 
     def upstream_of(self, config: Config) -> str | None:
         return self.upstream(config) if callable(self.upstream) else self.upstream

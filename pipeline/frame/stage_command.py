@@ -1,7 +1,7 @@
 """The command that runs one declared stage over a run directory, `imagenot <stage> --run DIR`,
-built from the stage's face (`stage_order.CommandFace`: the command line builds each build stage's
-this way, and imports the stage only when its command runs, so that `--help` loads no Beam) or
-from an audit's declaration; and the options it shares with the other commands that write a run."""
+built from the stage's face (`stage_order.CommandFace`; an audit's: `audit.faces`) without importing
+the stage, which loads only when the command runs, so that `--help` loads no Beam; and the options
+it shares with the other commands that write a run."""
 
 from __future__ import annotations
 
@@ -34,12 +34,6 @@ def _run_options(name: str, face: CommandFace) -> tuple:
         out_help = f"run directory: writes its {name}/ folder and summary.json"
         return input_option, click.option("--out", "run_dir", required=True, help=out_help), first_config_option
     return click.option("--run", "run_dir", required=True, help=face.run_help), run_config_option
-
-
-def stage_command(stage: Stage) -> click.Command:
-    """The command of a declared stage, imported already (build stages' come from
-    `declared_stage_command`, audits' from `audit.faces`)."""
-    return face_command(stage.name, stage.face, lambda: stage)
 
 
 def declared_stage_command(name: str) -> click.Command:

@@ -33,7 +33,6 @@ from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.preflight import check_text_models
 from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.frame.runner import make_pipeline, scoring_hints
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
 from imagenot.pipeline.rank.pass_share import pass_shares, sense_pass_shares
 from imagenot.pipeline.rank.priority import priority_rounds
@@ -250,7 +249,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_rank,
-    FACES[STAGE].doc,
     preflight=(check_text_models,),
     figures=figures,
 )

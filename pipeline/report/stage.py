@@ -15,7 +15,6 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.registry import CommandForm, Stage, settings_differences, stages
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.report.card import render_card
 from imagenot.pipeline.report.facts import gather
 from imagenot.pipeline.report.gallery import class_gallery
@@ -87,7 +86,6 @@ DECLARATION = Stage(
     upstream,
     settings,
     run_report,
-    FACES[STAGE].doc,
     prepare=check_config,  # a config other than the one the run was built with is refused: a check of the run
     command=CommandForm(describes_run=True, result=said),
 )

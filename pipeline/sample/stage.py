@@ -36,7 +36,6 @@ from imagenot.pipeline.config.schema import Config, Sampling
 from imagenot.pipeline.frame.preflight import files_exist
 from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.frame.runner import make_pipeline
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.rank.sampling_order import reference_edges
 from imagenot.pipeline.run.files import (
     atomic_output,
@@ -290,7 +289,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_sample,
-    FACES[STAGE].doc,
     preflight=(files_exist("sampling.reference_scores"),),
     figures=summarize,
 )

@@ -30,7 +30,6 @@ from imagenot.pipeline.config.schema import Config, Runner, Scoring
 from imagenot.pipeline.frame.preflight import check_text_models
 from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.frame.runner import make_pipeline, scoring_hints
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.run.files import read_json, read_schema, stage_shards, write_json
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
@@ -282,6 +281,5 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_score,
-    FACES[STAGE].doc,
     preflight=(check_text_models,),
 )

@@ -38,7 +38,6 @@ from imagenot.pipeline.config.schema import Config, Selection
 from imagenot.pipeline.corpus.preflight import check_corpus_if_there
 from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.frame.runner import make_pipeline
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.run.files import read_json, read_schema, stage_shards
 from imagenot.pipeline.run.layout import (
     SELECT,
@@ -259,7 +258,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_select,
-    FACES[STAGE].doc,
     preflight=(check_corpus_if_there, check_tagged_columns),
     figures=figures,
 )

@@ -43,7 +43,6 @@ from imagenot.pipeline.corpus.units import (
 )
 from imagenot.pipeline.frame.registry import CommandForm, Stage
 from imagenot.pipeline.frame.runner import make_pipeline
-from imagenot.pipeline.frame.stage_order import FACES
 from imagenot.pipeline.run.files import read_json, write_json, write_text
 from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR, stage_path
 from imagenot.pipeline.run.paths import name
@@ -259,7 +258,6 @@ DECLARATION = Stage(
     None,
     settings,
     run_tag,
-    FACES[STAGE].doc,
     preflight=(check_corpus,),
     prepare=plan_tagging,
     figures=figures,
