@@ -23,7 +23,7 @@ class CommandFace:
     run_help: str = UPSTREAM_HELP  # the help of `--run` (a stage that does not start the run)
 
 
-# The build stages' faces; each stage's declaration takes its help from here.
+# The build stages' faces: what their commands show (each stage's declaration holds the rest).
 FACES = {
     "corpus": CommandFace("Write the config's synthetic corpus."),
     "tag": CommandFace("Find every WordNet noun synset each caption mentions.", starts_run=True),
