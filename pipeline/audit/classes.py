@@ -19,25 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import click
-import numpy as np
-import pyarrow as pa
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rules import caption_decision
-from imagenot.filters.instances import instance_removals
-from imagenot.filters.none_of_these import FormStats, form_statistics
-from imagenot.pipeline.audit.rankings import clopper_pearson
-from imagenot.pipeline.config.reference_lists import read_class_list
-from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.corpus.reader import list_shards
-from imagenot.pipeline.report.markdown import count_of
-from imagenot.pipeline.run.files import read_table, write_tsv
-from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
-from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
-from imagenot.pipeline.tag.stage import build_matcher
-from imagenot.wordnet.index import NounIndex, load_index
+
+if TYPE_CHECKING:  # the tagger, the sense scoring (torch) and the run's files (Beam) load where they are
+    # used, so that `audit classes --help` loads none of them
+    from imagenot.filters.none_of_these import FormStats
+    from imagenot.pipeline.config.schema import Config
+    from imagenot.wordnet.index import NounIndex
 
 COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged", "instance")
 CONFIDENCE = 0.95
@@ -46,6 +38,9 @@ PASSES, SENSE = "passes", "sense:"
 
 def read_captions(pattern: str, config: Config) -> list[str]:
     """The captions of every parquet file the pattern matches, in path order (the config's caption column)."""
+    from imagenot.pipeline.corpus.reader import list_shards
+    from imagenot.pipeline.run.files import read_table
+
     shards = list_shards([pattern])
     if not shards:
         raise ImagenotError(f"--corpus {pattern!r}: no file matches")
@@ -64,6 +59,11 @@ def read_captions(pattern: str, config: Config) -> list[str]:
 
 def class_pairs(captions: list[str], classes: list[str], config: Config) -> tuple[list[tuple[int, str]], list]:
     """(caption position, wnid) of every listed class a caption names, and every caption's matched forms."""
+    import pyarrow as pa
+
+    from imagenot.pipeline.tag.stage import build_matcher
+    from imagenot.wordnet.index import load_index
+
     tags = build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array(captions, pa.string()))
     wanted = set(classes)
     matched = [forms or [] for forms in tags.matched.to_pylist()]
@@ -76,6 +76,8 @@ def class_pairs(captions: list[str], classes: list[str], config: Config) -> tupl
 def decide(captions: list[str], classes: list[str], config: Config, index: NounIndex) -> dict[str, list[str]]:
     """wnid -> `pair_outcomes` of the captions naming it, the corpus's form statistics counted
     over all the captions."""
+    from imagenot.filters.none_of_these import FormStats, form_statistics
+
     pairs, matched = class_pairs(captions, classes, config)
     stats = FormStats(form_statistics(captions, matched))
     wnids = [w for _, w in pairs]
@@ -92,6 +94,14 @@ def pair_outcomes(
     """Per (caption, its matched forms, a synset it names), what the build does with the pair:
     PASSES, or the caption rule that drops it (select's, with `stats` for none_of_these), else
     `sense:` and the noun sense of the word that wins it, else why the sense decision drops it."""
+    import numpy as np
+    import pyarrow as pa
+
+    from imagenot.filters.caption_rules import caption_decision
+    from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
+    from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
+    from imagenot.wordnet.index import load_index
+
     if not captions:
         return []
     index = load_index()
@@ -114,6 +124,9 @@ def pair_outcomes(
 
 
 def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
+    from imagenot.filters.instances import instance_removals
+    from imagenot.pipeline.audit.rankings import clopper_pearson
+
     n, k = len(outcomes), outcomes.count(PASSES)
     row = dict.fromkeys(COLUMNS, "") | {"wnid": wnid, "name": index[wnid].name, "captions": n, "flagged": 0}
     row["instance"] = int(wnid in instance_removals([wnid], index))  # select's own rule
@@ -127,6 +140,9 @@ def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
 
 
 def audit_classes(list_path: str, corpus: str, config: Config) -> list[dict]:
+    from imagenot.pipeline.config.reference_lists import read_class_list
+    from imagenot.wordnet.index import load_index
+
     index = load_index()
     classes = read_class_list(list_path, index)
     outcomes = decide(read_captions(corpus, config), classes, config, index)
@@ -140,6 +156,10 @@ def audit_classes(list_path: str, corpus: str, config: Config) -> list[dict]:
 @click.option("--out", "out_path", required=True, help="the TSV to write, one row per listed class")
 def classes_command(list_path: str, corpus: str, config_path: str | None, out_path: str) -> None:
     """Per class of a list: the share of a corpus sample's captions naming it that use it in its sense."""
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.report.markdown import count_of
+    from imagenot.pipeline.run.files import write_tsv
+
     config = load_config(config_path)
     rows = audit_classes(list_path, corpus, config)
     write_tsv(out_path, COLUMNS, rows)

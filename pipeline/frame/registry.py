@@ -51,12 +51,11 @@ def download_enabled(config: Config) -> bool:
 
 @dataclass(frozen=True)
 class CommandForm:
-    """How a stage's command differs from `imagenot STAGE --run DIR [--config FILE] [--break-lock]`."""
+    """How a stage's command runs apart from `imagenot STAGE --run DIR [--config FILE] [--break-lock]`
+    (what it shows before it runs is its `stage_order.CommandFace`)."""
 
-    starts_run: bool = False  # the first stage: `--out DIR` (made when missing), `--input` names the corpus
     describes_run: bool = False  # the report: it takes the run's config as built, never rewrites it, and its
     # run checks every stage against it
-    run_help: str = "run directory holding the stage's finished upstream stage"
     result: Callable[[dict, str], str] | None = None  # (figures, run dir) -> its last line (None: the figures)
 
 
@@ -66,8 +65,7 @@ class Stage:
     upstream: str | Callable[[Config], str] | None  # the stage it reads, or a function of the config
     settings: Callable[[Config], dict] | None  # what it records in its fingerprint (None: an audit's own)
     run: Callable[..., object]  # run(config, run_dir, **prepared, **options): its figures, or `figures`' input
-    doc: str  # its command's help
-    options: tuple[Callable[[Callable], Callable], ...] = ()  # click options passed on to `run` by name
+    # (its command's help and options are its face's: `stage_order.FACES`; an audit's: `audit.faces.FACES`)
     wanted: Callable[[Config], bool] = _always  # whether `build` runs it for this config
     revision: Revision | None = None  # see pipeline.run.stage_dir
     unwanted: str | None = None  # why its command refuses a config that does not run it (None: it runs anyway)

@@ -7,11 +7,15 @@ import json
 
 import click
 
+<<<<<<< HEAD
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.corpus.units import text_ranges
 from imagenot.pipeline.frame.preflight import build_stages, preflight
 from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_units, make_plan, rates_measured_by, render
+=======
+from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates
+>>>>>>> issue-43b
 
 
 def _rate_options(command):
@@ -56,7 +60,12 @@ def plan_command(
     **rates: float,
 ) -> None:
     """Project a build's work, jobs and cost from a sample of the corpus; refuse what will fail."""
-    # the sample reads through the tag and select stages: loaded only when the command runs, not for --help
+    # the config, the corpus and the sample (read through the tag and select stages) load Beam: imported
+    # when the command runs, not for --help
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.corpus.units import text_ranges
+    from imagenot.pipeline.frame.preflight import build_stages, preflight
+    from imagenot.pipeline.plan.estimate import corpus_units, make_plan, render
     from imagenot.pipeline.plan.projection import plan_from_sample, summary
 
     config = load_config(config_path)

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
-from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.corpus.preflight import corpus_shapes
-from imagenot.pipeline.corpus.units import FileShape, WorkUnit, plan_units
+if TYPE_CHECKING:  # `imagenot plan --help` reads Rates and SAMPLE_ROWS from here, and loads no Beam
+    from imagenot.pipeline.config.schema import Config
+    from imagenot.pipeline.corpus.units import WorkUnit
 
 SAMPLE_ROWS = 200_000  # `--sample`: at 10 us a row for tag and select, under a minute on one core
 
@@ -149,6 +150,9 @@ def caption_work(config: Config, rows: int, rates: Rates, class_sizes: list[tupl
 
 
 def corpus_units(config: Config) -> tuple[int, int, list[WorkUnit]]:
+    from imagenot.pipeline.corpus.preflight import corpus_shapes
+    from imagenot.pipeline.corpus.units import FileShape, plan_units
+
     """(rows, shards) of the configured corpus, from parquet footers (a text file's rows are
     estimated from its size and its first megabyte), and the work units the tag stage will cut it
     into (`corpus.work_unit_rows`); raises on any shard that a build would refuse (missing mapped

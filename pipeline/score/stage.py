@@ -289,6 +289,5 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_score,
-    "Score each candidate synset's first-pass captions against its gloss.",
     preflight=(check_text_models,),
 )

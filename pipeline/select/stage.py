@@ -279,7 +279,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_select,
-    "Filter synsets (offensive, identity, ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
     preflight=(check_corpus_if_there, check_tagged_columns),
     figures=figures,
 )
