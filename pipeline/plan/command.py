@@ -7,15 +7,8 @@ import json
 
 import click
 
-<<<<<<< HEAD
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config.schema import load_config
-from imagenot.pipeline.corpus.units import text_ranges
-from imagenot.pipeline.frame.preflight import build_stages, preflight
-from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_units, make_plan, rates_measured_by, render
-=======
 from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates
->>>>>>> issue-43b
 
 
 def _rate_options(command):
@@ -91,6 +84,8 @@ def _measured_rates(run_dir: str, rates: Rates) -> Rates:
     """`rates` with the per-row rates the run at `run_dir` measured (`rates_measured_by`)."""
     from apache_beam.io.filesystems import FileSystems  # Beam loads when the command runs, not for --help
 
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.plan.estimate import rates_measured_by
     from imagenot.pipeline.run.layout import RUN_CONFIG
     from imagenot.pipeline.run.summary import read_summary
 
