@@ -1,11 +1,12 @@
 """Build cost against corpus size: wall time and peak memory of each stage.
 
 For each size, a synthetic LAION-schema corpus (`pipeline.corpus.synth`, seed 0, 100,000-row
-shards) is written first, outside every timing. Then the build's stages after the corpus
-(tag, select, score, rank, sample; no download) run one at a time, each in a fresh Python
-process, so its peak resident memory is its own: the parent waits for it with `os.wait4`,
-whose `ru_maxrss` is the largest RSS of the stage process and of any worker process it waited
-for. Each size gets a fresh embedding cache, so the encoder's work is counted.
+shards, the default realistic captions) is written first, outside every timing. Then the build's
+stages after the corpus (tag, select, score, rank, sample; no download) run one at a time, each in
+a fresh Python process that runs it as its command does (`registry.run_stage`), so its peak
+resident memory is its own: the parent waits for it with `os.wait4`, whose `ru_maxrss` is the
+largest RSS of the stage process and of any worker process it waited for. Each size gets a fresh
+embedding cache, so the encoder's work is counted.
 
 Settings scale with the corpus so that each size yields about the same candidate synsets:
 `selection.min_captions` = 100 per 100,000 rows; the rest is fixed (first-pass captions,
@@ -17,12 +18,16 @@ at most K x `exact_per_class` of them reach the encoder).
 `--first-phase static` also runs rank and sample with `scoring.first_phase: static` on a copy
 of the run's tag, select and score (and of the embedding cache as score left it).
 
-Printed: a table per stage and size (stage wall seconds, stage CPU seconds, peak RSS, corpus
-rows/s), wall and CPU ratios against the smallest size with a linear fit (fixed + per-row),
+Printed: a table per stage and size (stage wall seconds, stage CPU seconds and CPU microseconds a
+corpus row as summary.json records them, peak RSS); per size, tag and select's CPU microseconds a
+row together, the encoder's captions per final image and the sense contrast's CPU per scored
+caption; each stage's marginal CPU microseconds a row between sizes (`scale`); wall and CPU ratios
+against the smallest size with a linear fit (fixed + per-row),
 rank and sample per first-phase mode, the rates `imagenot plan` uses as this run measured them
 (`measured_rates`), and `imagenot plan`'s projection to LAION-2B-en with those rates. CPU
-seconds (`time.process_time` of the stage process, all its threads) move far less than wall
-seconds when other jobs share the machine. The last line is one JSON object.
+seconds (summary.json's `cpu_seconds`: the stage process, all its threads, and its local Beam
+workers) move far less than wall seconds when other jobs share the machine. The last line is one
+JSON object.
 
     python benchmarks/bench_build.py --rows 100000 300000 1000000 [--workers 1] [--first-phase static]
 """
@@ -68,20 +73,17 @@ def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, fir
 
 
 def run_child(stage: str, config_path: str, run_dir: str, result_path: str) -> None:
-    """The child process: one stage, its own wall time and peak RSS written to `result_path`."""
+    """The child process: one stage as its command runs it (`registry.run_stage`: the stage's
+    prepare step, its folder, its figures in summary.json with its wall and CPU seconds, its local
+    Beam workers' CPU included); its figures and peak RSS written to `result_path`."""
     from imagenot.pipeline.config.schema import load_config
-    from imagenot.pipeline.frame.registry import declared
-    from imagenot.pipeline.run.stage_dir import stage_figures
+    from imagenot.pipeline.frame.registry import declared, run_stage
 
-    config = load_config(config_path)
-    step = declared(stage)
-    started, cpu_started = time.perf_counter(), time.process_time()
-    step.run(config, run_dir)
-    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    figures = run_stage(declared(stage), load_config(config_path), run_dir)
     result = {
-        "seconds": seconds,
-        "cpu_seconds": cpu_seconds,
-        "figures": stage_figures(run_dir, stage),
+        "seconds": figures["seconds"],
+        "cpu_seconds": figures["cpu_seconds"],
+        "figures": figures,
         "vm_hwm_mb": vm_hwm_mb(),
     }
     Path(result_path).write_text(json.dumps(result), encoding="utf-8")
@@ -94,7 +96,26 @@ def vm_hwm_mb() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
+IN_PROCESS = {"on": False}  # --in-process: stages run in this process (set by the scripts' main)
+
+
 def measure_stage(stage: str, config_path: Path, run_dir: Path) -> dict:
+    """One stage's figures, wall and CPU seconds and peak RSS: in a fresh process, or with
+    `--in-process` in this one (seconds, not minutes, at a tiny size: no process start, WordNet and
+    the model loaded once; its peak RSS is then this process's so far)."""
+    if IN_PROCESS["on"]:
+        from imagenot.pipeline.config.schema import load_config
+        from imagenot.pipeline.frame.registry import declared, run_stage
+
+        started = time.perf_counter()
+        figures = run_stage(declared(stage), load_config(config_path), str(run_dir))
+        return {
+            "seconds": figures["seconds"],
+            "cpu_seconds": figures["cpu_seconds"],
+            "process_seconds": round(time.perf_counter() - started, 2),
+            "peak_rss_mb": round(vm_hwm_mb(), 1),
+            "figures": figures,
+        }
     result_path = run_dir / f"bench-{stage}.json"
     log_path = run_dir / f"bench-{stage}.log"
     command = [sys.executable, __file__, "--child", stage, str(config_path), str(run_dir), str(result_path)]
@@ -172,18 +193,60 @@ def load_text() -> str:
 
 def table(results: list[dict]) -> str:
     sizes = [r["rows"] for r in results]
-    head = "| stage | " + " | ".join(f"{n:,} rows: s / cpu s / peak MB / rows/s" for n in sizes) + " |"
+    head = "| stage | " + " | ".join(f"{n:,} rows: s / cpu s / cpu us a row / peak MB" for n in sizes) + " |"
     lines = [head, "|---" * (len(sizes) + 1) + "|"]
     for stage in STAGES:
         cells = []
         for r in results:
             m = r["stages"][stage]
             cells.append(
-                f"{m['seconds']:.1f} / {m['cpu_seconds']:.1f} / {m['peak_rss_mb']:.0f} / "
-                f"{r['rows'] / m['seconds']:,.0f}"
+                f"{m['seconds']:.1f} / {m['cpu_seconds']:.1f} / {m['figures']['cpu_us_per_row']:.1f} / "
+                f"{m['peak_rss_mb']:.0f}"
             )
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def scale(results: list[dict]) -> dict:
+    """Per size: each stage's CPU microseconds a corpus row (summary.json's, start-up included) and
+    peak memory, tag and select together, the encoder's captions per final image (score's and
+    rank's embedded captions over the sample's images, per `scoring.first_phase` run) and the sense
+    contrast's CPU microseconds per caption score scored; between consecutive sizes, each stage's
+    marginal CPU microseconds a row (the CPU the added rows cost: start-up cancels)."""
+    sizes = {}
+    for r in results:
+        stages, figures = r["stages"], {stage: r["stages"][stage]["figures"] for stage in STAGES}
+        scored = figures["score"]["rows_scored"]
+        per_image = {
+            mode: _embedded_per_image(figures["score"], by_stage["rank"]["figures"], by_stage["sample"]["figures"])
+            for mode, by_stage in {"off": stages, **r["first_phase"]}.items()
+        }
+        sizes[str(r["rows"])] = {
+            "cpu_us_per_row": {stage: figures[stage]["cpu_us_per_row"] for stage in STAGES},
+            "peak_rss_mb": {stage: stages[stage]["peak_rss_mb"] for stage in STAGES},
+            "tag_select_us_per_row": round(figures["tag"]["cpu_us_per_row"] + figures["select"]["cpu_us_per_row"], 2),
+            "captions_embedded_per_image": per_image,
+            "sense_us_per_scored_caption": (
+                round(figures["score"].get("sense_cpu_seconds", 0) / scored * 1e6, 1) if scored else None
+            ),
+        }
+    marginal = {
+        f"{b['rows']}-{a['rows']}": {
+            stage: round(
+                (b["stages"][stage]["cpu_seconds"] - a["stages"][stage]["cpu_seconds"]) / (b["rows"] - a["rows"]) * 1e6,
+                2,
+            )
+            for stage in STAGES
+        }
+        for a, b in zip(results, results[1:])
+    }
+    return {"sizes": sizes, "marginal_us_per_row": marginal}
+
+
+def _embedded_per_image(score: dict, rank: dict, sample: dict) -> float | None:
+    """The encoder's captions (score's and rank's cache misses) per image the sample chose."""
+    embedded = score["captions_embedded"] + rank["captions_embedded"]
+    return round(embedded / sample["images"], 3) if sample["images"] else None
 
 
 def ratios(results: list[dict], key: str) -> dict[str, dict[str, float]]:
@@ -322,6 +385,12 @@ def measured_rates(results: list[dict]):
     return Rates(**rates)
 
 
+def fittable(results: list[dict]) -> bool:
+    """Whether `measured_rates` can fit the sizes: two sizes or more, and classes ranked at each
+    (tiny corpora rank none)."""
+    return len(results) > 1 and all(r["stages"]["rank"]["figures"]["classes"] > 0 for r in results)
+
+
 def projection(results: list[dict], args: argparse.Namespace) -> dict[str, dict]:
     """LAION-2B-en as `imagenot plan` projects it (first_phase off and static) with the rates this
     run measured and the largest size's class share, on the fleet, prices and first-pass fill of
@@ -386,17 +455,28 @@ def main() -> None:
         help="also run rank and sample with this scoring.first_phase (off is always run)",
     )
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
+    parser.add_argument("--in-process", action="store_true", help="run the stages in this process (a smoke run)")
     parser.add_argument("--child", nargs=4, metavar=("STAGE", "CONFIG", "RUN", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         run_child(*args.child)
         return
+    IN_PROCESS["on"] = args.in_process
 
     print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         results = [bench_size(rows, args.workers, Path(tmp), tuple(args.first_phase)) for rows in sorted(args.rows)]
     print(f"end: {load_text()}\n")
     print(table(results))
+    scaled = scale(results)
+    for rows, figures in scaled["sizes"].items():
+        print(
+            f"{int(rows):,} rows: tag + select {figures['tag_select_us_per_row']} cpu us a row; captions embedded "
+            f"per image by first_phase {figures['captions_embedded_per_image']}; sense contrast "
+            f"{figures['sense_us_per_scored_caption']} cpu us per scored caption"
+        )
+    for sizes, by_stage in scaled["marginal_us_per_row"].items():
+        print(f"marginal cpu us a row, {sizes} rows: " + ", ".join(f"{k} {v}" for k, v in by_stage.items()))
     all_ratios = {key: ratios(results, key) for key in ("seconds", "cpu_seconds")}
     all_fits = {key: linear_fits(results, key) for key in ("seconds", "cpu_seconds")} if len(results) > 2 else {}
     for key in ("seconds", "cpu_seconds"):
@@ -413,7 +493,7 @@ def main() -> None:
     if args.first_phase:
         print("\nrank and sample by scoring.first_phase (the same tag, select and score; flat in rows when bounded):")
         print(first_phase_table(results, ("off", *args.first_phase)))
-    project = projection(results, args) if len(results) > 1 else {}  # rates are fitted over the sizes
+    project = projection(results, args) if fittable(results) else {}
     if project:
         print(f"\nrates measured by this run (imagenot plan's Rates): {measured_rates(results)}")
     from imagenot.pipeline.plan.estimate import render
@@ -425,7 +505,14 @@ def main() -> None:
         )
     print(
         json.dumps(
-            {"sizes": results, "ratios": all_ratios, "fits": all_fits, "projection": project, "workers": args.workers}
+            {
+                "sizes": results,
+                "scale": scaled,
+                "ratios": all_ratios,
+                "fits": all_fits,
+                "projection": project,
+                "workers": args.workers,
+            }
         )
     )
 

@@ -103,7 +103,7 @@ def _rates(stats_files: list[Path], wall_s: float) -> dict:
 
 
 def guarded_stage(urls: list[str], folder: Path, threads: int, hosts: list[str]) -> dict:
-    from imagenot.pipeline.frame.registry import declared, run_in_folder
+    from imagenot.pipeline.frame.registry import declared, run_stage
 
     blocklist = folder / "blocklist.txt"
     lines = [f"sha256 {hashlib.sha256(str(i).encode()).hexdigest()}" for i in range(500)]
@@ -123,7 +123,7 @@ def guarded_stage(urls: list[str], folder: Path, threads: int, hosts: list[str])
     write_sample_stage(folder / "run", {"n00000001": (urls, [])}, test_per_class=0)
     started = time.monotonic()
     config = Config(download=settings, sampling=Sampling(images_per_class=len(urls), test_per_class=0), runner=Runner())
-    run_in_folder(declared("download"), config, str(folder / "run"))
+    run_stage(declared("download"), config, str(folder / "run"))
     return _rates(list((folder / "run" / "download" / "rounds").glob("*/*_stats.json")), time.monotonic() - started)
 
 

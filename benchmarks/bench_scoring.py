@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_build import load_text, measure_stage  # noqa: E402
+from bench_build import IN_PROCESS, load_text, measure_stage  # noqa: E402
 
 SHARD_ROWS = 100_000
 COMMON_STAGES = ("tag", "select", "score")
@@ -128,6 +128,9 @@ def summary(results: list[dict]) -> dict:
     def per_mode(stage, key):
         return {m: [r["modes"][m][stage][key] for r in results] for m in modes}
 
+    def per_image(count, r, mode):  # None where the sample chose no image (a corpus too small to rank a class)
+        return round(count(r, mode) / images(r, mode), 3) if images(r, mode) else None
+
     return {
         "rows": [r["rows"] for r in results],
         "bounded_mode": bounded,
@@ -137,11 +140,12 @@ def summary(results: list[dict]) -> dict:
         "bounded_captions_scored": [scored(r, bounded) for r in results],
         "final_images": [images(r, bounded) for r in results],
         "exact_final_images": [images(r, EXACT) for r in results],
-        "exact_captions_embedded_per_image": [round(embedded(r, EXACT) / images(r, EXACT), 3) for r in results],
-        "bounded_captions_embedded_per_image": [round(embedded(r, bounded) / images(r, bounded), 3) for r in results],
-        "bounded_captions_scored_per_image": [round(scored(r, bounded) / images(r, bounded), 3) for r in results],
+        "exact_captions_embedded_per_image": [per_image(embedded, r, EXACT) for r in results],
+        "bounded_captions_embedded_per_image": [per_image(embedded, r, bounded) for r in results],
+        "bounded_captions_scored_per_image": [per_image(scored, r, bounded) for r in results],
         "topn_overlap": round(
-            sum(r["topn_overlap"] * images(r, EXACT) for r in results) / sum(images(r, EXACT) for r in results), 4
+            sum(r["topn_overlap"] * images(r, EXACT) for r in results) / max(1, sum(images(r, EXACT) for r in results)),
+            4,
         ),
         "topn_overlap_per_size": [r["topn_overlap"] for r in results],
         "class_list_identical": all(r["class_list_identical"] for r in results),
@@ -167,7 +171,9 @@ def main() -> None:
     )
     parser.add_argument("--strategy", choices=["top", "threshold"], default="top", help="sampling.strategy")
     parser.add_argument("--threshold", type=float, help="sampling.threshold (strategy threshold)")
+    parser.add_argument("--in-process", action="store_true", help="run the stages in this process (a smoke run)")
     args = parser.parse_args()
+    IN_PROCESS["on"] = args.in_process
     sampling = {"strategy": args.strategy, **({"threshold": args.threshold} if args.threshold is not None else {})}
     print(f"start: {load_text()}", flush=True)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:

@@ -34,6 +34,7 @@ it: a caption rule first (select), then sense contrast and the caption threshold
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -121,10 +122,16 @@ def pair_rule(caption: str, form: str, sense: Sense, rules: CaptionRules) -> str
 def find_span(caption: str, form: str) -> tuple[int, int] | None:
     """Where the form first occurs in the caption: its words apart by any separators, apostrophes
     anywhere inside a word, a possessive "'s" after it."""
-    words = ["'?".join(map(re.escape, word)) for word in form.split(" ")]
-    pattern = _NOT_AFTER_WORD + _SEPARATORS.join(words) + _WORD_ENDS
-    found = re.search(pattern, caption, re.IGNORECASE)
+    found = _span_pattern(form).search(caption)
     return found.span() if found else None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _span_pattern(form: str) -> re.Pattern:
+    """`find_span`'s pattern for a form, compiled once: a corpus has more forms than `re`'s own
+    cache holds (512), and compiling one costs more than the search."""
+    words = ["'?".join(map(re.escape, word)) for word in form.split(" ")]
+    return re.compile(_NOT_AFTER_WORD + _SEPARATORS.join(words) + _WORD_ENDS, re.IGNORECASE)
 
 
 def _size_code(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:

@@ -18,8 +18,11 @@ import click
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.run.worker_errors import unwrapped
 
-# name -> (module, attribute, the line `--help` lists it with); a stage's attribute is its declaration,
-# from which its command is built
+# A build stage's command, built from its face: the stage's module loads when the command runs.
+STAGE_COMMAND = ("imagenot.pipeline.frame.stage_command", "declared_stage_command")
+AUDIT_COMMAND = ("imagenot.pipeline.audit.faces", "audit_command")  # an audit declared as a stage, likewise
+# name -> (module, attribute, the line `--help` lists it with); the attribute is a click command, or a
+# function of the command's name that builds one
 COMMANDS = {
     "build": (
         "imagenot.pipeline.commands.build",
@@ -32,21 +35,17 @@ COMMANDS = {
         "Say why a synset (or each sense of a word) is or is not a class.",
     ),
     "stats": ("imagenot.pipeline.commands.stats", "stats", "A class set's place in WordNet beside a reference's."),
-    "synth": ("imagenot.pipeline.corpus.synth", "synth_command", "Write a synthetic LAION-schema corpus."),
-    "tag": ("imagenot.pipeline.tag.stage", "DECLARATION", "Stage 1: tag captions with the noun synsets they name."),
-    "select": ("imagenot.pipeline.select.stage", "DECLARATION", "Stage 2: filter synsets and captions."),
-    "score": ("imagenot.pipeline.score.stage", "DECLARATION", "Stage 3: score candidates' captions against glosses."),
-    "rank": ("imagenot.pipeline.rank.stage", "DECLARATION", "Stage 4: rank synsets, write the class list."),
-    "sample": ("imagenot.pipeline.sample.stage", "DECLARATION", "Stage 5: pick images per class, split train/test."),
-    "download": (
-        "imagenot.pipeline.download.stage",
-        "DECLARATION",
-        "Stage 6: fetch the images, backfill failures.",
-    ),
-    "report": ("imagenot.pipeline.report.stage", "DECLARATION", "Stage 7: write the dataset card and HTML report."),
-    "export": ("imagenot.pipeline.export.stage", "DECLARATION", "Stage 8: write RUN/dataset/, ready to train on."),
+    "synth": ("imagenot.pipeline.corpus.synth_command", "synth_command", "Write a synthetic LAION-schema corpus."),
+    "tag": (*STAGE_COMMAND, "Stage 1: tag captions with the noun synsets they name."),
+    "select": (*STAGE_COMMAND, "Stage 2: filter synsets and captions."),
+    "score": (*STAGE_COMMAND, "Stage 3: score candidates' captions against glosses."),
+    "rank": (*STAGE_COMMAND, "Stage 4: rank synsets, write the class list."),
+    "sample": (*STAGE_COMMAND, "Stage 5: pick images per class, split train/test."),
+    "download": (*STAGE_COMMAND, "Stage 6: fetch the images, backfill failures."),
+    "report": (*STAGE_COMMAND, "Stage 7: write the dataset card and HTML report."),
+    "export": (*STAGE_COMMAND, "Stage 8: write RUN/dataset/, ready to train on."),
     "compare-rankings": (
-        "imagenot.pipeline.audit.rankings",
+        "imagenot.pipeline.audit.rankings_command",
         "compare_rankings_command",
         "Compare model rankings on two datasets.",
     ),
@@ -56,7 +55,7 @@ COMMANDS = {
         "Build the scoring model artifacts once, offline.",
     ),
     "senses": (
-        "imagenot.pipeline.score.senses_command",
+        "imagenot.pipeline.commands.senses",
         "senses_command",
         "Score a caption against every noun sense of its word.",
     ),
@@ -73,13 +72,12 @@ COMMANDS = {
     ),
 }
 AUDITS = {
-    "embed": ("imagenot.pipeline.audit.embeddings", "embed_command", "CLIP-embed every downloaded image and caption."),
+    "embed": (*AUDIT_COMMAND, "CLIP-embed every downloaded image and caption."),
     "duplicates": (
-        "imagenot.pipeline.audit.duplicates",
-        "duplicates_command",
+        *AUDIT_COMMAND,
         "Exact and near duplicates (--drop: take them out).",
     ),
-    "agreement": ("imagenot.pipeline.audit.agreement", "agreement_command", "Image-class and image-caption agreement."),
+    "agreement": (*AUDIT_COMMAND, "Image-class and image-caption agreement."),
     "classes": (
         "imagenot.pipeline.audit.classes",
         "classes_command",
@@ -109,13 +107,9 @@ OPTIONAL_MODULES = {
 }
 
 
-def command(found: object) -> click.Command:
-    """The command a `COMMANDS` entry names: a click command, or one built from a stage's declaration."""
-    if isinstance(found, click.Command):
-        return found
-    from imagenot.pipeline.frame.stage_command import stage_command
-
-    return stage_command(found)
+def command(found: object, name: str) -> click.Command:
+    """The command a `COMMANDS` entry names: a click command, or the one a function builds for `name`."""
+    return found if isinstance(found, click.Command) else found(name)
 
 
 class LazyGroup(click.Group):
@@ -131,7 +125,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in self.commands and name in self.lazy:
             module, attribute, _ = self.lazy[name]
-            self.add_command(command(getattr(importlib.import_module(module), attribute)), name)
+            self.add_command(command(getattr(importlib.import_module(module), attribute), name), name)
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

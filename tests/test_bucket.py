@@ -35,7 +35,7 @@ from imagenot.pipeline.audit.embeddings import embed_command
 from imagenot.pipeline.commands.stats import stats
 from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.corpus.synth import synth_command
+from imagenot.pipeline.corpus.synth_command import synth_command
 from imagenot.pipeline.frame.build import build
 from imagenot.pipeline.frame.registry import declared, run_in_folder
 from imagenot.pipeline.run.files import read_bytes, read_json, read_tsv, write_bytes, write_text

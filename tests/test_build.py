@@ -57,6 +57,10 @@ def test_build_runs_every_stage_and_records_the_summary(config_file, uninterrupt
     assert summary["tag"]["rows_read"] == 12_000
     assert summary["rank"]["classes"] == 8
     assert all(summary[stage]["seconds"] >= 0 for stage in summary)
+    stages = [stage for stage in summary if stage != "totals"]
+    assert all(summary[stage]["rows"] == 12_000 and summary[stage]["cpu_seconds"] > 0 for stage in stages)
+    assert totals["cpu_seconds"] == pytest.approx(sum(summary[stage]["cpu_seconds"] for stage in stages), abs=0.01)
+    assert totals["cpu_us_per_row"] == pytest.approx(totals["cpu_seconds"] / 12_000 * 1e6, abs=1)
     assert load_config(run_dir / "config.yaml") == load_config(config_file)  # the resolved config
 
 

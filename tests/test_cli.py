@@ -2,6 +2,7 @@
 `--help` and `--version` answer without loading Beam, torch or open_clip."""
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -75,6 +76,58 @@ def test_help_and_version_load_no_heavy_library(args, anonymous):
     modules = set(loaded.stdout.split())
     heavy = {"torch", "apache_beam", "open_clip", "transformers", "pyarrow", "matplotlib", "scipy", "flask"}
     assert not modules & heavy
+
+
+# Renders every command's and sub-command's --help (the click tree walked) in one process, and
+# prints each command with the heavy libraries its help loaded first.
+EVERY_HELP = """
+import json, sys
+import click
+from imagenot.pipeline.cli import main
+
+HEAVY = {heavy!r}
+loaded = {{}}
+
+def walk(group, path, ctx):
+    for name in group.list_commands(ctx):
+        try:
+            main([*path, name, "--help"], standalone_mode=False)
+        except SystemExit:
+            pass
+        loaded[" ".join([*path, name])] = sorted(m for m in HEAVY if m in sys.modules)
+        command = group.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            walk(command, [*path, name], click.Context(command, parent=ctx, info_name=name))
+
+walk(main, [], click.Context(main, info_name="imagenot"))
+print(json.dumps(loaded))
+"""
+HEAVY = (
+    "torch",
+    "apache_beam",
+    "open_clip",
+    "transformers",
+    "sentence_transformers",
+    "pyarrow",
+    "pandas",
+    "matplotlib",
+    "scipy",
+    "sklearn",
+    "faiss",
+    "cleanlab",
+    "img2dataset",
+    "flask",
+)
+
+
+def test_every_commands_help_loads_no_heavy_library():
+    # issue 43: stage commands took 2-3 s, blocklist 9 s, audit embed|classes 5 s (Beam, torch, scipy)
+    result = subprocess.run(
+        [sys.executable, "-c", EVERY_HELP.format(heavy=HEAVY)], check=True, capture_output=True, text=True
+    )
+    loaded = json.loads(result.stdout.splitlines()[-1])
+    assert {"tag", "export", "blocklist apply", "audit embed", "review classes serve"} <= loaded.keys()
+    assert {command: heavy for command, heavy in loaded.items() if heavy} == {}
 
 
 def test_help_starts_about_as_fast_as_python_itself():

@@ -83,7 +83,7 @@ def _write_config(run_dir, config: Config) -> str:
 def _invoke(command, run_dir, *args: str) -> dict:
     result = invoke(command, ["--run", str(run_dir), *args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return json.loads((run_dir / command.name / "figures.json").read_text())  # the command is named after its stage
+    return json.loads((run_dir / "audit" / command.name / "figures.json").read_text())  # audit/<its command>/
 
 
 @pytest.fixture(scope="module")

@@ -257,3 +257,20 @@ def test_broad_candidates_are_the_last_taken_as_classes():
     assert dict(blind)[5_000.0] == pytest.approx(10 / 21)
     # the classes' mean captions: the narrower, the more classes are drawn from the pool
     assert choice_spread(few, 10) > choice_spread(few, 19) > 0 == choice_spread(few, 0)
+
+
+def test_the_plan_projects_from_the_cpu_a_build_measured(small_run, tmp_path):
+    summary = json.loads((small_run.run / "summary.json").read_text())
+    args = ["--config", str(small_run.config), "--sample", "0", "--json", "--rates-from", str(small_run.run)]
+    result = invoke(plan_command, args)
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assumed = plan["assumptions"]
+    for stage in ("tag", "select", "sample"):  # the build's CPU per corpus row, less its one process's fixed part
+        own = max(summary[stage]["cpu_seconds"] - assumed[f"{stage}_fixed_s"], 0)
+        assert assumed[f"{stage}_us_per_row"] == round(own / 12_000 * 1e6, 2), stage
+    for stage, figures in plan["stages"].items():  # each stage's CPU as summary.json gives a build's
+        assert figures["rows"] == 12_000, stage
+        assert figures["cpu_us_per_row"] == pytest.approx(figures["process_seconds"] / 12_000 * 1e6, abs=5), stage
+    refused = invoke(plan_command, [*args[:-1], str(tmp_path)])
+    assert refused.exit_code == 1 and "--rates-from" in refused.output and "no summary.json" in refused.output

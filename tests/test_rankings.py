@@ -16,9 +16,9 @@ from imagenot.pipeline.audit.rankings import (
     bootstrap_intervals,
     clopper_pearson,
     compare_rankings,
-    compare_rankings_command,
     read_accuracies,
 )
+from imagenot.pipeline.audit.rankings_command import compare_rankings_command
 
 DATA = Path(__file__).parent / "data"
 IMAGENET = DATA / "imagenetv2_table1_imagenet_top1.csv"

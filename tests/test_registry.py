@@ -9,7 +9,7 @@ import pytest
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Config, load_config
 from imagenot.pipeline.frame.registry import declared, module_of, settings_differences, stage_config, stages
-from imagenot.pipeline.frame.stage_order import STAGE_NAMES
+from imagenot.pipeline.frame.stage_order import FACES, STAGE_NAMES
 from imagenot.pipeline.report.stage import check_config
 from imagenot.pipeline.run.stage_dir import is_done
 
@@ -21,7 +21,7 @@ def test_each_stage_is_declared_in_its_module_and_reads_an_earlier_stage(downloa
         assert stage.name == STAGE_NAMES[position] == importlib.import_module(module_of(stage.name)).STAGE
         upstream = stage.upstream_of(config)
         assert upstream is None or STAGE_NAMES.index(upstream) < position, stage.name
-        assert stage.settings is not None and stage.doc
+        assert stage.settings is not None and FACES[stage.name].doc
 
 
 def test_stages_before_a_stage_are_those_earlier_in_the_order():

@@ -287,7 +287,7 @@ def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
 
 
 def test_compare_rankings_can_keep_to_the_images_review_kept(reviewed, tmp_path):
-    from imagenot.pipeline.audit.rankings import compare_rankings_command
+    from imagenot.pipeline.audit.rankings_command import compare_rankings_command
 
     run_dir, n, k = reviewed["run"], reviewed["images"], reviewed["K"]
     images = pq.read_table(run_dir / "review/images.parquet").to_pylist()

@@ -8,10 +8,10 @@ import pytest
 from cli_runner import invoke
 
 from imagenot.filters.caption_rules import caption_decision
+from imagenot.pipeline.commands.senses import senses_command
 from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.priority import list_settled
 from imagenot.pipeline.sample.classes import sample_class
-from imagenot.pipeline.score.senses_command import senses_command
 from imagenot.wordnet.senses import word_senses
 
 CRANE_MACHINE, CRANE_BIRD = "n03126707", "n02000954"  # crane.n.04, crane.n.05

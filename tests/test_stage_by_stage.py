@@ -49,6 +49,15 @@ def test_the_first_command_writes_the_run_config_and_later_ones_use_it(stage_by_
     assert (run / "rank" / "classes.json").read_bytes() == (small_run.run / "rank" / "classes.json").read_bytes()
 
 
+def test_each_stage_command_records_its_cpu_per_corpus_row(stage_by_stage):
+    run, _, _ = stage_by_stage
+    summary = json.loads((run / "summary.json").read_text())
+    for stage in ("tag", "select", "score", "rank", "sample"):
+        figures = summary[stage]
+        assert figures["rows"] == 12_000 and figures["cpu_seconds"] > 0, stage
+        assert figures["cpu_us_per_row"] == pytest.approx(figures["cpu_seconds"] / 12_000 * 1e6, abs=1), stage
+
+
 def test_a_config_changing_an_earlier_stage_is_refused_naming_the_keys_and_the_stage(stage_by_stage, tmp_path):
     run, config, _ = stage_by_stage
     changed = yaml.safe_load(config.read_text())

@@ -23,10 +23,10 @@ from imagenot.pipeline.corpus.synth import (
     PUNSAFE_RANGES,
     SHARD_SCHEMA,
     TRUTH_SCHEMA,
-    synth_command,
     synth_corpus,
     synth_shards,
 )
+from imagenot.pipeline.corpus.synth_command import synth_command
 from imagenot.pipeline.plan.sample import sample_batches
 from imagenot.pipeline.tag.stage import build_matcher
 

@@ -20,30 +20,30 @@ import functools
 import json
 import logging
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import click
-import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.amend.backfill import drop_and_backfill, refresh_outputs, require_download
-from imagenot.pipeline.config.schema import Config, load_run_config
-from imagenot.pipeline.download import drops
-from imagenot.pipeline.download import stage as download_stage
-from imagenot.pipeline.download.blocklists import APPLIED_FILE, Blocklist, load_blocklists, read_applied
-from imagenot.pipeline.download.tars import remove_samples, sample_members
-from imagenot.pipeline.frame.lock_option import break_lock_option
-from imagenot.pipeline.frame.stage_command import run_config_option
-from imagenot.pipeline.run import journal
-from imagenot.pipeline.run.files import read_table, stage_shards, write_json
-from imagenot.pipeline.run.journal import rewriting
-from imagenot.pipeline.run.layout import DATASET_DIR, DOWNLOAD, FIGURES_FILE, stage_path
-from imagenot.pipeline.run.stage_dir import digest, stage_figures
+from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
+
+if TYPE_CHECKING:  # the work's modules load when the command runs, so that `blocklist --help` loads no Beam
+    import pyarrow as pa
+
+    from imagenot.pipeline.config.schema import Config
+    from imagenot.pipeline.download.blocklists import Blocklist
 
 log = logging.getLogger(__name__)
 
 
 def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> pa.Table:
     """Rows to drop (row_id, reason, duplicate_of), with the tar and key of those in the dataset."""
+    import pyarrow as pa
+
+    from imagenot.pipeline.download import drops
+    from imagenot.pipeline.download import stage as download_stage
+    from imagenot.pipeline.run.files import read_table, stage_shards
+    from imagenot.pipeline.run.layout import DATASET_DIR, DOWNLOAD, stage_path
+
     download_dir = stage_path(run_dir, DOWNLOAD)
     reasons = download_stage.blocked_rows(candidates, blocklist)
     samples: dict[str, tuple[str, str]] = {}
@@ -68,6 +68,17 @@ def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> pa.Tab
 
 def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
     """Apply the list to the run's dataset, backfilling from the reserve; what it removed."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from imagenot.pipeline.amend.backfill import drop_and_backfill, require_download
+    from imagenot.pipeline.download import stage as download_stage
+    from imagenot.pipeline.download.blocklists import APPLIED_FILE, load_blocklists, read_applied
+    from imagenot.pipeline.download.tars import remove_samples, sample_members
+    from imagenot.pipeline.run import journal
+    from imagenot.pipeline.run.files import write_json
+    from imagenot.pipeline.run.layout import DOWNLOAD, FIGURES_FILE, stage_path
+    from imagenot.pipeline.run.stage_dir import digest, stage_figures
+
     blocklist = load_blocklists([list_path], "--list")
     candidates = functools.cache(lambda: download_stage.load_candidates(run_dir)[0])  # once the stage is known done
     samples_removed = images_removed = 0
@@ -140,6 +151,10 @@ def blocklist_command() -> None:
 @break_lock_option
 def apply_command(run_dir: str, list_path: str, config_path: str | None, break_lock: bool) -> None:
     """Take a new list's matches out of a finished dataset and backfill them from the reserve."""
+    from imagenot.pipeline.amend.backfill import refresh_outputs
+    from imagenot.pipeline.config.schema import load_run_config
+    from imagenot.pipeline.run.journal import rewriting
+
     config = load_run_config(run_dir, config_path)
     args = {"--run": run_dir, "--list": list_path, "--config": config_path}
     with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "blocklist apply", args):

@@ -29,12 +29,12 @@ from matplotlib.figure import Figure
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit import embeddings
-from imagenot.pipeline.audit.drop import drop_flagged, drop_option
+from imagenot.pipeline.audit.drop import drop_flagged
 from imagenot.pipeline.audit.duplicates import load_reference
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
+from imagenot.pipeline.audit.faces import audit_command
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.registry import Stage
-from imagenot.pipeline.frame.stage_command import stage_command
 from imagenot.pipeline.run.files import atomic_output, read_table, write_bytes
 from imagenot.pipeline.run.layout import (
     AGREEMENT_PLOT_FILE,
@@ -230,14 +230,5 @@ def run_agreement(config: Config, run_dir: str, drop: bool = False) -> None:
         drop_flagged(config, run_dir, STAGE, run_agreement, choose_drops)
 
 
-agreement_command = stage_command(
-    Stage(
-        STAGE,
-        embeddings.STAGE,
-        None,
-        run_agreement,
-        "Image-class and image-caption agreement; intra/inter-class similarity; "
-        "--drop takes out images failing a threshold.",
-        (drop_option,),
-    )
-)
+DECLARATION = Stage(STAGE, embeddings.STAGE, None, run_agreement)
+agreement_command = audit_command("agreement")

@@ -20,28 +20,17 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import click
-import numpy as np
-import pyarrow as pa
 
-from imagenot.filters.caption_rules import caption_decision
-from imagenot.filters.instances import instance_removals
-from imagenot.filters.none_of_these import FormStats, form_statistics
-from imagenot.pipeline.audit.rankings import clopper_pearson
-from imagenot.pipeline.config.reference_lists import read_class_list
-from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.corpus.preflight import corpus_shapes
-from imagenot.pipeline.corpus.reader import layout_of, read_shard
-from imagenot.pipeline.frame.preflight import check_output_file
-from imagenot.pipeline.report.markdown import count_of
-from imagenot.pipeline.run.files import write_tsv
-from imagenot.pipeline.run.progress import counting
-from imagenot.pipeline.score.sense_contrast import SenseScorer
-from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
-from imagenot.pipeline.select.caption_rules import CaptionRules, PairChecker, caption_rules
-from imagenot.pipeline.tag.stage import build_matcher
-from imagenot.wordnet.index import NounIndex, load_index
+if TYPE_CHECKING:  # the tagger, the sense scoring (torch) and the run's files (Beam) load where they are
+    # used, so that `audit classes --help` loads none of them
+    from imagenot.filters.none_of_these import FormStats
+    from imagenot.pipeline.config.schema import Config
+    from imagenot.pipeline.score.sense_contrast import SenseScorer
+    from imagenot.pipeline.select.caption_rules import CaptionRules, PairChecker
+    from imagenot.wordnet.index import NounIndex
 
 COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged", "instance")
 READ_BATCH_ROWS = 50_000  # corpus rows read at a time
@@ -54,6 +43,9 @@ def read_captions(pattern: str, config: Config) -> list[str]:
     """The captions of the corpus files the pattern matches, in path order, read and checked as the
     tag stage reads them (any corpus format, `corpus.columns`; the same one-line errors; the rows
     the tag stage drops left out)."""
+    from imagenot.pipeline.corpus.preflight import corpus_shapes
+    from imagenot.pipeline.corpus.reader import layout_of, read_shard
+
     corpus = config.corpus.model_copy(update={"paths": [pattern], "synth": None})
     unrated = {"allowed_nsfw_tags": None, "max_punsafe": None}  # no row is kept or dropped by its NSFW marks here
     checked = config.model_copy(update={"corpus": corpus, "selection": config.selection.model_copy(update=unrated)})
@@ -67,6 +59,11 @@ def read_captions(pattern: str, config: Config) -> list[str]:
 
 def class_pairs(captions: list[str], classes: list[str], config: Config) -> tuple[list[tuple[int, str]], list]:
     """(caption position, wnid) of every listed class a caption names, and every caption's matched forms."""
+    import pyarrow as pa
+
+    from imagenot.pipeline.tag.stage import build_matcher
+    from imagenot.wordnet.index import load_index
+
     tags = build_matcher(load_index(), config.tagging.ignore_forms).tag(pa.array(captions, pa.string()))
     wanted = set(classes)
     matched = [forms or [] for forms in tags.matched.to_pylist()]
@@ -80,6 +77,11 @@ def decide(captions: list[str], classes: list[str], config: Config, index: NounI
     """wnid -> `pair_outcomes` of the captions naming it, the corpus's form statistics counted
     over all the captions. The pairs are decided `CHUNK_PAIRS` at a time, so memory stays bounded
     however many classes the list holds (every noun synset: about 20 pairs a caption)."""
+    from imagenot.filters.none_of_these import FormStats, form_statistics
+    from imagenot.pipeline.run.progress import counting
+    from imagenot.pipeline.score.senses_command import scorer
+    from imagenot.pipeline.select.caption_rules import PairChecker
+
     pairs, matched = class_pairs(captions, classes, config)
     stats = FormStats(form_statistics(captions, matched))
     # the model and the caption rules' facts of every class named, made once for every chunk
@@ -110,6 +112,14 @@ def pair_outcomes(
     PASSES, or the caption rule that drops it (select's, with `stats` for none_of_these), else
     `sense:` and the noun sense of the word that wins it, else why the sense decision drops it.
     `queries` and `checker`: the sense scorer and the rules' checker, when made already."""
+    import numpy as np
+    import pyarrow as pa
+
+    from imagenot.filters.caption_rules import caption_decision
+    from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
+    from imagenot.pipeline.select.caption_rules import PairChecker
+    from imagenot.wordnet.index import load_index
+
     if not captions:
         return []
     index = load_index()
@@ -131,6 +141,8 @@ def pair_outcomes(
 
 def pair_rules(config: Config, stats: FormStats) -> CaptionRules:
     """Select's caption rules, none_of_these with the corpus's statistics, as select counts them."""
+    from imagenot.pipeline.select.caption_rules import caption_rules
+
     rules = caption_rules(config.selection.caption_rules)
     if rules.none_of_these is not None:
         rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))
@@ -138,6 +150,9 @@ def pair_rules(config: Config, stats: FormStats) -> CaptionRules:
 
 
 def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
+    from imagenot.filters.instances import instance_removals
+    from imagenot.pipeline.audit.rankings import clopper_pearson
+
     n, k = len(outcomes), outcomes.count(PASSES)
     row = dict.fromkeys(COLUMNS, "") | {"wnid": wnid, "name": index[wnid].name, "captions": n, "flagged": 0}
     row["instance"] = int(wnid in instance_removals([wnid], index))  # select's own rule
@@ -151,6 +166,9 @@ def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
 
 
 def audit_classes(list_path: str, corpus: str, config: Config) -> list[dict]:
+    from imagenot.pipeline.config.reference_lists import read_class_list
+    from imagenot.wordnet.index import load_index
+
     index = load_index()
     classes = read_class_list(list_path, index)
     outcomes = decide(read_captions(corpus, config), classes, config, index)
@@ -164,6 +182,11 @@ def audit_classes(list_path: str, corpus: str, config: Config) -> list[dict]:
 @click.option("--out", "out_path", required=True, help="the TSV to write, one row per listed class")
 def classes_command(list_path: str, corpus: str, config_path: str | None, out_path: str) -> None:
     """Per class of a list: the share of a corpus sample's captions naming it that use it in its sense."""
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.frame.preflight import check_output_file
+    from imagenot.pipeline.report.markdown import count_of
+    from imagenot.pipeline.run.files import write_tsv
+
     check_output_file(out_path, "--out")  # before the work, not after it
     config = load_config(config_path)
     rows = audit_classes(list_path, corpus, config)

@@ -26,12 +26,6 @@ from imagenot.pipeline.run.stage_dir import stage_figures
 
 log = logging.getLogger(__name__)
 
-drop_option = click.option(
-    "--drop",
-    is_flag=True,
-    help="take the flagged images out of the dataset and backfill each class from its reserve, "
-    "pass after pass (image_audit.drop_passes); needs download.enabled",
-)
 Chooser = Callable[[str, ImageAudit], pa.Table]  # (run dir, settings) -> rows to drop: row_id, reason, duplicate_of
 
 

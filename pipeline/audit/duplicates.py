@@ -38,12 +38,12 @@ from scipy.sparse.csgraph import connected_components
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit import embeddings
-from imagenot.pipeline.audit.drop import drop_flagged, drop_option
+from imagenot.pipeline.audit.drop import drop_flagged
 from imagenot.pipeline.audit.embeddings import ImageAudit, column_vectors
+from imagenot.pipeline.audit.faces import audit_command
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.preflight import files_exist
 from imagenot.pipeline.frame.registry import Stage
-from imagenot.pipeline.frame.stage_command import stage_command
 from imagenot.pipeline.report.thumbnails import labelled_thumbnail, read_thumbnails
 from imagenot.pipeline.run.files import atomic_output, read_table, write_text
 from imagenot.pipeline.run.layout import AUDIT_DUPLICATES, DUPLICATE_PAIRS_HTML_FILE, classes_path, read_classes
@@ -348,14 +348,11 @@ def run_duplicates(config: Config, run_dir: str, drop: bool = False) -> None:
         find_duplicates(run_dir, config.image_audit)
 
 
-duplicates_command = stage_command(
-    Stage(
-        STAGE,
-        embeddings.STAGE,
-        None,
-        run_duplicates,
-        "Find exact and near-duplicate images, split leaks, reference overlap; --drop takes them out.",
-        (drop_option,),
-        preflight=(files_exist("image_audit.reference_embeddings"),),
-    )
+DECLARATION = Stage(
+    STAGE,
+    embeddings.STAGE,
+    None,
+    run_duplicates,
+    preflight=(files_exist("image_audit.reference_embeddings"),),
 )
+duplicates_command = audit_command("duplicates")

@@ -36,11 +36,11 @@ from PIL import Image
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.audit.clip_model import ClipModel
+from imagenot.pipeline.audit.faces import audit_command
 from imagenot.pipeline.config.schema import Config, ImageAudit, Runner
 from imagenot.pipeline.frame.preflight import check_clip_model
 from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.frame.runner import make_pipeline
-from imagenot.pipeline.frame.stage_command import stage_command
 from imagenot.pipeline.run.files import atomic_output, read_table, sha256_file, stage_shards
 from imagenot.pipeline.run.layout import (
     AUDIT_EMBEDDINGS,
@@ -284,7 +284,6 @@ DECLARATION = Stage(
     DOWNLOAD,
     None,
     run_embed,
-    "Embed every downloaded image and caption with CLIP.",
     preflight=(check_clip_model,),
 )
-embed_command = stage_command(DECLARATION)
+embed_command = audit_command("embed")

@@ -26,34 +26,17 @@ import io
 import json
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import cleanlab
 import click
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
-from cleanlab.count import estimate_joint, num_label_issues
-from cleanlab.filter import find_label_issues
-from cleanlab.rank import get_label_quality_scores
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config.schema import load_run_config
 from imagenot.pipeline.frame.lock_option import break_lock_option
-from imagenot.pipeline.run.files import atomic_output, read_table, write_json, write_text
-from imagenot.pipeline.run.journal import require_finished
-from imagenot.pipeline.run.layout import (
-    AUDIT_LABEL_NOISE,
-    DATASET_DIR,
-    DATASET_STAGES,
-    LABEL_NOISE_FILE,
-    classes_path,
-    dataset_shards,
-    read_classes,
-    stage_path,
-)
-from imagenot.pipeline.run.lock import run_lock
+
+if TYPE_CHECKING:  # pyarrow, cleanlab (with scikit-learn) and the run's files (with Beam) are imported
+    # where they are used, so that `audit label-noise --help` loads none of them
+    import pyarrow as pa
 
 SUM_TOLERANCE = 1e-3  # probabilities saved as float32 or rounded still sum to 1 within this
 EXAMPLE_IDS = 5  # unmatched row ids quoted in the summary
@@ -87,6 +70,9 @@ class LabelNoise:
 
 
 def _unique_ids(table: pa.Table, source: str) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if "row_id" not in table.column_names:
         raise LabelNoiseInputError(f"{source}: no column 'row_id' (columns: {', '.join(table.column_names)})")
     ids = table.column("row_id").combine_chunks()
@@ -101,6 +87,9 @@ def _unique_ids(table: pa.Table, source: str) -> pa.Array:
 
 def probability_matrix(probs: pa.Table, source: str = "probabilities") -> np.ndarray:
     """The rows x K matrix from a `probs` list column or `p_0 .. p_{K-1}` columns, checked."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if "probs" in probs.column_names:
         column = probs.column("probs").combine_chunks()
         if not pa.types.is_list(column.type) and not pa.types.is_large_list(column.type):
@@ -146,6 +135,11 @@ def label_noise(
 ) -> LabelNoise:
     """Confident-learning estimates for the dataset rows (`row_id`, `class_index`[, `split`])
     that have a row in `probs`; rows on one side only are listed, not estimated."""
+    import pyarrow.compute as pc
+    from cleanlab.count import estimate_joint, num_label_issues
+    from cleanlab.filter import find_label_issues
+    from cleanlab.rank import get_label_quality_scores
+
     dataset_ids, prob_ids = _unique_ids(dataset, dataset_source), _unique_ids(probs, probs_source)
     matrix = probability_matrix(probs, probs_source)
     k = matrix.shape[1]
@@ -209,6 +203,8 @@ def per_class(result: LabelNoise, classes: list[dict] | None = None) -> list[dic
 
 
 def summary(result: LabelNoise, classes: list[dict] | None = None) -> dict:
+    import cleanlab
+
     n = len(result.labels)
     fraction = result.estimated_errors / n
     return {
@@ -232,6 +228,8 @@ def summary(result: LabelNoise, classes: list[dict] | None = None) -> dict:
 
 
 def flagged_table(result: LabelNoise) -> pa.Table:
+    import pyarrow as pa
+
     rows = result.flagged
     return pa.table(
         {
@@ -255,6 +253,12 @@ def _tsv(header: list, rows: list[list]) -> str:
 
 def write_label_noise(result: LabelNoise, out_dir: str, classes: list[dict] | None = None) -> dict:
     """summary.json, per_class.tsv, flagged.parquet and joint.tsv in `out_dir`; the summary."""
+    import pyarrow.parquet as pq
+    from apache_beam.io.filesystems import FileSystems
+
+    from imagenot.pipeline.run.files import atomic_output, write_json, write_text
+    from imagenot.pipeline.run.layout import LABEL_NOISE_FILE
+
     figures = summary(result, classes)
     rows = per_class(result, classes)
     write_text(FileSystems.join(out_dir, "per_class.tsv"), _tsv(list(rows[0]), [list(r.values()) for r in rows]))
@@ -268,11 +272,17 @@ def write_label_noise(result: LabelNoise, out_dir: str, classes: list[dict] | No
 
 
 def _read_parquet(paths: list[str]) -> pa.Table:
+    import pyarrow as pa
+
+    from imagenot.pipeline.run.files import read_table
+
     return pa.concat_tables([read_table(path) for path in paths], promote_options="default")
 
 
 def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
     """The run's dataset rows (row_id, class_index, split) and the folder they came from."""
+    from imagenot.pipeline.run.layout import DATASET_DIR, DATASET_STAGES, dataset_shards, stage_path
+
     for stage in DATASET_STAGES:  # the first one that holds a dataset
         paths = dataset_shards(run_dir, stage)
         if paths:
@@ -289,6 +299,13 @@ def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
 @break_lock_option
 def label_noise_command(run_dir: str, probs_path: str, break_lock: bool) -> None:
     """Estimate label errors with confident learning from out-of-sample class probabilities."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from imagenot.pipeline.config.schema import load_run_config
+    from imagenot.pipeline.run.journal import require_finished
+    from imagenot.pipeline.run.layout import AUDIT_LABEL_NOISE, classes_path, read_classes, stage_path
+    from imagenot.pipeline.run.lock import run_lock
+
     with run_lock(run_dir, load_run_config(run_dir).runner.lock_stale_after_s, break_lock, create_dir=False):
         if not FileSystems.exists(classes_path(run_dir)):  # refused, a folder that is not a run is left as it was
             raise LabelNoiseInputError(f"{run_dir}: no rank/ classes: not a run, or run `imagenot rank` first")

@@ -1,4 +1,5 @@
-"""Do two datasets rank models alike? `imagenot compare-rankings --input CSV --out DIR`.
+"""Do two datasets rank models alike? `imagenot compare-rankings --input CSV --out DIR` (the command:
+`rankings_command.py`).
 
 Given each model's accuracy and sample size on dataset A and dataset B (CSV columns
 `model,accuracy_a,n_a,accuracy_b,n_b`, accuracies as fractions), as in ImageNetV2 (Recht et al.,
@@ -17,11 +18,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from dataclasses import dataclass
 
-import click
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -41,7 +40,6 @@ from imagenot.pipeline.run.layout import (
 COLUMNS = ("model", "accuracy_a", "n_a", "accuracy_b", "n_b")
 MIN_MODELS = 3  # adjusted R^2 of a one-predictor fit needs n - 2 > 0
 CONFIDENCE = 0.95
-RESAMPLES = 10_000
 
 
 class RankingInputError(ImagenotError, ValueError):
@@ -191,9 +189,7 @@ def bootstrap_intervals(
     }
 
 
-def compare_rankings(
-    models: list[ModelAccuracy], base: str | None = None, resamples: int = RESAMPLES, seed: int = 0
-) -> dict:
+def compare_rankings(models: list[ModelAccuracy], base: str | None = None, *, resamples: int, seed: int = 0) -> dict:
     """Every figure of the comparison as plain JSON data (accuracies stay fractions)."""
     names = [m.model for m in models]
     if base is None:
@@ -356,49 +352,3 @@ def accepted_rows(run_dir: str) -> set[str]:
     if not FileSystems.exists(path):
         raise ImagenotError(f"{path} does not exist: run `imagenot review export` first")
     return {r["row_id"] for r in read_table(path, ["row_id", "accepted"]).to_pylist() if r["accepted"]}
-
-
-@click.command("compare-rankings")
-@click.option(
-    "--input",
-    "input_path",
-    required=True,
-    help="CSV with columns model,accuracy_a,n_a,accuracy_b,n_b (accuracies as fractions)",
-)
-@click.option("--out", "out_dir", required=True, help="folder for the report")
-@click.option("--base", default=None, help="model that progress is relative to [default: lowest accuracy on A]")
-@click.option("--name-a", default="dataset A", show_default=True, help="name of dataset A in the report")
-@click.option("--name-b", default="dataset B", show_default=True, help="name of dataset B in the report")
-@click.option(
-    "--resamples", default=RESAMPLES, show_default=True, type=click.IntRange(min=1), help="bootstrap resamples"
-)
-@click.option("--seed", default=0, show_default=True, type=int, help="bootstrap seed")
-@click.option(
-    "--reviewed-run",
-    default=None,
-    help="dataset B's run: restrict B to the images its human review kept "
-    "(needs --predictions-b; see `imagenot review`)",
-)
-@click.option("--predictions-b", default=None, help="parquet of per-image results on B: model, row_id, correct")
-def compare_rankings_command(
-    input_path: str,
-    out_dir: str,
-    base: str | None,
-    name_a: str,
-    name_b: str,
-    resamples: int,
-    seed: int,
-    reviewed_run: str | None,
-    predictions_b: str | None,
-) -> None:
-    """Compare model accuracies on two datasets: rank correlations, fit, intervals, progress."""
-    models = read_accuracies(input_path)
-    if (reviewed_run is None) != (predictions_b is None):
-        raise click.UsageError("--reviewed-run and --predictions-b go together")
-    if reviewed_run is not None:
-        models = reviewed_accuracies(models, predictions_b, accepted_rows(reviewed_run))
-        name_b = f"{name_b} (reviewed images)"
-    result = compare_rankings(models, base, resamples, seed)
-    write_report(result, out_dir, name_a, name_b)
-    summary = {k: result[k] for k in ("kendall_tau", "kendall_tau_ci", "spearman", "spearman_ci", "slope", "adj_r2")}
-    click.echo(f"compare-rankings: {json.dumps(summary)} -> {out_dir}")

@@ -38,7 +38,6 @@ DECLARATION = Stage(
     None,
     settings,
     run_corpus,
-    "Write the config's synthetic corpus.",
     wanted=synthetic,
     unwanted="corpus.synth is not set: the corpus stage writes a synthetic corpus only; the corpus is read from "
     "corpus.paths by tag",

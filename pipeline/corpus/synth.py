@@ -1,4 +1,5 @@
-"""`imagenot synth`: a LAION-schema corpus with its ground truth, for demos, tests and benchmarks.
+"""A synthetic LAION-schema corpus with its ground truth (`imagenot synth`: `synth_command.py`), for demos,
+tests and benchmarks.
 
 No real LAION metadata can be had here, so this writes corpora as hard as the real thing:
 captions in LAION's styles about WordNet noun synsets drawn Zipf-like (see `lexicon` and
@@ -48,22 +49,19 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import click
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from imagenot.pipeline.corpus.captions import CAPTION_KINDS, U_PER_ROW, Caption, CaptionWriter
+from imagenot.pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
 from imagenot.pipeline.corpus.lexicon import Lexicon
+from imagenot.pipeline.corpus.synth_defaults import DEFAULT_CAPTIONS, DEFAULT_SHARD_ROWS, DEFAULT_URL_BASE
 from imagenot.pipeline.run.files import atomic_output
 from imagenot.pipeline.run.layout import CORPUS_PARTS
 from imagenot.pipeline.run.paths import name
 from imagenot.wordnet.index import NounIndex, load_index
 
-DEFAULT_URL_BASE = "http://127.0.0.1:8000/img"
-DEFAULT_SHARD_ROWS = 100_000
-DEFAULT_CAPTIONS = "realistic"
 GROUND_TRUTH = "ground_truth.parquet"
 KIND_SHARES = {"single": 0.72, "other_sense": 0.06, "multi": 0.14, "none": 0.08}
 DUPLICATE_SHARE = 0.15
@@ -281,36 +279,3 @@ class _ShardGenerator:
             },
             schema=SHARD_SCHEMA,
         )
-
-
-@click.command("synth")
-@click.option(
-    "--out",
-    required=True,
-    help="folder for the shards and ground_truth.parquet (any FileSystems path; must hold no corpus yet)",
-)
-@click.option("--rows", required=True, type=click.IntRange(min=1), help="rows in the corpus")
-@click.option("--seed", default=0, show_default=True, type=int, help="same seed, same bytes")
-@click.option("--url-base", default=DEFAULT_URL_BASE, show_default=True, help="image URLs start here")
-@click.option(
-    "--shard-rows",
-    default=DEFAULT_SHARD_ROWS,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="rows per parquet shard",
-)
-@click.option(
-    "--captions",
-    type=click.Choice(CAPTION_KINDS),
-    default=DEFAULT_CAPTIONS,
-    show_default=True,
-    help="realistic: as long and as many-sensed as real captions; compact: the shorter captions of "
-    "earlier versions (small test builds)",
-)
-def synth_command(out: str, rows: int, seed: int, url_base: str, shard_rows: int, captions: str) -> None:
-    """Generate a synthetic LAION-schema corpus with its ground truth."""
-    try:
-        result = synth_corpus(out, rows, seed, url_base, shard_rows, captions=captions)
-    except FileExistsError as err:
-        raise click.ClickException(str(err)) from err
-    click.echo(f"{result.rows} rows in {len(result.shards)} shards, ground truth {result.ground_truth}")

@@ -409,7 +409,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_download,
-    "Fetch the sampled images with img2dataset, backfilling failures from each class's reserve.",
     wanted=download_enabled,
     revision=drops.revision,
     unwanted=NOT_ENABLED,

@@ -254,7 +254,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_export,
-    "Write RUN/dataset/: the final images as train/test webdataset tars, parquet metadata, classes.txt, README.md.",
     wanted=download_enabled,
     unwanted=NOT_ENABLED,
 )

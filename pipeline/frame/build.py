@@ -18,7 +18,8 @@ from imagenot.pipeline.frame.config_file import write_run_config
 from imagenot.pipeline.frame.registry import run_stage, stage_config, stages
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.run import journal
-from imagenot.pipeline.run.layout import DOWNLOAD, RANK, SAMPLE, SCORE
+from imagenot.pipeline.run.cpu import cpu_figures
+from imagenot.pipeline.run.layout import DOWNLOAD, RANK, SAMPLE, SCORE, TAG
 from imagenot.pipeline.run.paths import delete_folder
 from imagenot.pipeline.run.stage_dir import is_current, stage_fingerprint
 from imagenot.pipeline.run.summary import read_summary, record_stage
@@ -53,12 +54,15 @@ def build(config: Config, run_dir: str, from_stage: str | None = None) -> list[s
 
 def totals(summary: dict) -> dict:
     """Run-wide figures of the stages in `summary`: the encoder's work (`captions_embedded`)
-    against the images it bought."""
+    against the images it bought, and the time and CPU of the stages (a skipped stage's as it
+    last ran)."""
     embedded = sum(summary.get(stage, {}).get("captions_embedded", 0) for stage in (SCORE, RANK))
     images = summary.get(DOWNLOAD, summary.get(SAMPLE, {})).get("images", 0)
+    corpus_rows = summary.get(TAG, {}).get("rows_read")
     return {
         "captions_embedded": embedded,
         "images": images,
         "captions_embedded_per_image": round(embedded / images, 3) if images else None,
         "seconds": round(sum(figures.get("seconds", 0) for name, figures in summary.items() if name != "totals"), 1),
+        **cpu_figures(sum(figures.get("cpu_seconds", 0) for figures in summary.values()), corpus_rows),
     }

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.demo.serving import serving_demo_images
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
+from imagenot.pipeline.run.cpu import cpu_figures, cpu_seconds
 from imagenot.pipeline.run.files import read_json
 from imagenot.pipeline.run.journal import checkpoint
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS, DOWNLOAD, FINGERPRINT_FILE, read_vetoes, stage_path
@@ -35,7 +36,7 @@ from imagenot.pipeline.run.stage_dir import (
     stage_figures,
     stage_fingerprint,
 )
-from imagenot.pipeline.run.summary import record_stage
+from imagenot.pipeline.run.summary import corpus_rows, record_stage
 
 Check = Callable[[Config, str], None]  # (config, run dir): raises an ImagenotError naming what to fix
 
@@ -51,12 +52,11 @@ def download_enabled(config: Config) -> bool:
 
 @dataclass(frozen=True)
 class CommandForm:
-    """How a stage's command differs from `imagenot STAGE --run DIR [--config FILE] [--break-lock]`."""
+    """How a stage's command runs apart from `imagenot STAGE --run DIR [--config FILE] [--break-lock]`
+    (what it shows before it runs is its `stage_order.CommandFace`)."""
 
-    starts_run: bool = False  # the first stage: `--out DIR` (made when missing), `--input` names the corpus
     describes_run: bool = False  # the report: it takes the run's config as built, never rewrites it, and its
     # run checks every stage against it
-    run_help: str = "run directory holding the stage's finished upstream stage"
     result: Callable[[dict, str], str] | None = None  # (figures, run dir) -> its last line (None: the figures)
 
 
@@ -66,8 +66,7 @@ class Stage:
     upstream: str | Callable[[Config], str] | None  # the stage it reads, or a function of the config
     settings: Callable[[Config], dict] | None  # what it records in its fingerprint (None: an audit's own)
     run: Callable[..., object]  # run(config, run_dir, **prepared, **options): its figures, or `figures`' input
-    doc: str  # its command's help
-    options: tuple[Callable[[Callable], Callable], ...] = ()  # click options passed on to `run` by name
+    # (its command's help and options are its face's: `stage_order.FACES`; an audit's: `audit.faces.FACES`)
     wanted: Callable[[Config], bool] = _always  # whether `build` runs it for this config
     revision: Revision | None = None  # see pipeline.run.stage_dir
     unwanted: str | None = None  # why its command refuses a config that does not run it (None: it runs anyway)
@@ -139,17 +138,18 @@ def run_in_folder(stage: Stage, config: Config, run_dir: str, **options: object)
 
 def run_stage(stage: Stage, config: Config, run_dir: str, **options: object) -> dict:
     """Run one stage over `run_dir` (the command ran its preflight checks: `pipeline.frame.preflight`)
-    and record its figures, with the time taken, as its part of the run's summary. An audit (no
-    settings of its own to declare) opens and finishes its own folder: its `--drop` goes on after.
-    The demo config's images are served while the download stage fetches them."""
+    and record its figures, with the time and CPU taken (`pipeline.run.cpu`), as its part of the
+    run's summary. An audit (no settings of its own to declare) opens and finishes its own folder:
+    its `--drop` goes on after. The demo config's images are served while the download stage fetches them."""
     config = stage_config(config, run_dir, stage.name)
     serving = serving_demo_images(config.download, run_dir) if stage.name == DOWNLOAD else contextlib.nullcontext()
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), cpu_seconds()
     with serving:
         if stage.settings is None:
             stage.run(config, run_dir, **options)
         else:
             run_in_folder(stage, config, run_dir, **options)
     figures = {**stage_figures(run_dir, stage.name), "seconds": round(time.monotonic() - started, 1)}
+    figures.update(cpu_figures(cpu_seconds() - cpu_started, corpus_rows(run_dir, stage.name, figures)))
     record_stage(run_dir, stage.name, figures)
     return figures

@@ -7,10 +7,8 @@ import json
 
 import click
 
-from imagenot.pipeline.config.schema import load_config
-from imagenot.pipeline.corpus.units import text_ranges
-from imagenot.pipeline.frame.preflight import build_stages, preflight
-from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates, corpus_units, make_plan, render
+from imagenot.errors import ImagenotError
+from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates
 
 
 def _rate_options(command):
@@ -37,6 +35,12 @@ def _rate_options(command):
     help="corpus rows to tag and select (spread over the shards); 0: the footers only, candidates a guess",
 )
 @click.option("--sample-seed", type=int, default=0, show_default=True, help="which rows the sample reads")
+@click.option(
+    "--rates-from",
+    "measured_run",
+    help="a finished build's run folder: its summary.json's CPU per corpus row of tag, select and sample "
+    "replaces those rates (their fixed parts stay the flags')",
+)
 @_rate_options
 def plan_command(
     config_path: str,
@@ -45,10 +49,16 @@ def plan_command(
     as_json: bool,
     sample_rows: int,
     sample_seed: int,
+    measured_run: str | None,
     **rates: float,
 ) -> None:
     """Project a build's work, jobs and cost from a sample of the corpus; refuse what will fail."""
-    # the sample reads through the tag and select stages: loaded only when the command runs, not for --help
+    # the config, the corpus and the sample (read through the tag and select stages) load Beam: imported
+    # when the command runs, not for --help
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.corpus.units import text_ranges
+    from imagenot.pipeline.frame.preflight import build_stages, preflight
+    from imagenot.pipeline.plan.estimate import corpus_units, make_plan, render
     from imagenot.pipeline.plan.projection import plan_from_sample, summary
 
     config = load_config(config_path)
@@ -56,10 +66,11 @@ def plan_command(
     rows, shards, units = corpus_units(config)
     dataflow = config.runner.dataflow
     workers = workers or (dataflow.max_workers if dataflow else config.runner.workers)
+    assumed = Rates(**rates) if measured_run is None else _measured_rates(measured_run, Rates(**rates))
     if sample_rows:
-        plan = plan_from_sample(config, rows, shards, Rates(**rates), workers, sample_rows, sample_seed)
+        plan = plan_from_sample(config, rows, shards, assumed, workers, sample_rows, sample_seed)
     else:
-        plan = make_plan(config, rows, shards, Rates(**rates), workers)
+        plan = make_plan(config, rows, shards, assumed, workers)
         plan = {**plan, **summary(plan, config, rates["candidates"]), "warnings": []}
     # the tag stage's work units: files cut or grouped to at most corpus.work_unit_rows rows
     tag_work = plan["stages"]["tag"]["work"]
@@ -67,3 +78,23 @@ def plan_command(
     if text_ranges(units):  # a first job counts the lines of the text files cut into byte ranges
         plan["stages"]["tag"]["jobs"] = 2
     click.echo(json.dumps(plan) if as_json else render(plan))
+
+
+def _measured_rates(run_dir: str, rates: Rates) -> Rates:
+    """`rates` with the per-row rates the run at `run_dir` measured (`rates_measured_by`)."""
+    from apache_beam.io.filesystems import FileSystems  # Beam loads when the command runs, not for --help
+
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.plan.estimate import rates_measured_by
+    from imagenot.pipeline.run.layout import RUN_CONFIG
+    from imagenot.pipeline.run.summary import read_summary
+
+    recorded = read_summary(run_dir)
+    if not any("cpu_seconds" in recorded.get(stage, {}) for stage in ("tag", "select", "sample")):
+        raise ImagenotError(
+            f"--rates-from {run_dir}: no summary.json with the CPU of tag, select or sample there; give a run folder "
+            "that a build or those stages' commands finished"
+        )
+    run_config = FileSystems.join(run_dir, RUN_CONFIG)
+    workers = load_config(run_config).runner.workers if FileSystems.exists(run_config) else 1
+    return rates_measured_by(recorded, workers, rates)

@@ -16,11 +16,12 @@ K x `exact_per_class`.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
-from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.corpus.preflight import corpus_shapes
-from imagenot.pipeline.corpus.units import FileShape, WorkUnit, plan_units
+if TYPE_CHECKING:  # `imagenot plan --help` reads Rates and SAMPLE_ROWS from here, and loads no Beam
+    from imagenot.pipeline.config.schema import Config
+    from imagenot.pipeline.corpus.units import WorkUnit
 
 SAMPLE_ROWS = 200_000  # `--sample`: at 10 us a row for tag and select, under a minute on one core
 
@@ -35,10 +36,13 @@ class Rates:
     # CPU seconds of one stage process: a fixed part (process, WordNet, model and Beam start)
     # plus a part per corpus row (tag, select; score hashes every selected row; sample reads one
     # rank shard per corpus shard), and the encoders' rates (measured per CPU second of a stage).
-    tag_fixed_s: float = 6.3
-    tag_us_per_row: float = 10.5
-    select_fixed_s: float = 3.1
-    select_us_per_row: float = 6.4
+    # tag and select: fitted to bench_build's 1M and 4M realistic rows with 2 local workers (summary.json's CPU,
+    # the workers' included; the fixed part per worker process; benchmarks/README.md, "Tag and select at real
+    # caption density")
+    tag_fixed_s: float = 4.6
+    tag_us_per_row: float = 9.7
+    select_fixed_s: float = 9.8  # two Beam jobs, WordNet and the caption rules in each worker
+    select_us_per_row: float = 16.2
     score_fixed_s: float = 6.4
     score_us_per_row: float = 1.3
     rank_fixed_s: float = 5.0
@@ -77,6 +81,22 @@ class Rates:
     price_vcpu_hour: float = 0.04  # USD, assumed: check the region's list price
     price_gpu_hour: float = 0.35  # USD, assumed (T4)
     price_traffic_gb: float = 0.045  # USD, assumed: Cloud NAT's processing of the workers' fetched bytes
+
+
+ROW_STAGES = ("tag", "select", "sample")  # the stages whose CPU grows with the corpus rows alone
+
+
+def rates_measured_by(summary: dict, workers: int, rates: Rates) -> Rates:
+    """`rates` with the per-row CPU of tag, select and sample as a finished build measured them
+    (its `summary.json`: each stage's CPU seconds, less the fixed part of its `workers` processes,
+    over its corpus rows); a stage the build did not record keeps its rate."""
+    measured = {}
+    for stage in ROW_STAGES:
+        figures = summary.get(stage, {})
+        if figures.get("rows") and "cpu_seconds" in figures:
+            own = figures["cpu_seconds"] - getattr(rates, f"{stage}_fixed_s") * workers
+            measured[f"{stage}_us_per_row"] = round(max(own, 0.0) / figures["rows"] * 1e6, 2)
+    return replace(rates, **measured)
 
 
 def caption_work(config: Config, rows: int, rates: Rates, class_sizes: list[tuple[float, float]] | None = None) -> dict:
@@ -130,6 +150,9 @@ def caption_work(config: Config, rows: int, rates: Rates, class_sizes: list[tupl
 
 
 def corpus_units(config: Config) -> tuple[int, int, list[WorkUnit]]:
+    from imagenot.pipeline.corpus.preflight import corpus_shapes
+    from imagenot.pipeline.corpus.units import FileShape, plan_units
+
     """(rows, shards) of the configured corpus, from parquet footers (a text file's rows are
     estimated from its size and its first megabyte), and the work units the tag stage will cut it
     into (`corpus.work_unit_rows`); raises on any shard that a build would refuse (missing mapped
@@ -155,12 +178,20 @@ class _Billing:
     gpu: bool
 
     def hours(self, cpu_seconds: float, embedded: int = 0) -> dict:
+        """The stage's CPU seconds (in one process here), the corpus rows and CPU microseconds a row
+        as `summary.json` gives them for a build, and its billed hours."""
         rates = self.rates
         if not self.gpu:
             cpu_seconds += embedded / rates.encoder_captions_per_s
         vcpu = cpu_seconds / 3600 * rates.vcpus_per_worker / rates.processes_per_worker
         gpu_hours = embedded / rates.gpu_captions_per_s / 3600 if self.gpu else 0.0
-        return {"process_seconds": round(cpu_seconds, 1), "vcpu_hours": vcpu, "gpu_hours": gpu_hours}
+        return {
+            "process_seconds": round(cpu_seconds, 1),
+            "rows": self.rows,
+            "cpu_us_per_row": round(cpu_seconds / self.rows * 1e6, 2) if self.rows else None,
+            "vcpu_hours": vcpu,
+            "gpu_hours": gpu_hours,
+        }
 
     def per_row(self, fixed_s: float, us_per_row: float) -> float:
         """CPU seconds of a stage over every corpus row: per row, and a fixed part per process."""
@@ -288,7 +319,8 @@ def render(plan: dict) -> str:
     for name, stage in plan["stages"].items():
         work = ", ".join(f"{k} {v:,}" for k, v in stage["work"].items())
         hours = f"{stage['vcpu_hours']:,} vCPU-h, {stage['gpu_hours']:,} GPU-h"
-        lines.append(f"  {name:<9} {work}; {stage['jobs']} job(s); {hours}")
+        cpu = f"{stage['process_seconds']:,} CPU s ({stage['cpu_us_per_row']} us a corpus row)"
+        lines.append(f"  {name:<9} {work}; {stage['jobs']} job(s); {cpu}; {hours}")
     lines.append(
         f"total: {plan['jobs']} Beam jobs, {_span(plan['vcpu_hours'])} vCPU-hours, "
         f"{_span(plan['gpu_hours'])} GPU-hours, "

@@ -249,7 +249,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_rank,
-    "Rank synsets by gloss similarity, write the class list, score the classes' captions.",
     preflight=(check_text_models,),
     figures=figures,
 )

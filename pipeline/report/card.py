@@ -7,6 +7,7 @@ import statistics
 import yaml
 
 from imagenot.pipeline.dataset.usage import usage_markdown
+from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.report import datasheet, safety
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
@@ -15,6 +16,7 @@ from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.people import limitation, what_people_did
+from imagenot.pipeline.run.layout import REPORT
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.senses import sense_label
 
@@ -128,12 +130,35 @@ def _built(facts: RunFacts) -> list[str]:
         *table(("reason", "meaning"), glossary_rows(reason for r in funnel for reason in r.reasons())),
         f"Scoring path: {_scoring_path(facts.rank.get('first_phase', {'mode': 'off'}))}.",
         "",
+        *_cost(facts),
         "### Choices the paper leaves open",
         "",
         "Every threshold, model and choice the paper does not fix, as this run set it (the full configuration "
         "is at the end of this card).",
         "",
         *table(("setting", "value", "meaning"), [tuple(choice) for choice in choices]),
+    ]
+
+
+def _cost(facts: RunFacts) -> list[str]:
+    """The time and CPU of each stage up to the dataset as summary.json recorded them when it last
+    ran (the report's own, and the audits', change each time they run: the card would too)."""
+    built = STAGE_NAMES[: STAGE_NAMES.index(REPORT)]
+    stages = [(name, facts.cost[name]) for name in built if "cpu_us_per_row" in facts.cost.get(name, {})]
+    if not stages:
+        return []
+    rows = [
+        (name, f"{f['seconds']:,.1f}", f"{f['cpu_seconds']:,.1f}", f"{f['rows']:,}", f"{f['cpu_us_per_row']:,.1f}")
+        for name, f in stages
+    ]
+    return [
+        "### What it cost",
+        "",
+        "Each stage's wall and CPU seconds as it last ran (CPU: its process and the local Beam workers it started; "
+        "on Dataflow, the driver's alone), and its CPU microseconds per corpus row, the rate `imagenot plan "
+        "--rates-from` projects a larger corpus with.",
+        "",
+        *table(("stage", "wall s", "CPU s", "corpus rows", "CPU us a row"), rows, "lrrrr"),
     ]
 
 

@@ -7,7 +7,7 @@ is or when it was made, so the same run always gives the same facts.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +52,7 @@ from imagenot.pipeline.run.layout import (
     stage_path,
 )
 from imagenot.pipeline.run.stage_dir import is_done, made_from
+from imagenot.pipeline.run.summary import read_summary
 from imagenot.wordnet import hierarchy
 from imagenot.wordnet.index import NounIndex
 from imagenot.wordnet.stats_report import build_report
@@ -109,6 +110,7 @@ class RunFacts:
     review: dict | None = None  # review/results.json (`imagenot review export`), when people reviewed the labels
     review_plot: bytes | None = None  # review/precision.png
     class_review: dict | None = None  # review/class_results.json (`imagenot review classes`), when people read them
+    cost: dict = field(default_factory=dict)  # summary.json: stage -> its seconds and CPU (`pipeline.run.cpu`)
 
     @property
     def images(self) -> int:
@@ -230,4 +232,5 @@ def gather(config: Config, run_dir: str, index: NounIndex) -> RunFacts:
         review_plot=_optional(stage_path(run_dir, REVIEW, REVIEW_PLOT_FILE)),
         class_review=read_class_results(run_dir),
         safety=gather_safety(run_dir, index),
+        cost=read_summary(run_dir),
     )

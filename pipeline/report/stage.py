@@ -86,9 +86,6 @@ DECLARATION = Stage(
     upstream,
     settings,
     run_report,
-    "Write the dataset card and the HTML report of a finished run into RUN/report/.",
     prepare=check_config,  # a config other than the one the run was built with is refused: a check of the run
-    command=CommandForm(
-        describes_run=True, run_help="run directory holding a finished sample/ (or download/) stage", result=said
-    ),
+    command=CommandForm(describes_run=True, result=said),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.run.files import read_json, write_json
-from imagenot.pipeline.run.layout import SUMMARY_FILE
+from imagenot.pipeline.run.layout import CORPUS, SUMMARY_FILE, TAG
 
 
 def read_summary(run_dir: str) -> dict:
@@ -18,3 +18,13 @@ def record_stage(run_dir: str, stage: str, figures: dict) -> None:
     summary = read_summary(run_dir)
     summary[stage] = figures
     write_json(FileSystems.join(run_dir, SUMMARY_FILE), summary)
+
+
+def corpus_rows(run_dir: str, stage: str, figures: dict) -> int | None:
+    """The corpus rows behind a stage: a synthetic corpus's rows for the corpus stage, the rows the
+    tag stage read for it and every later one; None while the tag stage has not run."""
+    if stage == CORPUS:
+        return figures.get("rows")
+    if stage == TAG:
+        return figures.get("rows_read")
+    return read_summary(run_dir).get(TAG, {}).get("rows_read")

@@ -289,7 +289,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_sample,
-    "Pick each class's images and reserve from its scored captions, split train/test, write the dataset.",
     preflight=(files_exist("sampling.reference_scores"),),
     figures=summarize,
 )

@@ -1,4 +1,5 @@
-"""`imagenot senses`: every noun sense of a caption's word, scored as a build scores it.
+"""`imagenot senses` (the command: `pipeline.commands.senses`): every noun sense of a caption's word, scored as
+a build scores it.
 
     imagenot senses "crane lifting steel beams at the port" [--lemma cranes] [--span 0:5] [--config FILE]
     imagenot senses --input captions.parquet --out senses.parquet [--config FILE]
@@ -27,7 +28,6 @@ the build's own: the tagger's matched forms, `PairChecker` (select's caption rul
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
 import click
@@ -37,8 +37,8 @@ import pyarrow as pa
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
 from imagenot.filters.none_of_these import none_of_these_scores
-from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.run.files import atomic_output, read_table
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.run.files import read_table
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.context_senses import ContextSenses
 from imagenot.pipeline.score.runtimes import load_encoder
@@ -329,57 +329,3 @@ def read_input(path: str) -> pa.Table:
     if table.num_rows == 0:
         raise SensesError(f"{path}: no rows")
     return table
-
-
-def _not_read(table: pa.Table) -> str:
-    """What the output's unreadable rows were, for the closing line."""
-    reasons = table.column("reason").to_pylist()
-    counts = Counter(r for r, p in zip(reasons, table.column("predicted").to_pylist()) if r and p is None)
-    if not counts:
-        return ""
-    first = next(i for i, (r, p) in enumerate(zip(reasons, table.column("predicted").to_pylist())) if r and p is None)
-    caption = table.column("caption")[first].as_py()
-    shown = f"caption {caption!r} ({type(caption).__name__})" if reasons[first] == CAPTION_NOT_TEXT else ""
-    listed = ", ".join(f"{n:,} {reason}" for reason, n in sorted(counts.items()))
-    return f"; not read: {listed} (first: row {first}{': ' + shown if shown else ''})"
-
-
-@click.command("senses")
-@click.argument("caption", required=False)
-@click.option("--lemma", help="the word whose senses to score, in any form the tagger matches [default: every noun]")
-@click.option(
-    "--span", "span_text", help="START:END, the word's characters in CAPTION [default: where it first stands]"
-)
-@click.option(
-    "--input", "input_path", help="a parquet with caption and lemma (and start, end) columns (local or gs://)"
-)
-@click.option("--out", "out_path", help="where --input's rows go, with the senses added")
-@click.option("--config", "config_path", help="config whose scoring settings to use [default: the defaults]")
-def senses_command(caption, lemma, span_text, input_path, out_path, config_path) -> None:
-    """Score a caption's word (or a parquet of them) against every noun sense of the word."""
-    if (caption is None) == (input_path is None) or (input_path is None) != (out_path is None):
-        raise click.UsageError("give a CAPTION, or --input FILE.parquet with --out FILE.parquet")
-    span = parse_span(span_text)
-    config = load_config(config_path)
-    if caption is not None:
-        if span is not None and span[1] > len(caption):
-            raise click.BadParameter(f"{span_text!r}: the caption has {len(caption)} characters", param_hint="--span")
-        queries = scorer(config)
-        forms = caption_forms(caption, lemma, span, config, queries.senses)
-        if not forms:
-            given = lemma if lemma is not None else caption[span[0] : span[1]] if span else None
-            if given is not None:
-                hint = "--lemma" if lemma is not None else "--span"
-                raise click.BadParameter(f"{given!r} is not a form of any WordNet noun", param_hint=hint)
-            raise click.UsageError(f"no WordNet noun found in {caption!r}; name one with --lemma")
-        click.echo("\n".join(describe(caption, forms, span, config, queries)))
-        return
-    import pyarrow.parquet as pq
-
-    table = read_input(input_path)
-    check_columns(table, input_path)  # before the model loads
-    result = senses_table(table, config, scorer(config), input_path)
-    with atomic_output(out_path) as stream:
-        pq.write_table(result, stream)
-    passed = sum(result.column("passes").to_pylist())
-    click.echo(f"{out_path}: {result.num_rows:,} captions, {passed:,} pass{_not_read(result)}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import time
 from collections.abc import Iterable
 
 import apache_beam as beam
@@ -123,6 +124,7 @@ class CaptionScorer:
             else SenseContrast(sense_scorer(scoring, self.encoder, runner.torch_threads))
         )
         self.added = [SCORE_COLUMN] + ([] if self.contrast is None else list(SENSE_COLUMNS))
+        self.sense_seconds = 0.0  # CPU seconds of the sense contrast so far (benchmarks: its cost per caption)
         self.reads = ["caption", "wnid"] + ([] if self.contrast is None else ["matched"])
 
     def captions_embedded(self) -> int:
@@ -141,7 +143,9 @@ class CaptionScorer:
         batch = batch.append_column(SCORE_COLUMN, pa.array(scores, pa.float32()))
         if self.contrast is None:
             return batch
+        started = time.process_time()
         other, margin, fit = self.contrast.margins(captions, vectors, wnids, batch.column("matched").to_pylist())
+        self.sense_seconds += time.process_time() - started
         batch = batch.append_column(OTHER_SENSE_COLUMN, pa.array(other, pa.string()))
         batch = batch.append_column(MARGIN_COLUMN, pa.array(margin, pa.float32()))
         return batch.append_column(FIT_COLUMN, pa.array(fit, pa.float32()))
@@ -172,7 +176,7 @@ def score_shard(
 
 
 def _score_into(path: str, shard: str, scorer: CaptionScorer, admit, columns: list[str] | None) -> dict:
-    embedded_before = scorer.captions_embedded()
+    embedded_before, sense_before = scorer.captions_embedded(), scorer.sense_seconds
     scored = 0
 
     def kept(result: pa.RecordBatch) -> pa.RecordBatch:
@@ -190,7 +194,11 @@ def _score_into(path: str, shard: str, scorer: CaptionScorer, admit, columns: li
         return kept(scorer.score(pa.RecordBatch.from_pylist([], schema=read_schema(shard)))).schema
 
     write_batches(path, scored_batches(), empty_schema)
-    return {"rows_scored": scored, "captions_embedded": scorer.captions_embedded() - embedded_before}
+    return {
+        "rows_scored": scored,
+        "captions_embedded": scorer.captions_embedded() - embedded_before,
+        "sense_cpu_seconds": round(scorer.sense_seconds - sense_before, 3),
+    }
 
 
 class _ScoreFirstPass(beam.DoFn):
@@ -281,6 +289,5 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_score,
-    "Score each candidate synset's first-pass captions against its gloss.",
     preflight=(check_text_models,),
 )

@@ -1,11 +1,13 @@
 """The select stage: steps 2-6 of the method, from tagged shards to single-synset captions.
 
 Two passes over the tag stage's shards. The first counts, per synset, the captions that pass
-LAION's row-level NSFW ratings; on the driver, the safety rules and steps 2-5 (`filters.select`)
-turn the tag stage's counts and these into candidate synsets. The second keeps each caption whose
-synsets hold exactly one candidate (step 6), then drops those the caption rules say do not name
-that candidate (`filters.caption_rules`), and writes the rest with their `wnid` to
-`select/selected/<stem>.parquet`.
+LAION's row-level NSFW ratings, and (for the none_of_these rule) how those captions write the forms
+of the synsets that can still become candidates (`possible_candidates`: known from the tag stage's
+counts before the pass), over whole Arrow batches (`filters.form_counts`); on the driver, the
+safety rules and steps 2-5 (`filters.select`) turn the tag stage's counts and these into candidate
+synsets. The second keeps each caption whose synsets hold exactly one candidate (step 6), then
+drops those the caption rules say do not name that candidate (`filters.caption_rules`), and writes
+the rest with their `wnid` to `select/selected/<stem>.parquet`.
 The funnel (`funnel.tsv`, `funnel.json`) and every found synset's fate (`synset_fates.tsv`,
 read by `imagenot why`) go to `select/`; the summed tally (`select_tally.json`) also counts each
 candidate's captions the caption rules dropped, per rule, for `imagenot why`.
@@ -24,9 +26,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.caption_rules import NONE_OF_THESE
+from imagenot.filters.form_counts import batch_form_statistics, of_lemmas
 from imagenot.filters.funnel import Funnel, build_funnel
+from imagenot.filters.leaves import STEP as LEAVES
 from imagenot.filters.min_captions import synset_caption_counts
-from imagenot.filters.none_of_these import FormStats, form_statistics
+from imagenot.filters.none_of_these import FormStats
 from imagenot.filters.none_of_these_model import BIAS, WEIGHTS
 from imagenot.filters.offensive_synsets import marked_synsets
 from imagenot.filters.person_synsets import identity_synsets
@@ -79,9 +83,10 @@ def _row_filter_columns(selection: Selection) -> list[str]:
     return ["wnids", *selection.row_nsfw_columns().values()]
 
 
-def usable_counts(shard: str, selection: Selection) -> dict:
+def usable_counts(shard: str, selection: Selection, lemmas: frozenset[str] = frozenset()) -> dict:
     """wnid -> captions of a tagged shard that pass the row-level NSFW filter; and, when the
-    none_of_these rule is on, how those captions write each matched form (`FORM_STATS`)."""
+    none_of_these rule is on, how those captions write each matched form of `lemmas` (normalised
+    lemmas, `of_lemmas`) (`FORM_STATS`)."""
     counts, forms = Counter(), Counter()
     with_forms = NONE_OF_THESE in selection.caption_rules.rules
     columns = [*_row_filter_columns(selection), *(["caption", "matched"] if with_forms else [])]
@@ -89,18 +94,32 @@ def usable_counts(shard: str, selection: Selection) -> dict:
         kept, _ = _unsafe_filter(batch, selection)
         counts.update(synset_caption_counts(kept))
         if with_forms:
-            stats = form_statistics(kept.column("caption").to_pylist(), kept.column("matched").to_pylist())
+            stats = batch_form_statistics(kept.column("caption"), kept.column("matched"), lemmas)
             forms.update({f"{kind}:{form}": n for kind, by_form in stats.items() for form, n in by_form.items()})
     return {"usable": dict(sorted(counts.items())), FORM_STATS: dict(sorted(forms.items()))}
 
 
+def lemma_forms(wnids: Iterable[str], index: NounIndex) -> frozenset[str]:
+    """The synsets' lemmas, normalised as the tag stage's matched forms are."""
+    return frozenset(normalize_all(sorted({lemma for wnid in wnids for lemma in index[wnid].lemmas})))
+
+
+def possible_candidates(tagged: dict[str, int], selection: Selection) -> set[str]:
+    """The synsets that can still be candidates once the first pass has counted: those steps 2-5
+    keep with every tagged caption taken as usable (a synset's usable count is at most its tagged
+    count, and every step but the leaves keeps or drops a synset by itself), and those the leaves
+    step drops then, whose candidate descendants may fall short of the usable captions they need."""
+    bound = choose_synsets(tagged, tagged, selection)
+    return {*bound.candidates, *(wnid for wnid, removal in bound.removals.items() if removal.step == LEAVES)}
+
+
 def read_form_stats(tally: dict, candidates: Iterable[str], index: NounIndex) -> FormStats:
     """The first pass's form statistics (`FORM_STATS`), kept for the candidates' forms only."""
-    wanted = set(normalize_all(sorted({lemma for wnid in candidates for lemma in index[wnid].lemmas})))
+    wanted = lemma_forms(candidates, index)
     counts: dict[str, dict[str, int]] = {}
     for key, n in tally.get(FORM_STATS, {}).items():
         kind, form = key.split(":", 1)
-        if any(form[: len(form) - cut] in wanted for cut in range(3)):  # a lemma, or it with a plural ending
+        if of_lemmas(form, wanted):
             counts.setdefault(kind, {})[form] = n
     return FormStats(counts)
 
@@ -211,10 +230,12 @@ def run_select(config: Config, run_dir: str) -> Funnel:
     selection_config = config.selection
 
     usable_path = FileSystems.join(stage_dir, USABLE_FILE)
+    lemmas = frozenset()
+    if NONE_OF_THESE in selection_config.caption_rules.rules:
+        lemmas = lemma_forms(possible_candidates(tagged_tally["synset_captions"], selection_config), load_index())
+    count = functools.partial(usable_counts, selection=selection_config, lemmas=lemmas)
     with make_pipeline(config.runner) as pipeline:
-        process_shards(
-            pipeline, shards, ShardWorker(functools.partial(usable_counts, selection=selection_config)), usable_path
-        )
+        process_shards(pipeline, shards, ShardWorker(count), usable_path)
     usable = read_json(usable_path)
     selection = choose_synsets(tagged_tally["synset_captions"], usable.get("usable", {}), selection_config)
     log.info("select: %d synsets found, %d candidates", len(selection.found), len(selection.candidates))
@@ -258,7 +279,6 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_select,
-    "Filter synsets (offensive, identity, ImageNet overlap, counts, leaves, NSFW) and keep single-synset captions.",
     preflight=(check_corpus_if_there, check_tagged_columns),
     figures=figures,
 )

@@ -258,9 +258,8 @@ DECLARATION = Stage(
     None,
     settings,
     run_tag,
-    "Find every WordNet noun synset each caption mentions.",
     preflight=(check_corpus,),
     prepare=plan_tagging,
     figures=figures,
-    command=CommandForm(starts_run=True, result=said),
+    command=CommandForm(result=said),
 )
