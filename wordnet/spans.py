@@ -53,3 +53,10 @@ def _places(words: Words, form: str) -> list[tuple[int, int]]:
         for i in range(len(words) - len(wanted) + 1)
         if all(words[i + k][0] == w for k, w in enumerate(wanted))
     ]
+
+
+def form_spans(captions: Sequence[str], forms: Sequence[str]) -> list[tuple[int, int]]:
+    """Per caption, where `forms[i]` (a normalised surface form; "" for none) first stands in it;
+    (0, 0) where it does not (a span encoder then reads the whole caption)."""
+    words = caption_words(captions)
+    return [(find_span(c, f, words=w) if f else None) or (0, 0) for c, f, w in zip(captions, forms, words)]

@@ -23,7 +23,7 @@ from imagenot.pipeline.score.sense_contrast import SenseQueries
 from imagenot.pipeline.score.sense_vectors import SenseVectors, load_sense_vectors
 from imagenot.pipeline.score.span_encoder import SpanEncoder
 from imagenot.wordnet.senses import WordSenses, word_senses
-from imagenot.wordnet.spans import caption_words, find_span
+from imagenot.wordnet.spans import form_spans
 
 
 class ContextSenses:
@@ -65,11 +65,8 @@ class ContextSenses:
         return np.hstack([at, caption_vectors])
 
     def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray | None, forms: Sequence[str]):
-        """`vectors_at` where `forms[i]` (a normalised surface form; "" for none) first stands in
-        captions[i]; the whole caption where it is not found."""
-        words = caption_words(captions)
-        spans = [find_span(c, f, words=w) if f else None for c, f, w in zip(captions, forms, words)]
-        return self.vectors_at(captions, [s or (0, 0) for s in spans], caption_vectors)
+        """`vectors_at` where `forms[i]` first stands in captions[i] (`form_spans`)."""
+        return self.vectors_at(captions, form_spans(captions, forms), caption_vectors)
 
     def scores(self, vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """float64 (rows, len(wnids)) scores and fits of each row's vector for each sense of `word`."""

@@ -29,7 +29,7 @@ from imagenot.pipeline.score.sense_model.head import SenseHead, head_digest, loa
 from imagenot.pipeline.score.span_encoder import SpanEncoder
 from imagenot.wordnet.semcor import train_log_prior
 from imagenot.wordnet.senses import WordSenses, word_senses
-from imagenot.wordnet.spans import caption_words, find_span
+from imagenot.wordnet.spans import form_spans
 
 
 class TrainedSenses:
@@ -88,11 +88,8 @@ class TrainedSenses:
         return np.hstack([at, caption_vectors])
 
     def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray | None, forms: Sequence[str]):
-        """`vectors_at` where `forms[i]` (a normalised surface form; "" for none) first stands in
-        captions[i]; the whole caption where it is not found."""
-        words = caption_words(captions)
-        spans = [find_span(c, f, words=w) if f else None for c, f, w in zip(captions, forms, words)]
-        return self.vectors_at(captions, [s or (0, 0) for s in spans], caption_vectors)
+        """`vectors_at` where `forms[i]` first stands in captions[i] (`form_spans`)."""
+        return self.vectors_at(captions, form_spans(captions, forms), caption_vectors)
 
     def _gloss_terms(self, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         missing = [w for w in wnids if w not in self._mapped]
