@@ -145,7 +145,8 @@ def local_run(config_path, tmp_path_factory):
 @pytest.fixture(scope="module")
 def bucket_run(gcs_bucket, config_path, local_run):
     """The same config built into the bucket by `imagenot build`, killed (SIGKILL) once it started
-    the score stage, then run again; returns the run and the stages the second build ran."""
+    the score stage, then run again by the same command (which finishes the run's journal entry);
+    returns the run and the stages the second build ran."""
     run_dir = f"{gcs_bucket}/small/run"
     command = [sys.executable, "-m", "imagenot.pipeline.cli", "build", "--config", config_path, "--out", run_dir]
     process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -159,8 +160,10 @@ def bucket_run(gcs_bucket, config_path, local_run):
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     assert not folder_exists(f"{run_dir}/rank")
-    ran = build(load_config(config_path), run_dir)
-    return run_dir, ran
+    resumed = invoke(cli_command("build"), ["--config", config_path, "--out", run_dir])  # as a user finishes it
+    assert resumed.exit_code == 0, resumed.output
+    ran = next(line for line in resumed.output.splitlines() if line.strip().startswith("ran:"))
+    return run_dir, ran.split(":", 1)[1].strip().split(", ")
 
 
 def test_a_bucket_build_resumes_after_a_kill_to_the_bytes_of_a_local_build(local_run, bucket_run):

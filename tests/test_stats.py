@@ -159,7 +159,7 @@ def test_stats_command_writes_the_report(tmp_path, index):
     ("text", "message"),
     [
         ("n02084071\nn0208407x\n", "classes.txt:2: 'n0208407x' is not a wnid"),
-        ("# only a comment\n", "no wnids found"),
+        ("# only a comment\n", "lists no class"),
     ],
 )
 def test_a_bad_class_list_is_a_clean_error(tmp_path, text, message):
