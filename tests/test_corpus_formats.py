@@ -226,6 +226,18 @@ def test_malformed_lines_through_the_cli_are_counted_and_named_in_the_tally(tmp_
     assert "m.tsv: line 3: 2 fields where the header has 3 (corpus.strict is on)" in strict.output.splitlines()[-1]
 
 
+def run_figures(run: Path) -> dict:
+    """A run's summary.json figures per stage, less what a run takes (time, CPU: the machine's) and
+    what the shared embedding cache already held: what the corpus decides."""
+    summary = json.loads((run / "summary.json").read_text())
+    varying = {"seconds", "exact_seconds", "cpu_seconds", "cpu_us_per_row", "sense_cpu_seconds", "captions_embedded"}
+    return {
+        stage: {k: v for k, v in f.items() if k not in varying}
+        for stage, f in summary.items()
+        if stage not in ("corpus", "totals")
+    }
+
+
 def test_a_build_from_gzipped_json_lines_gives_the_parquet_builds_classes_samples_and_figures(small_run, tmp_path):
     """The shared small run's corpus, the same rows as .jsonl.gz, built through the CLI."""
     corpus = tmp_path / "corpus"
@@ -243,25 +255,7 @@ def test_a_build_from_gzipped_json_lines_gives_the_parquet_builds_classes_sample
     assert samples and [p.relative_to(ours) for p in sorted((ours / "sample" / "dataset").glob("*.parquet"))] == samples
     assert all((ours / p).read_bytes() == (theirs / p).read_bytes() for p in samples)
 
-    def figures(run: Path) -> dict:
-        summary = json.loads((run / "summary.json").read_text())
-        # what a run takes (time, CPU) depends on the machine and on the shared embedding cache, not on the
-        # corpus's format
-        varying = {
-            "seconds",
-            "exact_seconds",
-            "captions_embedded",
-            "cpu_seconds",
-            "cpu_us_per_row",
-            "sense_cpu_seconds",
-        }
-        return {
-            stage: {k: v for k, v in f.items() if k not in varying}
-            for stage, f in summary.items()
-            if stage not in ("corpus", "totals")
-        }
-
-    assert figures(ours) == figures(theirs)
+    assert run_figures(ours) == run_figures(theirs)
 
 
 def _laion_urls_and_text(tmp_path: Path) -> Path:

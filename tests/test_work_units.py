@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from cli_runner import cli_command, invoke
-from test_corpus_formats import write_as
+from test_corpus_formats import run_figures, write_as
 
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.config.schema import Columns
@@ -225,22 +225,5 @@ def test_a_build_cut_into_small_units_gives_the_grouped_builds_classes_samples_a
         assert samples and [p.relative_to(ours) for p in sorted((ours / folder).glob("*.parquet"))] == samples
         assert all((ours / p).read_bytes() == (theirs / p).read_bytes() for p in samples)
 
-    def figures(run: Path) -> dict:
-        summary = json.loads((run / "summary.json").read_text())
-        # the machine's and the embedding cache's
-        varying = {
-            "seconds",
-            "exact_seconds",
-            "captions_embedded",
-            "cpu_seconds",
-            "cpu_us_per_row",
-            "sense_cpu_seconds",
-        }
-        return {
-            stage: {k: v for k, v in f.items() if k not in varying}
-            for stage, f in summary.items()
-            if stage not in ("corpus", "totals")
-        }
-
-    assert figures(ours) == figures(theirs)
+    assert run_figures(ours) == run_figures(theirs)
     shutil.rmtree(ours)
