@@ -29,7 +29,8 @@ import numpy as np
 
 from imagenot.pipeline.config.schema import Scoring
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.runtimes import load_encoder
+from imagenot.pipeline.score.encoders import TextEncoder
+from imagenot.pipeline.score.runtimes import lazy_encoder
 from imagenot.pipeline.score.sense_contrast import SenseQueries
 from imagenot.pipeline.score.sense_model.head import HEAD_DIR, LAYER_PREFIX, save_head
 from imagenot.pipeline.score.span_encoder import SpanEncoder, _pieces
@@ -150,10 +151,9 @@ class Trainer:
         }
 
 
-def gloss_vectors(wnids: list[str], scoring: Scoring, senses: WordSenses) -> dict[str, np.ndarray]:
-    """wnid -> its unit gloss vector: the mean of its sense queries' embeddings."""
-    model = load_encoder(scoring.encoder, scoring.model, "torch", threads=1)
-    encoder = CachedEncoder(model, cache_dir() / "embeddings")
+def gloss_vectors(wnids: list[str], scoring: Scoring, text: TextEncoder, senses: WordSenses) -> dict[str, np.ndarray]:
+    """wnid -> its unit gloss vector: the mean of its sense queries' embeddings (through the cache)."""
+    encoder = CachedEncoder(text, cache_dir() / "embeddings")
     vectors = SenseQueries(scoring, encoder, senses).vectors(wnids).mean(axis=1)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return dict(zip(wnids, vectors.astype(np.float32)))
@@ -178,7 +178,8 @@ def main() -> None:
     spans = SpanEncoder(scoring.model, layers=1, threads=args.threads)
     train, dev = (Part(polysemous_rows(p, senses), spans, args.tuned, senses) for p in ("train", "dev"))
     wnids = sorted({w for part in (train, dev) for c in part.rows.candidates for w in c})
-    trainer = Trainer(spans, args.tuned, gloss_vectors(wnids, scoring, senses), args.lr)
+    text = lazy_encoder(scoring.encoder, scoring.model, "torch", threads=1)  # its id known without loading it
+    trainer = Trainer(spans, args.tuned, gloss_vectors(wnids, scoring, text, senses), args.lr)
     rng = np.random.default_rng(args.seed)
     sentences = np.array(sorted(train.by_sentence))
     total = int(args.epochs * len(sentences) / SENTENCES_PER_STEP)
@@ -198,7 +199,7 @@ def main() -> None:
     card = {
         "method": "BEM-style sense head: frozen gloss vectors (mean of the sense queries' embeddings), the encoder's "
         f"last {args.tuned} layers tuned with a bilinear map, cross-entropy over each word's noun senses",
-        "encoder": spans_model_id(scoring),
+        "encoder": text.model_id,  # as TrainedSenses checks it
         "layers": 1,
         "tuned_layers": args.tuned,
         "templates": list(scoring.sense_templates),
@@ -217,11 +218,6 @@ def main() -> None:
     }
     save_head(args.out, weights, scale, card, tuned)
     print(json.dumps(card))
-
-
-def spans_model_id(scoring: Scoring) -> str:
-    """The encoder's model id, as `TrainedSenses` checks it."""
-    return load_encoder(scoring.encoder, scoring.model, "torch", threads=1).model_id
 
 
 if __name__ == "__main__":
