@@ -158,7 +158,8 @@ class Commands(LazyGroup):
                 raise
             if ctx.params.get("verbose"):
                 traceback.print_exc()
-            raise click.ClickException(str(error)) from err
+            # notes added on the way out (pipeline.run.journal: how to finish a command an error stopped)
+            raise click.ClickException("; ".join([str(error), *getattr(err, "__notes__", ())])) from err
 
 
 @click.group(cls=Commands, lazy=COMMANDS)

@@ -4,17 +4,21 @@ the run, naming the command to run again (`pipeline.run.journal`). Each test wor
 session's shared runs; `review classes apply`'s is in test_class_vetoes.py, beside its uninterrupted
 apply."""
 
+import csv
 import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from cli_runner import cli_command, invoke, killed_at
 from shared_runs import copy_run
 
 from imagenot.pipeline.amend.blocklist import blocklist_command
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.commands.why import why
+from imagenot.pipeline.review.command import review_command
+from imagenot.pipeline.review.store import Store
 
 export_command, rank_command = cli_command("export"), cli_command("rank")
 
@@ -39,6 +43,14 @@ def _applied(run_dir: Path) -> list[dict]:
     ]
 
 
+def _refused_naming(run_dir: Path, line: str) -> None:
+    """A reader (`why`) and another writer (`export`) refuse the run, naming the command to run again."""
+    for command, args in ((export_command, ["--run", str(run_dir)]), (why, ["dog", "--run", str(run_dir)])):
+        refused = invoke(command, args)
+        assert refused.exit_code == 1 and f"`{line}` has not finished rewriting this run" in refused.output
+        assert "run it again to finish it" in refused.output
+
+
 @pytest.fixture(scope="module")
 def takedown(downloaded_run, tmp_path_factory) -> tuple[Path, Path]:
     """A blocklist of three dataset images, and a copy of the downloaded run it was applied to whole."""
@@ -60,10 +72,7 @@ def test_a_killed_blocklist_apply_is_finished_by_its_rerun(downloaded_run, taked
     killed = copy_run(downloaded_run, tmp_path / "killed" / "run")
     killed_at(point, ["blocklist", "apply", "--run", str(killed), "--list", str(listed)])
 
-    line = f"`imagenot blocklist apply --run {killed} --list {listed}` has not finished rewriting this run"
-    for command, args in ((export_command, ["--run", str(killed)]), (why, ["dog", "--run", str(killed)])):
-        refused = invoke(command, args)
-        assert refused.exit_code == 1 and line in refused.output and "run it again to finish it" in refused.output
+    _refused_naming(killed, f"imagenot blocklist apply --run {killed} --list {listed}")
 
     rerun = invoke(blocklist_command, ["apply", "--run", str(killed), "--list", str(listed)])
     assert rerun.exit_code == 0, rerun.output
@@ -72,6 +81,113 @@ def test_a_killed_blocklist_apply_is_finished_by_its_rerun(downloaded_run, taked
     assert [name for name in mine if mine[name] != uninterrupted[name]] == []
     assert _applied(killed) == _applied(whole)  # one record, its counts those of the uninterrupted apply
     assert json.loads((killed / "journal.json").read_text())[-1]["finished"] is not None
+
+
+def _tsv(path: Path) -> list[dict]:
+    return list(csv.DictReader(path.read_text().splitlines(), delimiter="\t"))
+
+
+def _reviewed(downloaded_run: Path, dest: Path) -> Path:
+    """A copy of the downloaded run whose review plan two raters answered: no to the first image of
+    each class with reserve left (apply drops them and fetches their replacements), yes to the rest."""
+    run_dir = copy_run(downloaded_run, dest)
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({**config, "review": {"raters": 2}}))
+    assert invoke(review_command, ["plan", "--run", str(run_dir)]).exit_code == 0
+    reserve = {r["class_index"]: int(r["reserve"]) for r in _tsv(run_dir / "sample/class_sampling.tsv")}
+    with_reserve = {
+        int(r["class_index"])
+        for r in _tsv(run_dir / "download/class_downloads.tsv")
+        if reserve[r["class_index"]] > int(r["reserve_used"])
+    }
+    plan = pq.read_table(run_dir / "review/plan.parquet").to_pylist()
+    first: dict[int, str] = {}
+    for row in plan:
+        first.setdefault(row["class_index"], row["image"])
+    rejected = {first[c] for c in with_reserve}
+    assert rejected, "the shared run has no class with reserve left: nothing to backfill"
+    store = Store(str(run_dir))
+    for name in ("Ann", "Bo"):
+        rater = store.rater(name)
+        for row in plan:
+            store.save(rater, row["task"], [(row["image"], "no" if row["image"] in rejected else "yes")])
+    store.close()
+    return run_dir
+
+
+def _review_files(run_dir: Path) -> dict[str, bytes]:
+    """The dataset's files and the review plan (the replacements put up for review)."""
+    return {**_dataset(run_dir), "review/plan.parquet": (run_dir / "review/plan.parquet").read_bytes()}
+
+
+def test_a_review_apply_killed_anywhere_is_finished_by_its_rerun(downloaded_run, tmp_path):
+    """Killed with the rejected images on the dropped list, again inside the download that replaces
+    them (the rerun redoes it), again inside the export that follows (the rerun writes it again):
+    each rerun takes the unfinished entry over, and the last leaves the uninterrupted apply's run
+    and says what it did. Meanwhile a reader and another writer name the command to run again."""
+    whole = _reviewed(downloaded_run, tmp_path / "whole" / "run")  # the same name: the export names its run
+    applied = invoke(review_command, ["apply", "--run", str(whole)])
+    assert applied.exit_code == 0, applied.output
+    killed = _reviewed(downloaded_run, tmp_path / "killed" / "run")
+    args = ["review", "apply", "--run", str(killed)]
+    for point in ("backfill dropped", "download ran", "export ran"):
+        killed_at(point, args)
+        _refused_naming(killed, f"imagenot review apply --run {killed}")
+    rerun = invoke(review_command, args[1:])
+    assert rerun.exit_code == 0, rerun.output
+    said = [line for line in applied.output.splitlines() if line.startswith("review apply:")]
+    assert said and said[0] in rerun.output  # the same counts: dropped, backfilled, put up for review
+    mine, uninterrupted = _review_files(killed), _review_files(whole)
+    assert sorted(mine) == sorted(uninterrupted)
+    assert [name for name in mine if mine[name] != uninterrupted[name]] == []
+    journal = json.loads((killed / "journal.json").read_text())
+    assert [(e["command"], e["resumed"], e["finished"] is not None) for e in journal] == [("review apply", True, True)]
+
+
+def test_an_apply_an_error_stops_part_way_says_how_to_finish_and_is_finished_by_its_rerun(
+    downloaded_run, takedown, tmp_path
+):
+    """An error part way through (the listed images out of their tars and on the dropped list, the
+    download that replaces them reads a broken list the config names) leaves the apply's entry
+    unfinished, and its one error line says to run the same command again once the cause is fixed;
+    so run, it leaves the uninterrupted apply's run."""
+    listed, whole = takedown
+    run_dir = copy_run(downloaded_run, tmp_path / "stopped" / "run")
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    broken, other = tmp_path / "broken.txt", tmp_path / "other.yaml"
+    broken.write_text("bogus\n")
+    other.write_text(yaml.safe_dump({**config, "download": {**config["download"], "blocklists": [str(broken)]}}))
+    args = ["apply", "--run", str(run_dir), "--list", str(listed), "--config", str(other)]
+    stopped = invoke(blocklist_command, args)
+    line = f"imagenot blocklist apply --run {run_dir} --list {listed} --config {other}"
+    assert stopped.exit_code == 1
+    [error] = [said for said in stopped.output.splitlines() if said.startswith("Error: ")]
+    assert f"{broken}:1: expected `KIND VALUE`" in error
+    assert error.endswith(
+        f"; `{line}` stopped part way through rewriting {run_dir}: once that is fixed, run it again to finish it "
+        "(until then other commands refuse the run)"
+    )
+    [entry] = json.loads((run_dir / "journal.json").read_text())
+    assert entry["line"] == line and entry["finished"] is None and "drop pass 1" in entry["remembered"]
+    _refused_naming(run_dir, line)
+    other.write_text(yaml.safe_dump(config))  # the cause fixed: the broken list out of the config
+    rerun = invoke(blocklist_command, args)
+    assert rerun.exit_code == 0, rerun.output
+    assert _dataset(run_dir) == _dataset(whole) and _applied(run_dir) == _applied(whole)
+
+
+def test_an_apply_refused_at_its_checks_leaves_nothing_to_finish(downloaded_run, tmp_path):
+    """A list that does not parse, or a review apply before any review plan, is refused before the
+    run's journal records the command: nothing is written, and no later command is refused for it."""
+    run_dir = copy_run(downloaded_run, tmp_path / "run")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("bogus line\n")
+    refused = invoke(blocklist_command, ["apply", "--run", str(run_dir), "--list", str(bad)])
+    assert refused.exit_code == 1 and f"{bad}:1: expected `KIND VALUE`" in refused.output
+    refused = invoke(review_command, ["apply", "--run", str(run_dir)])
+    assert refused.exit_code == 1 and "review/plan.parquet does not exist" in refused.output
+    assert "stopped part way" not in refused.output
+    assert not (run_dir / "journal.json").exists() and not (run_dir / "review").exists()
 
 
 def test_an_export_killed_inside_is_finished_by_its_rerun(downloaded_run, tmp_path):

@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
-from cli_runner import invoke
+from cli_runner import cli_command, invoke, killed_at
 from image_server import LoopbackImageServer, write_sample_stage
+from test_crash_safety import _dataset
 from test_image_embeddings import TINY_VIT
 
 from imagenot.pipeline.audit import embeddings
@@ -113,18 +114,23 @@ def served(tmp_path_factory):
         yield run_dir, config, server, row_of
 
 
-@pytest.fixture(scope="module")
-def dropped_duplicates(served, tmp_path_factory):
-    source, config, server, row_of = served
-    run_dir = tmp_path_factory.mktemp("duplicates") / "run"
+def _with_reference(served, run_dir) -> str:
+    """A copy of the served run at `run_dir` whose reference set holds the moon's embedding; its config."""
+    source, config, _, row_of = served
     shutil.copytree(source, run_dir)
     table = embedding_table(str(run_dir), ["row_id", "image_embedding"])
     moon = table.column("row_id").to_pylist().index(row_of["c0"])
     np.save(
         run_dir / "reference.npy", np.stack([table.column("image_embedding")[moon].values.to_numpy(), -np.ones(32)])
     )
-    config = _with_audit(config, reference_embeddings=str(run_dir / "reference.npy"))
-    config_path = _write_config(run_dir, config)
+    return _write_config(run_dir, _with_audit(config, reference_embeddings=str(run_dir / "reference.npy")))
+
+
+@pytest.fixture(scope="module")
+def dropped_duplicates(served, tmp_path_factory):
+    source, config, server, row_of = served
+    run_dir = tmp_path_factory.mktemp("duplicates") / "run"
+    config_path = _with_reference(served, run_dir)
     _invoke(agreement_command, run_dir, "--config", config_path)
     round0 = run_dir / "audit/embeddings/shards/download-rounds-0-00000.parquet"
     before = (round0.read_bytes(), round0.stat().st_mtime_ns)
@@ -189,6 +195,31 @@ def test_an_audit_made_before_the_drop_is_out_of_date(dropped_duplicates):
     run_dir = str(dropped_duplicates["run_dir"])
     assert is_current_audit(run_dir, "audit/duplicates")
     assert not is_current_audit(run_dir, "audit/agreement")
+
+
+def test_a_drop_killed_anywhere_is_finished_by_its_rerun(served, dropped_duplicates, tmp_path):
+    """`audit duplicates --drop` killed with pass 1's images on the dropped list, then (the rerun
+    redoing that pass's download, auditing and dropping again) inside the export after the second
+    pass: each rerun takes the unfinished entry over, and the last leaves the uninterrupted drop's
+    dataset and figures. Meanwhile another command names the command to run again. (A kill inside a
+    pass's download: test_crash_safety.py's blocklist and review applies, the same passes.)"""
+    run_dir = tmp_path / "run"  # the same name as the uninterrupted run's: the export names its run
+    config_path = _with_reference(served, run_dir)
+    args = ["audit", "duplicates", "--run", str(run_dir), "--config", config_path, "--drop"]
+    for point in ("backfill dropped", "export ran"):
+        killed_at(point, args)
+        refused = invoke(cli_command("export"), ["--run", str(run_dir)])
+        assert refused.exit_code == 1
+        assert f"`imagenot {' '.join(args)}` has not finished rewriting this run" in refused.output
+    figures = _invoke(duplicates_command, run_dir, "--config", config_path, "--drop")
+    assert figures["drop"] == dropped_duplicates["figures"]["drop"]
+    mine, uninterrupted = _dataset(run_dir), _dataset(dropped_duplicates["run_dir"])
+    assert sorted(mine) == sorted(uninterrupted)
+    assert [name for name in mine if mine[name] != uninterrupted[name]] == []
+    journal = json.loads((run_dir / "journal.json").read_text())
+    assert [(e["command"], e["resumed"], e["finished"] is not None) for e in journal] == [
+        ("audit duplicates", True, True)
+    ]
 
 
 def test_agreement_drop_takes_out_images_below_the_threshold(served, tmp_path):

@@ -111,10 +111,14 @@ def test_an_audit_of_a_folder_that_is_not_a_run_leaves_it_as_it_was(tmp_path):
     folder = tmp_path / "not-a-run"
     folder.mkdir()
     (folder / "notes.txt").write_text("mine\n")
+    audit = cli_command("audit")
     for command, args in (
-        (cli_command("audit").get_command(None, "embed"), []),
+        *((audit.get_command(None, name), []) for name in ("embed", "duplicates", "agreement")),
+        (audit.get_command(None, "duplicates"), ["--drop"]),
         (label_noise_command, ["--probs", str(tmp_path / "probs.parquet")]),
     ):
-        result = invoke(command, ["--run", str(folder), *args])
-        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
-        assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+        for run_dir in (folder, tmp_path / "NOPE"):
+            result = invoke(command, ["--run", str(run_dir), *args])
+            assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+            assert len(result.output.strip().splitlines()) == 1, result.output
+        assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"] and not (tmp_path / "NOPE").exists()

@@ -46,10 +46,14 @@ class Backfilled:
 
 
 def require_download(config: Config, run_dir: str, command: str) -> None:
-    """Refuse `command` unless the run fetches images and its download stage finished."""
+    """Refuse `command` unless the run fetches images and its download stage finished, or a rerun
+    of `command` finishes a killed one (which may have killed a download). Called before the
+    command records its intent too (a refused command leaves nothing to finish), the rerun is the
+    journal's unfinished entry of `command`."""
     if not config.download.enabled:
         raise ImagenotError(f"{command} replaces images by downloading from the reserve: it needs download.enabled")
-    resuming = (intent := journal.current()) is not None and intent.resumed  # it may have killed a download
+    intent = journal.current()
+    resuming = intent.resumed if intent is not None else journal.resuming(run_dir, command)
     if not is_done(run_dir, download_stage.STAGE) and not resuming:
         raise ImagenotError(f"{run_dir}: no finished download/ stage; run `imagenot download` first")
 

@@ -151,11 +151,15 @@ def blocklist_command() -> None:
 @break_lock_option
 def apply_command(run_dir: str, list_path: str, config_path: str | None, break_lock: bool) -> None:
     """Take a new list's matches out of a finished dataset and backfill them from the reserve."""
-    from imagenot.pipeline.amend.backfill import refresh_outputs
+    from imagenot.pipeline.amend.backfill import refresh_outputs, require_download
     from imagenot.pipeline.config.schema import load_run_config
+    from imagenot.pipeline.download.blocklists import load_blocklists
     from imagenot.pipeline.run.journal import rewriting
 
     config = load_run_config(run_dir, config_path)
+    # checked before the intent is recorded: a refused apply leaves the run nothing to finish
+    require_download(config, run_dir, "blocklist apply")
+    load_blocklists([list_path], "--list")
     args = {"--run": run_dir, "--list": list_path, "--config": config_path}
     with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "blocklist apply", args):
         record = apply_blocklist(config, run_dir, list_path)

@@ -285,9 +285,11 @@ def apply_command(
     run_dir: str, min_selection: float | None, drop_incomplete: bool, config_path: str | None, break_lock: bool
 ) -> None:
     """Drop the images raters rejected, backfill from the reserve, and write the report and export again."""
+    from imagenot.pipeline.review.plan import read_plan
     from imagenot.pipeline.run.journal import rewriting
 
     config = _config(run_dir, config_path, "apply", min_selection=min_selection)
+    read_plan(run_dir)  # a run with no review plan is refused before the intent is recorded: nothing to finish
     args = {"--run": run_dir, "--min-selection": min_selection, "--drop-incomplete": drop_incomplete}
     with rewriting(
         run_dir, config.runner.lock_stale_after_s, break_lock, "review apply", args | {"--config": config_path}

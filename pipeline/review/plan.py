@@ -215,13 +215,16 @@ def read_plan(run_dir: str) -> pa.Table:
 
 def extend_plan(config: Config, run_dir: str, new_rows: set[str]) -> int:
     """Put images that joined the dataset (a backfill) up for review, on pages after the plan's;
-    the questions added."""
+    the plan's questions on them (those a killed `review apply` added count too: its rerun says
+    what the apply did)."""
     plan = read_plan(run_dir)
     dataset = read_dataset(run_dir)
-    wanted = sorted(new_rows - set(plan.column("row_id").to_pylist()))
+    planned = plan.column("row_id").to_pylist()
+    wanted = sorted(new_rows - set(planned))
     fresh = dataset.filter(pc.is_in(dataset.column("row_id"), pa.array(wanted, pa.string())))
+    asked = sum(1 for row_id in planned if row_id in new_rows)
     if not fresh.num_rows:
-        return 0
+        return asked
     pages: dict[int, int] = {}
     for task in plan.column("task").to_pylist():
         if task.startswith("c"):
@@ -230,7 +233,7 @@ def extend_plan(config: Config, run_dir: str, new_rows: set[str]) -> int:
     flagged = sum(1 for t in set(plan.column("task").to_pylist()) if t.startswith("f"))
     added = plan_rows(fresh, set(fresh.column("row_id").to_pylist()), {}, config.review, "review_apply", pages, flagged)
     write_plan(run_dir, pa.concat_tables([plan, added]))
-    return added.num_rows
+    return asked + added.num_rows
 
 
 def plan_table(plan: pa.Table, classes: list[dict], settings: Review) -> list[dict]:

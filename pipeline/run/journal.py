@@ -118,6 +118,15 @@ def _unfinished_message(run_dir: str, entry: dict) -> str:
     )
 
 
+def _stopped_note(run_dir: str, entry: dict) -> str:
+    """What an error that stopped a command part way adds: its entry stays unfinished, and the
+    same command, run again once the cause is fixed, finishes it."""
+    return (
+        f"`{entry['line']}` stopped part way through rewriting {run_dir}: once that is fixed, run it again "
+        "to finish it (until then other commands refuse the run)"
+    )
+
+
 def require_finished(run_dir: str) -> None:
     """Refuse to read a run that a command left half rewritten."""
     if entry := unfinished(run_dir):
@@ -197,6 +206,9 @@ def intent(run_dir: str, command: str, args: Mapping[str, object], finishes: tup
     token = _CURRENT.set(recorded)
     try:
         yield recorded
+    except Exception as err:
+        err.add_note(_stopped_note(run_dir, recorded.entry))  # the command line ends its error line with it
+        raise
     finally:
         _CURRENT.reset(token)
     recorded.entry["finished"] = _now()  # after its last
