@@ -31,8 +31,8 @@ from imagenot.pipeline.score.senses_command import scorer, senses_table, word_ve
 DATA = Path(__file__).parent / "data"
 
 
-def dev_input(copies: int) -> pa.Table:
-    dev = pq.read_table(DATA / "sense_dev.parquet").select(["caption", "lemma"])
+def dev_input(copies: int, limit: int | None = None) -> pa.Table:
+    dev = pq.read_table(DATA / "sense_dev.parquet").select(["caption", "lemma"]).slice(0, limit)
     parts = []
     for k in range(copies):
         captions = [f"{c} - {1000 + 37 * k + i % 37}" for i, c in enumerate(dev.column("caption").to_pylist())]
@@ -53,6 +53,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (runner.torch_threads)")
     parser.add_argument("--real", action="store_true", help="the real dev set's LAION captions instead")
     parser.add_argument("--method", choices=["sentence", "context", "both"], help="scoring.sense_method")
+    parser.add_argument("--limit", type=int, help="the dev set's first N captions only (a quick look)")
     args = parser.parse_args()
     config = load_config(None)
     update = {"runner": config.runner.model_copy(update={"torch_threads": args.threads})}
@@ -62,7 +63,7 @@ def main() -> None:
     started = time.perf_counter()
     queries = scorer(config)
     load_seconds = time.perf_counter() - started
-    table = real_input() if args.real else dev_input(args.copies)
+    table = real_input() if args.real else dev_input(args.copies, args.limit)
     result = senses_table(table, config, queries)  # builds the matcher, warms torch
     read = [i for i, p in enumerate(result.column("predicted").to_pylist()) if p is not None]
     captions = [table.column("caption")[i].as_py() for i in read]

@@ -55,15 +55,15 @@ def dev_features(pairs: list[dict], model, senses: dict) -> tuple[np.ndarray, li
     return np.array(rows, np.float64), found
 
 
-def semcor_features(path: Path, model, index) -> np.ndarray:
-    """Features of SemCor's noun occurrences whose word is its lemma or the lemma's plural, with
-    SemCor's own form statistics."""
+def semcor_features(path: Path, model, index, limit: int | None = None) -> np.ndarray:
+    """Features of SemCor's noun occurrences whose word is its lemma or the lemma's plural (the
+    first `limit` of them), with SemCor's own form statistics."""
     table = pq.read_table(path, columns=["sentence_id", "sentence", "start", "end", "word", "lemma", "synset"])
     rows = [
         r
         for r in table.to_pylist()
         if r["word"].lower() == r["lemma"].lower() or r["word"].lower() in regular_plurals(r["lemma"].lower())
-    ]
+    ][:limit]
     sentences: dict[str, tuple[str, list[str]]] = {}
     for r in rows:
         sentences.setdefault(r["sentence_id"], (r["sentence"], []))[1].append(form_key(r["word"]))
@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--semcor", type=Path, default=SEMCOR)
     parser.add_argument("--dry-run", action="store_true", help="report only; leave the model file as it is")
+    parser.add_argument("--limit", type=int, help="the first N SemCor occurrences only (a quick look, with --dry-run)")
     args = parser.parse_args()
     config, index = Config(), load_index()
     pairs, judgments = labelled_pairs()
@@ -140,7 +141,7 @@ def main() -> None:
     )
     p = out_of_fold(x, y, args.folds)
     fit = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
-    semcor = fit.predict_proba(semcor_features(args.semcor, model, index))[:, 1]
+    semcor = fit.predict_proba(semcor_features(args.semcor, model, index, args.limit))[:, 1]
     summary = {
         "judgments": judgments,
         "pairs": len(pairs),

@@ -71,18 +71,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="the config whose decision the audit uses [default: the defaults]")
     parser.add_argument("--out", help="write the JSON here too")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="the LAION sample (form statistics)")
+    parser.add_argument("--limit", type=int, help="the packet's first N classes only (a quick look)")
     args = parser.parse_args()
     config, index = load_config(args.config), load_index()
     packet = json.loads((FOLDER / "packet.json").read_text(encoding="utf-8"))
     if not config.selection.instance_synsets:  # select no longer finds them: not candidates under the defaults
         packet = [c for c in packet if not index[c["wnid"]].instance_of]
+    packet = packet[: args.limit]
     wnids = [c["wnid"] for c in packet]
     read = readings()
     verdict = {w: majority(read, w) for w in wnids}
     captions = [[cap["caption"] for cap in c["captions"]] for c in packet]
     flat = [text for texts in captions for text in texts]
     owners = [c["wnid"] for c, texts in zip(packet, captions) for _ in texts]
-    decided = pair_outcomes(flat, matched_forms(flat, config), owners, config, sample_form_stats(CORPUS, config))
+    decided = pair_outcomes(flat, matched_forms(flat, config), owners, config, sample_form_stats(args.corpus, config))
     outcomes: dict[str, list[str]] = {}
     for wnid, outcome in zip(owners, decided):
         outcomes.setdefault(wnid, []).append(outcome)

@@ -239,9 +239,11 @@ def main() -> None:
     parser.add_argument("--run", type=Path, help="a select run of real_dev.yaml: the pairs it keeps are counted")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="the LAION sample (form statistics)")
     parser.add_argument("--config", help="a config whose decision to measure instead of the defaults")
+    parser.add_argument("--limit", type=int, help="the first N judged pairs only (a quick look)")
     args = parser.parse_args()
     config, index = load_config(args.config), load_index()
     pairs, agreed = labelled(args.old)
+    pairs = pairs[: args.limit]
     stats = sample_form_stats(args.corpus, config)
     rules = caption_rules(config.selection.caption_rules)
     rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(stats))

@@ -256,8 +256,9 @@ def main() -> None:
     parser.add_argument("--encoders", default="minilm", help="comma-separated: minilm, mpnet")
     parser.add_argument("--threshold", type=float, default=None, help="a caption threshold for the contrast rule")
     parser.add_argument("--context-only", action="store_true", help="MiniLM's context, both and trained variants alone")
+    parser.add_argument("--limit", type=int, help="the dev set's first N captions only (a quick look)")
     args = parser.parse_args()
-    dev = pq.read_table(DEV_SET).to_pydict()
+    dev = pq.read_table(DEV_SET).slice(0, args.limit).to_pydict()
     report = {
         "captions": len(dev["caption"]),
         "lemmas": len(set(dev["lemma"])),

@@ -57,10 +57,10 @@ TARGETS = {"above_train_mfs": 0.10, "not_mfs": 0.50}
 class Part:
     """One part's evaluated annotations: 2+-sense nouns whose gold sense is a candidate."""
 
-    def __init__(self, name: str, senses: WordSenses):
+    def __init__(self, name: str, senses: WordSenses, limit: int | None = None):
         rows = polysemous_rows(name, senses)
-        self.sentences, self.spans, self.lemmas, self.words = rows.sentences, rows.spans, rows.lemmas, rows.words
-        self.candidates, self.gold = rows.candidates, rows.gold
+        self.sentences, self.spans, self.lemmas = rows.sentences[:limit], rows.spans[:limit], rows.lemmas[:limit]
+        self.words, self.candidates, self.gold = rows.words[:limit], rows.candidates[:limit], rows.gold[:limit]
         self.mfs = [most_frequent_sense(senses, w, c) for w, c in zip(self.words, self.candidates)]
         self.not_mfs = np.array([g != m for g, m in zip(self.gold, self.mfs)])
 
@@ -137,9 +137,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods to measure")
     parser.add_argument("--out", help="write the JSON here too")
+    parser.add_argument("--limit", type=int, help="each part's first N annotations only (a quick look)")
     args = parser.parse_args()
     senses = word_senses()
-    parts = {name: Part(name, senses) for name in ("dev", "test")}
+    parts = {name: Part(name, senses, args.limit) for name in ("dev", "test")}
     scoring = Scoring()
     encoder = CachedEncoder(
         load_encoder(scoring.encoder, scoring.model, "torch", threads=1), cache_dir() / "embeddings"

@@ -16,17 +16,19 @@ Each row also names the word's other noun senses (`other_senses`: name: gloss, .
 reader can say which sense the caption uses. The judgments (`real_dev_judged.tsv`, one file per
 reader) key on (row_id, synset).
 
-    python benchmarks/real_dev_pairs.py [--run DIR] [--corpus FILE] [--before-step6 N]
+    python benchmarks/real_dev_pairs.py [--run DIR] [--corpus FILE] [--before-step6 N] [--out FILE]
+
+The last line is JSON: the pairs written, by source.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import random
-import subprocess
-import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -60,7 +62,10 @@ def resolved_config(out: Path, corpus: Path | None = None, rules_off: bool = Fal
 
 
 def imagenot(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "imagenot.pipeline.cli", *args], check=True)
+    """`imagenot ARGS`, through the command line's own entry point, in this process (one WordNet load)."""
+    from imagenot.pipeline.cli import main
+
+    main(list(args), standalone_mode=False)
 
 
 def selected(run: Path) -> list[dict]:
@@ -110,6 +115,7 @@ def main() -> None:
     parser.add_argument("--run", type=Path, help="run folder (default: a temporary one)")
     parser.add_argument("--corpus", type=Path, help="the LAION sample (default: real_dev.yaml's, from the repo root)")
     parser.add_argument("--before-step6", type=int, default=500, help="pairs sampled from before step 6")
+    parser.add_argument("--out", type=Path, default=PAIRS, help="the pairs file to write")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run = args.run or Path(tmp) / "run"
@@ -139,11 +145,12 @@ def main() -> None:
     ]
     rows += [pair_row(row, "before_step6", index, forms, senses) for row in extra]
     rows.sort(key=lambda r: (int(r["row_id"].rsplit(":", 1)[1]), r["synset"]))
-    with PAIRS.open("w", newline="") as out:
+    with args.out.open("w", newline="") as out:
         writer = csv.DictWriter(out, COLUMNS, delimiter="\t", lineterminator="\n")
         writer.writeheader()
         writer.writerows({k: " ".join(str(v).split()) for k, v in row.items()} for row in rows)
-    print(f"{len(rows)} pairs -> {PAIRS}")
+    print(f"{len(rows)} pairs -> {args.out}")
+    print(json.dumps({"pairs": len(rows), "by_source": dict(sorted(Counter(r["source"] for r in rows).items()))}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,176 @@
+"""Every other benchmark runs (issue 42): a smoke run of each script of benchmarks/ at a tiny size,
+reading the JSON object its last line prints, so that a change that breaks one fails here. A
+script whose work is Python in one process runs as `python benchmarks/SCRIPT ARGS` would, but in
+this test process (`_main_json`: its `__main__` run with that argv; WordNet, the models and torch
+load once per worker, not once per script); one that starts processes of its own runs in a
+process (test_benchmarks.py's `_last_json`). The builds' benchmarks are in test_benchmarks.py,
+beside the runs they share. `real_dev_judgments.py` is a module of the others (it has no main)."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_benchmarks import BENCHMARKS, _last_json
+
+SHARED_DATA = BENCHMARKS.parent.parent / "shared" / "data"  # the shared folder beside the checkout, in CI too
+
+
+def _main_json(capsys, script: str, *args: str) -> dict:
+    """`python benchmarks/SCRIPT ARGS`, run in this process: the JSON object of its last line. The
+    process-wide settings a script changes (Arrow's thread pools) are put back after."""
+    argv, path, threads = sys.argv, sys.path, (pa.cpu_count(), pa.io_thread_count())
+    sys.argv, sys.path = [str(BENCHMARKS / script), *args], [str(BENCHMARKS), *sys.path]
+    try:
+        runpy.run_path(str(BENCHMARKS / script), run_name="__main__")
+    except SystemExit as done:  # click's and argparse's way to end
+        assert done.code in (None, 0), f"{script} exited with {done.code}"
+    finally:
+        sys.argv, sys.path = argv, path
+        pa.set_cpu_count(threads[0])
+        pa.set_io_thread_count(threads[1])
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def laion_rows(tmp_path_factory) -> Path:
+    """The shared LAION sample's first 600 rows: the real captions the quality scripts read."""
+    path = tmp_path_factory.mktemp("laion") / "laion_600.parquet"
+    pq.write_table(pq.read_table(SHARED_DATA / "laion_sample_9614.parquet").slice(0, 600), path)
+    return path
+
+
+def test_semcor_rule_cost(capsys):
+    found = _main_json(capsys, "semcor_rule_cost.py", "--limit", "200")
+    assert found["occurrences"] == 200 and "none_of_these" in found["rules"]
+    assert all(set(row) == {"dropped", "share", "within_a_point"} for row in found["rules"].values())
+
+
+def test_fit_none_of_these_dry_run(capsys, laion_rows):
+    model = (BENCHMARKS.parent / "filters" / "none_of_these_model.py").read_bytes()
+    found = _main_json(
+        capsys, "fit_none_of_these.py", "--dry-run", "--folds", "2", "--limit", "200", "--corpus", str(laion_rows)
+    )
+    assert {"pairs", "cv_auc", "cv_by_threshold", "weights", "bias", "semcor_occurrences"} <= set(found)
+    assert found["semcor_occurrences"] <= 200
+    assert (BENCHMARKS.parent / "filters" / "none_of_these_model.py").read_bytes() == model  # --dry-run wrote nothing
+
+
+def test_quality_real(capsys, laion_rows):
+    found = _main_json(capsys, "quality_real.py", "--limit", "150", "--corpus", str(laion_rows))
+    assert found["pairs"] == 150
+    assert {"agreement", "defaults", "defaults_with_class_floor", "none_of_these", "rules", "classes"} <= set(found)
+
+
+def test_quality_classes(capsys, laion_rows):
+    found = _main_json(capsys, "quality_classes.py", "--limit", "30", "--corpus", str(laion_rows))
+    assert found["classes"] == 30 and {"agreement", "flagged", "pass_share_under_half", "missed"} <= set(found)
+
+
+def test_quality_senses(capsys):
+    found = _main_json(capsys, "quality_senses.py", "--limit", "40", "--context-only")
+    assert found["captions"] == 40 and {"old_rule", "captions_per_s"} <= set(found["minilm"])
+
+
+def test_quality_wsd(capsys):
+    found = _main_json(capsys, "quality_wsd.py", "--limit", "40", "--methods", "sentence")
+    assert found["rows"] == {"dev": 40, "test": 40}
+    [method] = found["methods"]
+    assert method["method"] == "sentence" and {"by_prior", "chosen_prior_on_dev", "test_at_chosen_prior"} <= set(method)
+
+
+def test_bench_senses(capsys):
+    found = _main_json(capsys, "bench_senses.py", "--copies", "1", "--repeats", "1", "--limit", "40")
+    assert found["captions"] == 40 and {"captions_per_s", "encoder_alone_captions_per_s", "seconds"} <= set(found)
+
+
+def test_bench_encoder(capsys):
+    found = _main_json(capsys, "bench_encoder.py", "--captions", "200")
+    assert {"captions", "int8_min_cosine"} <= set(found)
+
+
+def test_bench_faiss(capsys):
+    found = _main_json(
+        capsys, "bench_faiss.py", "--vectors", "3000", "--dim", "32", "--clusters", "20", "--planted", "20"
+    )
+    assert found["vectors"] == 3000 and {"audit_s", "speedup_vs_flat", "near_duplicate_recall"} <= set(found)
+
+
+def test_bench_safety_rules(capsys):
+    found = _main_json(capsys, "bench_safety_rules.py", "--repeats", "1")
+    assert found["nouns"] > 80_000 and {"offensive_synsets", "identity_synsets", "cpu_seconds"} <= set(found)
+
+
+def test_bench_corpus_read(capsys, tmp_path):
+    found = _main_json(capsys, "bench_corpus_read.py", "--rows", "2000", "--repeats", "1", "--corpus", str(tmp_path))
+    assert found["rows"] == 2000 and {"parquet", "csv", "jsonl"} <= set(found["formats"])
+
+
+def test_bench_tagging(tmp_path):
+    found = _last_json(
+        "bench_tagging.py",
+        "--rows",
+        "2000",
+        "--laionet-sample",
+        "20",
+        "--memory-rows",
+        "500",
+        "--corpus",
+        str(tmp_path),
+    )
+    assert found["rows"] == 2000
+
+
+def test_bench_audit_classes():
+    found = _last_json("bench_audit_classes.py", "--captions", "40")
+    assert found["captions"] == 40 and {"classes", "pairs", "seconds", "peak_rss_mib"} <= set(found)
+
+
+def test_bench_cli_start():
+    found = _last_json("bench_cli_start.py", "--repeats", "1")
+    assert {"seconds", "cpu_seconds", "ratio_to_python", "passed"} <= set(found)
+
+
+def test_bench_worker_start():
+    found = _last_json("bench_worker_start.py", "--repeats", "1")
+    assert found and all(set(case) == {"cpu_s", "wall_s"} for case in found.values())
+
+
+def test_real_dev_pairs(capsys, laion_rows, tmp_path):
+    out = tmp_path / "pairs.tsv"
+    found = _main_json(
+        capsys,
+        "real_dev_pairs.py",
+        *("--corpus", str(laion_rows), "--run", str(tmp_path / "run"), "--before-step6", "10", "--out", str(out)),
+    )
+    assert found["pairs"] == len(out.read_text().splitlines()) - 1 > 0 and "kept" in found["by_source"]
+
+
+def test_quality_sense_precision(capsys, tmp_path):
+    found = _main_json(
+        capsys, "quality_sense_precision.py", "--rows", "2000", "--min-captions", "2", "--run", str(tmp_path)
+    )
+    assert found["rows"] == 2000 and {"synset_threshold", "caption_threshold", "dataset_images"} <= set(found)
+
+
+def test_bench_download():
+    found = _last_json("bench_download.py", "--urls", "8", "--hosts", "1", "--threads", "2", "--repeats", "1")
+    assert found["urls"] == 8 and {"img2dataset", "stage", "ratio", "ratio_wall"} <= set(found)
+
+
+def test_bench_work_units():
+    found = _last_json(
+        "bench_work_units.py",
+        *("--rows", "4000", "--row-group", "1000", "--bounds", "2000", "100000000", "--workers", "1"),
+    )
+    assert found["rows"] == 4000 and found["same_tally"] and len(found["runs"]) == 2
+
+
+def test_bench_review(downloaded_run):
+    found = _last_json("bench_review.py", "--run", str(downloaded_run), "--clients", "2", "--seconds", "1")
+    assert found["review"] == "images" and {"after", "baseline"} <= set(found)
