@@ -5,7 +5,7 @@ maximum resident set, `getrusage`), run as a user runs it. The pairs are decided
 time (`pipeline.audit.classes.CHUNK_PAIRS`), so the peak should stay flat as the pairs grow.
 The last line is JSON.
 
-    python benchmarks/bench_audit_classes.py [--captions 2000] [--seed 1]
+    python benchmarks/bench_audit_classes.py [--captions 2000] [--seed 1] [--classes N]
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ from imagenot.wordnet.index import load_index
 @click.command()
 @click.option("--captions", default=2000, show_default=True, help="corpus rows (realistic synthetic captions)")
 @click.option("--seed", default=1, show_default=True)
-def main(captions: int, seed: int) -> None:
+@click.option("--classes", type=int, help="the first N noun synsets only (a smoke run) [every one]")
+def main(captions: int, seed: int, classes: int | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         synth_corpus(work / "corpus", captions, seed, shard_rows=max(captions, 1), captions="realistic")
-        wnids = [synset.wnid for synset in load_index()]
+        wnids = [synset.wnid for synset in load_index()][:classes]
         (work / "every_noun.txt").write_text("".join(f"{wnid}\n" for wnid in wnids))
         command = [sys.executable, "-m", "imagenot.pipeline.cli", "audit", "classes", "--list"]
         command += [str(work / "every_noun.txt"), "--corpus", str(work / "corpus" / CORPUS_PARTS)]

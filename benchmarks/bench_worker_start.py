@@ -9,7 +9,7 @@
 Each case is a fresh interpreter, runs alternate, best of `--repeats` by CPU seconds (user +
 system of the child), which load from other processes disturbs least. The last line is JSON.
 
-    python benchmarks/bench_worker_start.py [--repeats 3]
+    python benchmarks/bench_worker_start.py [--repeats 3] [--case NAME ...]
 """
 
 from __future__ import annotations
@@ -52,17 +52,28 @@ def _run(code: str, *args: str) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+CASES = (
+    "tag worker, collector paused",
+    "tag worker, collector running",
+    "scoring worker on a warm cache, model on first miss",
+    "scoring worker on a warm cache, model at setup",
+)
+
+
 @click.command()
 @click.option("--repeats", default=3, show_default=True)
-def main(repeats: int) -> None:
+@click.option("--case", "chosen", multiple=True, type=click.Choice(CASES), help="only these cases [every one]")
+def main(repeats: int, chosen: tuple[str, ...]) -> None:
     with tempfile.TemporaryDirectory() as cache:
-        _run(SCORING_WORKER, cache, "fill")  # the class queries and sense queries, cached once
-        cases = {
-            "tag worker, collector paused": (TAG_WORKER,),
-            "tag worker, collector running": (COLLECTOR_RUNS + TAG_WORKER,),
-            "scoring worker on a warm cache, model on first miss": (SCORING_WORKER, cache, "check"),
-            "scoring worker on a warm cache, model at setup": (SCORING_WORKER + LOAD_AT_SETUP, cache, "check"),
+        codes = {
+            CASES[0]: (TAG_WORKER,),
+            CASES[1]: (COLLECTOR_RUNS + TAG_WORKER,),
+            CASES[2]: (SCORING_WORKER, cache, "check"),
+            CASES[3]: (SCORING_WORKER + LOAD_AT_SETUP, cache, "check"),
         }
+        cases = {name: codes[name] for name in chosen or CASES}
+        if any(name.startswith("scoring") for name in cases):
+            _run(SCORING_WORKER, cache, "fill")  # the class queries and sense queries, cached once
         best = {name: (float("inf"), float("inf")) for name in cases}
         for _ in range(repeats):
             for name, (code, *args) in cases.items():

@@ -127,8 +127,8 @@ def test_bench_tagging(tmp_path):
 
 
 def test_bench_audit_classes():
-    found = _last_json("bench_audit_classes.py", "--captions", "40")
-    assert found["captions"] == 40 and {"classes", "pairs", "seconds", "peak_rss_mib"} <= set(found)
+    found = _last_json("bench_audit_classes.py", "--captions", "40", "--classes", "3000")
+    assert (found["captions"], found["classes"]) == (40, 3000) and {"pairs", "seconds", "peak_rss_mib"} <= set(found)
 
 
 def test_bench_cli_start():
@@ -137,8 +137,11 @@ def test_bench_cli_start():
 
 
 def test_bench_worker_start():
-    found = _last_json("bench_worker_start.py", "--repeats", "1")
-    assert found and all(set(case) == {"cpu_s", "wall_s"} for case in found.values())
+    found = _last_json("bench_worker_start.py", "--repeats", "1", "--case", "tag worker, collector paused")
+    assert list(found) == ["tag worker, collector paused"] and set(found["tag worker, collector paused"]) == {
+        "cpu_s",
+        "wall_s",
+    }
 
 
 def test_real_dev_pairs(capsys, laion_rows, tmp_path):
