@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.filters.caption_rules import caption_decision
+from imagenot.labels.caption_rules import caption_decision
 from imagenot.pipeline.commands.senses import senses_command
 from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.priority import list_settled

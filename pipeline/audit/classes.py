@@ -11,7 +11,7 @@ per listed class, in the list's order: `wnid`, `name`, `captions` (pairs), `pass
 95% Clopper-Pearson interval `low`-`high`, and `flagged` (1: another use dominates: another noun
 sense wins more of the captions than the class keeps, or the interval lies wholly under one half),
 and `instance` (1: a WordNet instance synset, a named individual, which select drops unless
-`selection.instance_synsets`; `filters.instances`). A class no caption names has 0 captions and an
+`selection.instance_synsets`; `labels.instances`). A class no caption names has 0 captions and an
 empty share.
 """
 
@@ -26,10 +26,11 @@ import click
 
 if TYPE_CHECKING:  # the tagger, the sense scoring (torch) and the run's files (Beam) load where they are
     # used, so that `audit classes --help` loads none of them
-    from imagenot.filters.none_of_these import FormStats
+    from imagenot.labels.caption_rules import CaptionRules
+    from imagenot.labels.none_of_these import FormStats
+    from imagenot.labels.pair_checker import PairChecker
+    from imagenot.labels.senses.sentence import SenseScorer
     from imagenot.pipeline.config.schema import Config
-    from imagenot.pipeline.score.sense_contrast import SenseScorer
-    from imagenot.pipeline.select.caption_rules import CaptionRules, PairChecker
     from imagenot.wordnet.index import NounIndex
 
 COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged", "instance")
@@ -77,10 +78,10 @@ def decide(captions: list[str], classes: list[str], config: Config, index: NounI
     """wnid -> `pair_outcomes` of the captions naming it, the corpus's form statistics counted
     over all the captions. The pairs are decided `CHUNK_PAIRS` at a time, so memory stays bounded
     however many classes the list holds (every noun synset: about 20 pairs a caption)."""
-    from imagenot.filters.none_of_these import FormStats, form_statistics
+    from imagenot.labels.none_of_these import FormStats, form_statistics
+    from imagenot.labels.pair_checker import PairChecker
     from imagenot.pipeline.run.progress import counting
     from imagenot.pipeline.score.senses_command import scorer
-    from imagenot.pipeline.select.caption_rules import PairChecker
 
     pairs, matched = class_pairs(captions, classes, config)
     stats = FormStats(form_statistics(captions, matched))
@@ -115,9 +116,9 @@ def pair_outcomes(
     import numpy as np
     import pyarrow as pa
 
-    from imagenot.filters.caption_rules import caption_decision
+    from imagenot.labels.caption_rules import caption_decision
+    from imagenot.labels.pair_checker import PairChecker
     from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
-    from imagenot.pipeline.select.caption_rules import PairChecker
     from imagenot.wordnet.index import load_index
 
     if not captions:
@@ -150,7 +151,7 @@ def pair_rules(config: Config, stats: FormStats) -> CaptionRules:
 
 
 def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
-    from imagenot.filters.instances import instance_removals
+    from imagenot.labels.instances import instance_removals
     from imagenot.pipeline.audit.rankings import clopper_pearson
 
     n, k = len(outcomes), outcomes.count(PASSES)

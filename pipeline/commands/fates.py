@@ -22,9 +22,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import KEPT, describe_fate
-from imagenot.filters.instances import instance_removals
 from imagenot.filters.offensive_synsets import offensive_removals
 from imagenot.filters.person_synsets import person_removals
+from imagenot.labels.instances import instance_removals
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.run.files import read_json, read_table, read_tsv

@@ -11,7 +11,7 @@ something else is a coherent class under a wrong name.
 
 from __future__ import annotations
 
-from imagenot.filters.caption_rules import caption_decision
+from imagenot.labels.caption_rules import caption_decision
 from imagenot.pipeline.run.files import read_schema, stage_shards
 from imagenot.pipeline.run.layout import FIRST_PASS_DIR, MARGIN_COLUMN, SCORE, SCORE_COLUMN, stage_path
 from imagenot.pipeline.run.shards import read_batches

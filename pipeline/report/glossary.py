@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from imagenot.filters.instances import REASON
 from imagenot.filters.person_synsets import ANY_PERSON, IDENTITY_LABELS
+from imagenot.labels.instances import REASON
 
 SYNSET_REASONS = {
     "reference_synset": "the synset is in the reference class set (step 2)",

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rules import caption_decision
+from imagenot.labels.caption_rules import caption_decision
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.rank.pass_share import sense_pass_shares
 from imagenot.pipeline.rank.ranking import BEYOND_TOP_K

@@ -16,14 +16,14 @@ runner-up), `sense_fit` (the best sense's score without the prior), `similarity`
 gloss similarity to `predicted`, the build's `gloss_similarity`; only with a caption threshold,
 else null), `passes`, `reason` (why not: the row's own problem, the rule's name, `other_sense` or
 `below_threshold`; null when it passes), `none_score` (the none-of-these model's probability
-for the word at its span, `filters.none_of_these`; null where that rule is off), `start`/`end`
+for the word at its span, `labels.none_of_these`; null where that rule is off), `start`/`end`
 (the span read: the one given, or where the word was found) and `senses` (every noun sense of
 the word with its score, best first).
 
 A row that cannot be read is not an error: it does not pass, and `reason` says why
 (`caption_not_text`, `not_a_noun`, `word_not_in_caption`, `span_not_the_word`). The verdict is
 the build's own: the tagger's matched forms, `PairChecker` (select's caption rules) and
-`filters.caption_rules.caption_decision` (the sample's sense and threshold tests).
+`labels.caption_rules.caption_decision` (the sample's sense and threshold tests).
 """
 
 from __future__ import annotations
@@ -35,23 +35,24 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rules import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
-from imagenot.filters.none_of_these import none_of_these_scores
+from imagenot.labels.caption_rules import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
+from imagenot.labels.none_of_these import none_of_these_scores
+from imagenot.labels.pair_checker import PairChecker
+from imagenot.labels.senses.context import ContextSenses
+from imagenot.labels.senses.sentence import SenseScorer
+from imagenot.labels.senses.trained import TrainedSenses
+from imagenot.labels.spans import Words, caption_words, first_span
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.run.files import read_table
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.context_senses import ContextSenses
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseScorer
 from imagenot.pipeline.score.sense_methods import sense_scorer
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.score.stage import _encoder_options
-from imagenot.pipeline.score.trained_senses import TrainedSenses
-from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
+from imagenot.pipeline.select.caption_rules import caption_rules
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.senses import WordSenses, sense_label
-from imagenot.wordnet.spans import Words, caption_words, first_span
 
 SENSE_TYPE = pa.list_(pa.struct([("synset", pa.string()), ("score", pa.float32())]))
 CAPTION_NOT_TEXT, NOT_A_NOUN = "caption_not_text", "not_a_noun"

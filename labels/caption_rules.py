@@ -22,7 +22,7 @@ written, with its case and neighbours, and names why the word does not name the 
   caption, where WordNet also has the word in that part of speech.
 - rare_sense: WordNet's tagged counts give every form the caption spells a commoner noun sense.
 - none_of_these: a fitted model says the word names none of its noun senses there: a name, a
-  sense WordNet lacks, a letter or abbreviation, a modifier (`filters.none_of_these`, with the
+  sense WordNet lacks, a letter or abbreviation, a modifier (`labels.none_of_these`, with the
   corpus's statistics of how the form is written).
 
 `pair_rule` returns the first rule that fires, in the order above, or None. The select stage
@@ -44,9 +44,10 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.filters.batches import Drops, require_column
-from imagenot.filters.none_of_these import NoneOfThese, none_of_these_scores
+from imagenot.filters.funnel import CAPTION_RULES_STEP
+from imagenot.labels.none_of_these import NoneOfThese, none_of_these_scores
 
-STEP = "caption_rules"
+STEP = CAPTION_RULES_STEP
 OTHER_SENSE = "other_sense"
 BELOW_THRESHOLD = "below_threshold"
 KEPT = ""
@@ -62,6 +63,15 @@ RULES = (
     "rare_sense",
     NONE_OF_THESE,
 )
+
+# English function words that are also WordNet noun lemmas or their plurals ("a": the letter,
+# vitamin A, adenine; "in": inch, indium; "it": information technology; "as": plural of "a").
+# Matched, they would tag nearly every caption with synsets it is not about (the tag stage's
+# default `tagging.ignore_forms`); the caption rules never take one for a name.
+FUNCTION_WORDS = (
+    "a an i me he it us who in at as or so then while be am are do have one no none same more "
+    "least few much here there why out over down may might must will"
+).split()
 
 _WORD = re.compile(r"[^\W_]+")
 _SEPARATORS = r"[\W_]+"
