@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from imagenot.labels.caption_rules import caption_decision
+from imagenot.labels.caption_rules import SenseDecision, caption_decision
 from imagenot.labels.senses.sentence import SenseQueries
 from imagenot.pipeline.config.schema import Config, Scoring
 from imagenot.pipeline.score.encoders import DEFAULT_MODEL
@@ -148,7 +148,7 @@ def contrast_keep(margin: float | None, threshold: float | None):
 
     def keep(scores: np.ndarray) -> np.ndarray:
         others = np.array([np.max(np.delete(scores, j)) if len(scores) > 1 else np.inf for j in range(len(scores))])
-        passes, _ = caption_decision(scores, scores - others, threshold, margin)
+        passes, _ = caption_decision(scores, scores - others, threshold, SenseDecision(margin))
         return passes
 
     return keep

@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from imagenot.errors import ImagenotError
-from imagenot.labels.caption_rules import FUNCTION_WORDS
+from imagenot.labels.caption_rules import FUNCTION_WORDS, SenseDecision
 from imagenot.labels.caption_rules import RULES as CAPTION_RULES
 from imagenot.labels.senses.settings import SenseSettings
 from imagenot.pipeline.config.corpus_presets import PRESET_NAMES, apply_preset
@@ -349,6 +349,13 @@ class Scoring(Section):
         description="a caption stays in its class only when the class's sense beats every other sense of its word "
         "by this much (null: off)",
     )
+    # per sense method, as a fit's scale is the method's; chosen on the real dev set (benchmarks/README.md)
+    none_of_these_fit: dict[Literal["sentence", "context", "both", "trained"], float] = Field(
+        default_factory=dict,
+        description="with sense contrast on, a caption whose word fits none of its noun senses where it stands (the "
+        "best sense's sense_fit under this floor, for the sense method in use) is dropped as none_of_these_fit; a "
+        "method not listed: off",
+    )
     cache_dir: str | None = Field(None, description="embedding cache; null: <IMAGENOT_CACHE>/embeddings")
     first_pass_captions: int = Field(
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the synsets"
@@ -376,6 +383,13 @@ class Scoring(Section):
         le=100_000_000,
         description="priority: the most captions per class the encoder scores (null: no cap, every list exact)",
     )
+
+    def sense_decision(self) -> SenseDecision:
+        """The sense decision's floors: the margin, and the fit floor of the method in use (both
+        only with sense contrast on, where the score stage records margins and fits)."""
+        if self.sense_margin is None:
+            return SenseDecision()
+        return SenseDecision(self.sense_margin, self.none_of_these_fit.get(self.sense_method))
 
     def sense_settings(self) -> SenseSettings:
         """What the sense scorers (`imagenot.labels.senses`) read of this section."""

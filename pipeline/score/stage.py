@@ -222,8 +222,8 @@ class _ScoreFirstPass(beam.DoFn):
 
 def settings(config: Config) -> dict:
     # The first phase belongs to the rank stage; the cache and batch size change no result, nor
-    # the settings of the sense method not chosen. The sense margin's value is rank's and sample's:
-    # here only whether there is one.
+    # the settings of the sense method not chosen. The sense margin's and the fit floor's values
+    # are rank's and sample's: here only whether there is sense contrast.
     # The trained head brings its own templates and layers; its weights' digest stands for it.
     scoring = config.scoring
     unused = {
@@ -232,7 +232,9 @@ def settings(config: Config) -> dict:
         "both": TRAINED_SETTINGS,
         "trained": SENTENCE_SETTINGS + CONTEXT_SETTINGS,
     }.get(scoring.sense_method, ())
-    own = scoring.model_dump(exclude={"cache_dir", "batch_size", "sense_margin", *FIRST_PHASE_SETTINGS, *unused})
+    own = scoring.model_dump(
+        exclude={"cache_dir", "batch_size", "sense_margin", "none_of_these_fit", *FIRST_PHASE_SETTINGS, *unused}
+    )
     head = {"sense_head": head_digest()} if scoring.sense_method == "trained" else {}
     return {**own, **head, "sense_contrast": scoring.sense_margin is not None}
 
