@@ -12,7 +12,7 @@ something else is a coherent class under a wrong name.
 
 from __future__ import annotations
 
-from imagenot.labels.caption_rules import SenseDecision, caption_decision
+from imagenot.labels.caption_rules import SENSE_OFF, SenseDecision, caption_decision
 from imagenot.pipeline.run.files import read_schema, stage_shards
 from imagenot.pipeline.run.layout import FIRST_PASS_DIR, FIT_COLUMN, MARGIN_COLUMN, SCORE, SCORE_COLUMN, stage_path
 from imagenot.pipeline.run.shards import read_batches
@@ -21,7 +21,7 @@ from imagenot.pipeline.run.shards import read_batches
 def sense_pass_shares(run_dir: str, sense: SenseDecision) -> dict[str, float]:
     """wnid -> the share of its first-pass captions the sense decision keeps (no sense contrast: none)."""
     kept: dict[str, list[int]] = {}
-    if sense.margin is None:
+    if sense == SENSE_OFF:
         return {}
     for shard in stage_shards(stage_path(run_dir, SCORE), FIRST_PASS_DIR):
         if MARGIN_COLUMN not in read_schema(shard).names:

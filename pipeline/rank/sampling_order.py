@@ -23,7 +23,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.labels.caption_rules import NONE_OF_THESE_FIT, OTHER_SENSE, SenseDecision, caption_decision
+from imagenot.labels.caption_rules import NONE_OF_THESE_FIT, OTHER_SENSE, SENSE_OFF, SenseDecision, caption_decision
 from imagenot.pipeline.config.schema import Sampling, Scoring
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import FIT_COLUMN, MARGIN_COLUMN, OTHER_SENSE_COLUMN, SCORE_COLUMN, SENSE_COLUMNS
@@ -133,7 +133,7 @@ def sense_kept(rows: pa.Table, sense: SenseDecision) -> tuple[pa.Table, dict[str
     column) all stay."""
     if MARGIN_COLUMN not in rows.column_names:
         return rows, {}, 0
-    if sense.margin is None:
+    if sense == SENSE_OFF:
         return rows.drop_columns(list(SENSE_COLUMNS)), {}, 0
     similarity, margin = rows.column(SCORE_COLUMN).to_numpy(), rows.column(MARGIN_COLUMN).to_numpy()
     passes, reason = caption_decision(similarity, margin, None, sense, fit=rows.column(FIT_COLUMN).to_numpy())
