@@ -19,7 +19,7 @@ majority), with the sense method `--method` (default: trained) and otherwise def
 
 The last line is one JSON object with every figure (`--out` writes it too).
 
-    python benchmarks/quality_none_of_these_fit.py [--method trained] [--folds 5] [--out FILE]
+    python benchmarks/quality_none_of_these_fit.py [--method trained] [--folds 5] [--out FILE] [--limit N]
 """
 
 from __future__ import annotations
@@ -96,11 +96,14 @@ def main() -> None:
     parser.add_argument("--method", default="trained", help="scoring.sense_method whose fit is measured")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="the LAION sample (form statistics)")
+    parser.add_argument("--limit", type=int, help="the first N judged pairs only (a quick look)")
     args = parser.parse_args()
     config = Config.model_validate({"scoring": {"sense_method": args.method, "none_of_these_fit": {}}})
     index = load_index()
     pairs, _ = labelled(False)
-    stats = sample_form_stats(CORPUS, config)
+    pairs = pairs[: args.limit]
+    stats = sample_form_stats(args.corpus, config)
     decided = outcomes(pairs, config, stats, index)  # the method's defaults, no fit floor
     table = pa.table({"caption": [p["caption"] for p in pairs], "lemma": [p["matched"] for p in pairs]})
     read = senses_table(table, config, scorer(config)).column("sense_fit").to_numpy(zero_copy_only=False)

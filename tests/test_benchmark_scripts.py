@@ -52,19 +52,27 @@ def test_semcor_rule_cost(capsys):
 
 
 def test_fit_none_of_these_dry_run(capsys, laion_rows):
-    model = (BENCHMARKS.parent / "filters" / "none_of_these_model.py").read_bytes()
+    model_file = BENCHMARKS.parent / "labels" / "none_of_these_model.py"  # what the fit writes without --dry-run
+    model = model_file.read_bytes()
     found = _main_json(
         capsys, "fit_none_of_these.py", "--dry-run", "--folds", "2", "--limit", "200", "--corpus", str(laion_rows)
     )
     assert {"pairs", "cv_auc", "cv_by_threshold", "weights", "bias", "semcor_occurrences"} <= set(found)
     assert found["semcor_occurrences"] <= 200
-    assert (BENCHMARKS.parent / "filters" / "none_of_these_model.py").read_bytes() == model  # --dry-run wrote nothing
+    assert model_file.read_bytes() == model
 
 
 def test_quality_real(capsys, laion_rows):
     found = _main_json(capsys, "quality_real.py", "--limit", "150", "--corpus", str(laion_rows))
     assert found["pairs"] == 150
     assert {"agreement", "defaults", "defaults_with_class_floor", "none_of_these", "rules", "classes"} <= set(found)
+
+
+def test_quality_none_of_these_fit(capsys, laion_rows):
+    found = _main_json(
+        capsys, "quality_none_of_these_fit.py", "--limit", "300", "--folds", "2", "--corpus", str(laion_rows)
+    )
+    assert {"no_floor", "by_floor", "out_of_fold", "dropped_by_use_at_default"} <= set(found)
 
 
 def test_quality_classes(capsys, laion_rows):
