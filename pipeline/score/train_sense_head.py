@@ -13,8 +13,9 @@ over hidden states computed once, plus a bilinear map W and a scale. A word's ve
 its word pieces in the last layer (`SpanEncoder`, one layer), L2 normalised; its logit for a sense is
 `scale x cos(word, gloss) + word' W gloss`, trained by cross-entropy over the word's noun senses (the
 hard negatives: the word's other senses). Rows: `wordnet.semcor.polysemous_rows("train")`, the
-annotations of 2+-sense nouns in the 149 training documents, and WordNet's own usage examples
-(`wordnet.examples`, unless `--no-examples`), which reach the rare senses; dev documents pick the epoch (every
+annotations of 2+-sense nouns in the 149 training documents, and with `--examples` WordNet's own
+usage examples too (`labels.sense_model.examples`: they reach the rare senses; the shipped head
+was trained without them, see benchmarks/README.md); dev documents pick the epoch (every
 `--check` steps, the best mean of accuracy and accuracy where the gold is not the training
 documents' most frequent sense); test documents are never read. Seeded: the same seed, data and
 library versions give the same weights. `head.json` records the seed, steps, rows, figures on dev,
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from imagenot.labels.sense_model.examples import example_rows
 from imagenot.labels.sense_model.head import HEAD_DIR, LAYER_PREFIX, save_head
 from imagenot.labels.senses.encoders import TextEncoder
 from imagenot.labels.senses.sentence import SenseQueries
@@ -40,7 +42,6 @@ from imagenot.pipeline.config.schema import Scoring
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import lazy_encoder
 from imagenot.pipeline.score.span_encoder import SpanEncoder, _pieces
-from imagenot.wordnet.examples import example_rows
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.semcor import SEMCOR_FILE, PolysemousRows, most_frequent_sense, polysemous_rows
 from imagenot.wordnet.senses import WordSenses, word_senses
@@ -182,7 +183,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--check", type=int, default=100, help="steps between checks on the dev documents")
     parser.add_argument("--out", type=Path, default=HEAD_DIR)
-    parser.add_argument("--examples", action=argparse.BooleanOptionalAction, default=True, help="WordNet examples")
+    parser.add_argument("--examples", action=argparse.BooleanOptionalAction, default=False, help="WordNet examples too")
     args = parser.parse_args()
     started = time.time()
     torch.manual_seed(args.seed)
@@ -220,7 +221,7 @@ def main() -> None:
         "tuned_layers": args.tuned,
         "templates": list(scoring.sense_templates),
         "trained_on": "SemCor 3.0 training documents (wordnet/semcor.py: 149 documents), nouns of 2+ senses"
-        + (", and WordNet 3.0's noun usage examples (wordnet/examples.py)" if args.examples else ""),
+        + (", and WordNet 3.0's noun usage examples (labels/sense_model/examples.py)" if args.examples else ""),
         "semcor_file": SEMCOR_FILE.name,
         "train_rows": len(train.targets),
         "train_sentences": len(sentences),

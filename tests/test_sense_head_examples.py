@@ -1,6 +1,6 @@
-"""WordNet's usage examples as sense-annotated training rows (`wordnet.examples`), real WordNet."""
+"""WordNet's usage examples as sense-annotated training rows (`labels.sense_model.examples`), real WordNet."""
 
-from imagenot.wordnet.examples import SOURCE, example_rows
+from imagenot.labels.sense_model.examples import SOURCE, example_rows
 from imagenot.wordnet.senses import word_senses
 
 BANKS = ("bank.n.01", "bank.n.03", "bank.n.04", "depository_financial_institution.n.01", "bank.n.10")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from imagenot.labels.spans import caption_words, first_span
 from imagenot.wordnet.nltk_data import load_nltk_wordnet
 from imagenot.wordnet.semcor import PolysemousRows
 from imagenot.wordnet.senses import WordSenses
-from imagenot.wordnet.spans import caption_words, first_span
 
 SOURCE = "wordnet-examples"
 
