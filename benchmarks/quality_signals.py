@@ -11,7 +11,7 @@ the share judged right sense and picturable, and the share of the right-sense st
 the issue's target is 90% right and 80% picturable while keeping 40%. The none-of-these model was
 fit on these readers' `use`: its own cuts are optimistic.
 
-    python benchmarks/quality_signals.py [--limit N]
+    python benchmarks/quality_signals.py [--limit N] [--corpus FILE]
 
 The last line is one JSON object with every figure.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -92,13 +93,14 @@ def out_of_fold(features: np.ndarray, target: np.ndarray, train: np.ndarray, fol
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, help="the first N step-6 pairs only (a smoke run)")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="the LAION sample (form statistics)")
     args = parser.parse_args()
     config, index = load_config(None), load_index()
     pairs = [p for p in labelled(False)[0] if p["source"] in STEP6 and p["right_sense"] is not None]
     pairs = pairs[: args.limit] if args.limit else pairs
     right = np.array([p["right_sense"] == "yes" for p in pairs])
     picturable = np.array([p["picturable"] == "yes" for p in pairs])
-    kept = np.array([d == PASSES for d in outcomes(pairs, config, sample_form_stats(CORPUS, config), index)])
+    kept = np.array([d == PASSES for d in outcomes(pairs, config, sample_form_stats(args.corpus, config), index)])
     wnids = [index.by_name(p["synset"]).wnid for p in pairs]
     signals = {"similarity": gloss_similarities([p["caption"] for p in pairs], wnids, config)}
     signals["sentence_margin"], _, none = margins(pairs, config, "sentence")

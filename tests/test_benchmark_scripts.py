@@ -75,6 +75,11 @@ def test_quality_none_of_these_fit(capsys, laion_rows):
     assert {"no_floor", "by_floor", "out_of_fold", "dropped_by_use_at_default"} <= set(found)
 
 
+def test_quality_signals(capsys, laion_rows):
+    found = _main_json(capsys, "quality_signals.py", "--limit", "60", "--corpus", str(laion_rows))
+    assert found["pairs"] == 60 and {"defaults", "signals", "combined_out_of_fold"} <= set(found)
+
+
 def test_quality_classes(capsys, laion_rows):
     found = _main_json(capsys, "quality_classes.py", "--limit", "30", "--corpus", str(laion_rows))
     assert found["classes"] == 30 and {"agreement", "flagged", "pass_share_under_half", "missed"} <= set(found)
