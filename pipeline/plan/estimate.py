@@ -39,17 +39,18 @@ class Rates:
     # process's (`<stage>_driver_s`: Beam's start, and the whole stage's start when one local worker
     # runs in that process) plus, for each worker process of its own, `<stage>_fixed_s`
     # (interpreter, Beam, WordNet, the stage's tables or model). tag and select: fixed parts
-    # measured on 2,000 rows with one and two local workers, per-row rates bench_build's marginal
-    # CPU between 1M and 4M realistic rows (summary.json's CPU, the workers' included;
-    # benchmarks/README.md, "Score bounded by the candidates that can become classes"), all at load
-    # 15-20 on 2 cores. The other stages' fixed parts were measured in one process: their driver
-    # part is taken as the same.
-    tag_driver_s: float = 3.2
-    tag_fixed_s: float = 5.2
-    tag_us_per_row: float = 9.2
-    select_driver_s: float = 4.9
-    select_fixed_s: float = 6.4  # two Beam jobs: each worker process starts twice (WordNet, the caption rules)
-    select_us_per_row: float = 20.6  # at load 16-19 (16.2 at 9-14, about 13 at 5): contention inflates CPU
+    # measured on 2,000 rows with one and two local workers, per-row rates the marginal CPU between
+    # 1M and 4M realistic rows (summary.json's CPU, the workers' included; benchmarks/README.md,
+    # "Score bounded by the candidates that can become classes"), at load 2-9 on 2 cores: a
+    # Dataflow worker is not shared, and contention inflates CPU (at load 15-20: 9.2 and 20.6 us a
+    # row, fixed parts 40% more). The other stages' fixed parts were measured in one process: their
+    # driver part is taken as the same.
+    tag_driver_s: float = 2.2
+    tag_fixed_s: float = 3.5
+    tag_us_per_row: float = 5.8
+    select_driver_s: float = 3.8
+    select_fixed_s: float = 4.8  # two Beam jobs: each worker process starts twice (WordNet, the caption rules)
+    select_us_per_row: float = 15.3
     score_fixed_s: float = 6.4
     score_us_per_row: float = 1.3
     rank_fixed_s: float = 5.0
