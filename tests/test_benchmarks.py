@@ -29,7 +29,10 @@ def _last_json(script: str, *args: str, timeout: int = 300) -> dict:
 @pytest.fixture(scope="module")
 def build_bench(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("bench-build")
-    return _last_json("bench_build.py", "--rows", "4000", "--in-process", "--tmp", str(folder))
+    # 5 images a class (the default 100 leaves 4,000 rows no class, and bench_plan nothing to plan)
+    return _last_json(
+        "bench_build.py", "--rows", "4000", "--images-per-class", "5", "--in-process", "--tmp", str(folder)
+    )
 
 
 def test_bench_build_gives_each_stages_cpu_per_row_and_peak_memory(build_bench):
