@@ -56,8 +56,9 @@ def quality_config(rows: int, seed: int, min_captions: int, cache_dir: Path, fir
 
 
 def synset_scores(run_dir: Path) -> dict[str, float]:
+    """The ranked candidates' scores (rank leaves those that cannot become a class unscored)."""
     with open(run_dir / "rank" / "ranking.tsv", encoding="utf-8", newline="") as f:
-        return {row["wnid"]: float(row["score"]) for row in csv.DictReader(f, delimiter="\t")}
+        return {row["wnid"]: float(row["score"]) for row in csv.DictReader(f, delimiter="\t") if row["score"]}
 
 
 def judged_captions(run_dir: Path, folder: str = "rank/scored") -> pa.Table:
