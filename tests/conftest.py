@@ -47,15 +47,17 @@ LONGEST_FIRST = (
     "test_corpus_formats.py",
     "test_build.py",
     "test_class_vetoes.py",
+    "test_cli.py",
     "test_score_rank_stages.py",
     "test_sample_stage.py",
-    "test_cli.py",
+    "test_hostile_corpus.py",
+    "test_review.py",
+    "test_work_units.py",
     "test_stage_by_stage.py",
     "test_report_images.py",
     "test_changed_settings.py",
     "test_review_browser.py",
     "test_class_review_browser.py",
-    "test_review.py",
 )
 
 
