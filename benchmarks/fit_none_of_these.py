@@ -1,9 +1,9 @@
-"""Fit the none-of-these model (`filters/none_of_these.py`) on the judged real dev pairs.
+"""Fit the none-of-these model (`labels/none_of_these.py`) on the judged real dev pairs.
 
 Features per pair as the build computes them, with the corpus statistics of the real LAION
 sample (every caption tagged by the build's tagger). A logistic regression (L2, C=1) is scored
 by stratified k-fold cross-validation (each pair scored by the fit that did not see it), then
-fit on all pairs and written to `filters/none_of_these_model.py` (the figures to
+fit on all pairs and written to `labels/none_of_these_model.py` (the figures to
 `benchmarks/data/none_of_these_fit.json`). Reported per threshold, from
 the out-of-fold probabilities: precision and recall of "none of these", the wrong and the right
 pairs it removes (alone, and of the pairs the other default rules keep), and on clean text the
@@ -28,15 +28,16 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
-from imagenot.filters.caption_rules import NONE_OF_THESE, find_span, pair_rule
-from imagenot.filters.none_of_these import FEATURES, FormStats, form_key, form_statistics, pair_features
+from imagenot.labels.caption_rules import NONE_OF_THESE, find_span, pair_rule
+from imagenot.labels.none_of_these import FEATURES, FormStats, form_key, form_statistics, pair_features
+from imagenot.labels.pair_checker import senses_of
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
+from imagenot.pipeline.select.caption_rules import caption_rules
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.lemmas import regular_plurals
 
 REPO = Path(__file__).resolve().parent.parent
-MODEL_FILE = REPO / "filters" / "none_of_these_model.py"
+MODEL_FILE = REPO / "labels" / "none_of_these_model.py"
 SUMMARY_FILE = Path(__file__).parent / "data" / "none_of_these_fit.json"
 SEMCOR = REPO.parent / "shared" / "data" / "semcor30_nouns.parquet"
 THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95)

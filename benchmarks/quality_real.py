@@ -55,11 +55,12 @@ from real_dev_judgments import (
     sample_form_stats,
 )
 
-from imagenot.filters.caption_rules import NONE_OF_THESE, RULES, none_of_these_pairs, pair_rule
 from imagenot.filters.picturable import unpicturable_removals
+from imagenot.labels.caption_rules import NONE_OF_THESE, RULES, none_of_these_pairs, pair_rule
+from imagenot.labels.pair_checker import senses_of
 from imagenot.pipeline.audit.classes import PASSES, pair_outcomes
 from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
+from imagenot.pipeline.select.caption_rules import caption_rules
 from imagenot.wordnet.index import load_index
 
 STALE_BELOW = 0.95

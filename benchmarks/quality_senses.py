@@ -35,11 +35,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from imagenot.filters.caption_rules import caption_decision
+from imagenot.labels.caption_rules import SenseDecision, caption_decision
+from imagenot.labels.senses.sentence import SenseQueries
 from imagenot.pipeline.config.schema import Config, Scoring
 from imagenot.pipeline.score.encoders import DEFAULT_MODEL
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseQueries
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.queries import query_text
 from imagenot.wordnet.senses import word_senses
@@ -148,7 +148,7 @@ def contrast_keep(margin: float | None, threshold: float | None):
 
     def keep(scores: np.ndarray) -> np.ndarray:
         others = np.array([np.max(np.delete(scores, j)) if len(scores) > 1 else np.inf for j in range(len(scores))])
-        passes, _ = caption_decision(scores, scores - others, threshold, margin)
+        passes, _ = caption_decision(scores, scores - others, threshold, SenseDecision(margin))
         return passes
 
     return keep
@@ -179,10 +179,9 @@ def context_scores(dev, rows, senses, caption_vectors: np.ndarray, encoder):
     """scoring -> per caption, the context (both, trained) method's scores of its lemma's senses (the
     word's span: where `imagenot senses` finds it; a caption where it is not found is scored on
     the whole caption); `encoder` embeds the sentence method's queries for `both`."""
-    from imagenot.pipeline.score.context_senses import ContextSenses
+    from imagenot.pipeline.score.sense_methods import context_senses, trained_senses
     from imagenot.pipeline.score.senses_command import read_word
     from imagenot.pipeline.score.span_encoder import SpanEncoder
-    from imagenot.pipeline.score.trained_senses import TrainedSenses
 
     spans_encoder = SpanEncoder(threads=1)
     spans = [
@@ -190,15 +189,15 @@ def context_scores(dev, rows, senses, caption_vectors: np.ndarray, encoder):
     ]
     vectors = np.hstack([spans_encoder.encode_spans(dev["caption"], spans), caption_vectors])
 
-    trained = TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0), encoder, senses=senses)
+    trained = trained_senses(Scoring(sense_method="trained", sense_prior=0.0), encoder, senses=senses)
     trained_vectors = trained.vectors_at(dev["caption"], spans, caption_vectors)
 
     def scores(scoring: Scoring) -> list[np.ndarray]:
         if scoring.sense_method == "trained":
             trained.prior, trained.sentence_weight = scoring.sense_prior, scoring.sense_sentence_weight
             return [trained.scores(trained_vectors[i : i + 1], lemma, wnids)[0][0] for i, lemma, wnids in rows]
-        sentence = SenseQueries(scoring, encoder, senses) if scoring.sense_method == "both" else None
-        scorer = ContextSenses(scoring, senses=senses, encoder=spans_encoder, sentence=sentence)
+        sentence = SenseQueries(scoring.sense_settings(), encoder, senses) if scoring.sense_method == "both" else None
+        scorer = context_senses(scoring, senses=senses, sentence=sentence, spans=spans_encoder)
         width = vectors.shape[1] if sentence is not None else spans_encoder.dim
         return [scorer.scores(vectors[i : i + 1, :width], lemma, wnids)[0][0] for i, lemma, wnids in rows]
 
@@ -236,7 +235,7 @@ def run_encoder(name: str, dev, threshold: float | None, context_only: bool = Fa
 
     for variant, settings in {}.items() if context_only else VARIANTS.items():
         scoring = Scoring(**{"sense_method": "sentence", **settings})
-        queries = SenseQueries(scoring, encoder, senses)
+        queries = SenseQueries(scoring.sense_settings(), encoder, senses)
         scores = [queries.scores(vectors[i : i + 1], lemma, wnids)[0][0] for i, lemma, wnids in rows]
         results[variant] = variant_figures(scores, rows, labels, first, threshold, scoring, settings)
         print(f"{name:7s} {variant:26s} {results[variant]}", file=sys.stderr)

@@ -15,7 +15,7 @@ that most frequent sense (`not_mfs`), for every method at every prior weight P (
 
 - `sentence`: the sentence's embedding against each sense's query texts (`SenseQueries`);
 - `context`: the word's contextual embedding at its span against the train-built sense vectors;
-- `trained_head`: the trained head alone (`TrainedSenses`, `pipeline/score/sense_model`);
+- `trained_head`: the trained head alone (`TrainedSenses`, `labels/sense_model`);
 - `trained`: the head with the sentence method's similarity added (`scoring.sense_sentence_weight`).
 
 P is chosen on dev by the mean of the two accuracies; the test figures of every P are in the JSON.
@@ -38,12 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
+from imagenot.labels.senses.sentence import SenseQueries
 from imagenot.pipeline.config.schema import Scoring
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.context_senses import ContextSenses
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseQueries
-from imagenot.pipeline.score.trained_senses import TrainedSenses
+from imagenot.pipeline.score.sense_methods import context_senses, trained_senses
 from imagenot.wordnet.nltk_data import cache_dir, load_nltk_wordnet
 from imagenot.wordnet.semcor import most_frequent_sense, polysemous_rows, train_log_prior
 from imagenot.wordnet.senses import WordSenses, word_senses
@@ -104,12 +103,12 @@ def method_scorer(method: str, encoder: CachedEncoder, senses: WordSenses):
     """The method's scorer with no prior, and how it reads a part's rows."""
     scoring = Scoring(**HEAD_ALONE.get(method, {"sense_method": method}), sense_prior=0.0)
     if method == "sentence":
-        queries = SenseQueries(scoring, encoder, senses)
+        queries = SenseQueries(scoring.sense_settings(), encoder, senses)
         return queries, lambda part: encoder.encoder.encode(part.sentences)
     if scoring.sense_method == "context":
-        scorer = ContextSenses(scoring, senses=senses)
+        scorer = context_senses(scoring, senses=senses)
     else:
-        scorer = TrainedSenses(scoring, encoder, senses=senses)
+        scorer = trained_senses(scoring, encoder, senses=senses)
     return scorer, lambda part: scorer.vectors_at(part.sentences, part.spans)
 
 

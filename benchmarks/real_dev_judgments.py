@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from imagenot.filters.none_of_these import FormStats, form_statistics
+from imagenot.labels.none_of_these import FormStats, form_statistics
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.score.senses_command import matched_forms
 

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from imagenot.filters.caption_rules import RULES, pair_rule
-from imagenot.filters.none_of_these import FormStats, form_key, form_statistics
+from imagenot.labels.caption_rules import RULES, pair_rule
+from imagenot.labels.none_of_these import FormStats, form_key, form_statistics
+from imagenot.labels.pair_checker import senses_of
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
+from imagenot.pipeline.select.caption_rules import caption_rules
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.lemmas import regular_plurals
 

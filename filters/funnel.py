@@ -3,9 +3,9 @@
 Steps, in order: found (step 1) -> row_nsfw (LAION's per-image ratings, a caption filter placed
 before the synset steps so that step 3 counts usable captions) -> offensive_synsets ->
 person_synsets (the safety rules, filters.offensive_synsets and filters.person_synsets) ->
-instance_synsets (named individuals, filters.instances) -> imagenet_overlap -> min_captions ->
+instance_synsets (named individuals, labels.instances) -> imagenet_overlap -> min_captions ->
 leaves -> nsfw_synsets -> picturable -> single_synset (step 6) -> caption_rules (the kept pairs
-whose caption does not use the word for the synset, `filters.caption_rules`). "Captions left"
+whose caption does not use the word for the synset, `labels.caption_rules`). "Captions left"
 after a synset step counts the rows that still have a candidate synset; after single_synset, the
 rows kept with one class. A candidate left with no single-synset caption is dropped at
 single_synset; one whose every single-synset caption a caption rule dropped, at caption_rules.
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from imagenot.errors import ImagenotError
-from imagenot.filters import caption_rules, single_synset, unsafe_rows
+from imagenot.filters import single_synset, unsafe_rows
 from imagenot.filters.removal import Removal
 from imagenot.filters.select import SYNSET_STEPS, SynsetSelection
 from imagenot.wordnet.index import NounIndex
@@ -28,7 +28,8 @@ from imagenot.wordnet.index import NounIndex
 FOUND = "found"
 KEPT = "kept"  # the step column of a synset that passed every filter: a candidate for the rank step
 CANDIDATE = "candidate"  # its reason column: whether it becomes a class is decided at rank
-STEPS = (FOUND, unsafe_rows.STEP, *SYNSET_STEPS, single_synset.STEP, caption_rules.STEP)
+CAPTION_RULES_STEP = "caption_rules"  # the label decision's step (`imagenot.labels.caption_rules`)
+STEPS = (FOUND, unsafe_rows.STEP, *SYNSET_STEPS, single_synset.STEP, CAPTION_RULES_STEP)
 
 
 FATE_COLUMNS = ("wnid", "name", "step", "reason", "cause", "detail")
@@ -104,7 +105,7 @@ def build_funnel(
             removals[wnid] = Removal(
                 wnid,
                 index[wnid].name,
-                caption_rules.STEP,
+                CAPTION_RULES_STEP,
                 "no_caption_passes_rules",
                 f"a caption rule dropped each of its {single[wnid]:,} single-synset captions",
             )

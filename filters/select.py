@@ -10,11 +10,10 @@ Every found synset that does not survive gets exactly one Removal, from the step
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from imagenot.filters import (
-    instances,
     leaves,
     min_captions,
     nsfw_synsets,
@@ -28,10 +27,11 @@ from imagenot.filters.person_synsets import Mode
 from imagenot.filters.removal import Removal
 from imagenot.wordnet.index import NounIndex
 
+INSTANCE_STEP = "instance_synsets"  # the instance rule's step (`imagenot.labels.instances`)
 SYNSET_STEPS = (
     offensive_synsets.STEP,
     person_synsets.STEP,
-    instances.STEP,
+    INSTANCE_STEP,
     overlap.STEP,
     min_captions.STEP,
     leaves.STEP,
@@ -61,7 +61,7 @@ def select_synsets(
     nsfw_threshold: float | None = 0.5,
     offensive_marks: bool = True,
     person_mode: Mode = "identity",
-    instance_synsets: bool = False,
+    instances: Callable[[Collection[str]], Mapping[str, Removal]] | None = None,
     picturable_roots: Collection[str] | None = None,
     excluded_lexnames: Collection[str] = (),
 ) -> SynsetSelection:
@@ -70,9 +70,10 @@ def select_synsets(
     `tagged`: wnid -> captions tagged with it (the tag stage's count table); `usable`: the same
     counted over rows that pass the row-level filters. `reference`: the wnids to stay apart
     from. `nsfw_threshold` None turns step 5 off; `offensive_marks` False keeps the synsets
-    WordNet marks offensive; `person_mode` is `filters.person_synsets`' mode; `instance_synsets`
-    True keeps WordNet's instance synsets (`filters.instances`); `picturable_roots` None turns the
-    picturable step off (`filters.picturable`).
+    WordNet marks offensive; `person_mode` is `filters.person_synsets`' mode; `instances`: the
+    instance rule, which of the candidates it drops (`labels.instances.instance_removals` over
+    this index; None keeps WordNet's instance synsets); `picturable_roots` None turns the picturable
+    step off (`filters.picturable`).
     """
     _check_counts(tagged, usable, index)
     found = tuple(sorted(wnid for wnid, count in tagged.items() if count > 0))
@@ -81,7 +82,7 @@ def select_synsets(
     steps = [  # (on, step), in funnel order
         (offensive_marks, lambda pool: offensive_synsets.offensive_removals(pool, index)),
         (True, lambda pool: person_synsets.person_removals(pool, index, person_mode)),
-        (not instance_synsets, lambda pool: instances.instance_removals(pool, index)),
+        (instances is not None, instances),
         (True, lambda pool: overlap.overlap_removals(pool, reference, index, reading)),
         (True, lambda pool: min_captions.too_few_captions(pool, usable, tagged, min_count, index)),
         (True, lambda pool: leaves.non_leaves(pool, index)),

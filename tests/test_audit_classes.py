@@ -19,17 +19,24 @@ CAPTIONS = [
 ]
 
 
-def test_every_listed_class_gets_a_row(tmp_path, index):
+LISTED = ["light-emitting_diode.n.01", "gavel.n.01", "crane.n.04", "armstrong.n.02"]
+
+
+def _audit(tmp_path, index, *options: str) -> tuple[list[dict], str]:
+    """The audit's rows for LISTED over CAPTIONS, and what it printed."""
     pq.write_table(pa.table({"URL": ["https://x/"] * len(CAPTIONS), "TEXT": CAPTIONS}), tmp_path / "c.parquet")
-    listed = ["light-emitting_diode.n.01", "gavel.n.01", "crane.n.04", "armstrong.n.02"]
-    (tmp_path / "list.txt").write_text("".join(f"{index.by_name(n).wnid}\n" for n in listed))
+    (tmp_path / "list.txt").write_text("".join(f"{index.by_name(n).wnid}\n" for n in LISTED))
     out = tmp_path / "audit.tsv"
     args = ["--list", str(tmp_path / "list.txt"), "--corpus", str(tmp_path / "*.parquet"), "--out", str(out)]
-    result = invoke(classes_command, args)
+    result = invoke(classes_command, [*args, *options])
     assert result.exit_code == 0, result.output
     with out.open() as file:
-        rows = list(csv.DictReader(file, delimiter="\t"))
-    assert tuple(rows[0]) == COLUMNS and [r["name"] for r in rows] == listed
+        return list(csv.DictReader(file, delimiter="\t")), result.output
+
+
+def test_every_listed_class_gets_a_row(tmp_path, index):
+    rows, output = _audit(tmp_path, index)
+    assert tuple(rows[0]) == COLUMNS and [r["name"] for r in rows] == LISTED
     led, gavel, crane, armstrong = rows
     # "Led" matches LED only by case folding: the case rule drops both; the floodlights keep theirs
     assert (led["captions"], led["pass_share"], led["flagged"]) == ("3", "0.3333", "0")
@@ -38,7 +45,15 @@ def test_every_listed_class_gets_a_row(tmp_path, index):
     assert crane["captions"] == "1" and crane["pass_share"] in ("0.0", "1.0")
     assert [r["instance"] for r in rows] == ["0", "0", "0", "1"]  # Louis Armstrong: a named individual
     assert armstrong["captions"] == "1"
-    assert "4 classes, 3 named by 5 captions" in result.output
-    assert "1 WordNet instance synset, named individuals (select drops them: selection.instance_synsets)" in (
-        result.output
-    )
+    assert "4 classes, 3 named by 5 captions" in output
+    assert "1 WordNet instance synset, named individuals (select drops them: selection.instance_synsets)" in output
+
+
+def test_a_word_that_fits_none_of_its_senses_lowers_the_pass_share(tmp_path, index):
+    """The fit floor of the sense method in use (`scoring.none_of_these_fit`) drops the pairs the
+    build's sense decision drops: here every one (a floor no caption's fit reaches)."""
+    (tmp_path / "floor.yaml").write_text("scoring:\n  none_of_these_fit:\n    sentence: 0.99\n")
+    rows, _ = _audit(tmp_path, index, "--config", str(tmp_path / "floor.yaml"))
+    led, _, crane, _ = rows
+    assert (led["captions"], led["pass_share"]) == ("3", "0.0")
+    assert (crane["captions"], crane["pass_share"]) == ("1", "0.0")

@@ -1,20 +1,26 @@
 """`imagenot build`: all stages in order, skipping what is current, resuming what was killed."""
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from cli_runner import invoke
 from shared_runs import copy_run
 
 from imagenot.pipeline.commands.build import build_command
+from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.frame.build import build
+from imagenot.pipeline.run.files import read_tsv
 
 OUTPUTS = ("tag/tagged", "select/selected", "score/first_pass", "rank/scored", "sample/dataset", "sample/reserve")
 
@@ -109,19 +115,35 @@ def test_a_changed_late_setting_reruns_only_the_stages_after_it(config_file, uni
     assert _files(copy) == _files(run_dir)
 
 
-def test_a_changed_sense_margin_reruns_only_the_stages_that_read_its_value(config_file, uninterrupted, tmp_path):
+def test_a_changed_sense_decision_reruns_only_the_stages_that_read_its_value(config_file, uninterrupted, tmp_path):
     """The score stage records only whether sense contrast is on; the rank stage's pass shares and
-    the sample's lists are cut at the margin."""
+    the sample's lists are cut at the margin and the fit floor (`scoring.none_of_these_fit`), and
+    `imagenot why` and the card name the captions the floor dropped."""
     run_dir, _ = uninterrupted
     copy = copy_run(run_dir, tmp_path / "run")
     config = load_config(config_file)
     assert config.scoring.sense_margin == 0.0 and config.scoring.first_phase == "off"
-    changed = config.model_copy(update={"scoring": config.scoring.model_copy(update={"sense_margin": 0.02})})
+    assert config.scoring.sense_decision().min_fit is None  # no floor for the default sentence method
+    fit = pq.read_table(run_dir / "rank" / "scored", columns=["sense_fit"]).column("sense_fit").to_numpy()
+    floor = float(np.quantile(fit, 0.2))  # about a fifth of the classes' captions fit no sense so well
+    update = {"sense_margin": 0.02, "none_of_these_fit": {"sentence": floor}}
+    changed = config.model_copy(update={"scoring": config.scoring.model_copy(update=update)})
     assert build(changed, str(copy)) == ["rank", "sample", "report"]
     before, after = _files(run_dir), _files(copy)
     assert {name for name in before if before[name] != after[name]} <= {
         name for name in before if name.startswith(("rank/", "sample/"))
     }
+    shares = {r["wnid"]: r["pass_share"] for r in read_tsv(str(run_dir / "rank" / "ranking.tsv")) if r["pass_share"]}
+    lower = {r["wnid"]: r["pass_share"] for r in read_tsv(str(copy / "rank" / "ranking.tsv")) if r["pass_share"]}
+    assert all(float(lower[w]) <= float(shares[w]) for w in shares) and lower != shares
+    scored = pq.read_table(copy / "rank" / "scored", columns=["wnid", "sense_fit"]).to_pydict()
+    unfit = Counter(w for w, f in zip(scored["wnid"], scored["sense_fit"]) if f < floor)
+    sample = json.loads((copy / "sample" / "figures.json").read_text())
+    assert sample["none_of_these_fit"] == sum(unfit.values()) > 0 and sample["none_of_these_fit_by_class"] == unfit
+    wnid = unfit.most_common(1)[0][0]
+    said = invoke(why, [wnid, "--run", str(copy)])
+    assert f"{unfit[wnid]:,} captions name none of its senses (none_of_these_fit)" in said.output, said.output
+    assert "`scoring.none_of_these_fit`" in (copy / "report" / "card.md").read_text()
     assert build(config, str(copy)) == ["rank", "sample", "report"]
     assert _files(copy) == _files(run_dir)
 

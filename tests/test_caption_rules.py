@@ -12,12 +12,13 @@ import pytest
 import yaml
 from cli_runner import cli_command, invoke
 
-from imagenot.filters.caption_rules import pair_rule
 from imagenot.filters.picturable import unpicturable_removals
+from imagenot.labels.caption_rules import pair_rule
+from imagenot.labels.pair_checker import senses_of
 from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.schema import PICTURABLE_ROOTS, Selection
 from imagenot.pipeline.report.glossary import CAPTION_REASONS
-from imagenot.pipeline.select.caption_rules import caption_rules, senses_of
+from imagenot.pipeline.select.caption_rules import caption_rules
 
 select_command = cli_command("select")
 tag_command = cli_command("tag")

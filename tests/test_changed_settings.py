@@ -137,6 +137,7 @@ ALL_CHANGED = {
         "sense_sentence_weight": 5.0,  # the trained method's alone: a build under both changes no result by it
         "sense_prior": 0.0,
         "sense_margin": 0.02,
+        "none_of_these_fit": {"both": 0.05},  # the floor of the method in use: few captions fit no sense so little
         "first_phase": "priority",
         "exact_per_class": 12,
         "pooling": "cls",

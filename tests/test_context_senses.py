@@ -4,12 +4,13 @@ in any batch), and the SemCor sense vectors it is scored against (real MiniLM, r
 import numpy as np
 import pytest
 
+from imagenot.labels.senses.context import ContextSenses
+from imagenot.labels.spans import find_span
 from imagenot.pipeline.config.schema import Scoring
-from imagenot.pipeline.score.context_senses import ContextSenses
+from imagenot.pipeline.score.sense_methods import context_senses
 from imagenot.pipeline.score.span_encoder import SpanEncoder
 from imagenot.wordnet.semcor import document_part, semcor_rows
 from imagenot.wordnet.senses import word_senses
-from imagenot.wordnet.spans import find_span
 
 CRANE_MACHINE, CRANE_BIRD = "n03126707", "n02012849"  # crane.n.04, crane.n.05
 
@@ -61,7 +62,7 @@ def test_a_span_s_vector_is_the_same_bits_alone_and_in_any_batch(encoder):
 
 
 def test_the_word_where_it_stands_picks_its_sense(encoder):
-    scorer = ContextSenses(Scoring(), encoder=encoder)
+    scorer = context_senses(Scoring(), spans=encoder)
     captions = ["Liebherr mobile crane lifting steel beams at the port", "sandhill cranes in flight over the marsh"]
     vectors = scorer.row_vectors(captions, None, ["crane", "cranes"])
     wnids = (CRANE_MACHINE, CRANE_BIRD)
@@ -71,7 +72,7 @@ def test_the_word_where_it_stands_picks_its_sense(encoder):
 
 
 def test_a_sense_semcor_never_annotates_backs_off_to_its_hypernym(encoder):
-    vectors = ContextSenses(Scoring(), encoder=encoder).vectors
+    vectors = context_senses(Scoring(), spans=encoder).vectors
     assert CRANE_MACHINE not in vectors  # crane.n.04 is never annotated in SemCor's train documents
     vector = vectors.vector(CRANE_MACHINE)
     assert vector.dtype == np.float32 and abs(np.linalg.norm(vector) - 1) < 1e-5
@@ -79,7 +80,7 @@ def test_a_sense_semcor_never_annotates_backs_off_to_its_hypernym(encoder):
 
 
 def test_first_span_is_the_earliest_place_of_any_form():
-    from imagenot.wordnet.spans import caption_words, first_span
+    from imagenot.labels.spans import caption_words, first_span
 
     words = caption_words(["two cranes and a crane", "no such word"])
     assert first_span(words[0], ["crane", "cranes"]) == (4, 10)
@@ -87,16 +88,16 @@ def test_first_span_is_the_earliest_place_of_any_form():
 
 
 def test_both_methods_add_the_sentence_similarity_to_the_word_s(encoder):
+    from imagenot.labels.senses.sentence import SenseQueries
     from imagenot.pipeline.score.runtimes import load_encoder
-    from imagenot.pipeline.score.sense_contrast import SenseQueries
 
     sentence_encoder = load_encoder(threads=1)
-    context = ContextSenses(Scoring(sense_prior=0.0), encoder=encoder)
+    context = context_senses(Scoring(sense_prior=0.0), spans=encoder)
     both = ContextSenses(
-        Scoring(sense_prior=0.0),
-        encoder=encoder,
-        vectors=context.vectors,
-        sentence=SenseQueries(Scoring(), sentence_encoder),
+        Scoring(sense_prior=0.0).sense_settings(),
+        encoder,
+        context.vectors,
+        sentence=SenseQueries(Scoring().sense_settings(), sentence_encoder),
     )
     captions, forms, wnids = ["a crane lifting steel"], ["crane"], (CRANE_MACHINE, CRANE_BIRD)
     alone = context.scores(context.row_vectors(captions, None, forms), "crane", wnids)[1]

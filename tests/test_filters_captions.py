@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from pathlib import Path
@@ -16,6 +17,7 @@ from imagenot.filters.min_captions import synset_caption_counts
 from imagenot.filters.select import select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
+from imagenot.labels.instances import instance_removals
 from imagenot.pipeline.commands.why import why
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.select.funnel_files import read_synset_fates, write_funnel
@@ -116,7 +118,9 @@ def run(index):
     for batch in batches:  # pass 1: count tags, and usable tags after the row filter
         tagged.update(synset_caption_counts(batch))
         usable.update(synset_caption_counts(drop_unsafe_rows(batch, **ROW_CHECKS)[0]))
-    selection = select_synsets(tagged, usable, index, reference=reference_wnids("imagenet1k", index), min_count=2)
+    reference = reference_wnids("imagenet1k", index)
+    instances = functools.partial(instance_removals, index=index)  # the select stage's default
+    selection = select_synsets(tagged, usable, index, reference=reference, min_count=2, instances=instances)
     lookup = CandidateLookup(selection)
     drops, kept_counts, kept_batches = Counter(), Counter(), []
     for batch in batches:  # pass 2: row filter, then step 6

@@ -1,5 +1,5 @@
 """The select stage's vectorised work gives what the caption-at-a-time code gave, on realistic
-captions: the none-of-these form statistics over Arrow batches (filters/form_counts.py) against
+captions: the none-of-these form statistics over Arrow batches (labels/form_counts.py) against
 `none_of_these.form_statistics`, the forms counted only for synsets that can still become
 candidates, and the part-of-speech rule's tagging step against TextBlob's whole tagger."""
 
@@ -8,11 +8,11 @@ import re
 import pyarrow as pa
 import pytest
 
-from imagenot.filters.form_counts import batch_form_statistics, of_lemmas
-from imagenot.filters.none_of_these import form_statistics
+from imagenot.labels.form_counts import batch_form_statistics, of_lemmas
+from imagenot.labels.none_of_these import form_statistics
+from imagenot.labels.pair_checker import tag_words
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.synth import synth_shards
-from imagenot.pipeline.select.caption_rules import tag_words
 from imagenot.pipeline.select.stage import choose_synsets, lemma_forms, possible_candidates
 from imagenot.pipeline.tag.stage import tag_batch
 

@@ -1,8 +1,9 @@
-"""The layers hold: `imagenot.wordnet` at the bottom, `imagenot.filters` above it, then
-`imagenot.pipeline`. The lower layers are plain functions over plain data: no Beam, no command
-line, no plotting, no reaching up into a layer above. Within the pipeline, each folder stands on
-a floor (`FLOORS`) and imports only the floors below it, a stage only the stages before it (in the
-registry's order); and no module imports itself round a circle. Read from the source's imports."""
+"""The layers hold: `imagenot.wordnet` at the bottom, `imagenot.filters` above it, the label
+decision (`imagenot.labels`) above that, then `imagenot.pipeline`. The lower layers are plain
+functions over plain data: no Beam, no command line, no plotting, no reaching up into a layer
+above. Within the pipeline, each folder stands on a floor (`FLOORS`) and imports only the floors
+below it, a stage only the stages before it (in the registry's order); and no module imports
+itself round a circle. Read from the source's imports."""
 
 import ast
 from pathlib import Path
@@ -13,11 +14,20 @@ from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
 FORBIDDEN = {
-    "imagenot": {"apache_beam", "click", "matplotlib", "imagenot.pipeline", "imagenot.filters", "imagenot.wordnet"},
-    "wordnet": {"apache_beam", "click", "matplotlib", "imagenot.pipeline", "imagenot.filters"},
-    "filters": {"apache_beam", "click", "matplotlib", "imagenot.pipeline"},
+    "imagenot": {
+        "apache_beam",
+        "click",
+        "matplotlib",
+        "imagenot.pipeline",
+        "imagenot.labels",
+        "imagenot.filters",
+        "imagenot.wordnet",
+    },
+    "wordnet": {"apache_beam", "click", "matplotlib", "imagenot.pipeline", "imagenot.labels", "imagenot.filters"},
+    "filters": {"apache_beam", "click", "matplotlib", "imagenot.pipeline", "imagenot.labels"},
+    "labels": {"apache_beam", "click", "matplotlib", "imagenot.pipeline"},
 }
-OUR_FOLDERS = ("imagenot", "wordnet", "filters", "pipeline", "tests", "benchmarks")
+OUR_FOLDERS = ("imagenot", "wordnet", "filters", "labels", "pipeline", "tests", "benchmarks")
 
 
 def _imports(path: Path, with_names: bool = False) -> list[tuple[int, str]]:
@@ -56,7 +66,7 @@ def test_our_modules_are_imported_through_the_imagenot_namespace():
         for folder in OUR_FOLDERS
         for path in sorted((REPO / folder).rglob("*.py"))
         for line, module in _imports(path)
-        if _within(module, {"pipeline", "wordnet", "filters"})
+        if _within(module, {"pipeline", "wordnet", "filters", "labels"})
     ]
     assert not bare, "\n".join(bare)
 
@@ -76,7 +86,7 @@ OPTIONAL = {
 def test_optional_extras_are_imported_only_where_their_commands_live():
     strays = [
         f"{path.relative_to(REPO)}:{line} imports {module}"
-        for folder in ("imagenot", "wordnet", "filters", "pipeline")
+        for folder in ("imagenot", "wordnet", "filters", "labels", "pipeline")
         for path in sorted((REPO / folder).rglob("*.py"))
         for line, module in _imports(path)
         if module.split(".")[0] in OPTIONAL
@@ -144,7 +154,7 @@ def test_each_folder_imports_only_the_floors_below_it():
 
 
 def _import_graph() -> dict[str, set[str]]:
-    folders = ("imagenot", "wordnet", "filters", "pipeline")
+    folders = ("imagenot", "wordnet", "filters", "labels", "pipeline")
     modules = {_module_name(path): path for folder in folders for path in (REPO / folder).rglob("*.py")}
     return {
         name: {module for _, module in _imports(path, with_names=True) if module in modules and module != name}

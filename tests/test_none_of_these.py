@@ -1,10 +1,10 @@
-"""The none-of-these decision (filters/none_of_these.py): its cues, the corpus's form statistics,
+"""The none-of-these decision (labels/none_of_these.py): its cues, the corpus's form statistics,
 the rule in the caption-rule machinery, and the class-level pass share the rank stage reads."""
 
 import pytest
 
-from imagenot.filters.caption_rules import NONE_OF_THESE, CaptionRules, Sense, none_of_these_pairs, pair_rule
-from imagenot.filters.none_of_these import (
+from imagenot.labels.caption_rules import NONE_OF_THESE, CaptionRules, Sense, none_of_these_pairs, pair_rule
+from imagenot.labels.none_of_these import (
     FEATURES,
     FormStats,
     NoneOfThese,
@@ -13,7 +13,7 @@ from imagenot.filters.none_of_these import (
     none_of_these_scores,
     pair_features,
 )
-from imagenot.filters.none_of_these_model import BIAS, WEIGHTS
+from imagenot.labels.none_of_these_model import BIAS, WEIGHTS
 from imagenot.pipeline.rank.pass_share import pass_shares
 from imagenot.pipeline.rank.ranking import BELOW_THRESHOLD, LOW_PASS_SHARE, rank_synsets
 from imagenot.pipeline.select.stage import read_form_stats

@@ -20,9 +20,8 @@ ALLOWED = {
     "pipeline/score/onnx_runtime.py",
     "pipeline/score/static_model.py",
     "pipeline/score/sense_vectors.py",  # the context method's sense vectors, built from the packaged SemCor
-    # The trained sense head's weights, packaged beside its code, and the script that writes them.
-    "pipeline/score/sense_model/head.py",
-    "pipeline/score/sense_model/train.py",
+    # The script that writes the trained sense head's weights into the package (labels/sense_model/).
+    "pipeline/score/train_sense_head.py",
     # The run lock's local branch: an O_EXCL file is what makes it exclusive on a local disk (a
     # bucket run takes a create-only object instead, in the same module).
     "pipeline/run/lock.py",

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.filters.caption_rules import caption_decision
+from imagenot.labels.caption_rules import SENSE_OFF, SenseDecision, caption_decision
 from imagenot.pipeline.commands.senses import senses_command
 from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.priority import list_settled
@@ -18,10 +18,21 @@ CRANE_MACHINE, CRANE_BIRD = "n03126707", "n02000954"  # crane.n.04, crane.n.05
 
 
 def test_rule_names_the_reason_and_other_sense_wins_over_threshold():
-    passes, reason = caption_decision(np.array([0.6, 0.2, 0.6, 0.2]), np.array([0.1, 0.1, -0.1, -0.1]), 0.5, 0.0)
+    similarity, margin = np.array([0.6, 0.2, 0.6, 0.2]), np.array([0.1, 0.1, -0.1, -0.1])
+    passes, reason = caption_decision(similarity, margin, 0.5, SenseDecision(0.0))
     assert passes.tolist() == [True, False, False, False]
     assert reason.tolist() == ["", "below_threshold", "other_sense", "other_sense"]
-    assert caption_decision(np.array([0.1]), np.array([-1.0]), None, None)[0].tolist() == [True]
+    assert caption_decision(np.array([0.1]), np.array([-1.0]), None, SENSE_OFF)[0].tolist() == [True]
+
+
+def test_a_word_that_fits_none_of_its_senses_is_none_of_these_fit_before_other_sense():
+    similarity, margin, fit = np.array([0.6, 0.6, 0.6, 0.6]), np.array([0.1, -0.1, 0.1, 0.1]), np.array([3, 3, 1, 1])
+    passes, reason = caption_decision(
+        similarity, margin, None, SenseDecision(0.0, 2.0), [None, None, None, "case"], fit
+    )
+    assert reason.tolist() == ["", "other_sense", "none_of_these_fit", "case"] and passes.tolist()[0]
+    with pytest.raises(ValueError, match="needs each caption's fit"):
+        caption_decision(similarity, margin, None, SenseDecision(0.0, 2.0))
 
 
 def _class_rows(n: int = 40) -> pa.Table:
@@ -43,22 +54,37 @@ def _class_rows(n: int = 40) -> pa.Table:
 def test_sample_drops_captions_another_sense_wins_and_counts_them_by_winner():
     rows = _class_rows()
     sampling = Sampling(images_per_class=5, test_per_class=1, reserve_factor=0.2)
-    table, counts = sample_class(rows, sampling, sense_margin=0.0)
+    table, counts = sample_class(rows, sampling, sense=SenseDecision(0.0))
     assert counts["other_sense"] == 10 and counts["other_sense_to"] == {CRANE_MACHINE: 10}
     assert counts["candidates"] == 40
     lost = {f"r{i:03d}" for i in range(0, 40, 4)}
     assert not lost & set(table.column("row_id").to_pylist())
     assert not {"sense_margin", "sense_fit"} & set(table.column_names)  # the dataset's schema stays as it was
-    off, off_counts = sample_class(rows, sampling, sense_margin=None)
+    off, off_counts = sample_class(rows, sampling)
     assert off_counts["other_sense"] == 0 and lost & set(off.column("row_id").to_pylist())
 
 
 def test_priority_settling_leaves_out_the_same_captions_as_the_sample():
     rows = _class_rows(12)  # 3 of them lost to the machine sense
     sampling = Sampling(images_per_class=10, test_per_class=1, reserve_factor=0.0, strategy="threshold", threshold=0.0)
-    assert not list_settled(rows, sampling, None, 0.0)  # 9 left of the 10 needed: the list may still grow
-    assert list_settled(rows, sampling, None, None)
-    assert sample_class(rows, sampling, sense_margin=0.0)[1]["listed"] == 9
+    assert not list_settled(rows, sampling, None, SenseDecision(0.0))  # 9 left of the 10 needed: the list may grow
+    assert list_settled(rows, sampling, None, SENSE_OFF)
+    assert sample_class(rows, sampling, sense=SenseDecision(0.0))[1]["listed"] == 9
+
+
+def test_sample_drops_captions_whose_word_fits_no_sense_and_counts_them_apart():
+    rows = _class_rows()
+    rows = rows.set_column(
+        rows.column_names.index("sense_fit"), "sense_fit", pa.array(np.arange(40) / 40, pa.float32())
+    )
+    sampling = Sampling(images_per_class=5, test_per_class=1, reserve_factor=0.2)
+    table, counts = sample_class(rows, sampling, sense=SenseDecision(0.0, 0.25))  # the first 10 fit no sense
+    assert counts["none_of_these_fit"] == 10 and counts["other_sense"] == 7  # r000, r004, r008 fit none first
+    assert counts["other_sense_to"] == {CRANE_MACHINE: 7} and not {f"r{i:03d}" for i in range(10)} & set(
+        table.column("row_id").to_pylist()
+    )
+    kept = sum(counts[k] for k in ("below_threshold", "duplicate_url", "duplicate_caption", "listed", "not_listed"))
+    assert counts["candidates"] == counts["none_of_these_fit"] + counts["other_sense"] + kept
 
 
 @pytest.fixture(scope="module")
@@ -186,9 +212,21 @@ def test_senses_caption_says_what_a_build_would_do():
     assert [line for line in result.output.splitlines() if "potter.n.01" in line][0].endswith("caption rule name")
 
 
+def test_senses_caption_drops_a_word_that_fits_no_sense_above_the_fit_floor(tmp_path):
+    config = tmp_path / "floor.yaml"
+    config.write_text("scoring:\n  none_of_these_fit:\n    sentence: 0.99\n", encoding="utf-8")
+    result = invoke(
+        senses_command, ["crane lifting steel beams at the port", "--lemma", "cranes", "--config", str(config)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "fit floor 0.99" in result.output
+    senses = [line for line in result.output.splitlines() if line.startswith("  crane.n.")]
+    assert senses and all("none_of_these_fit: no sense fits the word here" in line for line in senses)
+
+
 def test_decision_names_the_caption_rule_before_sense_and_threshold():
     similarity, margin = np.array([0.6, 0.2, 0.6]), np.array([0.1, -0.1, 0.1])
-    passes, reason = caption_decision(similarity, margin, 0.5, 0.0, [None, "case", None])
+    passes, reason = caption_decision(similarity, margin, 0.5, SenseDecision(0.0), [None, "case", None])
     assert passes.tolist() == [True, False, True] and reason.tolist() == ["", "case", ""]
 
 

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from cli_runner import cli_command, invoke
 
+from imagenot.errors import ImagenotError
+from imagenot.labels.sense_model.head import load_head
 from imagenot.pipeline.config.schema import Config, Scoring
-from imagenot.pipeline.score.encoders import EncoderError
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_model.head import load_head
+from imagenot.pipeline.score.sense_methods import trained_senses
 from imagenot.pipeline.score.stage import settings
-from imagenot.pipeline.score.trained_senses import TrainedSenses
 from imagenot.wordnet.semcor import most_frequent_sense, train_log_prior
 from imagenot.wordnet.senses import word_senses
 
@@ -26,7 +26,7 @@ def encoder():
 @pytest.fixture(scope="module")
 def trained(encoder):
     """The head alone: no sentence term, no prior."""
-    return TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0, sense_sentence_weight=0.0), encoder)
+    return trained_senses(Scoring(sense_method="trained", sense_prior=0.0, sense_sentence_weight=0.0), encoder)
 
 
 def test_the_shipped_head_says_what_trained_it():
@@ -40,7 +40,7 @@ def test_the_shipped_head_says_what_trained_it():
 
 
 def test_the_word_is_read_where_it_stands(trained, encoder):
-    both = TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0), encoder, spans=trained.encoder)
+    both = trained_senses(Scoring(sense_method="trained", sense_prior=0.0), encoder, spans=trained.encoder)
     wnids = word_senses().senses("crane")
     captions = ["tower crane lifting steel beams on a construction site", "a crane wading in the marsh at dawn"]
     scores, fits = both.scores(both.vectors_at(captions, [(6, 11), (2, 7)]), "crane", wnids)
@@ -73,8 +73,8 @@ def test_the_head_refuses_an_encoder_it_was_not_trained_over():
     class Other:
         model_id, dim = "some-other-model", 384
 
-    with pytest.raises(EncoderError, match="trained over"):
-        TrainedSenses(Scoring(sense_method="trained"), Other())
+    with pytest.raises(ImagenotError, match="trained over"):
+        trained_senses(Scoring(sense_method="trained"), Other())
 
 
 def test_the_score_stage_fingerprint_names_the_head():
@@ -96,7 +96,7 @@ def test_senses_command_reads_with_the_trained_head(tmp_path):
 
 
 def test_the_sentence_method_s_similarity_is_added_at_its_weight(trained, encoder):
-    both = TrainedSenses(Scoring(sense_method="trained", sense_prior=0.0), encoder, spans=trained.encoder)
+    both = trained_senses(Scoring(sense_method="trained", sense_prior=0.0), encoder, spans=trained.encoder)
     captions, spans = ["a crane by the lake", "crane hire for builders"], [(2, 7), (0, 5)]
     wnids = word_senses().senses("crane")
     vectors = both.vectors_at(captions, spans)

@@ -6,12 +6,13 @@ other synsets it names do not matter here: this is about the word, not step 6). 
 class) pair gets the build's own decision: the caption rules with none_of_these, the corpus's form
 statistics counted over these captions as select counts them over the tagged rows; then the
 sense decision of `imagenot senses` (`senses_table`: the best noun sense of the word where it
-stands and its margin), which must be the class's, by `scoring.sense_margin`, under `caption_decision`. One row
-per listed class, in the list's order: `wnid`, `name`, `captions` (pairs), `pass_share`, its
-95% Clopper-Pearson interval `low`-`high`, and `flagged` (1: another use dominates: another noun
+stands, its margin and fit), which must be the class's, by `scoring.sense_margin`, and fit one of
+the word's senses by `scoring.none_of_these_fit`, under `caption_decision`. One row per listed
+class, in the list's order: `wnid`, `name`, `captions` (pairs), `pass_share`, its 95%
+Clopper-Pearson interval `low`-`high`, and `flagged` (1: another use dominates: another noun
 sense wins more of the captions than the class keeps, or the interval lies wholly under one half),
 and `instance` (1: a WordNet instance synset, a named individual, which select drops unless
-`selection.instance_synsets`; `filters.instances`). A class no caption names has 0 captions and an
+`selection.instance_synsets`; `labels.instances`). A class no caption names has 0 captions and an
 empty share.
 """
 
@@ -26,10 +27,11 @@ import click
 
 if TYPE_CHECKING:  # the tagger, the sense scoring (torch) and the run's files (Beam) load where they are
     # used, so that `audit classes --help` loads none of them
-    from imagenot.filters.none_of_these import FormStats
+    from imagenot.labels.caption_rules import CaptionRules
+    from imagenot.labels.none_of_these import FormStats
+    from imagenot.labels.pair_checker import PairChecker
+    from imagenot.labels.senses.sentence import SenseScorer
     from imagenot.pipeline.config.schema import Config
-    from imagenot.pipeline.score.sense_contrast import SenseScorer
-    from imagenot.pipeline.select.caption_rules import CaptionRules, PairChecker
     from imagenot.wordnet.index import NounIndex
 
 COLUMNS = ("wnid", "name", "captions", "pass_share", "low", "high", "flagged", "instance")
@@ -77,10 +79,10 @@ def decide(captions: list[str], classes: list[str], config: Config, index: NounI
     """wnid -> `pair_outcomes` of the captions naming it, the corpus's form statistics counted
     over all the captions. The pairs are decided `CHUNK_PAIRS` at a time, so memory stays bounded
     however many classes the list holds (every noun synset: about 20 pairs a caption)."""
-    from imagenot.filters.none_of_these import FormStats, form_statistics
+    from imagenot.labels.none_of_these import FormStats, form_statistics
+    from imagenot.labels.pair_checker import PairChecker
     from imagenot.pipeline.run.progress import counting
     from imagenot.pipeline.score.senses_command import scorer
-    from imagenot.pipeline.select.caption_rules import PairChecker
 
     pairs, matched = class_pairs(captions, classes, config)
     stats = FormStats(form_statistics(captions, matched))
@@ -115,9 +117,9 @@ def pair_outcomes(
     import numpy as np
     import pyarrow as pa
 
-    from imagenot.filters.caption_rules import caption_decision
+    from imagenot.labels.caption_rules import NONE_OF_THESE_FIT, caption_decision
+    from imagenot.labels.pair_checker import PairChecker
     from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
-    from imagenot.pipeline.select.caption_rules import PairChecker
     from imagenot.wordnet.index import load_index
 
     if not captions:
@@ -130,10 +132,13 @@ def pair_outcomes(
     rows = senses_table(pa.table({"caption": captions, "lemma": forms}), config, queries).to_pylist()
     tested = [r["similarity"] if r["similarity"] is not None else r["score"] or 0.0 for r in rows]
     margin = [-np.inf if r["margin"] is None else r["margin"] for r in rows]
-    passes, reason = caption_decision(tested, margin, caption_threshold(config), config.scoring.sense_margin, fired)
+    fit = [np.inf if r["sense_fit"] is None else r["sense_fit"] for r in rows]
+    sense = config.scoring.sense_decision()
+    passes, reason = caption_decision(tested, margin, caption_threshold(config), sense, fired, fit)
     return [
         rule
         or (row["reason"] if row["predicted"] is None else None)  # a word senses cannot read where it stands
+        or (NONE_OF_THESE_FIT if why == NONE_OF_THESE_FIT else None)  # no sense fits: none wins it either
         or (f"{SENSE}{row['predicted']}" if row["predicted"] != index[wnid].name else PASSES if ok else str(why))
         for wnid, row, ok, why, rule in zip(wnids, rows, passes, reason, fired)
     ]
@@ -150,7 +155,7 @@ def pair_rules(config: Config, stats: FormStats) -> CaptionRules:
 
 
 def class_row(wnid: str, outcomes: list, index: NounIndex) -> dict:
-    from imagenot.filters.instances import instance_removals
+    from imagenot.labels.instances import instance_removals
     from imagenot.pipeline.audit.rankings import clopper_pearson
 
     n, k = len(outcomes), outcomes.count(PASSES)

@@ -22,9 +22,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import KEPT, describe_fate
-from imagenot.filters.instances import instance_removals
 from imagenot.filters.offensive_synsets import offensive_removals
 from imagenot.filters.person_synsets import person_removals
+from imagenot.labels.instances import instance_removals
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.run.files import read_json, read_table, read_tsv
@@ -146,15 +146,19 @@ class Run:
         self.splits = self._splits(run_dir)
         self.reference = reference_wnids(self.config.selection.reference, index) if self.config else None
         sampled = stage_path(run_dir, SAMPLE, FIGURES_FILE)
-        self.other_sense = read_json(sampled).get("other_sense_by_class", {}) if is_done(run_dir, SAMPLE) else {}
+        figures = read_json(sampled) if is_done(run_dir, SAMPLE) else {}
+        self.other_sense = figures.get("other_sense_by_class", {})
+        self.fit_none = figures.get("none_of_these_fit_by_class", {})
 
     def senses_lost(self, wnid: str) -> str | None:
-        """For a class: the captions other senses of its word won at sampling (sense contrast)."""
-        lost = self.other_sense.get(wnid)
-        if not lost:
-            return None
-        won = sorted(lost.items(), key=lambda item: (-item[1], item[0]))
-        return "other senses: " + ", ".join(f"{n:,} captions went to {sense_label(self.index, w)}" for w, n in won)
+        """For a class: the captions the sense decision dropped at sampling: those whose word fits
+        none of its senses (`scoring.none_of_these_fit`), and those other senses of its word won."""
+        lost, unfit = self.other_sense.get(wnid), self.fit_none.get(wnid)
+        parts = [f"{unfit:,} captions name none of its senses (none_of_these_fit)"] if unfit else []
+        if lost:
+            won = sorted(lost.items(), key=lambda item: (-item[1], item[0]))
+            parts.append(", ".join(f"{n:,} captions went to {sense_label(self.index, w)}" for w, n in won))
+        return "other senses: " + "; ".join(parts) if parts else None
 
     def rules_dropped(self, wnid: str) -> str | None:
         """The captions of `wnid` the caption rules dropped after step 6, by rule (most first), kept

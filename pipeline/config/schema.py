@@ -27,7 +27,9 @@ from pydantic import (
 )
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rules import RULES as CAPTION_RULES
+from imagenot.labels.caption_rules import FUNCTION_WORDS, SenseDecision
+from imagenot.labels.caption_rules import RULES as CAPTION_RULES
+from imagenot.labels.senses.settings import SenseSettings
 from imagenot.pipeline.config.corpus_presets import PRESET_NAMES, apply_preset
 from imagenot.pipeline.config.networks import parse_networks
 from imagenot.pipeline.config.yaml_file import parse_yaml, suggestion
@@ -166,15 +168,6 @@ class Corpus(Section):
         return self
 
 
-# English function words that are also WordNet noun lemmas or their plurals ("a": the letter,
-# vitamin A, adenine; "in": inch, indium; "it": information technology; "as": plural of "a").
-# Matched, they would tag nearly every caption with synsets it is not about.
-FUNCTION_WORDS = (
-    "a an i me he it us who in at as or so then while be am are do have one no none same more "
-    "least few much here there why out over down may might must will"
-).split()
-
-
 class Tagging(Section):
     batch_rows: int = Field(65_536, ge=1_000, le=1_000_000, description="rows per Arrow batch")
     ignore_forms: list[str] = Field(  # normalised surface forms; multi-word lemmas holding them still match
@@ -195,7 +188,7 @@ PICTURABLE_ROOTS = ("physical_entity.n.01", "symbol.n.01", "card.n.02", "card.n.
 
 class CaptionRules(Section):
     """Which pairs step 6 keeps the caption rules drop: the caption's word, where it matched, does
-    not name the synset (filters/caption_rules.py)."""
+    not name the synset (labels/caption_rules.py)."""
 
     rules: list[Literal[CAPTION_RULES]] = Field(  # []: all off
         default_factory=lambda: list(CAPTION_RULES),
@@ -208,7 +201,7 @@ class CaptionRules(Section):
         "/usr/share/dict/propernames.gz",
         description="given names, one a line (Debian's miscfiles): name, title and none_of_these rules",
     )
-    none_of_these_threshold: float = Field(  # filters/none_of_these.py
+    none_of_these_threshold: float = Field(  # labels/none_of_these.py
         0.8,
         gt=0,
         le=1,
@@ -313,7 +306,7 @@ class Scoring(Section):
         description="sense contrast: context, the matched word's contextual embedding against sense vectors from "
         "SemCor's training documents; sentence, the caption's embedding against each sense's query texts; both, "
         "the two added; trained, a head trained on SemCor's training documents reads the word where it stands "
-        "against each sense's gloss (pipeline/score/sense_model)",
+        "against each sense's gloss (labels/sense_model)",
     )
     sense_layers: int = Field(
         1,
@@ -356,6 +349,14 @@ class Scoring(Section):
         description="a caption stays in its class only when the class's sense beats every other sense of its word "
         "by this much (null: off)",
     )
+    # per sense method, as a fit's scale is the method's: the trained head's logit floor chosen out of fold on the
+    # real dev set (benchmarks/quality_none_of_these_fit.py); the other methods have none
+    none_of_these_fit: dict[Literal["sentence", "context", "both", "trained"], float] = Field(
+        default_factory=lambda: {"trained": 2.9},
+        description="with sense contrast on, a caption whose word fits none of its noun senses where it stands (the "
+        "best sense's sense_fit under this floor, for the sense method in use) is dropped as none_of_these_fit; a "
+        "method not listed: off",
+    )
     cache_dir: str | None = Field(None, description="embedding cache; null: <IMAGENOT_CACHE>/embeddings")
     first_pass_captions: int = Field(
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the synsets"
@@ -383,6 +384,19 @@ class Scoring(Section):
         le=100_000_000,
         description="priority: the most captions per class the encoder scores (null: no cap, every list exact)",
     )
+
+    def sense_decision(self) -> SenseDecision:
+        """The sense decision's floors: the margin, and the fit floor of the method in use (both
+        only with sense contrast on, where the score stage records margins and fits)."""
+        if self.sense_margin is None:
+            return SenseDecision()
+        return SenseDecision(self.sense_margin, self.none_of_these_fit.get(self.sense_method))
+
+    def sense_settings(self) -> SenseSettings:
+        """What the sense scorers (`imagenot.labels.senses`) read of this section."""
+        return SenseSettings(
+            tuple(self.sense_templates), self.sense_pooling, self.sense_prior, self.sense_sentence_weight
+        )
 
 
 class Ranking(Section):

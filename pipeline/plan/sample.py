@@ -29,12 +29,13 @@ from imagenot.filters.funnel import Funnel, build_funnel
 from imagenot.filters.min_captions import synset_caption_counts
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
+from imagenot.labels.pair_checker import PairChecker
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.formats import Layout, Source
 from imagenot.pipeline.corpus.reader import ShardBatch, check_rows, layout_of, list_shards, read_shard
 from imagenot.pipeline.corpus.synth import synth_shards
 from imagenot.pipeline.corpus.units import SHAPE_THREADS
-from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
+from imagenot.pipeline.select.caption_rules import caption_rules
 from imagenot.pipeline.select.stage import choose_synsets
 from imagenot.pipeline.tag.matcher import count_synsets
 from imagenot.pipeline.tag.stage import build_matcher, tag_batch

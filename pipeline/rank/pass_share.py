@@ -1,7 +1,8 @@
 """A candidate's pass share: the estimated share of its captions that use its word in its sense.
 
 A caption of a candidate passes when no caption rule drops it at select (none_of_these among
-them) and the sense decision keeps it (`caption_decision` at `scoring.sense_margin`). The first
+them) and the sense decision keeps it (`caption_decision` at `scoring.sense_decision()`: the
+sense margin, and the fit floor `scoring.none_of_these_fit`). The first
 factor is exact, from select's tally (captions kept after the rules over captions kept by step
 6); the second is estimated on the first-pass captions the score stage scored with sense
 contrast (a keyed-hash sample of the kept captions, so unbiased). Their product is the share;
@@ -11,23 +12,24 @@ something else is a coherent class under a wrong name.
 
 from __future__ import annotations
 
-from imagenot.filters.caption_rules import caption_decision
+from imagenot.labels.caption_rules import SENSE_OFF, SenseDecision, caption_decision
 from imagenot.pipeline.run.files import read_schema, stage_shards
-from imagenot.pipeline.run.layout import FIRST_PASS_DIR, MARGIN_COLUMN, SCORE, SCORE_COLUMN, stage_path
+from imagenot.pipeline.run.layout import FIRST_PASS_DIR, FIT_COLUMN, MARGIN_COLUMN, SCORE, SCORE_COLUMN, stage_path
 from imagenot.pipeline.run.shards import read_batches
 
 
-def sense_pass_shares(run_dir: str, sense_margin: float | None) -> dict[str, float]:
+def sense_pass_shares(run_dir: str, sense: SenseDecision) -> dict[str, float]:
     """wnid -> the share of its first-pass captions the sense decision keeps (no sense contrast: none)."""
     kept: dict[str, list[int]] = {}
-    if sense_margin is None:
+    if sense == SENSE_OFF:
         return {}
     for shard in stage_shards(stage_path(run_dir, SCORE), FIRST_PASS_DIR):
         if MARGIN_COLUMN not in read_schema(shard).names:
             return {}
-        for batch in read_batches(shard, ["wnid", SCORE_COLUMN, MARGIN_COLUMN]):
+        for batch in read_batches(shard, ["wnid", SCORE_COLUMN, MARGIN_COLUMN, FIT_COLUMN]):
             similarity, margin = batch.column(SCORE_COLUMN).to_numpy(), batch.column(MARGIN_COLUMN).to_numpy()
-            passes, _ = caption_decision(similarity, margin, None, sense_margin)
+            fit = batch.column(FIT_COLUMN).to_numpy()
+            passes, _ = caption_decision(similarity, margin, None, sense, fit=fit)
             for wnid, ok in zip(batch.column("wnid").to_pylist(), passes):
                 counts = kept.setdefault(wnid, [0, 0])
                 counts[0] += bool(ok)

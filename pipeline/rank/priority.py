@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
+from imagenot.labels.caption_rules import SENSE_OFF, SenseDecision
 from imagenot.pipeline.config.schema import Config, Sampling
 from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.rank.sampling_order import (
@@ -50,14 +51,14 @@ SETTLE_COLUMNS = ["row_id", "wnid", "url", "caption", SCORE_COLUMN]
 
 
 def list_settled(
-    rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, sense_margin: float | None = None
+    rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, sense: SenseDecision = SENSE_OFF
 ) -> bool:
     """Whether `rows`, the scored captions of one class with the smallest priority keys, settle
-    its list whatever the scores of its other captions (see the module's notes). Captions another
-    sense wins (`sense_kept`) are out first, as the sample takes them out: whether a caption is
+    its list whatever the scores of its other captions (see the module's notes). Captions the sense
+    decision drops (`sense_kept`) are out first, as the sample takes them out: whether a caption is
     out depends on its own scores only, so the notes hold for the captions left."""
     need = sampling.images_per_class + sampling.reserve
-    taken = sample_order(rows, sampling, edges, sense_margin)
+    taken = sample_order(rows, sampling, edges, sense)
     survivors = taken.survivors
     if sampling.strategy == "threshold":
         return len(survivors) >= need
@@ -73,7 +74,7 @@ def settled_classes(
     classes: list[str],
     sampling: Sampling,
     edges: np.ndarray | None,
-    sense_margin: float | None = None,
+    sense: SenseDecision = SENSE_OFF,
 ) -> set[str]:
     """The `classes` whose scored rows in `scored` settle their list."""
     order = pc.sort_indices(scored, [("wnid", "ascending")])
@@ -82,7 +83,7 @@ def settled_classes(
     settled = set()
     for wnid in classes:
         start, end = np.searchsorted(wnids, wnid, "left"), np.searchsorted(wnids, wnid, "right")
-        if end > start and list_settled(scored.slice(start, end - start), sampling, edges, sense_margin):
+        if end > start and list_settled(scored.slice(start, end - start), sampling, edges, sense):
             settled.add(wnid)
     return settled
 
@@ -171,7 +172,7 @@ def priority_rounds(
         rounds.append({"prefix": size, "classes": len(open_classes), "rows_scored": tallies[-1]["rows_scored"]})
         exhausted = {w for w in open_classes if cutoffs[w][1] < size}
         scored = scored_rows(scored_files(), open_classes)
-        settled = settled_classes(scored, open_classes, sampling, edges, config.scoring.sense_margin)
+        settled = settled_classes(scored, open_classes, sampling, edges, config.scoring.sense_decision())
         lower.update({w: upper for w, (_, upper) in bounds.items()})
         open_classes = [w for w in open_classes if w not in settled and w not in exhausted]
         size = next_size(size, cap)

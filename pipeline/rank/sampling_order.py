@@ -23,10 +23,10 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rules import caption_decision
-from imagenot.pipeline.config.schema import Sampling
+from imagenot.labels.caption_rules import NONE_OF_THESE_FIT, OTHER_SENSE, SENSE_OFF, SenseDecision, caption_decision
+from imagenot.pipeline.config.schema import Sampling, Scoring
 from imagenot.pipeline.run.keyed_hash import sample_keys
-from imagenot.pipeline.run.layout import MARGIN_COLUMN, OTHER_SENSE_COLUMN, SCORE_COLUMN, SENSE_COLUMNS
+from imagenot.pipeline.run.layout import FIT_COLUMN, MARGIN_COLUMN, OTHER_SENSE_COLUMN, SCORE_COLUMN, SENSE_COLUMNS
 
 REFERENCE_BINS = 10  # deciles of another run's scores
 
@@ -125,26 +125,36 @@ def settle_duplicates(rows: pa.Table, ranked: np.ndarray) -> tuple[np.ndarray, n
     return new_url, new_caption
 
 
-def sense_kept(rows: pa.Table, sense_margin: float | None) -> tuple[pa.Table, dict[str, int]]:
-    """The rows that fit their synset better than every other sense of their word by
-    `sense_margin` (`caption_decision`), without the sense columns, and the others counted by the
-    sense that won them. Rows scored without sense contrast (no `sense_margin` column) all stay."""
+def sense_kept(rows: pa.Table, sense: SenseDecision) -> tuple[pa.Table, dict[str, int], int]:
+    """The rows the sense decision keeps (`caption_decision`: their word fits one of its senses by
+    `sense.min_fit`, and their synset better than every other sense of it by `sense.margin`),
+    without the sense columns; the rows another sense won, counted by that sense; and the rows
+    whose word fits none of its senses. Rows scored without sense contrast (no `sense_margin`
+    column) all stay."""
     if MARGIN_COLUMN not in rows.column_names:
-        return rows, {}
-    if sense_margin is None:
-        return rows.drop_columns(list(SENSE_COLUMNS)), {}
+        return rows, {}, 0
+    if sense == SENSE_OFF:
+        return rows.drop_columns(list(SENSE_COLUMNS)), {}, 0
     similarity, margin = rows.column(SCORE_COLUMN).to_numpy(), rows.column(MARGIN_COLUMN).to_numpy()
-    passes, _ = caption_decision(similarity, margin, None, sense_margin)
-    lost = rows.column(OTHER_SENSE_COLUMN).to_numpy(zero_copy_only=False)[~passes]
+    passes, reason = caption_decision(similarity, margin, None, sense, fit=rows.column(FIT_COLUMN).to_numpy())
+    lost = rows.column(OTHER_SENSE_COLUMN).to_numpy(zero_copy_only=False)[reason == OTHER_SENSE]
     kept = rows.filter(pa.array(passes)).drop_columns(list(SENSE_COLUMNS))
-    return kept, dict(sorted(Counter(lost.tolist()).items()))
+    return kept, dict(sorted(Counter(lost.tolist()).items())), int((reason == NONE_OF_THESE_FIT).sum())
+
+
+def sense_decision_settings(scoring: Scoring) -> dict:
+    """What the rank and sample stages record of the sense decision they cut at: the margin, and the
+    fit floor where one is in force (so a run without one keeps its fingerprint)."""
+    floor = scoring.sense_decision().min_fit
+    return {"sense_margin": scoring.sense_margin, **({"none_of_these_fit": floor} if floor is not None else {})}
 
 
 class SampleOrder(NamedTuple):
     """One class's candidates in the sample's order (`sample_order`)."""
 
-    rows: pa.Table  # the candidates no other sense wins, by row id, without the sense columns
-    lost_to: dict[str, int]  # the others, by the sense that won them
+    rows: pa.Table  # the candidates the sense decision keeps, by row id, without the sense columns
+    lost_to: dict[str, int]  # those another sense won, by the sense that won them
+    fit_none: int  # those whose word fits none of its senses (`none_of_these_fit`)
     similarity: np.ndarray  # of `rows`
     priority: np.ndarray  # of `rows`: their sample keys
     ranked: np.ndarray  # positions in `rows` the strategy takes, in its order (none under its threshold)
@@ -153,14 +163,12 @@ class SampleOrder(NamedTuple):
     duplicate_captions: int
 
 
-def sample_order(
-    rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, sense_margin: float | None
-) -> SampleOrder:
-    """One class's scored candidates (any order) as the sample takes them: those another sense of
-    their word wins out first (`sense_kept`), the rest ranked by the strategy and walked for exact
+def sample_order(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, sense: SenseDecision) -> SampleOrder:
+    """One class's scored candidates (any order) as the sample takes them: those the sense decision
+    drops out first (`sense_kept`), the rest ranked by the strategy and walked for exact
     duplicates. The sample stage cuts the class's list from it; the rank stage's priority path
     predicts that list from it."""
-    rows, lost_to = sense_kept(rows, sense_margin)
+    rows, lost_to, fit_none = sense_kept(rows, sense)
     rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
     similarity = rows.column(SCORE_COLUMN).to_numpy()
     priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
@@ -168,4 +176,4 @@ def sample_order(
     new_url, new_caption = settle_duplicates(rows, ranked)
     survivors = ranked[new_url][new_caption]
     duplicates = int((~new_url).sum()), int((~new_caption).sum())
-    return SampleOrder(rows, lost_to, similarity, priority, ranked, survivors, *duplicates)
+    return SampleOrder(rows, lost_to, fit_none, similarity, priority, ranked, survivors, *duplicates)

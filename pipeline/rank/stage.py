@@ -37,7 +37,7 @@ from imagenot.pipeline.rank.first_phase import StaticGate, cutoffs_transform
 from imagenot.pipeline.rank.pass_share import pass_shares, sense_pass_shares
 from imagenot.pipeline.rank.priority import priority_rounds
 from imagenot.pipeline.rank.ranking import Ranking, rank_synsets
-from imagenot.pipeline.rank.sampling_order import reference_edges
+from imagenot.pipeline.rank.sampling_order import reference_edges, sense_decision_settings
 from imagenot.pipeline.run.files import read_json, stage_shards, write_json, write_tsv
 from imagenot.pipeline.run.layout import (
     CLASS_LIST_FILE,
@@ -141,7 +141,7 @@ def settings(config: Config) -> dict:
         **config.ranking.model_dump(exclude={"thresholds", "min_captions"}),
         "threshold": config.threshold,
         "min_captions": config.min_class_captions,
-        "sense_margin": scoring.sense_margin,  # the pass share's sense decision (and the priority path's lists)
+        **sense_decision_settings(scoring),  # the pass share's sense decision (and the priority path's lists)
         **first_phase,
     }
 
@@ -181,7 +181,7 @@ def write_class_list(config: Config, run_dir: str, stage_dir: str) -> tuple[Rank
     index = load_index()
     select_tally = read_json(stage_path(run_dir, SELECT, SELECT_TALLY_FILE))
     kept = select_tally.get("kept", {})
-    sense = sense_pass_shares(run_dir, config.scoring.sense_margin)
+    sense = sense_pass_shares(run_dir, config.scoring.sense_decision())
     shares = pass_shares(select_tally.get("single_synset", kept), kept, sense)
     ranking = rank_synsets(
         score_stage.first_pass_similarities(run_dir),

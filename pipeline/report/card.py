@@ -230,11 +230,18 @@ def _senses(facts: RunFacts) -> list[str]:
         return ["## Senses", "", "Sense contrast is off (`scoring.sense_margin` null).", ""]
     lost = facts.sample.get("other_sense_by_class", {})
     names = {c["wnid"]: c["name"] for c in facts.classes}
+    floor = facts.config.scoring.sense_decision().min_fit
+    unfit = (
+        f"{count_of(facts.sample.get('none_of_these_fit', 0), 'caption')} whose word fits none of its senses there "
+        f"(the best sense's fit under `scoring.none_of_these_fit` = {floor}) were dropped first. "
+        if floor is not None
+        else ""
+    )
     lines = [
         "## Senses",
         "",
         f"Each caption was scored against every noun sense of the word it matched; it stays in its class only when "
-        f"the class's sense beats the best other sense by `scoring.sense_margin` = {margin}. "
+        f"the class's sense beats the best other sense by `scoring.sense_margin` = {margin}. {unfit}"
         f"{count_of(facts.sample.get('other_sense', 0), 'caption')} went to another sense" + (":" if lost else "."),
     ]
     if lost:

@@ -82,6 +82,7 @@ _SENSE_CONTRAST = (
     "sense_sentence_weight",
     "sense_prior",
     "sense_margin",
+    "none_of_these_fit",
 )
 
 

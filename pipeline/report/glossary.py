@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from imagenot.filters.instances import REASON
 from imagenot.filters.person_synsets import ANY_PERSON, IDENTITY_LABELS
+from imagenot.labels.instances import REASON
 
 SYNSET_REASONS = {
     "reference_synset": "the synset is in the reference class set (step 2)",
@@ -77,6 +77,8 @@ CAPTION_REASONS = {
     "rare_sense": "caption rule: WordNet's tagged counts give the word a commoner noun sense than the synset",
     "none_of_these": "caption rule: a fitted model says the word names none of its noun senses there (a name, a "
     "sense WordNet lacks, a letter or abbreviation, a modifier), at `selection.caption_rules.none_of_these_threshold`",
+    "none_of_these_fit": "the sense model says the word names none of its noun senses where it stands: the best "
+    "sense's fit is under `scoring.none_of_these_fit` for the sense method (beside the none_of_these caption rule)",
     "other_sense": "another noun sense of the caption's word fits the caption better than the class's sense, or not "
     "`scoring.sense_margin` worse (sense contrast); the card names the winning senses",
     "duplicate_url": "another caption of the class has the same URL; its best one stays",

@@ -8,9 +8,9 @@ already when they were among the extra ones). Each shows its name, lemmas, gloss
 `CAPTIONS_SHOWN` of its first-pass captions (`score/first_pass/`: the captions the build scored
 for it), those with the smallest keyed hash of their row id under `review.seed`, so every rater
 sees the same ones, each marked with whether the sense decision (`caption_decision` at
-`scoring.sense_margin`) keeps it; its pass share (rank's, `ranking.tsv`: the caption rules' and
-the sense decision's share; where rank has none, the sense decision's share of its first-pass
-captions); and, once the download stage finished, up to `THUMBNAILS` of its images.
+`scoring.sense_decision()`: the sense margin and the fit floor) keeps it; its pass share (rank's,
+`ranking.tsv`: the caption rules' and the sense decision's share; where rank has none, the sense
+decision's share of its first-pass captions); and, once the download stage finished, up to `THUMBNAILS` of its images.
 
 Any class list can be reviewed the same way (`--list FILE --corpus GLOB`): its classes in file
 order, each with the captions that name it in a seeded sample of the corpus (`LIST_SAMPLE_ROWS`
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rules import caption_decision
+from imagenot.labels.caption_rules import caption_decision
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.rank.pass_share import sense_pass_shares
 from imagenot.pipeline.rank.ranking import BEYOND_TOP_K
@@ -36,6 +36,7 @@ from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
     DOWNLOAD,
     FIRST_PASS_DIR,
+    FIT_COLUMN,
     MARGIN_COLUMN,
     RANK,
     RANKING_FILE,
@@ -91,12 +92,12 @@ def describe(index: NounIndex, wnid: str, position: int) -> dict:
 
 
 def _first_pass(run_dir: str, wnids: set[str]) -> pa.Table:
-    """The candidates' first-pass rows: row_id, wnid, similarity and (with sense contrast) margin."""
+    """The candidates' first-pass rows: row_id, wnid, similarity and (with sense contrast) margin and fit."""
     shards = stage_shards(stage_path(run_dir, SCORE), FIRST_PASS_DIR)
     if not shards:
         return pa.table({"row_id": pa.array([], pa.string()), "wnid": pa.array([], pa.string())})
     names = read_schema(shards[0]).names
-    columns = ["row_id", "wnid", SCORE_COLUMN, *([MARGIN_COLUMN] if MARGIN_COLUMN in names else [])]
+    columns = ["row_id", "wnid", SCORE_COLUMN, *([MARGIN_COLUMN, FIT_COLUMN] if MARGIN_COLUMN in names else [])]
     table = pa.concat_tables(read_table(s, columns) for s in shards)
     return table.filter(pc.is_in(table.column("wnid"), pa.array(sorted(wnids), pa.string())))
 
@@ -116,12 +117,12 @@ def shown_captions(run_dir: str, config: Config, wnids: set[str]) -> dict[str, l
     picked = [i for members in chosen.values() for i in members]
     at = {r: i for i, r in enumerate(row_ids)}
     similarity = rows.column(SCORE_COLUMN).to_numpy()[[at[r] for r in picked]]
-    margin = (
-        rows.column(MARGIN_COLUMN).to_numpy()[[at[r] for r in picked]]
+    margin, fit = (
+        (rows.column(name).to_numpy()[[at[r] for r in picked]] for name in (MARGIN_COLUMN, FIT_COLUMN))
         if MARGIN_COLUMN in rows.column_names
-        else np.full(len(picked), np.inf, np.float32)
+        else (np.full(len(picked), np.inf, np.float32),) * 2
     )
-    passes, _ = caption_decision(similarity, margin, None, config.scoring.sense_margin)
+    passes, _ = caption_decision(similarity, margin, None, config.scoring.sense_decision(), fit=fit)
     verdict = dict(zip(picked, passes.tolist()))
     text = _captions(run_dir, set(picked))
     return {
@@ -150,7 +151,7 @@ def pass_shares(run_dir: str, config: Config, ranked: list[dict]) -> dict[str, f
     """Per candidate rank's pass share, or the sense decision's share of its first-pass captions."""
     shares = {r["wnid"]: float(r["pass_share"]) for r in ranked if r.get("pass_share")}
     if len(shares) < len(ranked):
-        sense = sense_pass_shares(run_dir, config.scoring.sense_margin)
+        sense = sense_pass_shares(run_dir, config.scoring.sense_decision())
         shares.update({r["wnid"]: sense.get(r["wnid"]) for r in ranked if r["wnid"] not in shares})
     return shares
 

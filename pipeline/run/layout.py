@@ -68,10 +68,11 @@ DATASET_DIR = "dataset"  # one row per image of the dataset
 RESERVE_DIR = "reserve"  # sample/: the images that replace those that fail or are dropped
 MANIFEST_FILE = "manifest.json"  # sample/
 # The sample stage's counts of each class's candidates by fate (summary.json, class_sampling.tsv):
-# candidates = other_sense + below_threshold + duplicate_url + duplicate_caption + url_in_other_class + images
-# + reserve + not_listed
+# candidates = none_of_these_fit + other_sense + below_threshold + duplicate_url + duplicate_caption +
+# url_in_other_class + images + reserve + not_listed
 SAMPLE_COUNTS = (
     "candidates",
+    "none_of_these_fit",
     "other_sense",
     "below_threshold",
     "duplicate_url",

@@ -4,8 +4,8 @@ Exact duplicates are kept out before anything is taken: walking the candidates i
 order, a row whose url an earlier row has is a `duplicate_url`; of the rest, a row whose caption
 an earlier row has is a `duplicate_caption`. The survivors are ordered again (which changes only
 the matched strategy's round robin) and the first N + reserve of them make the class's list.
-Every candidate is accounted for: candidates = other_sense + below_threshold + duplicate_url +
-duplicate_caption + listed + not_listed.
+Every candidate is accounted for: candidates = none_of_these_fit + other_sense + below_threshold +
+duplicate_url + duplicate_caption + listed + not_listed.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from imagenot.labels.caption_rules import SENSE_OFF, SenseDecision
 from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.sampling_order import sample_order, similarity_bins, strategy_order
 from imagenot.pipeline.run.layout import SCORE_COLUMN
@@ -21,16 +22,17 @@ ORDER_COLUMN = "order"
 
 
 def sample_class(
-    rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = None, sense_margin: float | None = None
+    rows: pa.Table, sampling: Sampling, edges: np.ndarray | None = None, sense: SenseDecision = SENSE_OFF
 ) -> tuple[pa.Table, dict]:
     """`rows` (one class's candidates, any order) as the class's ordered list, with an int32
     `order` column: positions 0..N-1 are the images, the rest the reserve. `edges`: the matched
-    strategy's reference bin edges (see `sampling_order.reference_edges`). Rows another sense of their
-    word wins (`sense_kept`) are out first: `other_sense`, and by winner `other_sense_to`."""
+    strategy's reference bin edges (see `sampling_order.reference_edges`). Rows the sense decision
+    drops (`sense_kept`) are out first: `none_of_these_fit` (the word fits none of its senses), and
+    `other_sense`, by winner `other_sense_to`."""
     if rows.column(SCORE_COLUMN).null_count:
         raise ValueError(f"{SCORE_COLUMN} is null in {rows.column(SCORE_COLUMN).null_count} scored rows")
     candidates = rows.num_rows
-    taken = sample_order(rows, sampling, edges, sense_margin)
+    taken = sample_order(rows, sampling, edges, sense)
     rows, similarity, priority = taken.rows, taken.similarity, taken.priority
     survivors = np.sort(taken.survivors)
 
@@ -39,7 +41,8 @@ def sample_class(
     table = rows.take(pa.array(listed)).append_column(ORDER_COLUMN, pa.array(np.arange(len(listed)), pa.int32()))
     counts = {
         "candidates": candidates,
-        "other_sense": candidates - rows.num_rows,
+        "none_of_these_fit": taken.fit_none,
+        "other_sense": candidates - rows.num_rows - taken.fit_none,
         "other_sense_to": taken.lost_to,
         "below_threshold": rows.num_rows - len(taken.ranked),
         "duplicate_url": taken.duplicate_urls,

@@ -32,11 +32,12 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
+from imagenot.labels.caption_rules import SenseDecision
 from imagenot.pipeline.config.schema import Config, Sampling
 from imagenot.pipeline.frame.preflight import files_exist
 from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.frame.runner import make_pipeline
-from imagenot.pipeline.rank.sampling_order import reference_edges
+from imagenot.pipeline.rank.sampling_order import reference_edges, sense_decision_settings
 from imagenot.pipeline.run.files import (
     atomic_output,
     read_json,
@@ -93,12 +94,12 @@ def class_parts(shard: str, columns: list[str]):
 
 
 class _SampleClass(beam.DoFn):
-    def __init__(self, sampling: Sampling, edges: np.ndarray | None, ordered_dir: str, sense_margin: float | None):
-        self._sampling, self._edges, self._ordered_dir, self._margin = sampling, edges, ordered_dir, sense_margin
+    def __init__(self, sampling: Sampling, edges: np.ndarray | None, ordered_dir: str, sense: SenseDecision):
+        self._sampling, self._edges, self._ordered_dir, self._sense = sampling, edges, ordered_dir, sense
 
     def process(self, keyed):
         wnid, parts = keyed
-        ordered, counts = sample_class(pa.concat_tables(parts), self._sampling, self._edges, self._margin)
+        ordered, counts = sample_class(pa.concat_tables(parts), self._sampling, self._edges, self._sense)
         with atomic_output(FileSystems.join(self._ordered_dir, f"{wnid}.parquet")) as stream:
             pq.write_table(ordered, stream)
         yield wnid, counts
@@ -161,10 +162,11 @@ def split_list(ordered: pa.Table, class_index: int, lost: set[str], sampling: Sa
 
 
 def tally(rows: list[dict], counts: dict) -> dict:
-    """Totals, and per class its images, reserve, shortfall and the captions other senses won (by sense)."""
+    """Totals, and per class its images, reserve, shortfall, the captions other senses won (by sense)
+    and those whose word fits none of its senses."""
     per_class = {
         row["wnid"]: {
-            **{k: row[k] for k in ("images", "reserve", "shortfall")},
+            **{k: row[k] for k in ("images", "reserve", "shortfall", "none_of_these_fit")},
             "other_sense_to": counts.get(row["wnid"], {}).get("other_sense_to", {}),
         }
         for row in rows
@@ -214,12 +216,12 @@ def write_dataset(
 
 def settings(config: Config) -> dict:
     """The sampling settings with the reference distribution resolved (a changed reference run
-    re-samples), and the sense margin its lists are cut at."""
+    re-samples), and the sense decision its lists are cut at."""
     edges = reference_edges(config.sampling)
     return {
         **config.sampling.model_dump(),
         "reference_edges": None if edges is None else edges.tolist(),
-        "sense_margin": config.scoring.sense_margin,
+        **sense_decision_settings(config.scoring),
     }
 
 
@@ -247,7 +249,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
             | "SpreadScored" >> beam.Reshuffle()
             | "ByClass" >> beam.FlatMap(class_parts, read)
             | "Group" >> beam.GroupByKey()
-            | "Sample" >> beam.ParDo(_SampleClass(sampling, edges, ordered_dir, config.scoring.sense_margin))
+            | "Sample" >> beam.ParDo(_SampleClass(sampling, edges, ordered_dir, config.scoring.sense_decision()))
             | "Counts" >> beam.combiners.ToDict()
             | "WriteCounts" >> beam.Map(lambda counts: write_json(counts_path, counts))
         )
@@ -277,11 +279,13 @@ def run_sample(config: Config, run_dir: str) -> dict:
 
 def summarize(result: dict) -> dict:
     """The tally's totals, the shortfall of each class that has one, and per class the captions
-    other senses of its word won (by sense) where there are any."""
+    other senses of its word won (by sense) and those whose word fits none of its senses, where
+    there are any."""
     short = {wnid: c["shortfall"] for wnid, c in result["per_class"].items() if c["shortfall"] > 0}
     lost = {wnid: c["other_sense_to"] for wnid, c in result["per_class"].items() if c.get("other_sense_to")}
+    unfit = {wnid: c["none_of_these_fit"] for wnid, c in result["per_class"].items() if c.get("none_of_these_fit")}
     totals = {k: v for k, v in result.items() if k != "per_class"}
-    return {**totals, "shortfall_by_class": short, "other_sense_by_class": lost}
+    return {**totals, "shortfall_by_class": short, "other_sense_by_class": lost, "none_of_these_fit_by_class": unfit}
 
 
 DECLARATION = Stage(

@@ -21,9 +21,9 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
+from imagenot.labels.senses.encoders import TextEncoder
 from imagenot.pipeline.run.files import atomic_output, read_bytes, write_text
 from imagenot.pipeline.run.paths import name
-from imagenot.pipeline.score.encoders import TextEncoder
 
 KEY_BYTES = 20  # sha1
 

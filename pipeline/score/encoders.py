@@ -13,7 +13,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 
@@ -27,15 +27,6 @@ Runtime = Literal["torch", "onnx"]
 
 class EncoderError(ImagenotError, ValueError):
     """A model cannot be found or loaded; the message names the model and what was expected."""
-
-
-class TextEncoder(Protocol):
-    model_id: str  # stable across runs and machines: keys the embedding cache
-    dim: int
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """float32 array (len(texts), dim), each row L2-normalised, row i for texts[i]."""
-        ...
 
 
 def _set_torch_threads(threads: int) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from imagenot.labels.senses.encoders import TextEncoder
 from imagenot.pipeline.config.model_files import text_model_problem
 from imagenot.pipeline.score.encoders import (
     DEFAULT_MODEL,
@@ -15,7 +16,6 @@ from imagenot.pipeline.score.encoders import (
     EncoderKind,
     Runtime,
     SentenceTransformerEncoder,
-    TextEncoder,
     TransformersEncoder,
 )
 from imagenot.pipeline.score.onnx_runtime import OnnxEncoder

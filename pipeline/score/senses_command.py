@@ -9,21 +9,23 @@ span (`--span START:END`, or `start`/`end` columns) says which occurrence, else 
 tagger would match. The first prints, for each word the tagger finds in the caption (or the one
 given), every noun sense with its gloss, sense score and fit, and what a build would do with the
 caption were it a candidate of that sense: kept, the caption rule that drops it
-(`selection.caption_rules`), `other_sense` naming the sense that wins it, or `below_threshold`.
+(`selection.caption_rules`), `none_of_these_fit` (no sense fits the word there: the best sense's
+fit under `scoring.none_of_these_fit`), `other_sense` naming the sense that wins it, or
+`below_threshold`.
 The second reads `caption` and `lemma` columns (`start` and `end` too where given; others carried
 through) and adds `predicted` (the best sense's WordNet name), `score`, `margin` (over the
 runner-up), `sense_fit` (the best sense's score without the prior), `similarity` (the caption's
 gloss similarity to `predicted`, the build's `gloss_similarity`; only with a caption threshold,
-else null), `passes`, `reason` (why not: the row's own problem, the rule's name, `other_sense` or
-`below_threshold`; null when it passes), `none_score` (the none-of-these model's probability
-for the word at its span, `filters.none_of_these`; null where that rule is off), `start`/`end`
-(the span read: the one given, or where the word was found) and `senses` (every noun sense of
-the word with its score, best first).
+else null), `passes`, `reason` (why not: the row's own problem, the rule's name,
+`none_of_these_fit`, `other_sense` or `below_threshold`; null when it passes), `none_score` (the
+none-of-these model's probability for the word at its span, `labels.none_of_these`; null where
+that rule is off), `start`/`end` (the span read: the one given, or where the word was found) and
+`senses` (every noun sense of the word with its score, best first).
 
 A row that cannot be read is not an error: it does not pass, and `reason` says why
 (`caption_not_text`, `not_a_noun`, `word_not_in_caption`, `span_not_the_word`). The verdict is
 the build's own: the tagger's matched forms, `PairChecker` (select's caption rules) and
-`filters.caption_rules.caption_decision` (the sample's sense and threshold tests).
+`labels.caption_rules.caption_decision` (the sample's sense and threshold tests).
 """
 
 from __future__ import annotations
@@ -35,23 +37,24 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rules import BELOW_THRESHOLD, KEPT, OTHER_SENSE, caption_decision
-from imagenot.filters.none_of_these import none_of_these_scores
+from imagenot.labels.caption_rules import BELOW_THRESHOLD, KEPT, NONE_OF_THESE_FIT, OTHER_SENSE, caption_decision
+from imagenot.labels.none_of_these import none_of_these_scores
+from imagenot.labels.pair_checker import PairChecker
+from imagenot.labels.senses.context import ContextSenses
+from imagenot.labels.senses.sentence import SenseScorer
+from imagenot.labels.senses.trained import TrainedSenses
+from imagenot.labels.spans import Words, caption_words, first_span
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.run.files import read_table
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.context_senses import ContextSenses
 from imagenot.pipeline.score.runtimes import load_encoder
-from imagenot.pipeline.score.sense_contrast import SenseScorer
 from imagenot.pipeline.score.sense_methods import sense_scorer
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.score.stage import _encoder_options
-from imagenot.pipeline.score.trained_senses import TrainedSenses
-from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
+from imagenot.pipeline.select.caption_rules import caption_rules
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.senses import WordSenses, sense_label
-from imagenot.wordnet.spans import Words, caption_words, first_span
 
 SENSE_TYPE = pa.list_(pa.struct([("synset", pa.string()), ("score", pa.float32())]))
 CAPTION_NOT_TEXT, NOT_A_NOUN = "caption_not_text", "not_a_noun"
@@ -212,10 +215,11 @@ def decided_rows(
     rule = PairChecker(rules, predicted, index).rules_fired(captions, matched, predicted)
     score = np.array([s[0] for _, s, _ in ranked], np.float32)
     margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for _, s, _ in ranked], np.float32)
+    best_fit = np.array([f[int(np.argmax(s))] for _, s, f in ranked], np.float32)  # as the score stage records it
     threshold = caption_threshold(config)
     similarity = None if threshold is None else gloss_similarities(captions, predicted, config)
     passes, reason = caption_decision(
-        score if similarity is None else similarity, margin, threshold, config.scoring.sense_margin, rule
+        score if similarity is None else similarity, margin, threshold, config.scoring.sense_decision(), rule, best_fit
     )
     none = [None] * len(captions)
     if rules.none_of_these is not None:
@@ -287,13 +291,15 @@ def describe(caption: str, forms: list[str], span, config: Config, queries: Sens
         decided = decided_rows([caption] * len(wnids), [at] * len(wnids), config, senses.index, each_first, matched)
         lines.append(
             f"{' / '.join(lemmas)} at {at[0]}:{at[1]} ({caption[at[0] : at[1]]!r}): {len(wnids)} noun senses "
-            f"(sense margin {scoring.sense_margin}, caption threshold {caption_threshold(config)}, "
-            f"none-of-these score {_shown(decided[0]['none_score'])})"
+            f"(sense margin {scoring.sense_margin}, fit floor {scoring.sense_decision().min_fit}, caption threshold "
+            f"{caption_threshold(config)}, none-of-these score {_shown(decided[0]['none_score'])})"
         )
         for rank, (wnid, score, fit, row) in enumerate(zip(wnids, scores, fits, decided)):
             fate = {None: "kept", BELOW_THRESHOLD: BELOW_THRESHOLD}.get(row["reason"])
             if row["reason"] == OTHER_SENSE:
                 fate = f"{OTHER_SENSE}: goes to {sense_label(senses.index, wnids[1 if rank == 0 else 0])}"
+            if row["reason"] == NONE_OF_THESE_FIT:
+                fate = f"{NONE_OF_THESE_FIT}: no sense fits the word here (the best sense's fit {fits[0]:.3f})"
             fate = fate or f"caption rule {row['reason']}"
             gloss = senses.index[wnid].gloss[:60]
             lines.append(f"  {sense_label(senses.index, wnid):40s} {score:6.3f} fit {fit:6.3f}  {gloss:60s}  {fate}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from imagenot.pipeline.score.encoders import TextEncoder
+from imagenot.labels.senses.encoders import TextEncoder
 from imagenot.wordnet.index import NounIndex
 from imagenot.wordnet.queries import query_text, validate_template
 

@@ -27,6 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
+from imagenot.labels.sense_model.head import head_digest
+from imagenot.labels.senses.sentence import SenseContrast
 from imagenot.pipeline.config.schema import Config, Runner, Scoring
 from imagenot.pipeline.frame.preflight import check_text_models
 from imagenot.pipeline.frame.registry import Stage
@@ -56,9 +58,7 @@ from imagenot.pipeline.run.shards import (
 )
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import lazy_encoder
-from imagenot.pipeline.score.sense_contrast import SenseContrast
 from imagenot.pipeline.score.sense_methods import sense_scorer
-from imagenot.pipeline.score.sense_model.head import head_digest
 from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.nltk_data import cache_dir
@@ -109,8 +109,8 @@ def merge_smallest(parts: Iterable[dict[str, list[int]]], per_synset: int) -> di
 
 class CaptionScorer:
     """Embeds captions (through the cache) and scores each against its synset's query and, with
-    sense contrast on, every noun sense of the word that matched it (`sense_contrast.py`; the
-    word read where it stands: `context_senses.py`)."""
+    sense contrast on, every noun sense of the word that matched it (`imagenot.labels.senses`:
+    the sentence, the word read where it stands, the trained head)."""
 
     def __init__(self, scoring: Scoring, runner: Runner, wnids: list[str]):
         encoder = lazy_encoder(
@@ -222,8 +222,8 @@ class _ScoreFirstPass(beam.DoFn):
 
 def settings(config: Config) -> dict:
     # The first phase belongs to the rank stage; the cache and batch size change no result, nor
-    # the settings of the sense method not chosen. The sense margin's value is rank's and sample's:
-    # here only whether there is one.
+    # the settings of the sense method not chosen. The sense margin's and the fit floor's values
+    # are rank's and sample's: here only whether there is sense contrast.
     # The trained head brings its own templates and layers; its weights' digest stands for it.
     scoring = config.scoring
     unused = {
@@ -232,7 +232,9 @@ def settings(config: Config) -> dict:
         "both": TRAINED_SETTINGS,
         "trained": SENTENCE_SETTINGS + CONTEXT_SETTINGS,
     }.get(scoring.sense_method, ())
-    own = scoring.model_dump(exclude={"cache_dir", "batch_size", "sense_margin", *FIRST_PHASE_SETTINGS, *unused})
+    own = scoring.model_dump(
+        exclude={"cache_dir", "batch_size", "sense_margin", "none_of_these_fit", *FIRST_PHASE_SETTINGS, *unused}
+    )
     head = {"sense_head": head_digest()} if scoring.sense_method == "trained" else {}
     return {**own, **head, "sense_contrast": scoring.sense_margin is not None}
 

@@ -3,10 +3,10 @@
 Two passes over the tag stage's shards. The first counts, per synset, the captions that pass
 LAION's row-level NSFW ratings, and (for the none_of_these rule) how those captions write the forms
 of the synsets that can still become candidates (`possible_candidates`: known from the tag stage's
-counts before the pass), over whole Arrow batches (`filters.form_counts`); on the driver, the
+counts before the pass), over whole Arrow batches (`labels.form_counts`); on the driver, the
 safety rules and steps 2-5 (`filters.select`) turn the tag stage's counts and these into candidate
 synsets. The second keeps each caption whose synsets hold exactly one candidate (step 6), then
-drops those the caption rules say do not name that candidate (`filters.caption_rules`), and writes
+drops those the caption rules say do not name that candidate (`labels.caption_rules`), and writes
 the rest with their `wnid` to `select/selected/<stem>.parquet`.
 The funnel (`funnel.tsv`, `funnel.json`) and every found synset's fate (`synset_fates.tsv`,
 read by `imagenot why`) go to `select/`; the summed tally (`select_tally.json`) also counts each
@@ -25,18 +25,20 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.filters.caption_rules import NONE_OF_THESE
-from imagenot.filters.form_counts import batch_form_statistics, of_lemmas
 from imagenot.filters.funnel import Funnel, build_funnel
 from imagenot.filters.leaves import STEP as LEAVES
 from imagenot.filters.min_captions import synset_caption_counts
-from imagenot.filters.none_of_these import FormStats
-from imagenot.filters.none_of_these_model import BIAS, WEIGHTS
 from imagenot.filters.offensive_synsets import marked_synsets
 from imagenot.filters.person_synsets import identity_synsets
 from imagenot.filters.select import SynsetSelection, select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
+from imagenot.labels.caption_rules import NONE_OF_THESE
+from imagenot.labels.form_counts import batch_form_statistics, of_lemmas
+from imagenot.labels.instances import instance_removals
+from imagenot.labels.none_of_these import FormStats
+from imagenot.labels.none_of_these_model import BIAS, WEIGHTS
+from imagenot.labels.pair_checker import PairChecker
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import Config, Selection
 from imagenot.pipeline.corpus.preflight import check_corpus_if_there
@@ -62,7 +64,7 @@ from imagenot.pipeline.run.shards import (
     write_batches,
 )
 from imagenot.pipeline.run.stage_dir import digest
-from imagenot.pipeline.select.caption_rules import PairChecker, caption_rules
+from imagenot.pipeline.select.caption_rules import caption_rules
 from imagenot.pipeline.select.funnel_files import RULE_DROPS, rule_drop_key, write_funnel
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.lemmas import normalize_all
@@ -72,7 +74,7 @@ log = logging.getLogger(__name__)
 STAGE = SELECT
 UPSTREAM = TAG
 USABLE_FILE = "usable_counts.json"
-FORM_STATS = "form_stats"  # the first pass's tally key: "kind:form" -> occurrences (filters.none_of_these)
+FORM_STATS = "form_stats"  # the first pass's tally key: "kind:form" -> occurrences (labels.none_of_these)
 
 
 def _unsafe_filter(batch, selection: Selection):
@@ -199,7 +201,7 @@ def choose_synsets(tagged: dict[str, int], usable: dict[str, int], selection: Se
         nsfw_threshold=selection.nsfw_synset_threshold,
         offensive_marks=selection.offensive_synsets,
         person_mode=selection.person_synsets,
-        instance_synsets=selection.instance_synsets,
+        instances=None if selection.instance_synsets else functools.partial(instance_removals, index=index),
         picturable_roots=selection.picturable_roots,
         excluded_lexnames=selection.picturable_excluded_lexnames,
     )

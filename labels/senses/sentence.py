@@ -1,13 +1,14 @@
 """Sense contrast: a caption kept for synset S must fit S better than every other noun sense of
 the word that matched it.
 
-Two ways to score a sense (`scoring.sense_method`): `sentence` (the default, `SenseQueries`,
-here) scores the whole caption's embedding against query texts of each noun sense of the word (all
-of them: candidates or not; `scoring.sense_templates`), pooled (`scoring.sense_pooling`: max or
-mean); `context` (`context_senses.ContextSenses`) reads the word where it stands; `both` adds the
-two. Both add `scoring.sense_prior` x log P(sense | word) from WordNet's tagged counts. The
-caption's margin is S's score minus the best other sense's, its fit the best sense's score
-without the prior; `filters.caption_rules.caption_decision` is the rule that keeps or drops it.
+Ways to score a sense (`scoring.sense_method`): `sentence` (the default, `SenseQueries`, here)
+scores the whole caption's embedding against query texts of each noun sense of the word (all of
+them: candidates or not; `scoring.sense_templates`), pooled (`scoring.sense_pooling`: max or
+mean); `context` (`context.ContextSenses`) reads the word where it stands; `both` adds the two;
+`trained` (`trained.TrainedSenses`) reads it with the trained head. Each adds `scoring.sense_prior`
+x log P(sense | word). The caption's margin is S's score minus the best other sense's, its fit the
+best sense's score without the prior; `labels.caption_rules.caption_decision` is the rule that
+keeps or drops it.
 Sense queries are embedded once per worker (and through the embedding cache, once per model);
 captions reuse the embedding their gloss similarity already computed.
 
@@ -22,8 +23,8 @@ from typing import Protocol
 
 import numpy as np
 
-from imagenot.pipeline.config.schema import Scoring
-from imagenot.pipeline.score.encoders import TextEncoder
+from imagenot.labels.senses.encoders import TextEncoder
+from imagenot.labels.senses.settings import SenseSettings
 from imagenot.wordnet.queries import query_text
 from imagenot.wordnet.senses import WordSenses, word_senses
 
@@ -33,10 +34,10 @@ NO_OTHER_SENSE = np.float32(np.inf)  # the margin of a caption whose word has on
 class SenseQueries:
     """The query vectors of noun senses, embedded on first use and kept."""
 
-    def __init__(self, scoring: Scoring, encoder: TextEncoder, senses: WordSenses | None = None):
-        self.templates = tuple(scoring.sense_templates)
-        self.pooling = scoring.sense_pooling
-        self.prior = scoring.sense_prior
+    def __init__(self, settings: SenseSettings, encoder: TextEncoder, senses: WordSenses | None = None):
+        self.templates = settings.templates
+        self.pooling = settings.pooling
+        self.prior = settings.prior
         self.encoder = encoder
         self.senses = senses or word_senses()
         self._vectors: dict[str, np.ndarray] = {}  # wnid -> float64 (templates, dim)
@@ -70,7 +71,7 @@ class SenseQueries:
 
 
 class SenseScorer(Protocol):
-    """`SenseQueries` or `context_senses.ContextSenses`."""
+    """`SenseQueries`, `context.ContextSenses` or `trained.TrainedSenses`."""
 
     senses: WordSenses
     embedded: int

@@ -22,14 +22,15 @@ written, with its case and neighbours, and names why the word does not name the 
   caption, where WordNet also has the word in that part of speech.
 - rare_sense: WordNet's tagged counts give every form the caption spells a commoner noun sense.
 - none_of_these: a fitted model says the word names none of its noun senses there: a name, a
-  sense WordNet lacks, a letter or abbreviation, a modifier (`filters.none_of_these`, with the
+  sense WordNet lacks, a letter or abbreviation, a modifier (`labels.none_of_these`, with the
   corpus's statistics of how the form is written).
 
 `pair_rule` returns the first rule that fires, in the order above, or None. The select stage
 runs it (`pair_rules`, through `check_rows`, which also counts the drops per class and rule for
 `imagenot why`) over each pair step 6 keeps, `imagenot senses` over its rows: one function,
 one answer. `caption_decision` is the whole verdict on a caption for a synset, as the build reaches
-it: a caption rule first (select), then sense contrast and the caption threshold (sample).
+it: a caption rule first (select), then the sense decision (`SenseDecision`: the word fits none of
+its senses, `none_of_these_fit`; another sense wins, `other_sense`) and the caption threshold (sample).
 """
 
 from __future__ import annotations
@@ -44,10 +45,12 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.filters.batches import Drops, require_column
-from imagenot.filters.none_of_these import NoneOfThese, none_of_these_scores
+from imagenot.filters.funnel import CAPTION_RULES_STEP
+from imagenot.labels.none_of_these import NoneOfThese, none_of_these_scores
 
-STEP = "caption_rules"
+STEP = CAPTION_RULES_STEP
 OTHER_SENSE = "other_sense"
+NONE_OF_THESE_FIT = "none_of_these_fit"  # the sense model's "none of these": another knob than select's rule
 BELOW_THRESHOLD = "below_threshold"
 KEPT = ""
 NONE_OF_THESE = "none_of_these"
@@ -62,6 +65,15 @@ RULES = (
     "rare_sense",
     NONE_OF_THESE,
 )
+
+# English function words that are also WordNet noun lemmas or their plurals ("a": the letter,
+# vitamin A, adenine; "in": inch, indium; "it": information technology; "as": plural of "a").
+# Matched, they would tag nearly every caption with synsets it is not about (the tag stage's
+# default `tagging.ignore_forms`); the caption rules never take one for a name.
+FUNCTION_WORDS = (
+    "a an i me he it us who in at as or so then while be am are do have one no none same more "
+    "least few much here there why out over down may might must will"
+).split()
 
 _WORD = re.compile(r"[^\W_]+")
 _SEPARATORS = r"[\W_]+"
@@ -312,24 +324,45 @@ def check_rows(
     return batch.filter(pa.array([rule is None for rule in fired])), dict(drops), dict(sorted(by_class.items()))
 
 
+@dataclass(frozen=True)
+class SenseDecision:
+    """The sense decision's floors (the pipeline's `Scoring.sense_decision()`); None tests nothing.
+    `margin`: the caption's score for its synset minus the best other noun sense's of its word must
+    reach it, else `other_sense`. `min_fit`: the best sense's fit where the word stands (the score
+    stage's `sense_fit`: the trained head's logit, the sentence method's similarity) must reach it,
+    else `none_of_these_fit`: the word names none of its senses there (a brand, a work, a sense
+    WordNet lacks), read from the sense model beside select's corpus-statistics rule."""
+
+    margin: float | None = None
+    min_fit: float | None = None
+
+
+SENSE_OFF = SenseDecision()  # no sense contrast: every scored caption stays
+
+
 def caption_decision(
     similarity: np.ndarray,
     margin: np.ndarray,
     threshold: float | None,
-    sense_margin: float | None,
+    sense: SenseDecision,
     rule: list[str | None] | None = None,
+    fit: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(passes, reason) per caption for the synset it is scored for. `rule`: the caption rule that
     drops each pair (`pair_rules`; None: none did, or rules not run); it names the reason first, as
-    select drops the pair before scoring. Then a sense margin (the caption's score for its synset
-    minus the best other noun sense's of the same word) under `sense_margin` is `other_sense`, and
-    a similarity under `threshold` `below_threshold`; a None threshold or margin tests nothing."""
+    select drops the pair before scoring. Then a `fit` under `sense.min_fit` is `none_of_these_fit`
+    (no sense of the word fits, so no other sense wins either), a margin under `sense.margin`
+    `other_sense`, and a similarity under `threshold` `below_threshold`."""
     similarity, margin = np.asarray(similarity, np.float32), np.asarray(margin, np.float32)
     reason = np.full(len(similarity), KEPT, object)
     if threshold is not None:
         reason[similarity < np.float32(threshold)] = BELOW_THRESHOLD
-    if sense_margin is not None:
-        reason[margin < np.float32(sense_margin)] = OTHER_SENSE
+    if sense.margin is not None:
+        reason[margin < np.float32(sense.margin)] = OTHER_SENSE
+    if sense.min_fit is not None:
+        if fit is None:
+            raise ValueError("caption_decision: a fit floor (min_fit) needs each caption's fit")
+        reason[np.asarray(fit, np.float32) < np.float32(sense.min_fit)] = NONE_OF_THESE_FIT
     if rule is not None:
         fired = np.array([name is not None for name in rule], bool)
         reason[fired] = np.array([name for name in rule if name is not None], object)

@@ -1,10 +1,11 @@
 """The word's sense read by a model trained for it (`scoring.sense_method: trained`).
 
-A head trained on SemCor's training documents (`sense_model/train.py`; the weights and what trained
-them in `sense_model/head.npz` and `head.json`): the word's contextual vector where it stands
-(`span_encoder.SpanEncoder`, as the context method reads it, with the encoder's top layers replaced
-by the head's tuned ones) against each noun sense's frozen gloss vector (the mean of the sense
-queries' embeddings, `sense_contrast.SenseQueries` with the head's templates). A sense's logit is
+A head trained on SemCor's training documents (`pipeline/score/train_sense_head.py`; the weights
+and what trained them in `labels/sense_model/head.npz` and `head.json`): the word's contextual
+vector where it stands (the word encoder the caller gives, the pipeline's `SpanEncoder` as the
+context method reads it, with its top layers replaced by the head's tuned ones: `tuned`) against
+each noun sense's frozen gloss vector (the mean of the sense queries' embeddings,
+`sentence.SenseQueries` with the head's templates). A sense's logit is
 `scale x cos(word, gloss) + gloss' W word`, W a learned 384 x 384 map; its score is the
 log-probability of a softmax over the word's senses, plus `scoring.sense_sentence_weight` x the
 sentence method's similarity (the caption's embedding against the sense's query texts, mean-pooled:
@@ -18,18 +19,37 @@ depend on the captions batched with it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
-from imagenot.pipeline.config.schema import Scoring
-from imagenot.pipeline.score.encoders import EncoderError, TextEncoder
-from imagenot.pipeline.score.sense_contrast import SenseQueries
-from imagenot.pipeline.score.sense_model.head import SenseHead, head_digest, load_head
-from imagenot.pipeline.score.span_encoder import SpanEncoder
+from imagenot.errors import ImagenotError
+from imagenot.labels.sense_model.head import SenseHead, head_digest, load_head
+from imagenot.labels.senses.encoders import TextEncoder, WordEncoder
+from imagenot.labels.senses.sentence import SenseQueries
+from imagenot.labels.senses.settings import SenseSettings
+from imagenot.labels.spans import form_spans
 from imagenot.wordnet.semcor import train_log_prior
 from imagenot.wordnet.senses import WordSenses, word_senses
-from imagenot.wordnet.spans import form_spans
+
+
+def check_encoder(head: SenseHead, encoder: TextEncoder) -> None:
+    """The head reads gloss vectors of the text encoder it was trained over, and no other."""
+    if encoder.model_id != head.encoder:
+        raise ImagenotError(
+            f"scoring.sense_method trained: its head was trained over {head.encoder!r}, "
+            f"not {encoder.model_id!r} (scoring.model); use that model or another sense method"
+        )
+
+
+def tuned(spans: WordEncoder, head: SenseHead) -> WordEncoder:
+    """The word encoder (over the head's `layers`) with the head's tuned top layers in place of the
+    model's own, its model id naming the weights."""
+    if head.tuned:
+        head.tune(spans.model)
+        spans.model_id += f"#head={head_digest()}"
+    return spans
 
 
 class TrainedSenses:
@@ -37,37 +57,23 @@ class TrainedSenses:
 
     def __init__(
         self,
-        scoring: Scoring,
+        settings: SenseSettings,
         encoder: TextEncoder,
-        threads: int = 1,
+        spans: WordEncoder,
         senses: WordSenses | None = None,
         head: SenseHead | None = None,
-        spans: SpanEncoder | None = None,
     ):
+        """`encoder`: the text encoder of the glosses (and captions); `spans`: the word encoder,
+        `tuned` with this head."""
         self.head = head or load_head()
-        if encoder.model_id != self.head.encoder:
-            raise EncoderError(
-                f"scoring.sense_method trained: its head was trained over {self.head.encoder!r}, "
-                f"not {encoder.model_id!r} (scoring.model); use that model or another sense method"
-            )
-        self.encoder = spans or self._tuned_spans(scoring, threads)
+        check_encoder(self.head, encoder)
+        self.encoder = spans
         self.senses = senses or word_senses()
-        self.glosses = SenseQueries(
-            scoring.model_copy(update={"sense_templates": list(self.head.templates), "sense_pooling": "mean"}),
-            encoder,
-            self.senses,
-        )
-        self.sentence_weight = scoring.sense_sentence_weight
-        self.prior = scoring.sense_prior
+        glosses = dataclasses.replace(settings, templates=self.head.templates, pooling="mean")
+        self.glosses = SenseQueries(glosses, encoder, self.senses)
+        self.sentence_weight = settings.sentence_weight
+        self.prior = settings.prior
         self._mapped: dict[str, np.ndarray] = {}  # wnid -> float64 (2, dim): the gloss vector and W' times it
-
-    def _tuned_spans(self, scoring: Scoring, threads: int) -> SpanEncoder:
-        """The span encoder with the head's tuned top layers in place of the model's own."""
-        spans = SpanEncoder(scoring.model, self.head.layers, scoring.max_length, scoring.batch_size, threads)
-        if self.head.tuned:
-            self.head.tune(spans.model)
-            spans.model_id += f"#head={head_digest()}"
-        return spans
 
     @property
     def embedded(self) -> int:

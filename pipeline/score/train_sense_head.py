@@ -1,6 +1,10 @@
-"""Train the sense head shipped in this folder (`head.npz`, `head.json`) on SemCor's training documents.
+"""Train the sense head the label library ships (`labels/sense_model/`: `head.npz`, `head.json`) on
+SemCor's training documents.
 
-    python -m imagenot.pipeline.score.sense_model.train [--epochs 1] [--seed 0] [--threads 2]
+    python -m imagenot.pipeline.score.train_sense_head [--epochs 1] [--seed 0] [--threads 2]
+
+The script lives beside the score stage's encoders, not beside the head: it loads the pipeline's
+span encoder, text encoder and embedding cache, which the label library only takes as arguments.
 
 BEM-style (Blevins & Zettlemoyer 2020), made cheap: the gloss side stays frozen (each noun sense's
 gloss vector: the mean embedding of its sense queries, `SenseQueries` with the default templates,
@@ -27,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
+from imagenot.labels.sense_model.head import HEAD_DIR, LAYER_PREFIX, save_head
+from imagenot.labels.senses.encoders import TextEncoder
+from imagenot.labels.senses.sentence import SenseQueries
 from imagenot.pipeline.config.schema import Scoring
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.encoders import TextEncoder
 from imagenot.pipeline.score.runtimes import lazy_encoder
-from imagenot.pipeline.score.sense_contrast import SenseQueries
-from imagenot.pipeline.score.sense_model.head import HEAD_DIR, LAYER_PREFIX, save_head
 from imagenot.pipeline.score.span_encoder import SpanEncoder, _pieces
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.semcor import SEMCOR_FILE, PolysemousRows, most_frequent_sense, polysemous_rows
@@ -154,7 +158,7 @@ class Trainer:
 def gloss_vectors(wnids: list[str], scoring: Scoring, text: TextEncoder, senses: WordSenses) -> dict[str, np.ndarray]:
     """wnid -> its unit gloss vector: the mean of its sense queries' embeddings (through the cache)."""
     encoder = CachedEncoder(text, cache_dir() / "embeddings")
-    vectors = SenseQueries(scoring, encoder, senses).vectors(wnids).mean(axis=1)
+    vectors = SenseQueries(scoring.sense_settings(), encoder, senses).vectors(wnids).mean(axis=1)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return dict(zip(wnids, vectors.astype(np.float32)))
 

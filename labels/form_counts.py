@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from imagenot.filters.none_of_these import MIN_LOWER_SHARE, STAT_KINDS, form_statistics
+from imagenot.labels.none_of_these import MIN_LOWER_SHARE, STAT_KINDS, form_statistics
 
 FormCounts = dict[str, dict[str, int]]  # kind (STAT_KINDS) -> form -> occurrences
 _SCREEN = 3  # a word's first letters screened once before the per-length lookups

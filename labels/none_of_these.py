@@ -27,7 +27,7 @@ logistic model combines, for one (caption, matched form, synset) pair:
 The weights are `none_of_these_model.py`, fit by `benchmarks/fit_none_of_these.py` on the judged
 real dev pairs; a pair whose probability reaches the threshold (`selection.caption_rules.
 none_of_these_threshold`) is dropped as `none_of_these`, counted like a caption rule
-(`filters.caption_rules`). `none_of_these_scores` gives the probability and the decision per pair
+(`labels.caption_rules`). `none_of_these_scores` gives the probability and the decision per pair
 to any caller (`imagenot senses`, the audit, the benchmarks).
 """
 

@@ -5,7 +5,9 @@ armstrong.n.02, Louis Armstrong, is an instance of trumpeter.n.01 and singer.n.0
 of mountain.n.01. 7,730 of WordNet 3.0's 82,115 noun synsets are instances. A class named after one
 collects paintings, book covers and posters of it, and sorts images by who someone is; none of
 ImageNet-1k's classes and none of the published ImageNot lists' is an instance synset.
-`selection.instance_synsets: true` keeps them.
+`selection.instance_synsets: true` keeps them. The rule is the label decision's (a class named
+after an individual is a wrong label for every image of it); the select stage hands it to
+`filters.select.select_synsets`, which runs it in the funnel's order.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from imagenot.filters.removal import Removal
+from imagenot.filters.select import INSTANCE_STEP
 from imagenot.wordnet.index import NounIndex
 
-STEP = "instance_synsets"
+STEP = INSTANCE_STEP
 REASON = "instance_synset"
 NAMED = 3  # classes named in a removal's detail
 

@@ -1,13 +1,14 @@
 """The word read where it stands: each noun sense of a caption's word scored against the word's
 contextual embedding in the caption (`scoring.sense_method: context`).
 
-The matched surface form's span in the caption (`wordnet.spans.find_span`, the tagger's
-normalisation) is embedded with the caption around it (`span_encoder.SpanEncoder`: the mean of
-its word pieces over the last `scoring.sense_layers` layers), and a sense's score is its cosine
-with the sense's vector (`sense_vectors`: SemCor's training documents, hypernym back-off) plus
+The matched surface form's span in the caption (`labels.spans.find_span`, the tagger's
+normalisation) is embedded with the caption around it by the word encoder the caller gives (the
+pipeline's `span_encoder.SpanEncoder`: the mean of its word pieces over the last
+`scoring.sense_layers` layers), and a sense's score is its cosine with the sense's vector (the
+pipeline's `sense_vectors`: SemCor's training documents, hypernym back-off) plus
 `scoring.sense_prior` x log P(sense | word) from WordNet's tagged counts; its fit is the score
 without the prior. `scoring.sense_method: both` adds the sentence method's similarity (the
-caption's embedding against the sense's query texts, `sense_contrast.SenseQueries`) to the
+caption's embedding against the sense's query texts, `sentence.SenseQueries`) to the
 cosine. Scores are computed row by row in float64 (np.einsum, no BLAS), so a caption's scores do
 not depend on the captions batched with it.
 """
@@ -18,12 +19,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from imagenot.pipeline.config.schema import Scoring
-from imagenot.pipeline.score.sense_contrast import SenseQueries
-from imagenot.pipeline.score.sense_vectors import SenseVectors, load_sense_vectors
-from imagenot.pipeline.score.span_encoder import SpanEncoder
+from imagenot.labels.senses.encoders import SenseVectorTable, WordEncoder
+from imagenot.labels.senses.sentence import SenseQueries
+from imagenot.labels.senses.settings import SenseSettings
+from imagenot.labels.spans import form_spans
 from imagenot.wordnet.senses import WordSenses, word_senses
-from imagenot.wordnet.spans import form_spans
 
 
 class ContextSenses:
@@ -32,18 +32,15 @@ class ContextSenses:
 
     def __init__(
         self,
-        scoring: Scoring,
-        threads: int = 1,
+        settings: SenseSettings,
+        encoder: WordEncoder,
+        vectors: SenseVectorTable,
         senses: WordSenses | None = None,
-        encoder: SpanEncoder | None = None,
-        vectors: SenseVectors | None = None,
         sentence: SenseQueries | None = None,
     ):
-        self.encoder = encoder or SpanEncoder(
-            scoring.model, scoring.sense_layers, scoring.max_length, scoring.batch_size, threads
-        )
-        self.vectors = vectors or load_sense_vectors(self.encoder)
-        self.prior = scoring.sense_prior
+        self.encoder = encoder
+        self.vectors = vectors
+        self.prior = settings.prior
         self.senses = senses or word_senses()
         self.sentence = sentence
 

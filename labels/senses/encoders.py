@@ -1,0 +1,35 @@
+"""What the sense scorers take from their caller: a text encoder (sentences and sense queries) and
+a word encoder (the word's vector where it stands). The pipeline's encoders (`pipeline/score/
+encoders.py`, `span_encoder.py`, the embedding cache) are such; the library loads no model itself."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+
+class TextEncoder(Protocol):
+    model_id: str  # stable across runs and machines: keys the embedding cache
+    dim: int
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """float32 array (len(texts), dim), each row L2-normalised, row i for texts[i]."""
+        ...
+
+
+class WordEncoder(Protocol):
+    model_id: str
+    dim: int
+    model: object  # the torch model, whose layers the trained head replaces
+
+    def encode_spans(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> np.ndarray:
+        """float32 (len(texts), dim), row i the unit vector of texts[i][start:end] for spans[i]."""
+        ...
+
+
+class SenseVectorTable(Protocol):
+    def vector(self, wnid: str) -> np.ndarray:
+        """A noun synset's unit vector (float32) for the context method."""
+        ...
