@@ -53,11 +53,26 @@ STAGES = ("tag", "select", "score", "rank", "sample")
 SHARD_ROWS = 100_000
 LAION_2B_EN_ROWS = 2_322_161_808  # LAION-2B-en, English subset of LAION-5B
 LAION_SHARD_ROWS = 1_000_000  # assumed: about 2,300 parquet shards
+# The projection's fleet: Dataflow's workers, each `--project-processes` stage processes (placeholders: the plan reads
+# only the runner's kind and accelerator from them)
+DATAFLOW = {"project": "p", "region": "r", "temp_location": "gs://b/tmp", "worker_image": "w"}
 MODEL = "packaged:all-MiniLM-L6-v2"
 FIRST_PASS_CAPTIONS = 50
+# N: the captions the first pass scores per candidate over the images a class needs is what score
+# costs per final image (f x candidates that may become classes / (K x N)); 100 keeps f / N = 0.5
+# near the defaults' 0.2 (f 200, N 1,000). Earlier turns ran N = 20 (f / N = 2.5).
+IMAGES_PER_CLASS = 100
 
 
-def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, first_phase: str = "off") -> dict:
+def bench_config(
+    rows: int,
+    corpus_dir: Path,
+    cache_dir: Path,
+    workers: int,
+    first_phase: str = "off",
+    images_per_class: int = IMAGES_PER_CLASS,
+    sense_method: str = "sentence",
+) -> dict:
     return {
         "corpus": {"paths": [str(corpus_dir / "part-*.parquet")]},
         "selection": {"min_captions": max(1, rows // 1000)},
@@ -65,9 +80,10 @@ def bench_config(rows: int, corpus_dir: Path, cache_dir: Path, workers: int, fir
             "first_pass_captions": FIRST_PASS_CAPTIONS,
             "cache_dir": str(cache_dir),
             "first_phase": first_phase,
+            "sense_method": sense_method,
         },
         "ranking": {"classes": 100, "top_n": 10},
-        "sampling": {"images_per_class": 20, "test_per_class": 2},
+        "sampling": {"images_per_class": images_per_class, "test_per_class": 2},
         "runner": {"workers": workers},
     }
 
@@ -136,20 +152,40 @@ def measure_stage(stage: str, config_path: Path, run_dir: Path) -> dict:
     }
 
 
-def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...] = ()) -> dict:
+def bench_size(
+    rows: int,
+    workers: int,
+    root: Path,
+    first_phases: tuple[str, ...] = (),
+    images_per_class: int = IMAGES_PER_CLASS,
+    sense_methods: tuple[str, ...] = (),
+    corpora: Path | None = None,
+) -> dict:
     """Every stage with `scoring.first_phase: off`; then, for each of `first_phases`, rank and
     sample again on a copy of the run's tag, select and score (and of the embedding cache as
-    score left it), so each mode's rank meets the same cache."""
+    score left it), so each mode's rank meets the same cache; for each of `sense_methods`, score
+    again on a copy of tag and select with that `scoring.sense_method` (the encoder's captions
+    cached: its sense CPU per scored caption is the figure). The corpus is kept in `corpora` when
+    given (reused if there)."""
     from imagenot.pipeline.corpus.synth import synth_corpus
     from imagenot.pipeline.run import layout
 
-    corpus_dir, run_dir, cache_dir = root / f"corpus-{rows}", root / f"run-{rows}", root / f"embeddings-{rows}"
+    corpus_dir = (corpora or root) / f"corpus-{rows}"
+    run_dir, cache_dir = root / f"run-{rows}", root / f"embeddings-{rows}"
     run_dir.mkdir(parents=True)
     started = time.perf_counter()
-    synth_corpus(corpus_dir, rows=rows, seed=0, shard_rows=SHARD_ROWS)
-    print(f"{rows} rows: corpus written in {time.perf_counter() - started:.1f} s (not timed below)", flush=True)
-    config_path = run_dir / "bench_config.yaml"
-    config_path.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, cache_dir, workers)))
+    if not (corpus_dir / "ground_truth.parquet").exists():
+        synth_corpus(corpus_dir, rows=rows, seed=0, shard_rows=SHARD_ROWS)
+    print(f"{rows} rows: corpus ready in {time.perf_counter() - started:.1f} s (not timed below)", flush=True)
+
+    def config_file(folder: Path, cache: Path, mode: str = "off", sense_method: str = "sentence") -> Path:
+        path = folder / "bench_config.yaml"
+        path.write_text(
+            yaml.safe_dump(bench_config(rows, corpus_dir, cache, workers, mode, images_per_class, sense_method))
+        )
+        return path
+
+    config_path = config_file(run_dir, cache_dir)
     stages = {}
     for stage in STAGES:
         if stage == "rank":  # the cache as score left it, for the other modes' rank
@@ -161,14 +197,28 @@ def bench_size(rows: int, workers: int, root: Path, first_phases: tuple[str, ...
         mode_dir, mode_cache = root / f"run-{rows}-{mode}", root / f"embeddings-{rows}-{mode}"
         for stage in STAGES[: STAGES.index("rank")]:
             shutil.copytree(run_dir / stage, mode_dir / stage)
-        mode_config = mode_dir / "bench_config.yaml"
-        mode_config.write_text(yaml.safe_dump(bench_config(rows, corpus_dir, mode_cache, workers, mode)))
+        mode_config = config_file(mode_dir, mode_cache, mode)
         modes[mode] = {stage: _measure_printed(stage, mode_config, mode_dir, mode) for stage in ("rank", "sample")}
+    senses = {}
+    for method in sense_methods:
+        method_dir = root / f"run-{rows}-{method}"
+        for stage in ("tag", "select"):
+            shutil.copytree(run_dir / stage, method_dir / stage)
+        method_config = config_file(method_dir, cache_dir, sense_method=method)
+        senses[method] = _measure_printed("score", method_config, method_dir, method)
     ranked = {"off": run_dir, **{mode: root / f"run-{rows}-{mode}" for mode in first_phases}}
     distinct = {
         "rank": {mode: distinct_captions(folder / layout.RANK / layout.SCORED_DIR) for mode, folder in ranked.items()}
     }
-    return {"rows": rows, "stages": stages, "first_phase": modes, "distinct_captions": distinct}
+    return {
+        "rows": rows,
+        "workers": workers,
+        "images_per_class": images_per_class,
+        "stages": stages,
+        "first_phase": modes,
+        "sense_methods": senses,
+        "distinct_captions": distinct,
+    }
 
 
 def distinct_captions(folder: Path) -> int:
@@ -216,7 +266,6 @@ def scale(results: list[dict]) -> dict:
     sizes = {}
     for r in results:
         stages, figures = r["stages"], {stage: r["stages"][stage]["figures"] for stage in STAGES}
-        scored = figures["score"]["rows_scored"]
         per_image = {
             mode: _embedded_per_image(figures["score"], by_stage["rank"]["figures"], by_stage["sample"]["figures"])
             for mode, by_stage in {"off": stages, **r["first_phase"]}.items()
@@ -226,9 +275,10 @@ def scale(results: list[dict]) -> dict:
             "peak_rss_mb": {stage: stages[stage]["peak_rss_mb"] for stage in STAGES},
             "tag_select_us_per_row": round(figures["tag"]["cpu_us_per_row"] + figures["select"]["cpu_us_per_row"], 2),
             "captions_embedded_per_image": per_image,
-            "sense_us_per_scored_caption": (
-                round(figures["score"].get("sense_cpu_seconds", 0) / scored * 1e6, 1) if scored else None
-            ),
+            "sense_us_per_scored_caption": {
+                method: _sense_us(score["figures"])
+                for method, score in {"sentence": stages["score"], **r.get("sense_methods", {})}.items()
+            },
         }
     marginal = {
         f"{b['rows']}-{a['rows']}": {
@@ -241,6 +291,12 @@ def scale(results: list[dict]) -> dict:
         for a, b in zip(results, results[1:])
     }
     return {"sizes": sizes, "marginal_us_per_row": marginal}
+
+
+def _sense_us(score: dict) -> float | None:
+    """The sense contrast's CPU microseconds per caption the score stage scored."""
+    scored = score["rows_scored"]
+    return round(score.get("sense_cpu_seconds", 0) / scored * 1e6, 1) if scored else None
 
 
 def _embedded_per_image(score: dict, rank: dict, sample: dict) -> float | None:
@@ -286,7 +342,8 @@ def stage_work(results: list[dict]) -> list[str]:
         score, rank = r["stages"]["score"]["figures"], r["stages"]["rank"]["figures"]
         select = r["stages"]["select"]["figures"]
         lines.append(
-            f"{r['rows']:,} rows: {select['candidates']} candidates; score: {score['rows_scored']:,} first-pass "
+            f"{r['rows']:,} rows: {select['candidates']} candidates ({score.get('candidates_unscored', 0)} unable to "
+            f"become classes, not scored); score: {score['rows_scored']:,} first-pass "
             f"captions ({score['captions_embedded']:,} embedded); rank: {rank['classes']} classes, "
             f"{rank['rows_scored']:,} captions scored ({rank['captions_embedded']:,} embedded)"
         )
@@ -311,10 +368,12 @@ def first_phase_table(results: list[dict], modes: tuple[str, ...]) -> str:
 
 
 def measured_rates(results: list[dict]):
-    """`imagenot plan`'s Rates as this run measured them (first_phase off; CPU seconds of one
-    stage process; least squares over the sizes, so at least two).
+    """`imagenot plan`'s Rates as this run measured them (first_phase off; CPU seconds of a stage
+    with its local workers; least squares over the sizes, so at least two).
 
-    tag, select, sample: fixed + per row (sample reads one rank shard per corpus shard). rank:
+    tag and select: per row (their fixed parts are the Rates', measured apart on a tiny corpus:
+    a fit's intercept from two large sizes is mostly noise). sample: fixed + per row (it reads one
+    rank shard per corpus shard). rank:
     fixed + embedded captions / R, which gives R, the encoder's embedded captions per CPU second;
     score: fixed + per row (its hash of every selected row) + embedded / R. With first_phase
     static: the class captions over the CPU seconds rank spent beyond its fixed part and its
@@ -323,7 +382,7 @@ def measured_rates(results: list[dict]):
     candidates x first-pass captions (fill), the captions score did not embed in a fresh cache
     (first-pass duplicates), the repeats among the classes' captions in rank (class duplicates),
     one class's captions per corpus row."""
-    from imagenot.pipeline.plan.estimate import Rates
+    from imagenot.pipeline.plan.estimate import Rates, local_worker_processes
 
     def fit(x: list[float], y: list[float]) -> tuple[float, float]:
         slope, fixed = np.polyfit(x, y, 1)
@@ -336,7 +395,7 @@ def measured_rates(results: list[dict]):
         return [r["stages"][stage]["figures"][key] for r in results]
 
     rows = [r["rows"] for r in results]
-    (tag_fixed, tag_slope), (select_fixed, select_slope) = fit(rows, cpu("tag")), fit(rows, cpu("select"))
+    (_, tag_slope), (_, select_slope) = fit(rows, cpu("tag")), fit(rows, cpu("select"))
     rank_fixed, seconds_per_caption = fit(figure("rank", "captions_embedded"), cpu("rank"))
     score_cpu = [c - e * seconds_per_caption for c, e in zip(cpu("score"), figure("score", "captions_embedded"))]
     score_fixed, score_slope = fit(rows, score_cpu)
@@ -348,15 +407,15 @@ def measured_rates(results: list[dict]):
         r["rows"]: r["stages"]["rank"]["figures"]["rows_scored"] / r["stages"]["rank"]["figures"]["classes"]
         for r in results
     }
+    # a fixed part measured in one process stands for the command's process and each worker's alike
+    processes = 1 + local_worker_processes(results[0].get("workers", 1))
     rates = dict(
-        tag_fixed_s=round(tag_fixed, 1),
         tag_us_per_row=round(tag_slope * 1e6, 1),
-        select_fixed_s=round(select_fixed, 1),
         select_us_per_row=round(select_slope * 1e6, 1),
-        score_fixed_s=round(score_fixed, 1),
+        score_fixed_s=round(score_fixed / processes, 1),
         score_us_per_row=round(score_slope * 1e6, 1),
-        rank_fixed_s=round(rank_fixed, 1),
-        sample_fixed_s=round(sample_fixed, 2),
+        rank_fixed_s=round(rank_fixed / processes, 1),
+        sample_fixed_s=round(sample_fixed / processes, 2),
         sample_us_per_row=round(sample_slope * 1e6, 2),
         encoder_captions_per_s=round(1 / seconds_per_caption, 1),
         first_pass_fill=round(
@@ -418,6 +477,7 @@ def projection(results: list[dict], args: argparse.Namespace) -> dict[str, dict]
                     "scoring": {"first_pass_captions": args.project_first_pass, "first_phase": mode},
                     "ranking": {"classes": args.project_classes},
                     "sampling": {"images_per_class": args.project_images},
+                    "runner": {"kind": "dataflow", "dataflow": DATAFLOW},
                 }
             ),
             LAION_2B_EN_ROWS,
@@ -454,6 +514,15 @@ def main() -> None:
         choices=["static"],
         help="also run rank and sample with this scoring.first_phase (off is always run)",
     )
+    parser.add_argument("--images-per-class", type=int, default=IMAGES_PER_CLASS, help="N (sampling.images_per_class)")
+    parser.add_argument(
+        "--sense-methods",
+        nargs="*",
+        default=[],
+        choices=["context", "both", "trained"],
+        help="also run score with this scoring.sense_method (sentence is always run): its CPU per scored caption",
+    )
+    parser.add_argument("--corpora", help="keep the corpora here and reuse those already written (default: in --tmp)")
     parser.add_argument("--tmp", help="where the temporary folder for corpora and runs goes (removed at the end)")
     parser.add_argument("--in-process", action="store_true", help="run the stages in this process (a smoke run)")
     parser.add_argument("--child", nargs=4, metavar=("STAGE", "CONFIG", "RUN", "RESULT"), help=argparse.SUPPRESS)
@@ -465,15 +534,26 @@ def main() -> None:
 
     print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-        results = [bench_size(rows, args.workers, Path(tmp), tuple(args.first_phase)) for rows in sorted(args.rows)]
+        results = [
+            bench_size(
+                rows,
+                args.workers,
+                Path(tmp),
+                tuple(args.first_phase),
+                args.images_per_class,
+                tuple(args.sense_methods),
+                Path(args.corpora) if args.corpora else None,
+            )
+            for rows in sorted(args.rows)
+        ]
     print(f"end: {load_text()}\n")
     print(table(results))
     scaled = scale(results)
     for rows, figures in scaled["sizes"].items():
         print(
             f"{int(rows):,} rows: tag + select {figures['tag_select_us_per_row']} cpu us a row; captions embedded "
-            f"per image by first_phase {figures['captions_embedded_per_image']}; sense contrast "
-            f"{figures['sense_us_per_scored_caption']} cpu us per scored caption"
+            f"per image by first_phase {figures['captions_embedded_per_image']}; sense contrast's cpu us per caption "
+            f"score scored, by sense_method {figures['sense_us_per_scored_caption']}"
         )
     for sizes, by_stage in scaled["marginal_us_per_row"].items():
         print(f"marginal cpu us a row, {sizes} rows: " + ", ".join(f"{k} {v}" for k, v in by_stage.items()))

@@ -4,8 +4,8 @@ For each corpus size, bench_build's measured build (`bench_size`: the same synth
 settings and one-process-per-stage measurement as "Build scale" in benchmarks/README.md), with
 rank and sample run again with `scoring.first_phase: static` on a copy of the run; then
 `make_plan` on the same config. What only a build can know is taken from the run: the
-candidates select kept and the classes rank chose. The plan is for one process (1 worker, 1
-process per worker, 1 vCPU), so a stage's `process_seconds` is its CPU seconds here.
+candidates select kept and the classes rank chose. The plan is for the run's local workers, billed
+at 1 vCPU a process, so a stage's `process_seconds` is its CPU seconds here, workers included.
 
 Printed: one JSON line per size and first-phase mode, each figure as [plan, measured,
 plan/measured], and the largest miss. `--save FILE` keeps the measured runs (JSON), and
@@ -53,11 +53,13 @@ def compare(result: dict, mode: str, rates: Rates) -> dict:
     rows = result["rows"]
     measured = {**result["stages"], **result["first_phase"].get(mode, {})}
     figures = {stage: m["figures"] for stage, m in measured.items()}
-    settings = bench_config(rows, Path("corpus"), Path("cache"), 1, mode)
+    n = result.get("images_per_class", 20)  # runs saved before bench_build recorded N ran N = 20
+    workers = result.get("workers", 1)
+    settings = bench_config(rows, Path("corpus"), Path("cache"), workers, mode, n)
     settings["ranking"]["classes"] = figures["rank"]["classes"]  # known only after rank
     config = Config.model_validate(settings)
     rates = replace(rates, candidates=figures["select"]["candidates"], **ONE_PROCESS)  # known only after select
-    plan = make_plan(config, rows, math.ceil(rows / SHARD_ROWS), rates, workers=1)["stages"]
+    plan = make_plan(config, rows, math.ceil(rows / SHARD_ROWS), rates, workers)["stages"]
     pairs = {
         "tag_rows": (plan["tag"]["work"]["rows"], figures["tag"]["rows_read"]),
         "score_captions": (plan["score"]["work"]["captions_scored"], figures["score"]["rows_scored"]),

@@ -63,6 +63,20 @@ def test_the_plan_counts_rows_from_the_footers_and_prices_each_stage(corpus, tmp
     assert not (tmp_path / "run").exists()  # the write probe is gone, and the folder it made
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_local_plan_counts_the_command_process_and_each_local_worker_once(corpus, tmp_path, workers):
+    """Locally each worker is one process (not Dataflow's processes per worker), and one worker runs
+    in the command's process: tag's fixed CPU is its driver part plus its part per worker process."""
+    config = _config(tmp_path, corpus={"paths": [str(corpus / "part-*.parquet")]}, runner={"workers": workers})
+    result = invoke(plan_command, ["--config", config, "--sample", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    rates, tag = plan["assumptions"], plan["stages"]["tag"]
+    apart = workers if workers > 1 else 0
+    fixed = rates["tag_driver_s"] + rates["tag_fixed_s"] * apart
+    assert tag["process_seconds"] == round(fixed + 700 * rates["tag_us_per_row"] / 1e6, 1)
+
+
 def test_a_gpu_moves_the_encoder_work_to_gpu_hours(tmp_path):
     dataflow = {
         "project": "p",
@@ -267,7 +281,8 @@ def test_the_plan_projects_from_the_cpu_a_build_measured(small_run, tmp_path):
     plan = json.loads(result.output)
     assumed = plan["assumptions"]
     for stage in ("tag", "select", "sample"):  # the build's CPU per corpus row, less its one process's fixed part
-        own = max(summary[stage]["cpu_seconds"] - assumed[f"{stage}_fixed_s"], 0)
+        driver = assumed.get(f"{stage}_driver_s", assumed[f"{stage}_fixed_s"])  # one local worker: no other process
+        own = max(summary[stage]["cpu_seconds"] - driver, 0)
         assert assumed[f"{stage}_us_per_row"] == round(own / 12_000 * 1e6, 2), stage
     for stage, figures in plan["stages"].items():  # each stage's CPU as summary.json gives a build's
         assert figures["rows"] == 12_000, stage

@@ -44,11 +44,17 @@ def _kept(run_dir):
     return json.loads((run_dir / "select" / "select_tally.json").read_text())["kept"]
 
 
+def _rankable(run_dir):
+    from imagenot.pipeline.score.stage import rankable
+
+    return rankable(_config(None), json.loads((run_dir / "select" / "select_tally.json").read_text()))
+
+
 def test_first_pass_scores_at_most_m_captions_per_synset(ranked_run):
     run_dir, _, first, _, _ = ranked_run
     table = pq.read_table(run_dir / "score" / "first_pass")
     per_synset = dict(zip(*[c.to_pylist() for c in pc.value_counts(table.column("wnid")).flatten()]))
-    assert per_synset == {w: min(n, FIRST_PASS) for w, n in _kept(run_dir).items()}
+    assert per_synset == {w: min(n, FIRST_PASS) for w, n in _kept(run_dir).items() if w in _rankable(run_dir)}
     assert first["rows_scored"] == table.num_rows
     assert 0 < first["captions_embedded"] <= table.num_rows  # duplicates are embedded once
     scores = table.column("gloss_similarity").to_numpy()
@@ -77,6 +83,35 @@ def test_classes_are_the_best_k_above_the_threshold(ranked_run):
         "score",
         "rank",
     ]
+
+
+def test_only_candidates_that_can_become_classes_are_scored_and_the_ranking_is_the_same(ranked_run, tmp_path):
+    """The first pass leaves out the candidates rank drops whatever their score (too few captions, or
+    too few passing the caption rules); rank gives them the same fates, and the same classes and
+    scores come out as when every candidate is scored (ranking.min_pass_share 0 in score, then rank
+    with the run's settings)."""
+    from imagenot.pipeline.commands.why import why
+    from imagenot.pipeline.rank.stage import write_class_list
+
+    run_dir, cache, first, ranking, _ = ranked_run
+    left_out = sorted(set(_kept(run_dir)) - set(_rankable(run_dir)))
+    assert left_out and first["candidates_unscored"] == len(left_out)
+    assert not set(left_out) & set(pq.read_table(run_dir / "score" / "first_pass").column("wnid").to_pylist())
+    assert {ranking.dropped[w] for w in left_out} == {"low_pass_share"}
+    rows = (run_dir / "rank" / "ranking.tsv").read_text().splitlines()[1:]
+    assert {line.split("\t")[0] for line in rows if line.split("\t")[2] == ""} == set(left_out)
+    assert "dropped at step 'rank' (low_pass_share)" in invoke(why, [left_out[0], "--run", str(run_dir)]).output
+
+    every = tmp_path / "run"
+    for stage in ("tag", "select"):
+        shutil.copytree(run_dir / stage, every / stage)
+    config = _config(cache)
+    score_all = config.model_copy(update={"ranking": config.ranking.model_copy(update={"min_pass_share": 0.0})})
+    assert run_in_folder(declared("score"), score_all, str(every))["candidates_unscored"] == 0
+    (every / "rank").mkdir()
+    scored_all, _ = write_class_list(config, str(every), str(every / "rank"))
+    assert scored_all.classes == ranking.classes and scored_all.dropped == ranking.dropped
+    assert {w: s for w, s in scored_all.scores.items() if w not in left_out} == ranking.scores
 
 
 def test_every_caption_of_the_classes_is_scored(ranked_run):
@@ -152,6 +187,8 @@ def test_the_wnid_filter_holds_for_every_batch_of_a_shard(tmp_path):
     pq.write_table(pa.table({"row_id": [f"0:{i}" for i in range(rows)], "wnid": wnids}), path)
     found = smallest_keys(str(path), 5, seed=7, wnids=pa.array(["n01", "n02"]))
     assert {w: len(keys) for w, keys in found.items()} == {"n01": 5, "n02": 1}
+    only_n03 = smallest_keys(str(path), 5, seed=7, wnids=pa.array(["n03"]))  # the first batch filtered to no rows
+    assert only_n03 == {"n03": smallest_keys(str(path), 5, seed=7)["n03"]}
 
 
 def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path):

@@ -242,7 +242,7 @@ class Run:
                 f"score {row['score']}, place {passing.index(wnid) + 1:,} of {len(passing):,} synsets that passed; "
                 f"only the best {c.ranking.classes:,} become classes (ranking.classes)"
             )
-        return f"score {row['score']}"
+        return f"score {row['score']}" if row["score"] else "not scored (it could not become a class)"
 
     def pass_share(self, wnid: str) -> str | None:
         """A scored candidate's estimated share of captions that use its word in its sense."""

@@ -33,16 +33,23 @@ class Rates:
     benchmarks/README.md, "`imagenot plan` beside these measurements"); what only a build can know
     (candidates) and prices are stated guesses."""
 
-    # CPU seconds of one stage process: a fixed part (process, WordNet, model and Beam start)
-    # plus a part per corpus row (tag, select; score hashes every selected row; sample reads one
-    # rank shard per corpus shard), and the encoders' rates (measured per CPU second of a stage).
-    # tag and select: fitted to bench_build's 1M and 4M realistic rows with 2 local workers (summary.json's CPU,
-    # the workers' included; the fixed part per worker process; benchmarks/README.md, "Tag and select at real
-    # caption density")
-    tag_fixed_s: float = 4.6
-    tag_us_per_row: float = 9.7
-    select_fixed_s: float = 9.8  # two Beam jobs, WordNet and the caption rules in each worker
-    select_us_per_row: float = 16.2
+    # CPU seconds of a stage: a fixed part plus a part per corpus row (tag, select; score hashes
+    # every selected row; sample reads one rank shard per corpus shard), and the encoders' rates
+    # (measured per CPU second of a stage). The fixed part (`fixed_cpu_seconds`): the command's own
+    # process's (`<stage>_driver_s`: Beam's start, and the whole stage's start when one local worker
+    # runs in that process) plus, for each worker process of its own, `<stage>_fixed_s`
+    # (interpreter, Beam, WordNet, the stage's tables or model). tag and select: fixed parts
+    # measured on 2,000 rows with one and two local workers, per-row rates bench_build's marginal
+    # CPU between 1M and 4M realistic rows (summary.json's CPU, the workers' included;
+    # benchmarks/README.md, "Score bounded by the candidates that can become classes"), all at load
+    # 15-20 on 2 cores. The other stages' fixed parts were measured in one process: their driver
+    # part is taken as the same.
+    tag_driver_s: float = 3.2
+    tag_fixed_s: float = 5.2
+    tag_us_per_row: float = 9.2
+    select_driver_s: float = 4.9
+    select_fixed_s: float = 6.4  # two Beam jobs: each worker process starts twice (WordNet, the caption rules)
+    select_us_per_row: float = 20.6  # at load 16-19 (16.2 at 9-14, about 13 at 5): contention inflates CPU
     score_fixed_s: float = 6.4
     score_us_per_row: float = 1.3
     rank_fixed_s: float = 5.0
@@ -86,15 +93,27 @@ class Rates:
 ROW_STAGES = ("tag", "select", "sample")  # the stages whose CPU grows with the corpus rows alone
 
 
+def fixed_cpu_seconds(rates: Rates, stage: str, worker_processes: int) -> float:
+    """A stage's fixed CPU seconds: its command's process's, and `worker_processes` worker
+    processes' of its own (none when one local worker runs in the command's process)."""
+    fixed = getattr(rates, f"{stage}_fixed_s")
+    return getattr(rates, f"{stage}_driver_s", fixed) + fixed * worker_processes
+
+
+def local_worker_processes(workers: int) -> int:
+    """The worker processes of their own a local run starts: one worker runs in the command's process."""
+    return workers if workers > 1 else 0
+
+
 def rates_measured_by(summary: dict, workers: int, rates: Rates) -> Rates:
     """`rates` with the per-row CPU of tag, select and sample as a finished build measured them
-    (its `summary.json`: each stage's CPU seconds, less the fixed part of its `workers` processes,
-    over its corpus rows); a stage the build did not record keeps its rate."""
+    (its `summary.json`: each stage's CPU seconds, less the fixed part of a run with `workers`
+    local workers, over its corpus rows); a stage the build did not record keeps its rate."""
     measured = {}
     for stage in ROW_STAGES:
         figures = summary.get(stage, {})
         if figures.get("rows") and "cpu_seconds" in figures:
-            own = figures["cpu_seconds"] - getattr(rates, f"{stage}_fixed_s") * workers
+            own = figures["cpu_seconds"] - fixed_cpu_seconds(rates, stage, local_worker_processes(workers))
             measured[f"{stage}_us_per_row"] = round(max(own, 0.0) / figures["rows"] * 1e6, 2)
     return replace(rates, **measured)
 
@@ -174,7 +193,7 @@ class _Billing:
 
     rates: Rates
     rows: int
-    processes: int  # stage processes at once: the fleet's, at most one a shard
+    processes: int  # worker processes of their own: the fleet's, at most one a shard; locally the workers'
     gpu: bool
 
     def hours(self, cpu_seconds: float, embedded: int = 0) -> dict:
@@ -193,9 +212,12 @@ class _Billing:
             "gpu_hours": gpu_hours,
         }
 
-    def per_row(self, fixed_s: float, us_per_row: float) -> float:
-        """CPU seconds of a stage over every corpus row: per row, and a fixed part per process."""
-        return us_per_row * self.rows / 1e6 + fixed_s * self.processes
+    def per_row(self, stage: str, us_per_row: float) -> float:
+        """CPU seconds of a stage over every corpus row: per row, and its fixed part."""
+        return us_per_row * self.rows / 1e6 + self.fixed(stage)
+
+    def fixed(self, stage: str) -> float:
+        return fixed_cpu_seconds(self.rates, stage, self.processes)
 
 
 def make_plan(
@@ -209,7 +231,11 @@ def make_plan(
     """Per stage: the work, the Beam jobs it submits and its vCPU- and GPU-hours (`class_sizes`:
     `caption_work`'s); and their totals and cost."""
     gpu = config.runner.kind == "dataflow" and config.runner.dataflow.scoring_accelerator is not None
-    bill = _Billing(rates, rows, min(workers * rates.processes_per_worker, shards), gpu)
+    if config.runner.kind == "local":  # each local worker is one process (Beam starts them all)
+        processes = local_worker_processes(workers)
+    else:
+        processes = min(workers * rates.processes_per_worker, shards)
+    bill = _Billing(rates, rows, processes, gpu)
     stages = _stages_to_sample(config, caption_work(config, rows, rates, class_sizes), shards, bill)
     traffic_usd = 0.0
     if config.download.enabled:
@@ -241,12 +267,12 @@ def _stages_to_sample(config: Config, work: dict, shards: int, bill: _Billing) -
         "tag": {
             "work": {"rows": rows, "shards": shards},
             "jobs": 1,
-            **bill.hours(bill.per_row(rates.tag_fixed_s, rates.tag_us_per_row)),
+            **bill.hours(bill.per_row("tag", rates.tag_us_per_row)),
         },
         "select": {
             "work": {"rows": rows},
             "jobs": 2,
-            **bill.hours(bill.per_row(rates.select_fixed_s, rates.select_us_per_row)),
+            **bill.hours(bill.per_row("select", rates.select_us_per_row)),
         },
         "score": {
             "work": {
@@ -255,13 +281,13 @@ def _stages_to_sample(config: Config, work: dict, shards: int, bill: _Billing) -
                 "captions_to_embed": work["score_embedded"],
             },
             "jobs": 2,
-            **bill.hours(bill.per_row(rates.score_fixed_s, rates.score_us_per_row), work["score_embedded"]),
+            **bill.hours(bill.per_row("score", rates.score_us_per_row), work["score_embedded"]),
         },
         "rank": _rank_stage(config, work, bill),
         "sample": {
             "work": {"images": config.ranking.classes * config.sampling.images_per_class},
             "jobs": 1,
-            **bill.hours(bill.per_row(rates.sample_fixed_s, rates.sample_us_per_row)),
+            **bill.hours(bill.per_row("sample", rates.sample_us_per_row)),
         },
     }
 
@@ -274,7 +300,7 @@ def _rank_stage(config: Config, work: dict, bill: _Billing) -> dict:
         "captions_scored": work["rank_captions"],
         "captions_to_embed": work["rank_embedded"],
     }
-    rank_cpu = rates.rank_fixed_s * bill.processes
+    rank_cpu = bill.fixed("rank")
     pass_rate = {"static": rates.static_captions_per_s, "priority": rates.priority_pass_captions_per_s}.get(
         config.scoring.first_phase
     )

@@ -132,7 +132,7 @@ def sampled_plan(config: Config, rows: int, shards: int, rates: Rates, workers: 
         class_sizes = class_weights(eligible, classes, keep[bound], broad=bound != "high")
         first_pass = config.scoring.first_pass_captions
         candidates = len(captions) + selected[bound].unseen  # an unseen one: a caption or so
-        first_passes = sum(min(first_pass, c) for c in captions) + selected[bound].unseen
+        first_passes = sum(min(first_pass, c) for c in eligible)  # score leaves out those too small to be classes
         fill = first_passes / (candidates * first_pass) if captions else 0.0
         share = sum(c * w for c, w in class_sizes) / classes / rows if classes and eligible else 0.0
         bound_rates = replace(

@@ -37,7 +37,7 @@ def top_n_mean(similarities: np.ndarray, n: int) -> float:
 @dataclass(frozen=True)
 class Ranking:
     classes: tuple[str, ...]  # best first
-    scores: dict[str, float]  # every synset that had captions
+    scores: dict[str, float]  # every synset scored
     dropped: dict[str, str] = field(default_factory=dict)  # wnid -> reason
 
     def reasons(self) -> dict[str, int]:
@@ -59,24 +59,35 @@ def rank_synsets(
     `captions` (wnid -> captions a synset could draw images from) is given, having at least
     `min_captions` of them: a class must be able to fill its images; and, when `pass_shares`
     (wnid -> the share of its captions that use the word in its sense) is given, a share of at
-    least `min_pass_share`. A `vetoed` synset (people dropped it) is never a class."""
+    least `min_pass_share`. A `vetoed` synset (people dropped it) is never a class.
+
+    A synset of `captions` without similarities was not scored (the score stage leaves out the
+    candidates these rules drop whatever their score): it gets its fate by the same rules, and no
+    score."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     scores: dict[str, float] = {}
     dropped: dict[str, str] = {}
+
+    def rule_out(wnid: str) -> str | None:
+        if wnid in vetoed:
+            return VETOED
+        if captions is not None and captions.get(wnid, 0) < min_captions:
+            return TOO_FEW_CAPTIONS
+        if pass_shares is not None and pass_shares.get(wnid, 0.0) < min_pass_share:
+            return LOW_PASS_SHARE
+        return None
+
     for wnid in sorted(similarities):
         if len(similarities[wnid]) == 0:
             dropped[wnid] = NO_CAPTIONS
             continue
         scores[wnid] = top_n_mean(similarities[wnid], top_n)
-        if wnid in vetoed:
-            dropped[wnid] = VETOED
-        elif captions is not None and captions.get(wnid, 0) < min_captions:
-            dropped[wnid] = TOO_FEW_CAPTIONS
-        elif pass_shares is not None and pass_shares.get(wnid, 0.0) < min_pass_share:
-            dropped[wnid] = LOW_PASS_SHARE
-        elif scores[wnid] < threshold:
-            dropped[wnid] = BELOW_THRESHOLD
+        reason = rule_out(wnid) or (BELOW_THRESHOLD if scores[wnid] < threshold else None)
+        if reason:
+            dropped[wnid] = reason
+    for wnid in sorted(set(captions or ()) - set(similarities)):  # not scored
+        dropped[wnid] = rule_out(wnid) or NO_CAPTIONS
     passing = sorted((w for w in scores if w not in dropped), key=lambda w: (-scores[w], w))
     for wnid in passing[k:]:
         dropped[wnid] = BEYOND_TOP_K

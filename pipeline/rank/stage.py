@@ -12,7 +12,7 @@ A synset's score is the mean of its top-n first-pass caption similarities; synse
 encoder's threshold are dropped and the best K become the classes (ties by wnid). Class indices
 follow wnid order, as ImageNet's do; `rank` is the position by score. Outputs in `rank/`:
 `class_list.tsv` and `classes.json` (index, wnid, name, lemmas, gloss, captions, score, rank),
-`ranking.tsv` (every scored candidate with its score, fate and pass share: a candidate whose
+`ranking.tsv` (every candidate with its score, fate and pass share: a candidate whose
 estimated share of captions used in its sense, `pass_share.py`, is under `ranking.min_pass_share`
 is dropped as `low_pass_share`), and `scored/<stem>.parquet`
 (`<stem>-r<round>.parquet` on the priority path): the
@@ -84,13 +84,15 @@ def class_rows(ranking: Ranking, captions: dict[str, int], index: NounIndex) -> 
 
 
 def ranking_rows(ranking: Ranking, index: NounIndex, shares: dict[str, float]) -> list[dict]:
-    """Every scored candidate, best first (ties by wnid), with its fate and pass share."""
+    """Every candidate with its fate and pass share: the scored ones best first (ties by wnid),
+    then, with no score, those the score stage left out (they could not become classes), by wnid."""
     order = sorted(ranking.scores, key=lambda w: (-ranking.scores[w], w))
+    order += sorted(w for w in ranking.dropped if w not in ranking.scores)
     return [
         {
             "wnid": w,
             "name": index[w].name,
-            "score": round(ranking.scores[w], 6),
+            "score": round(ranking.scores[w], 6) if w in ranking.scores else "",
             "fate": ranking.dropped.get(w, "class"),
             "pass_share": shares.get(w, ""),
         }

@@ -83,7 +83,10 @@ def similarity_summary_plot(similarities: ClassSimilarities) -> bytes:
 
 
 def candidate_scores_plot(candidates: list[dict], threshold: float) -> bytes:
-    """Every ranked candidate's score (mean top-n first-pass similarity) by its fate, with the threshold."""
+    """Every scored candidate's score (mean top-n first-pass similarity) by its fate, with the threshold."""
+    candidates = [c for c in candidates if c["score"] != ""]  # unscored: they could not become classes
+    if not candidates:
+        return _nothing_to_show("no candidate scored: none could become a class")
     scores = np.array([float(c["score"]) for c in candidates])
     fates = sorted({c["fate"] for c in candidates}, key=lambda f: (f != "class", f))
     figure = _figure(11, 3.0)

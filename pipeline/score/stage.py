@@ -8,10 +8,15 @@ and scores the admitted rows, shard by shard, into `score/first_pass/<stem>.parq
 captions; the embedding cache makes every caption cost one model call across both stages and
 across reruns.
 
-Both passes hash every row, on purpose: the cutoffs are known only once every shard has been
-read, and carrying keys from one pass to the other would mean writing a key and a row id for
-nearly every selected row (a shard holds few rows of most synsets), which costs more than
-hashing again (under a microsecond a row).
+Only the candidates that can still become classes are scored (`rankable`): rank drops a
+candidate with fewer captions than a class needs, or whose captions pass the caption rules less
+often than `ranking.min_pass_share`, whatever its score, so embedding its captions would be work
+for nothing (at real caption density more than half the candidates; their fates stay rank's).
+
+Both passes hash every row of a scored synset, on purpose: the cutoffs are known only once every
+shard has been read, and carrying keys from one pass to the other would mean writing a key and a
+row id for nearly every selected row (a shard holds few rows of most synsets), which costs more
+than hashing again (under a microsecond a row).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from imagenot.pipeline.run.layout import (
     SCORE,
     SCORE_COLUMN,
     SELECT,
+    SELECT_TALLY_FILE,
     SELECTED_DIR,
     SENSE_COLUMNS,
     stage_path,
@@ -93,7 +99,9 @@ def _row_keys(batch: pa.RecordBatch, seed: int) -> np.ndarray:
 
 
 def _groups(sorted_wnids: np.ndarray, values: np.ndarray):
-    """(wnid, its values) for runs of equal wnids."""
+    """(wnid, its values) for runs of equal wnids (none for no rows)."""
+    if not len(sorted_wnids):
+        return
     starts = np.flatnonzero(np.r_[True, sorted_wnids[1:] != sorted_wnids[:-1]])
     for start, end in zip(starts, [*starts[1:], len(sorted_wnids)]):
         yield sorted_wnids[start], values[start:end]
@@ -213,8 +221,15 @@ class _ScoreFirstPass(beam.DoFn):
         self._limits = np.array([self._cutoffs[w] for w in sorted(self._cutoffs)], np.uint64)
 
     def _admit(self, batch: pa.RecordBatch) -> pa.Array:
-        limit = self._limits[pc.index_in(batch.column("wnid"), value_set=self._wnids).to_numpy()]
-        return pa.array(_row_keys(batch, self._scoring.seed) <= limit)
+        """A row is admitted when its synset is scored (has a cutoff) and its key is within the cutoff."""
+        positions = pc.index_in(batch.column("wnid"), value_set=self._wnids)
+        scored = pc.is_valid(positions).to_numpy(zero_copy_only=False)
+        admitted = np.zeros(batch.num_rows, bool)
+        if scored.any():
+            chosen = batch.filter(scored)
+            limit = self._limits[positions.drop_null().to_numpy()]
+            admitted[scored] = _row_keys(chosen, self._scoring.seed) <= limit
+        return pa.array(admitted)
 
     def process(self, shard: str):
         yield score_shard(shard, self._stage_dir, FIRST_PASS_DIR, self._scorer, self._admit, ["row_id", "wnid"])
@@ -236,15 +251,35 @@ def settings(config: Config) -> dict:
         exclude={"cache_dir", "batch_size", "sense_margin", "none_of_these_fit", *FIRST_PHASE_SETTINGS, *unused}
     )
     head = {"sense_head": head_digest()} if scoring.sense_method == "trained" else {}
-    return {**own, **head, "sense_contrast": scoring.sense_margin is not None}
+    # which candidates can become classes (`rankable`): the first pass scores those alone
+    rankable_by = {"min_class_captions": config.min_class_captions, "min_pass_share": config.ranking.min_pass_share}
+    return {**own, **head, "sense_contrast": scoring.sense_margin is not None, "rankable": rankable_by}
+
+
+def rankable(config: Config, select_tally: dict) -> list[str]:
+    """The candidates that may become classes whatever their scores, as `rank_synsets` decides: at
+    least the captions a class needs (`Config.min_class_captions`), and a share of them passing the
+    caption rules (select's tally; the sense decision can only lower it, `pass_share.py`) of at
+    least `ranking.min_pass_share`. Vetoes are rank's alone: a vetoed candidate is scored."""
+    kept = select_tally.get("kept", {})
+    single = select_tally.get("single_synset", kept)
+    return [
+        wnid
+        for wnid, n in sorted(kept.items())
+        if n >= config.min_class_captions
+        and (round(n / single[wnid], 6) if single.get(wnid) else 0.0) >= config.ranking.min_pass_share
+    ]
 
 
 def run_score(config: Config, run_dir: str) -> dict:
-    """Both passes over `<run_dir>/select/`; returns the summed tally and the synsets scored."""
+    """Both passes over `<run_dir>/select/`, for the candidates that may become classes; returns
+    the summed tally, the synsets scored and the candidates left unscored."""
     select_dir = stage_path(run_dir, SELECT)
     stage_dir = stage_path(run_dir, STAGE)
     shards = stage_shards(select_dir, SELECTED_DIR)
     scoring = config.scoring
+    select_tally = read_json(FileSystems.join(select_dir, SELECT_TALLY_FILE))
+    wnids = rankable(config, select_tally)
 
     cutoffs_path = FileSystems.join(stage_dir, CUTOFFS_FILE)
     with make_pipeline(config.runner) as pipeline:
@@ -254,7 +289,14 @@ def run_score(config: Config, run_dir: str) -> dict:
             | "Spread" >> beam.Reshuffle()
             | "Smallest"
             >> beam.ParDo(
-                ShardWorker(functools.partial(smallest_keys, per_synset=scoring.first_pass_captions, seed=scoring.seed))
+                ShardWorker(
+                    functools.partial(
+                        smallest_keys,
+                        per_synset=scoring.first_pass_captions,
+                        seed=scoring.seed,
+                        wnids=pa.array(wnids, pa.string()),
+                    )
+                )
             )
             | "Merge" >> beam.CombineGlobally(merge_smallest, per_synset=scoring.first_pass_captions)
             | "Write" >> beam.Map(lambda keys: write_json(cutoffs_path, {w: k[-1] for w, k in keys.items()}))
@@ -270,7 +312,8 @@ def run_score(config: Config, run_dir: str) -> dict:
             total_path,
             scoring_hints(config.runner),
         )
-    return {**read_json(total_path), "synsets": len(cutoffs)}
+    unscored = len(select_tally.get("kept", {})) - len(cutoffs)
+    return {**read_json(total_path), "synsets": len(cutoffs), "candidates_unscored": unscored}
 
 
 def first_pass_similarities(run_dir: str) -> dict[str, np.ndarray]:

@@ -13,7 +13,9 @@ over hidden states computed once, plus a bilinear map W and a scale. A word's ve
 its word pieces in the last layer (`SpanEncoder`, one layer), L2 normalised; its logit for a sense is
 `scale x cos(word, gloss) + word' W gloss`, trained by cross-entropy over the word's noun senses (the
 hard negatives: the word's other senses). Rows: `wordnet.semcor.polysemous_rows("train")`, the
-annotations of 2+-sense nouns in the 149 training documents; dev documents pick the epoch (every
+annotations of 2+-sense nouns in the 149 training documents, and with `--examples` WordNet's own
+usage examples too (`labels.sense_model.examples`: they reach the rare senses; the shipped head
+was trained without them, see benchmarks/README.md); dev documents pick the epoch (every
 `--check` steps, the best mean of accuracy and accuracy where the gold is not the training
 documents' most frequent sense); test documents are never read. Seeded: the same seed, data and
 library versions give the same weights. `head.json` records the seed, steps, rows, figures on dev,
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import platform
 import time
@@ -31,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from imagenot.labels.sense_model.examples import example_rows
 from imagenot.labels.sense_model.head import HEAD_DIR, LAYER_PREFIX, save_head
 from imagenot.labels.senses.encoders import TextEncoder
 from imagenot.labels.senses.sentence import SenseQueries
@@ -155,6 +159,11 @@ class Trainer:
         }
 
 
+def joined(first: PolysemousRows, second: PolysemousRows) -> PolysemousRows:
+    """The rows of both, first's then second's."""
+    return PolysemousRows(*(getattr(first, f.name) + getattr(second, f.name) for f in dataclasses.fields(first)))
+
+
 def gloss_vectors(wnids: list[str], scoring: Scoring, text: TextEncoder, senses: WordSenses) -> dict[str, np.ndarray]:
     """wnid -> its unit gloss vector: the mean of its sense queries' embeddings (through the cache)."""
     encoder = CachedEncoder(text, cache_dir() / "embeddings")
@@ -174,13 +183,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--check", type=int, default=100, help="steps between checks on the dev documents")
     parser.add_argument("--out", type=Path, default=HEAD_DIR)
+    parser.add_argument("--examples", action=argparse.BooleanOptionalAction, default=False, help="WordNet examples too")
     args = parser.parse_args()
     started = time.time()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     scoring, senses = Scoring(), word_senses()
     spans = SpanEncoder(scoring.model, layers=1, threads=args.threads)
-    train, dev = (Part(polysemous_rows(p, senses), spans, args.tuned, senses) for p in ("train", "dev"))
+    rows = polysemous_rows("train", senses)
+    if args.examples:
+        rows = joined(rows, example_rows(senses))
+    train, dev = Part(rows, spans, args.tuned, senses), Part(polysemous_rows("dev", senses), spans, args.tuned, senses)
     wnids = sorted({w for part in (train, dev) for c in part.rows.candidates for w in c})
     text = lazy_encoder(scoring.encoder, scoring.model, "torch", threads=1)  # its id known without loading it
     trainer = Trainer(spans, args.tuned, gloss_vectors(wnids, scoring, text, senses), args.lr)
@@ -207,7 +220,8 @@ def main() -> None:
         "layers": 1,
         "tuned_layers": args.tuned,
         "templates": list(scoring.sense_templates),
-        "trained_on": "SemCor 3.0 training documents (wordnet/semcor.py: 149 documents), nouns of 2+ senses",
+        "trained_on": "SemCor 3.0 training documents (wordnet/semcor.py: 149 documents), nouns of 2+ senses"
+        + (", and WordNet 3.0's noun usage examples (labels/sense_model/examples.py)" if args.examples else ""),
         "semcor_file": SEMCOR_FILE.name,
         "train_rows": len(train.targets),
         "train_sentences": len(sentences),
