@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ports import free_loopback_port
+from reference_matcher import ReferenceMatcher
 from shared_runs import build_once
 from small_build import (
     SmallRun,
@@ -34,6 +35,36 @@ BUCKET = "imagenot-test"
 # fell from 13% to 8% (tests/test_build.py, test_corpus_formats.py and test_review.py).
 gc.set_threshold(50_000, 10, 10)
 
+# The longest test files, longest first. xdist hands each worker whole files (--dist loadfile) in
+# collection order (--no-loadscope-reorder; its default order, most tests first, left these files
+# to the end, where one worker ran a long one while the other had nothing left); the rest follow
+# in the usual order. test_bucket.py and test_benchmarks.py start the two workers: the first
+# builds the shared small run, which the next ones need, while the second builds its own.
+LONGEST_FIRST = (
+    "test_bucket.py",
+    "test_benchmarks.py",
+    "test_crash_safety.py",
+    "test_corpus_formats.py",
+    "test_build.py",
+    "test_class_vetoes.py",
+    "test_cli.py",
+    "test_score_rank_stages.py",
+    "test_sample_stage.py",
+    "test_hostile_corpus.py",
+    "test_review.py",
+    "test_work_units.py",
+    "test_stage_by_stage.py",
+    "test_report_images.py",
+    "test_changed_settings.py",
+    "test_review_browser.py",
+    "test_class_review_browser.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's tests keep their order
+
 
 @pytest.fixture(scope="session")
 def index():
@@ -54,9 +85,24 @@ def matcher(forms):
 
 
 @pytest.fixture(scope="session")
+def reference_matcher(forms) -> ReferenceMatcher:
+    """The per-caption pyahocorasick matcher over the same forms (seconds to build): stateless, so shared."""
+    return ReferenceMatcher(forms)
+
+
+@pytest.fixture(scope="session")
 def stage_matcher(index):
     """The tag stage's matcher under the default config (its ignored function words)."""
     return build_matcher(index, Config().tagging.ignore_forms)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The packaged text encoder (MiniLM), loaded once per worker: a test that changes an attribute
+    (its batch size) puts it back."""
+    from imagenot.pipeline.score.encoders import SentenceTransformerEncoder  # torch: only when asked for
+
+    return SentenceTransformerEncoder()
 
 
 @pytest.fixture(scope="session")

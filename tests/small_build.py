@@ -93,10 +93,11 @@ SMALL_DOWNLOAD = {
 def download_small_run(folder: Path, small: SmallRun) -> None:
     """A copy of the small run in folder/run with its images downloaded (the demo server, started
     by the download stage at the port the run's URLs name), reported and exported; its config in
-    folder/config.yaml and the run's own config.yaml."""
+    folder/config.yaml and the run's own config.yaml; folder/ran.json: the stages the build ran."""
     built = yaml.safe_load(small.config.read_text())
     port = int(built["corpus"]["synth"]["url_base"].split(":")[2].split("/")[0])
     config = {**built, "download": {**SMALL_DOWNLOAD, "demo_server_port": port}}
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
     shutil.copytree(small.run, folder / "run")
-    build(load_config(folder / "config.yaml"), str(folder / "run"))
+    ran = build(load_config(folder / "config.yaml"), str(folder / "run"))
+    (folder / "ran.json").write_text(json.dumps(ran))

@@ -2,7 +2,6 @@
 
 import pyarrow as pa
 import pytest
-from reference_matcher import ReferenceMatcher
 
 from imagenot.pipeline.tag.markup import strip_markup, strip_markup_batch
 from imagenot.wordnet.lemmas import normalize
@@ -66,9 +65,9 @@ def test_the_batch_form_changes_only_rows_with_markup():
         ("CAF\u00c9", ["cafe"]),
     ],
 )
-def test_the_tagger_reads_what_a_reader_sees(matcher, forms, caption, seen):
+def test_the_tagger_reads_what_a_reader_sees(matcher, reference_matcher, caption, seen):
     assert matched(matcher, [caption]) == [seen]
-    assert ReferenceMatcher(forms).tag(caption)[1] == seen
+    assert reference_matcher.tag(caption)[1] == seen
 
 
 def test_lemma_normalisation_deletes_format_characters():

@@ -54,10 +54,23 @@ HELP = (
 )
 
 
+# Answers each of ARGS in one process and prints, after each, the heavy libraries loaded so far.
+HELPS = """
+import json, sys
+from imagenot.pipeline.cli import main
+
+loaded = {{}}
+for args in {every!r}:
+    main(args, standalone_mode=False)
+    loaded[" ".join(args)] = sorted(m for m in {heavy!r} if m in sys.modules)
+print(json.dumps(loaded))
+"""
+
+
 @pytest.mark.parametrize("anonymous", ["", "1"])
-@pytest.mark.parametrize(
-    "args",
-    [
+def test_help_and_version_load_no_heavy_library(anonymous):
+    # Anonymous GCS access (as with the test bucket's emulator) once imported Beam to skip its credential lookup.
+    every = [
         ["--help"],
         ["build", "--help"],
         ["audit", "--help"],
@@ -65,17 +78,14 @@ HELP = (
         ["review", "--help"],  # 4 s before issue 43: it imported scipy and Beam
         ["review", "apply", "--help"],
         ["review", "classes", "apply", "--help"],
-    ],
-)
-def test_help_and_version_load_no_heavy_library(args, anonymous):
-    # Anonymous GCS access (as with the test bucket's emulator) once imported Beam to skip its credential lookup.
-    env = {**os.environ, "IMAGENOT_GCS_ANONYMOUS": anonymous}
-    loaded = subprocess.run(
-        [sys.executable, "-c", HELP.format(args=args)], check=True, capture_output=True, text=True, env=env
-    )
-    modules = set(loaded.stdout.split())
+    ]
     heavy = {"torch", "apache_beam", "open_clip", "transformers", "pyarrow", "matplotlib", "scipy", "flask"}
-    assert not modules & heavy
+    env = {**os.environ, "IMAGENOT_GCS_ANONYMOUS": anonymous}
+    code = HELPS.format(every=every, heavy=sorted(heavy))
+    result = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    loaded = json.loads(result.stdout.splitlines()[-1])
+    assert list(loaded) == [" ".join(args) for args in every]  # each answered, in one process: what one loads stays
+    assert {args: found for args, found in loaded.items() if found} == {}
 
 
 # Renders every command's and sub-command's --help (the click tree walked) in one process, and
@@ -175,9 +185,10 @@ def test_a_missing_caption_column_is_one_line_naming_the_setting_that_fixes_it(t
 
 @pytest.mark.parametrize(
     ("args", "hidden"),
-    [(["wordnet-prepare"], True), (["-v", "wordnet-prepare"], True), (["-vv", "wordnet-prepare"], False)],
+    [(["audit", "--help"], True), (["-v", "audit", "--help"], True), (["-vv", "audit", "--help"], False)],
 )
 def test_model_loading_bars_show_only_with_twice_verbose(args, hidden):
+    # The group's -v settles the variables before any sub-command runs, its --help too (which loads no WordNet).
     code = (
         f"import os; from imagenot.pipeline.cli import main; main({args!r}, standalone_mode=False); "
         "print(os.environ.get('TQDM_DISABLE'), os.environ.get('HF_HUB_DISABLE_PROGRESS_BARS'))"

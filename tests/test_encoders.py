@@ -6,7 +6,6 @@ import pytest
 from imagenot.pipeline.score.encoders import (
     DEFAULT_MODEL,
     EncoderError,
-    SentenceTransformerEncoder,
     TransformersEncoder,
 )
 from imagenot.pipeline.score.runtimes import lazy_encoder, load_encoder
@@ -18,11 +17,6 @@ CAPTIONS = [
     "Men's leather hiking boots - waterproof, size 10",
     "sunset over the harbour with sailing boats",
 ]
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    return SentenceTransformerEncoder(DEFAULT_MODEL)
 
 
 @pytest.fixture(scope="module")

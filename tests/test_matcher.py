@@ -4,7 +4,6 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-from reference_matcher import ReferenceMatcher
 
 from imagenot.pipeline.tag import count_synsets
 from imagenot.pipeline.tag.matcher import leftmost_longest
@@ -211,10 +210,9 @@ def varied_captions(index, count, seed):
     return captions
 
 
-def test_agrees_with_the_pyahocorasick_reference(index, forms, matcher):
+def test_agrees_with_the_pyahocorasick_reference(index, matcher, reference_matcher):
     captions = varied_captions(index, 3000, seed=1)
-    reference = ReferenceMatcher(forms)
-    expected = [reference.tag(c) for c in captions]
+    expected = [reference_matcher.tag(c) for c in captions]
     assert tag(matcher, captions) == [(w, m) for w, m in expected]
     assert sum(bool(w) for w, _ in expected) > 2500
 

@@ -56,31 +56,49 @@ def test_build_refuses_a_model_that_is_not_there_before_any_stage(tmp_path, corp
 
 # What a config check must not load (seconds each; the stages load them when they run).
 HEAVY = {"torch", "transformers", "sentence_transformers", "img2dataset", "webdataset", "matplotlib", "sklearn"}
-REFUSED = (
-    "import sys\nfrom imagenot.pipeline.cli import main\ntry:\n    main({args!r})\nexcept SystemExit as e:\n"
-    "    print(e.code, *sorted(sys.modules))"
-)
+# Runs each refused command of EVERY in one process; prints, after each, its exit status, what it
+# wrote to stderr and the heavy libraries loaded so far.
+REFUSED = """
+import contextlib, io, json, sys
+from imagenot.pipeline.cli import main
+
+seen = {{}}
+for name, args in {every!r}.items():
+    code, stderr = None, io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        try:
+            main(args)
+        except SystemExit as exit:
+            code = exit.code
+    seen[name] = [code, stderr.getvalue(), sorted(m for m in {heavy!r} if m in sys.modules)]
+print(json.dumps(seen))
+"""
 
 
-@pytest.mark.parametrize("command", ["build", "plan", "download"])
-def test_a_refused_command_loads_no_model_image_or_plotting_library(tmp_path, corpus, command):
+def test_a_refused_command_loads_no_model_image_or_plotting_library(tmp_path, corpus):
+    import json
     import subprocess
     import sys
 
-    config, run_dir, refusal = _missing_model_config(tmp_path, corpus), str(tmp_path / "run"), "scoring.model"
-    if command == "download":  # a stage command over a run folder, refused for its blocklist
-        (tmp_path / "run").mkdir()
-        config = _config(tmp_path, corpus, download={"enabled": True, "blocklists": [str(tmp_path / "gone.txt")]})
-        refusal = "download.blocklists[0]"
-    args = {
-        "build": ["build", "--config", config, "--out", run_dir],
-        "plan": ["plan", "--config", config, "--out", run_dir],
-        "download": ["download", "--run", run_dir, "--config", config],
-    }[command]
-    done = subprocess.run([sys.executable, "-c", REFUSED.format(args=args)], capture_output=True, text=True)
-    code, *modules = done.stdout.split()
-    assert code == "1" and refusal in done.stderr, done.stderr
-    assert not set(modules) & HEAVY
+    (tmp_path / "model").mkdir()
+    (tmp_path / "blocklist").mkdir()
+    (tmp_path / "run").mkdir()  # the download command's: a stage command over a run folder
+    config, out = _missing_model_config(tmp_path / "model", corpus), str(tmp_path / "out")
+    blocked = _config(tmp_path / "blocklist", corpus, download={"enabled": True, "blocklists": [str(tmp_path / "g")]})
+    every = {
+        "build": ["build", "--config", config, "--out", out],
+        "plan": ["plan", "--config", config, "--out", out],
+        "download": ["download", "--run", str(tmp_path / "run"), "--config", blocked],  # refused for its blocklist
+    }
+    script = REFUSED.format(every=every, heavy=sorted(HEAVY))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    refusals = {"build": "scoring.model", "plan": "scoring.model", "download": "download.blocklists[0]"}
+    for name, refusal in refusals.items():
+        code, stderr, heavy = seen[name]
+        assert code == 1 and refusal in stderr, (name, stderr)
+        assert heavy == [], (name, heavy)  # loaded by this command or one before it in the same process
 
 
 def test_plan_and_tag_refuse_it_too(tmp_path, corpus):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pyarrow.parquet as pq
 import pytest
@@ -42,24 +41,16 @@ def _reported(run_dir: Path) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def reports(small_run, tmp_path_factory):
+def reports(downloaded_run, tmp_path_factory):
     """The reports of one run: audited, then after `duplicates --drop`, then with agreement rerun.
-    The run is a copy of the session's small run, built on with downloads from the demo server."""
+    The run is a copy of the session's downloaded run (the small run, built on with downloads from
+    the demo server), its config given the tiny CLIP."""
     folder = tmp_path_factory.mktemp("images")
     (folder / "tiny-vit.json").write_text(json.dumps(TINY_VIT))
-    built = yaml.safe_load(small_run.config.read_text())
-    port = urlsplit(built["corpus"]["synth"]["url_base"]).port  # where its image URLs point
+    built = yaml.safe_load((downloaded_run.parent / "config.yaml").read_text())
     config = Config.model_validate(
         {
             **built,
-            "download": {
-                "enabled": True,
-                "demo_server_port": port,
-                "image_size": 64,
-                "shard_rows": 20,
-                "timeout_s": 5,
-                "allowed_networks": ["127.0.0.1/32"],
-            },
             "image_audit": {
                 "clip_model": "tiny-vit",
                 "clip_model_config": str(folder / "tiny-vit.json"),
@@ -68,8 +59,10 @@ def reports(small_run, tmp_path_factory):
             },
         }
     )
-    run_dir = copy_run(small_run.run, folder / "run")
-    assert build(config, str(run_dir)) == ["download", "report", "export"]  # the sample is the small run's
+    # the sample is the small run's: its build downloaded, reported and exported
+    assert json.loads((downloaded_run.parent / "ran.json").read_text()) == ["download", "report", "export"]
+    run_dir = copy_run(downloaded_run, folder / "run")
+    assert build(config, str(run_dir)) == ["report"]  # the card describes the image audit's settings
     _run(embed_command, run_dir)
     _run(duplicates_command, run_dir)
     _run(agreement_command, run_dir)
