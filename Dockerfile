@@ -16,6 +16,7 @@ COPY imagenot ./imagenot
 COPY pipeline ./pipeline
 COPY wordnet ./wordnet
 COPY filters ./filters
+COPY labels ./labels
 RUN pip install --no-cache-dir -c constraints.txt .
 # open_clip without its declared torchvision and timm: see pipeline/audit/clip_model.py.
 RUN pip install --no-cache-dir -c constraints.txt --no-deps open_clip_torch==3.3.0

@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (runner.torch_threads)")
     parser.add_argument("--real", action="store_true", help="the real dev set's LAION captions instead")
-    parser.add_argument("--method", choices=["sentence", "context", "both"], help="scoring.sense_method")
+    parser.add_argument("--method", choices=["sentence", "context", "both", "trained"], help="scoring.sense_method")
     parser.add_argument("--limit", type=int, help="the dev set's first N captions only (a quick look)")
     args = parser.parse_args()
     config = load_config(None)

@@ -64,7 +64,9 @@ def test_under_strict_reading_a_null_line_is_an_error_naming_the_file_and_line(t
     config = _config(tmp_path, [], corpus={"strict": True})
     result = invoke(tag_command, ["--input", str(path), "--out", str(tmp_path / "run"), "--config", str(config)])
     assert result.exit_code == 1
-    assert _last_line(result) == (f"Error: shard {path}: line 1: not a json object: null (corpus.strict is on)")
+    error, note = _last_line(result).split("; ", 1)  # the journal's note: the tag command stopped part way
+    assert error == f"Error: shard {path}: line 1: not a json object: null (corpus.strict is on)"
+    assert note.startswith("`imagenot tag ") and note.endswith("(until then other commands refuse the run)")
 
 
 def test_plan_samples_a_corpus_with_null_lines(tmp_path):

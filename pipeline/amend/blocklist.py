@@ -157,11 +157,13 @@ def apply_command(run_dir: str, list_path: str, config_path: str | None, break_l
     from imagenot.pipeline.run.journal import rewriting
 
     config = load_run_config(run_dir, config_path)
-    # checked before the intent is recorded: a refused apply leaves the run nothing to finish
-    require_download(config, run_dir, "blocklist apply")
-    load_blocklists([list_path], "--list")
+
+    def check() -> None:  # under the lock, before the intent: a refused apply leaves the run nothing to finish
+        load_blocklists([list_path], "--list")
+        require_download(config, run_dir, "blocklist apply")
+
     args = {"--run": run_dir, "--list": list_path, "--config": config_path}
-    with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "blocklist apply", args):
+    with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "blocklist apply", args, check=check):
         record = apply_blocklist(config, run_dir, list_path)
         shortfall = refresh_outputs(config, run_dir)  # the card and export follow what the list removed
     if record["still_listed"]:

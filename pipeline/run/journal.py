@@ -224,10 +224,15 @@ def rewriting(
     args: Mapping[str, object],
     create_dir: bool = False,
     finishes: tuple[str, ...] = (),
+    check: Callable[[], object] | None = None,
 ) -> Iterator[Intent]:
-    """The run's lock, then the command's intent in its journal (see `intent`)."""
-    with run_lock(run_dir, stale_after_s, break_lock, create_dir), intent(run_dir, command, args, finishes) as it:
-        yield it
+    """The run's lock, then `check()` (what can refuse the command before it writes: a refused
+    command leaves nothing to finish), then the command's intent in its journal (see `intent`)."""
+    with run_lock(run_dir, stale_after_s, break_lock, create_dir):
+        if check is not None:
+            check()
+        with intent(run_dir, command, args, finishes) as it:
+            yield it
 
 
 def current() -> Intent | None:
