@@ -1,5 +1,5 @@
 # The two entry points of the README. Each creates .venv (and installs what it needs) first.
-.PHONY: demo test setup lint
+.PHONY: demo test test-benchmarks setup lint
 
 setup: .venv/.setup-done
 
@@ -12,7 +12,11 @@ demo: setup
 	@echo "Check the labels in a browser (then open the address it prints): .venv/bin/imagenot review serve --run runs/demo"
 
 test: setup
-	.venv/bin/python -m pytest -n 2
+	.venv/bin/python -m pytest -n 2 -m "not benchmarks"
+
+# Every script of benchmarks/ at a tiny size (issue 42): CI runs it after `make test`.
+test-benchmarks: setup
+	.venv/bin/python -m pytest -n 2 -m benchmarks
 
 lint: setup
 	.venv/bin/ruff check .

@@ -18,6 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_benchmarks import BENCHMARKS, _last_json
 
+pytestmark = pytest.mark.benchmarks  # `make test-benchmarks`: CI runs them beside `make test`
+
 SHARED_DATA = BENCHMARKS.parent.parent / "shared" / "data"  # the shared folder beside the checkout, in CI too
 
 

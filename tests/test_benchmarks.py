@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.benchmarks  # `make test-benchmarks`: CI runs them beside `make test`
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
