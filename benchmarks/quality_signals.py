@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from quality_real import STEP6, labelled, outcomes
+from quality_real import STEP6, labelled, outcomes, share
 from real_dev_judgments import CORPUS, sample_form_stats
 
 from imagenot.pipeline.audit.classes import PASSES
@@ -63,9 +63,9 @@ def margins(pairs: list[dict], config: Config, method: str) -> tuple[np.ndarray,
 def cut_figures(keep: np.ndarray, right: np.ndarray, picturable: np.ndarray) -> dict:
     return {
         "kept": int(keep.sum()),
-        "right_sense": round(float(right[keep].mean()), 3) if keep.any() else None,
-        "picturable": round(float(picturable[keep].mean()), 3) if keep.any() else None,
-        "right_sense_kept": round(float((keep & right).sum() / right.sum()), 3),
+        "right_sense": share(right, keep),
+        "picturable": share(picturable, keep),
+        "right_sense_kept": share(keep, right),
     }
 
 
@@ -119,16 +119,16 @@ def main() -> None:
             for name, cuts in SIGNAL_CUTS.items()
         },
         "combined_out_of_fold": {
-            str(share): cut_figures(kept & (combined >= np.quantile(combined[kept], share)), right, picturable)
-            for share in DROP_SHARES
+            str(dropped): cut_figures(kept & (combined >= np.quantile(combined[kept], dropped)), right, picturable)
+            for dropped in DROP_SHARES
         },
     }
     print(f"defaults: {result['defaults']}")
     for name, cuts in result["signals"].items():
         for cut, figures in cuts.items():
             print(f"{name} {cut}: {figures}")
-    for share, figures in result["combined_out_of_fold"].items():
-        print(f"combined, lowest {float(share):.0%} of the kept dropped: {figures}")
+    for dropped, figures in result["combined_out_of_fold"].items():
+        print(f"combined, lowest {float(dropped):.0%} of the kept dropped: {figures}")
     print(json.dumps(result, sort_keys=True))
 
 

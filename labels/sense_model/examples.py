@@ -29,7 +29,7 @@ def example_rows(senses: WordSenses, names: Iterable[str] | None = None) -> Poly
         forms = [(form, word) for form, word in senses.forms(wnid).items() if len(senses.senses(word)) > 1]
         for example in examples:
             words = caption_words([example])[0]
-            found = next(((first_span(words, [f]), w) for f, w in forms if first_span(words, [f])), None)
+            found = next(((span, w) for f, w in forms if (span := first_span(words, [f]))), None)
             if found is None:
                 continue
             span, word = found

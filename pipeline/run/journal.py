@@ -107,7 +107,10 @@ def read_journal(run_dir: str) -> list[dict]:
 
 def unfinished(run_dir: str) -> dict | None:
     """The journal entry of a command that has not finished rewriting the run, or None."""
-    entries = read_journal(run_dir)
+    return _last_unfinished(read_journal(run_dir))
+
+
+def _last_unfinished(entries: list[dict]) -> dict | None:
     return entries[-1] if entries and entries[-1].get("finished") is None else None
 
 
@@ -182,7 +185,7 @@ def intent(run_dir: str, command: str, args: Mapping[str, object], finishes: tup
     this one; any other refuses the command."""
     args = json.loads(json.dumps(dict(args)))  # as the journal holds them
     entries = read_journal(run_dir)
-    left = entries[-1] if entries and entries[-1].get("finished") is None else None
+    left = _last_unfinished(entries)
     if _may_finish(run_dir, left, command, args, finishes):
         log.warning("%s: finishing `%s`, interrupted (started %s)", run_dir, left["line"], left["started"])
         left["resumed"] = True
