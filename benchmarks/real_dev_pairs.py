@@ -47,9 +47,10 @@ SEED = 37
 GLOSS_CHARS = 90  # other senses' glosses, cut: a reader needs the gist, not the whole gloss
 
 
-def resolved_config(out: Path, corpus: Path | None = None, rules_off: bool = False) -> Path:
-    """`real_dev.yaml` with its corpus path made absolute (against the repository root), or `corpus`."""
-    config = yaml.safe_load(CONFIG.read_text())
+def resolved_config(out: Path, corpus: Path | None = None, rules_off: bool = False, source: Path = CONFIG) -> Path:
+    """`real_dev.yaml` (or `source`) with its corpus path made absolute (against the repository
+    root), or `corpus`."""
+    config = yaml.safe_load(source.read_text())
     paths = [corpus] if corpus is not None else [REPO / path for path in config["corpus"]["paths"]]
     missing = [str(path) for path in paths if not Path(path).is_file()]
     if missing:

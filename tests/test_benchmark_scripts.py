@@ -169,6 +169,14 @@ def test_real_dev_pairs(capsys, laion_rows, tmp_path):
     assert found["pairs"] == len(out.read_text().splitlines()) - 1 > 0 and "kept" in found["by_source"]
 
 
+def test_quality_build(capsys, laion_rows, tmp_path):
+    found = _main_json(capsys, "quality_build.py", "--corpus", str(laion_rows), "--thresholds", "0.5", "-1")
+    assert [s["threshold"] for s in found["settings"]] == [0.5, -1]
+    assert found["settings"][0]["labels"] <= found["settings"][1]["labels"] <= found["select_kept"]
+    unjudged = _main_json(capsys, "quality_build.py", "--corpus", str(laion_rows), "--pairs", str(tmp_path / "p.tsv"))
+    assert unjudged["not_judged"] == len((tmp_path / "p.tsv").read_text().splitlines()) - 1
+
+
 def test_quality_sense_precision(capsys, tmp_path):
     found = _main_json(
         capsys, "quality_sense_precision.py", "--rows", "2000", "--min-captions", "2", "--run", str(tmp_path)

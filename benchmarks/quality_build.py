@@ -1,0 +1,128 @@
+"""Label quality of a default build's dataset (issue 44 item 6): the shared LAION sample built at a
+10k-caption corpus's settings (`data/build_dev.yaml`: `selection.min_captions` and
+`ranking.min_captions` 1, no download), its dataset's labels judged by the real dev set's readers.
+
+Runs tag, select and score once per sense method, then rank and sample once per class threshold
+(`ranking.thresholds` for the config's encoder: the config's own unless `--thresholds`). Per
+setting it reports the dataset's labels (the sample stage's rows: a caption and its class), the
+share of them the readers judged (a majority of three or more, `real_dev_judgments.py`), of those
+the share judged right sense and picturable, and the share of the right-sense pairs select keeps
+that reach the dataset: what the later steps throw away. The judged pairs are the real dev set's
+(`real_dev_pairs.tsv`) and the select-kept pairs it lacks (`build_dev_pairs.tsv`, judged by three
+readers apart with the same guide); `--pairs FILE` writes the select-kept pairs no reader has
+judged yet, as that file holds them: judge them before quoting a figure ("stale" below 95% judged).
+
+    python benchmarks/quality_build.py [--method sentence trained] [--thresholds 0.5 0.4] [--pairs FILE] [--out FILE]
+
+The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import yaml
+from real_dev_judgments import majority, read_readers
+from real_dev_pairs import COLUMNS, DATA, imagenot, pair_row, resolved_config, selected
+
+from imagenot.pipeline.config.schema import load_config
+from imagenot.wordnet.index import load_index
+from imagenot.wordnet.lemmas import surface_forms
+from imagenot.wordnet.senses import word_senses
+
+CONFIG = DATA / "build_dev.yaml"
+PAIRS = DATA / "build_dev_pairs.tsv"
+JUDGED_ENOUGH = 0.95
+
+
+def share(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
+def dataset_labels(run: Path, index) -> list[tuple[str, str]]:
+    """(row_id, synset name) of each row the sample stage puts in the dataset."""
+    rows = pq.read_table(sorted((run / "sample" / "dataset").glob("*.parquet")), columns=["row_id", "wnid"])
+    return [(r["row_id"], index[r["wnid"]].name) for r in rows.to_pylist()]
+
+
+def setting_figures(labels: list, selected_right: set, right: dict, picturable: dict) -> dict:
+    judged = [key for key in labels if right.get(key) in ("yes", "no")]
+    return {
+        "labels": len(labels),
+        "classes": len({synset for _, synset in labels}),
+        "judged_share": share(len(judged), len(labels)),
+        "right_sense": share(sum(right[key] == "yes" for key in judged), len(judged)),
+        "picturable": share(sum(picturable.get(key) == "yes" for key in judged), len(judged)),
+        "right_sense_select_kept_reaching_dataset": share(len(set(labels) & selected_right), len(selected_right)),
+    }
+
+
+def write_unjudged(kept: list[dict], judged: set, index, path: Path) -> int:
+    forms, senses = surface_forms(index), word_senses()
+    rows = [pair_row(row, "kept", index, forms, senses) for row in kept]
+    new = sorted(
+        (r for r in rows if (r["row_id"], r["synset"]) not in judged),
+        key=lambda r: (int(r["row_id"].rsplit(":", 1)[1]), r["synset"]),
+    )
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, COLUMNS, delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: " ".join(str(v).split()) for k, v in row.items()} for row in new)
+    return len(new)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--method", nargs="+", default=["sentence"], help="scoring.sense_method values to build with")
+    parser.add_argument("--thresholds", nargs="+", type=float, help="class thresholds [default: the config's]")
+    parser.add_argument("--corpus", type=Path, help="the LAION sample (default: build_dev.yaml's)")
+    parser.add_argument("--pairs", type=Path, help=f"write the select-kept pairs not judged yet here (as {PAIRS.name})")
+    parser.add_argument("--out", type=Path, help="write the JSON here too")
+    args = parser.parse_args()
+    index, readers = load_index(), read_readers()
+    right, picturable = majority(readers, "right_sense"), majority(readers, "picturable")
+    report: dict = {"config": CONFIG.name, "settings": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for method in args.method:
+            config = yaml.safe_load(resolved_config(Path(tmp) / "build.yaml", args.corpus, source=CONFIG).read_text())
+            config.setdefault("scoring", {})["sense_method"] = method
+            path = Path(tmp) / f"{method}.yaml"
+            path.write_text(yaml.safe_dump(config))
+            built = Path(tmp) / method
+            imagenot("tag", "--config", str(path), "--out", str(built))
+            imagenot("select", "--run", str(built))
+            kept = {(r["row_id"], index[r["wnid"]].name) for r in selected(built)}
+            if args.pairs:
+                written = write_unjudged(selected(built), set(right), index, args.pairs)
+                print(json.dumps({"select_kept": len(kept), "not_judged": written, "file": str(args.pairs)}))
+                return
+            imagenot("score", "--run", str(built))
+            model = load_config(str(path)).scoring.model
+            selected_right = {key for key in kept if right.get(key) == "yes"}
+            report["select_kept"] = len(kept)
+            report["select_kept_judged_share"] = share(sum(key in right for key in kept), len(kept))
+            for threshold in args.thresholds or [load_config(str(path)).ranking.thresholds.get(model)]:
+                run = Path(tmp) / f"{method}-{threshold}"
+                shutil.copytree(built, run)
+                setting = dict(config, ranking={**config["ranking"], "thresholds": {model: threshold}})
+                (run / "setting.yaml").write_text(yaml.safe_dump(setting))
+                for stage in ("rank", "sample"):
+                    imagenot(stage, "--run", str(run), "--config", str(run / "setting.yaml"))
+                figures = setting_figures(dataset_labels(run, index), selected_right, right, picturable)
+                figures = {"sense_method": method, "threshold": threshold, **figures}
+                figures["stale"] = (figures["judged_share"] or 0) < JUDGED_ENOUGH
+                report["settings"].append(figures)
+                print(json.dumps(figures), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
