@@ -30,10 +30,10 @@ from pathlib import Path
 from quality_real import cohen_kappa, fleiss_kappa
 from real_dev_judgments import CORPUS, sample_form_stats
 
-from imagenot.pipeline.audit.classes import FLAG_BELOW, class_row, pair_outcomes
+from imagenot.pipeline.audit.classes import FLAG_BELOW, PASSES, class_row, is_flagged, pair_outcomes
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.score.senses_command import matched_forms
-from imagenot.wordnet.index import NounIndex, load_index
+from imagenot.wordnet.index import load_index
 
 FOLDER = Path(__file__).parent / "data" / "class_dev"
 TARGETS = {"other_flagged": 2 / 3, "right_flagged": 1 / 4}
@@ -70,9 +70,9 @@ def majority(read: dict[str, dict[str, str]], wnid: str) -> str | None:
     return best if votes.count(best) * 2 > len(votes) else None
 
 
-def flags_at(outcomes: dict[str, list[str]], cut: float, index: NounIndex) -> dict[str, bool]:
-    """wnid -> whether the audit flags it (`class_row`) at a pass-share cut."""
-    return {w: bool(class_row(w, found, index, cut)["flagged"]) for w, found in outcomes.items()}
+def flags_at(outcomes: dict[str, list[str]], cut: float) -> dict[str, bool]:
+    """wnid -> whether the audit flags it at a pass-share cut."""
+    return {w: is_flagged(found.count(PASSES), len(found), cut) for w, found in outcomes.items()}
 
 
 def flag_figures(flags: dict[str, bool], verdict: dict[str, str | None]) -> dict:
@@ -85,27 +85,27 @@ def flag_figures(flags: dict[str, bool], verdict: dict[str, str | None]) -> dict
     return figures
 
 
-def chosen_cut(outcomes: dict[str, list[str]], verdict: dict[str, str | None], index: NounIndex) -> float:
+def chosen_cut(outcomes: dict[str, list[str]], verdict: dict[str, str | None]) -> float:
     """The cut of CUTS that flags the most other-sense classes less right ones, the lowest on a tie."""
 
     def gain(cut: float) -> tuple[float, float]:
-        figures = flag_figures(flags_at(outcomes, cut, index), verdict)
+        figures = flag_figures(flags_at(outcomes, cut), verdict)
         return figures["other"]["share"] - figures["right"]["share"], -cut
 
     return max(CUTS, key=gain)
 
 
-def out_of_fold(outcomes: dict[str, list[str]], verdict: dict[str, str | None], index: NounIndex) -> dict:
+def out_of_fold(outcomes: dict[str, list[str]], verdict: dict[str, str | None]) -> dict:
     """Each fold's classes flagged at the cut chosen on the other folds (5 folds by class, seeded)."""
     order = sorted(outcomes)
     random.Random(FOLD_SEED).shuffle(order)
     folds = [set(order[i::FOLDS]) for i in range(FOLDS)]
     flags, cuts = {}, []
     for held in folds:
-        cut = chosen_cut({w: o for w, o in outcomes.items() if w not in held}, verdict, index)
+        cut = chosen_cut({w: o for w, o in outcomes.items() if w not in held}, verdict)
         cuts.append(cut)
-        flags |= flags_at({w: outcomes[w] for w in held}, cut, index)
-    return {"cuts": cuts, "all_data_cut": chosen_cut(outcomes, verdict, index), **flag_figures(flags, verdict)}
+        flags |= flags_at({w: outcomes[w] for w in held}, cut)
+    return {"cuts": cuts, "all_data_cut": chosen_cut(outcomes, verdict), **flag_figures(flags, verdict)}
 
 
 def main() -> None:
@@ -139,8 +139,8 @@ def main() -> None:
         "no_majority": sum(v is None for v in verdict.values()),
         "flag_below": FLAG_BELOW,
         "flagged": flag_figures({w: bool(rows[w]["flagged"]) for w in wnids}, verdict),
-        "out_of_fold": out_of_fold(outcomes, verdict, index),
-        "by_cut": {str(cut): flag_figures(flags_at(outcomes, cut, index), verdict) for cut in CUTS},
+        "out_of_fold": out_of_fold(outcomes, verdict),
+        "by_cut": {str(cut): flag_figures(flags_at(outcomes, cut), verdict) for cut in CUTS},
         "targets": TARGETS,
         "missed": sorted(index[w].name for w in wnids if verdict[w] == "other" and not rows[w]["flagged"]),
         "wrongly_flagged": sorted(index[w].name for w in wnids if verdict[w] == "right" and rows[w]["flagged"]),

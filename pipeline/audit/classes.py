@@ -165,6 +165,11 @@ def pair_rules(config: Config, stats: FormStats) -> CaptionRules:
     return rules
 
 
+def is_flagged(passed: int, captions: int, flag_below: float = FLAG_BELOW) -> bool:
+    """The audit's flag: under `flag_below` of a class's captions pass (a class no caption names: none)."""
+    return bool(captions) and passed / captions < flag_below
+
+
 def class_row(wnid: str, outcomes: list, index: NounIndex, flag_below: float = FLAG_BELOW) -> dict:
     """The audit's row of a class from its pairs' `pair_outcomes`: flagged when under `flag_below` of them pass."""
     from imagenot.labels.instances import instance_removals
@@ -179,7 +184,8 @@ def class_row(wnid: str, outcomes: list, index: NounIndex, flag_below: float = F
     drops = Counter(o for o in outcomes if o != PASSES).most_common(1)
     top, taken = drops[0] if drops else ("", 0)
     shares = {"pass_share": round(k / n, 4), "low": round(low, 4), "high": round(high, 4)}
-    return row | shares | {"flagged": int(k / n < flag_below), "top_drop": top, "top_drop_share": round(taken / n, 4)}
+    drop = {"top_drop": top, "top_drop_share": round(taken / n, 4)}
+    return row | shares | drop | {"flagged": int(is_flagged(k, n, flag_below))}
 
 
 def audit_classes(list_path: str, corpus: str, config: Config, flag_below: float = FLAG_BELOW) -> list[dict]:
