@@ -50,6 +50,18 @@ def test_the_word_is_read_where_it_stands(trained, encoder):
     assert np.array_equal(head.argmax(axis=1), logits.argmax(axis=1)) and np.array_equal(fits, logits)
 
 
+def test_one_pass_gives_the_word_and_the_caption_as_the_two_encoders_do_apart(trained, encoder):
+    """`senses --input` reads the word (tuned layers) and the caption (the frozen model, pooled) in one
+    pass; the score stage gets them from two: the same bits, a caption too long for either included."""
+    long = "a crane on the roof of a tall building, " * 30  # over the span encoder's 128 tokens
+    captions = ["crane lifting steel", "two cranes by the lake", "a crane", long]
+    spans = [(0, 5), (4, 10), (2, 7), (2, 7)]
+    words, texts = trained.encoder.encode_spans_and_texts(captions, spans, encoder)
+    assert np.array_equal(words, trained.encoder.encode_spans(captions, spans))
+    assert np.array_equal(texts, encoder.encode(captions))
+    assert not np.allclose(words, texts)  # the word where it stands, not the caption
+
+
 def test_a_caption_s_scores_are_the_same_bits_alone_and_in_a_batch(trained):
     captions = ["crane lifting steel", "two cranes", "a crane by the lake"]
     spans = [(0, 5), (4, 10), (2, 7)]

@@ -2,7 +2,7 @@
 (`pipeline/score/train_sense_head.py`) writes `head.npz` (the bilinear map W and the cosine's scale
 in float32; where training tuned them, the encoder's top layers in float16) and `head.json` (what
 they were trained on and over, and how long it took). Scoring is numpy; the tuned layers go into
-the span encoder's torch model once, at load."""
+(a copy of) the span encoder's torch model once, at load."""
 
 from __future__ import annotations
 
@@ -39,13 +39,6 @@ class SenseHead:
         """float64 (rows, senses): each row's word vector against each sense (its gloss vector and W'
         times it), row by row."""
         return self.scale * np.einsum("nd,sd->ns", vectors, glosses) + np.einsum("nd,sd->ns", vectors, mapped)
-
-    def tune(self, model) -> None:
-        """Put the tuned layers' weights into the encoder's torch `model` (in place)."""
-        import torch
-
-        if self.tuned:
-            model.load_state_dict({name: torch.from_numpy(value) for name, value in self.tuned.items()}, strict=False)
 
 
 def load_head(folder: Path = HEAD_DIR) -> SenseHead:

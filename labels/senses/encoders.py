@@ -22,10 +22,20 @@ class TextEncoder(Protocol):
 class WordEncoder(Protocol):
     model_id: str
     dim: int
-    model: object  # the torch model, whose layers the trained head replaces
 
     def encode_spans(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> np.ndarray:
         """float32 (len(texts), dim), row i the unit vector of texts[i][start:end] for spans[i]."""
+        ...
+
+    def tune(self, parameters: dict[str, np.ndarray]) -> None:
+        """Read words through the model with its top layers' parameters (named as in its state dict)
+        replaced by these."""
+        ...
+
+    def encode_spans_and_texts(
+        self, texts: Sequence[str], spans: Sequence[tuple[int, int]], text_encoder: TextEncoder
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(`encode_spans`, `text_encoder.encode(texts)`), in one model pass where they share one."""
         ...
 
 

@@ -47,7 +47,7 @@ def tuned(spans: WordEncoder, head: SenseHead) -> WordEncoder:
     """The word encoder (over the head's `layers`) with the head's tuned top layers in place of the
     model's own, its model id naming the weights."""
     if head.tuned:
-        head.tune(spans.model)
+        spans.tune(head.tuned)
         spans.model_id += f"#head={head_digest()}"
     return spans
 
@@ -84,14 +84,14 @@ class TrainedSenses:
         self, captions: Sequence[str], spans: Sequence[tuple[int, int]], caption_vectors: np.ndarray | None = None
     ) -> np.ndarray:
         """Per caption, the word's contextual vector at its span; with a sentence weight, the
-        caption's embedding after it (`caption_vectors`, else embedded by the bare encoder)."""
-        at = self.encoder.encode_spans(list(captions), list(spans))
-        if not self.sentence_weight:
-            return at
-        if caption_vectors is None:
-            encoder = self.glosses.encoder
-            caption_vectors = getattr(encoder, "encoder", encoder).encode(list(captions))
-        return np.hstack([at, caption_vectors])
+        caption's embedding after it (`caption_vectors`, else embedded by the bare encoder in the
+        word encoder's pass: one model pass for both)."""
+        if not self.sentence_weight or caption_vectors is not None:
+            at = self.encoder.encode_spans(list(captions), list(spans))
+            return at if not self.sentence_weight else np.hstack([at, caption_vectors])
+        encoder = self.glosses.encoder
+        bare = getattr(encoder, "encoder", encoder)  # captions are not cached
+        return np.hstack(self.encoder.encode_spans_and_texts(list(captions), list(spans), bare))
 
     def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray | None, forms: Sequence[str]):
         """`vectors_at` where `forms[i]` first stands in captions[i] (`form_spans`)."""

@@ -172,6 +172,14 @@ class SentenceTransformerEncoder(_TokenBatchingEncoder):
     def _forward(self, batch: dict):
         return self.model(batch)["sentence_embedding"]
 
+    def pool(self, hidden, batch: dict):
+        """The sentence embeddings `_forward` makes from the model's last hidden states `hidden`: the
+        modules after the transformer (pooling, dense, normalise), for a caller that ran it."""
+        features = {"token_embeddings": hidden, "attention_mask": batch["attention_mask"]}
+        for module in list(self.model)[1:]:
+            features = module(features)
+        return features["sentence_embedding"]
+
 
 class TransformersEncoder(_TokenBatchingEncoder):
     """A Hugging Face encoder (AutoModel) with mean or CLS pooling of its last hidden state."""
@@ -202,7 +210,10 @@ class TransformersEncoder(_TokenBatchingEncoder):
         return f"{resolve_model(model_name_or_path)[1]}#pooling={pooling},max_length={max_length}"
 
     def _forward(self, batch: dict):
-        hidden = self.model(**batch).last_hidden_state
+        return self.pool(self.model(**batch).last_hidden_state, batch)
+
+    def pool(self, hidden, batch: dict):
+        """The sentence embeddings of the model's last hidden states `hidden` (mean or CLS)."""
         if self.pooling == "cls":
             return hidden[:, 0]
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
