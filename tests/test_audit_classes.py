@@ -1,5 +1,6 @@
 """imagenot audit classes: one row per listed class, the share of the corpus's captions naming it
-that the build's per-pair decision keeps in its sense, with its interval."""
+that the build's per-pair decision keeps in its sense, with its interval, and a flag when the share
+is under `--flag-below`."""
 
 import csv
 
