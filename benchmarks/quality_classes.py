@@ -23,19 +23,22 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import random
 from itertools import combinations
 from pathlib import Path
 
 from quality_real import cohen_kappa, fleiss_kappa
 from real_dev_judgments import CORPUS, sample_form_stats
 
-from imagenot.pipeline.audit.classes import class_row, pair_outcomes
+from imagenot.pipeline.audit.classes import FLAG_BELOW, PASSES, class_row, is_flagged, pair_outcomes
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.score.senses_command import matched_forms
 from imagenot.wordnet.index import load_index
 
 FOLDER = Path(__file__).parent / "data" / "class_dev"
 TARGETS = {"other_flagged": 2 / 3, "right_flagged": 1 / 4}
+CUTS = [round(0.05 * i, 2) for i in range(1, 20)]  # the pass-share cuts a fold chooses from
+FOLDS, FOLD_SEED = 5, 0
 
 
 def readings() -> dict[str, dict[str, str]]:
@@ -67,6 +70,44 @@ def majority(read: dict[str, dict[str, str]], wnid: str) -> str | None:
     return best if votes.count(best) * 2 > len(votes) else None
 
 
+def flags_at(outcomes: dict[str, list[str]], cut: float) -> dict[str, bool]:
+    """wnid -> whether the audit flags it at a pass-share cut."""
+    return {w: is_flagged(found.count(PASSES), len(found), cut) for w, found in outcomes.items()}
+
+
+def flag_figures(flags: dict[str, bool], verdict: dict[str, str | None]) -> dict:
+    """Per majority verdict (other, right): classes, how many are flagged and their share."""
+    figures = {}
+    for kind in ("other", "right"):
+        judged = [w for w in flags if verdict[w] == kind]
+        flagged = sum(flags[w] for w in judged)
+        figures[kind] = {"classes": len(judged), "flagged": flagged, "share": round(flagged / max(len(judged), 1), 3)}
+    return figures
+
+
+def chosen_cut(outcomes: dict[str, list[str]], verdict: dict[str, str | None]) -> float:
+    """The cut of CUTS that flags the most other-sense classes less right ones, the lowest on a tie."""
+
+    def gain(cut: float) -> tuple[float, float]:
+        figures = flag_figures(flags_at(outcomes, cut), verdict)
+        return figures["other"]["share"] - figures["right"]["share"], -cut
+
+    return max(CUTS, key=gain)
+
+
+def out_of_fold(outcomes: dict[str, list[str]], verdict: dict[str, str | None]) -> dict:
+    """Each fold's classes flagged at the cut chosen on the other folds (5 folds by class, seeded)."""
+    order = sorted(outcomes)
+    random.Random(FOLD_SEED).shuffle(order)
+    folds = [set(order[i::FOLDS]) for i in range(FOLDS)]
+    flags, cuts = {}, []
+    for held in folds:
+        cut = chosen_cut({w: o for w, o in outcomes.items() if w not in held}, verdict)
+        cuts.append(cut)
+        flags |= flags_at({w: outcomes[w] for w in held}, cut)
+    return {"cuts": cuts, "all_data_cut": chosen_cut(outcomes, verdict), **flag_figures(flags, verdict)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="the config whose decision the audit uses [default: the defaults]")
@@ -90,21 +131,16 @@ def main() -> None:
     for wnid, outcome in zip(owners, decided):
         outcomes.setdefault(wnid, []).append(outcome)
     rows = {w: class_row(w, outcomes.get(w, []), index) for w in wnids}
-    figures, under_half = {}, {}
-    for kind in ("other", "right"):
-        judged = [w for w in wnids if verdict[w] == kind]
-        flagged = [w for w in judged if rows[w]["flagged"]]
-        figures[kind] = {"classes": len(judged), "flagged": len(flagged), "share": round(len(flagged) / len(judged), 3)}
-        low = [w for w in judged if rows[w]["pass_share"] != "" and rows[w]["pass_share"] < 0.5]
-        under_half[kind] = {"classes": len(judged), "under_half": len(low), "share": round(len(low) / len(judged), 3)}
     report = {
         "classes": len(wnids),
         "captions": len(flat),
         "sense_method": config.scoring.sense_method,
         "agreement": agreement(read, wnids),
         "no_majority": sum(v is None for v in verdict.values()),
-        "flagged": figures,
-        "pass_share_under_half": under_half,  # what a flag at the point estimate would give
+        "flag_below": FLAG_BELOW,
+        "flagged": flag_figures({w: bool(rows[w]["flagged"]) for w in wnids}, verdict),
+        "out_of_fold": out_of_fold(outcomes, verdict),
+        "by_cut": {str(cut): flag_figures(flags_at(outcomes, cut), verdict) for cut in CUTS},
         "targets": TARGETS,
         "missed": sorted(index[w].name for w in wnids if verdict[w] == "other" and not rows[w]["flagged"]),
         "wrongly_flagged": sorted(index[w].name for w in wnids if verdict[w] == "right" and rows[w]["flagged"]),

@@ -84,7 +84,7 @@ def test_quality_signals(capsys, laion_rows):
 
 def test_quality_classes(capsys, laion_rows):
     found = _main_json(capsys, "quality_classes.py", "--limit", "30", "--corpus", str(laion_rows))
-    assert found["classes"] == 30 and {"agreement", "flagged", "pass_share_under_half", "missed"} <= set(found)
+    assert found["classes"] == 30 and {"agreement", "flagged", "out_of_fold", "by_cut", "missed"} <= set(found)
 
 
 def test_quality_senses(capsys):
