@@ -3,7 +3,8 @@
 `ranking.min_captions` 1, no download), its dataset's labels judged by the real dev set's readers.
 
 Runs tag, select and score once per sense method, then rank and sample once per class threshold
-(`ranking.thresholds` for the config's encoder: the config's own unless `--thresholds`). Per
+(`ranking.thresholds` for the config's encoder: the config's own unless `--thresholds`) and pass
+share floor (`ranking.min_pass_share`: the config's unless `--pass-floors`). Per
 setting it reports the dataset's labels (the sample stage's rows: a caption and its class), the
 share of them the readers judged (a majority of three or more, `real_dev_judgments.py`), of those
 the share judged right sense and picturable, and the share of the right-sense pairs select keeps
@@ -12,7 +13,8 @@ that reach the dataset: what the later steps throw away. The judged pairs are th
 readers apart with the same guide); `--pairs FILE` writes the select-kept pairs no reader has
 judged yet, as that file holds them: judge them before quoting a figure ("stale" below 95% judged).
 
-    python benchmarks/quality_build.py [--method sentence trained] [--thresholds 0.5 0.4] [--pairs FILE] [--out FILE]
+    python benchmarks/quality_build.py [--method sentence trained] [--thresholds 0.5 0.4] [--pass-floors 0.5 0.7]
+        [--pairs FILE] [--out FILE]
 
 The last line is one JSON object.
 """
@@ -24,11 +26,13 @@ import csv
 import json
 import shutil
 import tempfile
+from itertools import product
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import yaml
-from real_dev_judgments import majority, read_readers
+from quality_real import agreement
+from real_dev_judgments import majority, read_readers, read_tsv, reader_names
 from real_dev_pairs import COLUMNS, DATA, imagenot, pair_row, resolved_config, selected
 
 from imagenot.pipeline.config.schema import load_config
@@ -63,6 +67,15 @@ def setting_figures(labels: list, selected_right: set, right: dict, picturable: 
     }
 
 
+def pairs_agreement(readers: list[dict]) -> dict:
+    """The readers' agreement on `build_dev_pairs.tsv`'s pairs, among the readers who judged them all."""
+    keys = {(row["row_id"], row["synset"]) for row in read_tsv(PAIRS)}
+    judged = [(name, r) for name, r in zip(reader_names(), readers) if keys <= set(r)]
+    if len(judged) < 2:
+        return {"pairs": 0}
+    return agreement([{key: r[key] for key in keys} for _, r in judged], [name for name, _ in judged])
+
+
 def write_unjudged(kept: list[dict], judged: set, index, path: Path) -> int:
     forms, senses = surface_forms(index), word_senses()
     rows = [pair_row(row, "kept", index, forms, senses) for row in kept]
@@ -77,45 +90,53 @@ def write_unjudged(kept: list[dict], judged: set, index, path: Path) -> int:
     return len(new)
 
 
+def run_with(source: Path, run: Path, config: dict, stages: tuple[str, ...]) -> Path:
+    """A copy of the run `source` at `run`, its `stages` run with `config` (a changed setting reruns them)."""
+    shutil.copytree(source, run)
+    (run / "setting.yaml").write_text(yaml.safe_dump(config))
+    for stage in stages:
+        imagenot(stage, "--run", str(run), "--config", str(run / "setting.yaml"))
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", nargs="+", default=["sentence"], help="scoring.sense_method values to build with")
     parser.add_argument("--thresholds", nargs="+", type=float, help="class thresholds [default: the config's]")
+    parser.add_argument("--pass-floors", nargs="+", type=float, help="class pass share floors [default: the config's]")
     parser.add_argument("--corpus", type=Path, help="the LAION sample (default: build_dev.yaml's)")
     parser.add_argument("--pairs", type=Path, help=f"write the select-kept pairs not judged yet here (as {PAIRS.name})")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args()
     index, readers = load_index(), read_readers()
     right, picturable = majority(readers, "right_sense"), majority(readers, "picturable")
-    report: dict = {"config": CONFIG.name, "settings": []}
+    report: dict = {"config": CONFIG.name, "agreement": pairs_agreement(readers), "settings": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for method in args.method:
-            config = yaml.safe_load(resolved_config(Path(tmp) / "build.yaml", args.corpus, source=CONFIG).read_text())
-            config.setdefault("scoring", {})["sense_method"] = method
-            path = Path(tmp) / f"{method}.yaml"
-            path.write_text(yaml.safe_dump(config))
-            built = Path(tmp) / method
-            imagenot("tag", "--config", str(path), "--out", str(built))
-            imagenot("select", "--run", str(built))
-            kept = {(r["row_id"], index[r["wnid"]].name) for r in selected(built)}
-            if args.pairs:
-                written = write_unjudged(selected(built), set(right), index, args.pairs)
-                print(json.dumps({"select_kept": len(kept), "not_judged": written, "file": str(args.pairs)}))
-                return
-            imagenot("score", "--run", str(built))
-            model = load_config(str(path)).scoring.model
-            selected_right = {key for key in kept if right.get(key) == "yes"}
-            report["select_kept"] = len(kept)
-            report["select_kept_judged_share"] = share(sum(key in right for key in kept), len(kept))
-            for threshold in args.thresholds or [load_config(str(path)).ranking.thresholds.get(model)]:
-                run = Path(tmp) / f"{method}-{threshold}"
-                shutil.copytree(built, run)
-                setting = dict(config, ranking={**config["ranking"], "thresholds": {model: threshold}})
-                (run / "setting.yaml").write_text(yaml.safe_dump(setting))
-                for stage in ("rank", "sample"):
-                    imagenot(stage, "--run", str(run), "--config", str(run / "setting.yaml"))
+        config = yaml.safe_load(resolved_config(Path(tmp) / "build.yaml", args.corpus, source=CONFIG).read_text())
+        defaults = load_config(str(Path(tmp) / "build.yaml"))
+        model = defaults.scoring.model
+        built = Path(tmp) / "selected"  # tag and select do not read the sense method
+        imagenot("tag", "--config", str(Path(tmp) / "build.yaml"), "--out", str(built))
+        imagenot("select", "--run", str(built))
+        kept = {(r["row_id"], index[r["wnid"]].name) for r in selected(built)}
+        if args.pairs:
+            written = write_unjudged(selected(built), set(right), index, args.pairs)
+            print(json.dumps({"select_kept": len(kept), "not_judged": written, "file": str(args.pairs)}))
+            return
+        selected_right = {key for key in kept if right.get(key) == "yes"}
+        report["select_kept"] = len(kept)
+        report["select_kept_judged_share"] = share(sum(key in right for key in kept), len(kept))
+        floors = args.pass_floors or [defaults.ranking.min_pass_share]
+        for method, floor in product(args.method, floors):  # score reads both: which candidates it ranks
+            scoring = {**config.get("scoring", {}), "sense_method": method}
+            ranking = {**config["ranking"], "min_pass_share": floor}
+            setting = dict(config, scoring=scoring, ranking=ranking)
+            scored = run_with(built, Path(tmp) / f"{method}-{floor}", setting, ("score",))
+            for threshold in args.thresholds or [defaults.ranking.thresholds.get(model)]:
+                setting = dict(config, scoring=scoring, ranking={**ranking, "thresholds": {model: threshold}})
+                run = run_with(scored, Path(tmp) / f"{method}-{floor}-{threshold}", setting, ("rank", "sample"))
                 figures = setting_figures(dataset_labels(run, index), selected_right, right, picturable)
-                figures = {"sense_method": method, "threshold": threshold, **figures}
+                figures = {"sense_method": method, "threshold": threshold, "min_pass_share": floor, **figures}
                 figures["stale"] = (figures["judged_share"] or 0) < JUDGED_ENOUGH
                 report["settings"].append(figures)
                 print(json.dumps(figures), flush=True)

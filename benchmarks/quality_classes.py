@@ -30,7 +30,7 @@ from pathlib import Path
 from quality_real import cohen_kappa, fleiss_kappa
 from real_dev_judgments import CORPUS, sample_form_stats
 
-from imagenot.pipeline.audit.classes import FLAG_BELOW, PASSES, class_row, is_flagged, pair_outcomes
+from imagenot.pipeline.audit.classes import PASSES, class_row, is_flagged, pair_outcomes
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.score.senses_command import matched_forms
 from imagenot.wordnet.index import load_index
@@ -130,14 +130,15 @@ def main() -> None:
     outcomes: dict[str, list[str]] = {}
     for wnid, outcome in zip(owners, decided):
         outcomes.setdefault(wnid, []).append(outcome)
-    rows = {w: class_row(w, outcomes.get(w, []), index) for w in wnids}
+    flag_below = config.ranking.min_pass_share  # the audit's default cut: the build's class floor
+    rows = {w: class_row(w, outcomes.get(w, []), index, flag_below) for w in wnids}
     report = {
         "classes": len(wnids),
         "captions": len(flat),
         "sense_method": config.scoring.sense_method,
         "agreement": agreement(read, wnids),
         "no_majority": sum(v is None for v in verdict.values()),
-        "flag_below": FLAG_BELOW,
+        "flag_below": flag_below,
         "flagged": flag_figures({w: bool(rows[w]["flagged"]) for w in wnids}, verdict),
         "out_of_fold": out_of_fold(outcomes, verdict),
         "by_cut": {str(cut): flag_figures(flags_at(outcomes, cut), verdict) for cut in CUTS},
