@@ -128,6 +128,20 @@ def test_the_encoder_embeds_each_distinct_caption_once_and_not_again_in_rank(tmp
     assert stages["rank"]["work"]["captions_to_embed"] == round(10 * 1000 * math.exp(-200 / 1000) * 0.75)
 
 
+def test_a_sense_method_that_reads_the_word_pays_its_pass_over_every_scored_caption(tmp_path):
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.plan.estimate import Rates, make_plan
+
+    rates = Rates(candidates=100, class_share=1e-3)
+    methods = ("sentence", "trained")
+    configs = {method: load_config(_config(tmp_path, scoring={"sense_method": method})) for method in methods}
+    stages = {method: make_plan(config, 10**6, 10, rates, workers=1)["stages"] for method, config in configs.items()}
+    for stage in ("score", "rank"):
+        extra = stages["trained"][stage]["process_seconds"] - stages["sentence"][stage]["process_seconds"]
+        assert extra == pytest.approx(stages["trained"][stage]["work"]["captions_scored"] * 2.2e-3, abs=0.1)
+    assert stages["trained"]["tag"] == stages["sentence"]["tag"]
+
+
 def test_the_static_first_phase_bounds_the_encoder_whatever_the_corpus_size(tmp_path):
     from imagenot.pipeline.plan.estimate import Rates
 

@@ -62,6 +62,10 @@ class Rates:
         3_600.0  # priority path: class captions per CPU second of its passes (bench_scoring)
     )
     gpu_captions_per_s: float = 20_000.0  # not measured here: a GPU's rate for the configured encoder
+    # A sense method that reads the word where it stands (trained, context, both) runs the span encoder
+    # over every caption it scores, on the CPU, beyond what the encoder's rate above holds: CPU ms a
+    # caption (benchmarks/README.md, issue 44: the score stage's sense CPU, trained against sentence).
+    word_pass_ms: float = 2.2
     # The work: shares of the corpus and of the configured caps.
     candidates: int = 10_000  # candidate synsets after select (known only after select)
     first_pass_fill: float = 0.40  # score's captions / (candidates x first_pass_captions): small candidates fill less
@@ -220,6 +224,10 @@ class _Billing:
     def fixed(self, stage: str) -> float:
         return fixed_cpu_seconds(self.rates, stage, self.processes)
 
+    def word_pass(self, config: Config, captions: int) -> float:
+        """CPU seconds of the sense method's pass over the word where it stands, for `captions` scored."""
+        return captions * self.rates.word_pass_ms / 1000 if config.scoring.sense_method != "sentence" else 0.0
+
 
 def make_plan(
     config: Config,
@@ -282,7 +290,10 @@ def _stages_to_sample(config: Config, work: dict, shards: int, bill: _Billing) -
                 "captions_to_embed": work["score_embedded"],
             },
             "jobs": 2,
-            **bill.hours(bill.per_row("score", rates.score_us_per_row), work["score_embedded"]),
+            **bill.hours(
+                bill.per_row("score", rates.score_us_per_row) + bill.word_pass(config, work["score_captions"]),
+                work["score_embedded"],
+            ),
         },
         "rank": _rank_stage(config, work, bill),
         "sample": {
@@ -301,7 +312,7 @@ def _rank_stage(config: Config, work: dict, bill: _Billing) -> dict:
         "captions_scored": work["rank_captions"],
         "captions_to_embed": work["rank_embedded"],
     }
-    rank_cpu = bill.fixed("rank")
+    rank_cpu = bill.fixed("rank") + bill.word_pass(config, work["rank_captions"])
     pass_rate = {"static": rates.static_captions_per_s, "priority": rates.priority_pass_captions_per_s}.get(
         config.scoring.first_phase
     )
