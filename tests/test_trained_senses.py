@@ -89,6 +89,15 @@ def test_the_head_refuses_an_encoder_it_was_not_trained_over():
         trained_senses(Scoring(sense_method="trained"), Other())
 
 
+def test_a_config_asking_the_head_of_another_encoder_is_refused_when_it_loads(tmp_path):
+    """Before any stage runs: the config names the head's encoder settings and the way out."""
+    config = tmp_path / "config.yaml"
+    config.write_text("scoring:\n  sense_method: trained\n  runtime: onnx\n")
+    result = invoke(cli_command("plan"), ["--config", str(config)])
+    assert result.exit_code == 1 and "scoring.runtime: torch" in result.output
+    assert "set scoring.sense_method: sentence" in result.output and "Traceback" not in result.output
+
+
 def test_the_score_stage_fingerprint_names_the_head():
     trained = settings(Config.model_validate({"scoring": {"sense_method": "trained"}}))
     assert len(trained["sense_head"]) == 16

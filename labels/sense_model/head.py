@@ -61,6 +61,12 @@ def save_head(folder: Path, weights: np.ndarray, scale: float, card: dict, tuned
     (folder / CARD_FILE).write_text(json.dumps(card, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def head_scoring(folder: Path = HEAD_DIR) -> dict[str, str]:
+    """The scoring settings (`encoder`, `model`, `runtime`) whose text encoder the head was trained
+    over: the trained method reads glosses and captions through that encoder alone."""
+    return json.loads((folder / CARD_FILE).read_text(encoding="utf-8"))["scoring"]
+
+
 def head_digest(folder: Path = HEAD_DIR) -> str:
     """The shipped weights' sha256 (first 16 hex digits): a retrained head reruns the score stage."""
     return hashlib.sha256((folder / WEIGHTS_FILE).read_bytes()).hexdigest()[:16]

@@ -217,6 +217,7 @@ def main() -> None:
         "method": "BEM-style sense head: frozen gloss vectors (mean of the sense queries' embeddings), the encoder's "
         f"last {args.tuned} layers tuned with a bilinear map, cross-entropy over each word's noun senses",
         "encoder": text.model_id,  # as TrainedSenses checks it
+        "scoring": {"encoder": scoring.encoder, "model": scoring.model, "runtime": "torch"},  # as the config checks it
         "layers": 1,
         "tuned_layers": args.tuned,
         "templates": list(scoring.sense_templates),
