@@ -90,6 +90,7 @@ class SpanEncoder(_SameLengthBatches):
     ) -> tuple[np.ndarray, np.ndarray]:
         """(`encode_spans`, `text_encoder.encode(texts)`) from one pass of the model where the text
         encoder runs this model; texts either encoder cuts short it embeds apart."""
+        # another model, or a runtime that gives no hidden states (ONNX: no `pool`): two passes
         if text_encoder.model_id.split("#")[0] != self.base_id or not hasattr(text_encoder, "pool"):
             return self.encode_spans(texts, spans), text_encoder.encode(list(texts))
         return self._encode(texts, spans, text_encoder)
