@@ -22,7 +22,6 @@ The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import shutil
 import tempfile
@@ -33,7 +32,7 @@ import pyarrow.parquet as pq
 import yaml
 from quality_real import agreement
 from real_dev_judgments import majority, read_readers, read_tsv, reader_names
-from real_dev_pairs import COLUMNS, DATA, imagenot, pair_row, resolved_config, selected
+from real_dev_pairs import DATA, imagenot, pair_row, resolved_config, selected, write_pairs
 
 from imagenot.pipeline.config.schema import load_config
 from imagenot.wordnet.index import load_index
@@ -79,14 +78,8 @@ def pairs_agreement(readers: list[dict]) -> dict:
 def write_unjudged(kept: list[dict], judged: set, index, path: Path) -> int:
     forms, senses = surface_forms(index), word_senses()
     rows = [pair_row(row, "kept", index, forms, senses) for row in kept]
-    new = sorted(
-        (r for r in rows if (r["row_id"], r["synset"]) not in judged),
-        key=lambda r: (int(r["row_id"].rsplit(":", 1)[1]), r["synset"]),
-    )
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, COLUMNS, delimiter="\t", lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: " ".join(str(v).split()) for k, v in row.items()} for row in new)
+    new = [r for r in rows if (r["row_id"], r["synset"]) not in judged]
+    write_pairs(new, path)
     return len(new)
 
 

@@ -111,6 +111,15 @@ def pair_row(row: dict, source: str, index, forms, senses) -> dict:
     )
 
 
+def write_pairs(rows: list[dict], path: Path) -> None:
+    """`pair_row`s to a pairs file, in the sample's row order, each value on one line."""
+    rows = sorted(rows, key=lambda r: (int(r["row_id"].rsplit(":", 1)[1]), r["synset"]))
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, COLUMNS, delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: " ".join(str(v).split()) for k, v in row.items()} for row in rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, help="run folder (default: a temporary one)")
@@ -145,11 +154,7 @@ def main() -> None:
         if (row["row_id"], row["wnid"]) not in kept_ids
     ]
     rows += [pair_row(row, "before_step6", index, forms, senses) for row in extra]
-    rows.sort(key=lambda r: (int(r["row_id"].rsplit(":", 1)[1]), r["synset"]))
-    with args.out.open("w", newline="") as out:
-        writer = csv.DictWriter(out, COLUMNS, delimiter="\t", lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: " ".join(str(v).split()) for k, v in row.items()} for row in rows)
+    write_pairs(rows, args.out)
     print(f"{len(rows)} pairs -> {args.out}")
     print(json.dumps({"pairs": len(rows), "by_source": dict(sorted(Counter(r["source"] for r in rows).items()))}))
 

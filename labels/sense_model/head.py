@@ -41,8 +41,13 @@ class SenseHead:
         return self.scale * np.einsum("nd,sd->ns", vectors, glosses) + np.einsum("nd,sd->ns", vectors, mapped)
 
 
+def read_card(folder: Path = HEAD_DIR) -> dict:
+    """`head.json`: what the weights were trained on and over."""
+    return json.loads((folder / CARD_FILE).read_text(encoding="utf-8"))
+
+
 def load_head(folder: Path = HEAD_DIR) -> SenseHead:
-    card = json.loads((folder / CARD_FILE).read_text(encoding="utf-8"))
+    card = read_card(folder)
     arrays = np.load(folder / WEIGHTS_FILE)
     return SenseHead(
         weights=arrays["weights"].astype(np.float64),
@@ -64,7 +69,7 @@ def save_head(folder: Path, weights: np.ndarray, scale: float, card: dict, tuned
 def head_scoring(folder: Path = HEAD_DIR) -> dict[str, str]:
     """The scoring settings (`encoder`, `model`, `runtime`) whose text encoder the head was trained
     over: the trained method reads glosses and captions through that encoder alone."""
-    return json.loads((folder / CARD_FILE).read_text(encoding="utf-8"))["scoring"]
+    return read_card(folder)["scoring"]
 
 
 def head_digest(folder: Path = HEAD_DIR) -> str:

@@ -188,16 +188,15 @@ def class_row(wnid: str, outcomes: list, index: NounIndex, flag_below: float) ->
     return row | shares | drop | {"flagged": int(is_flagged(k, n, flag_below))}
 
 
-def audit_classes(list_path: str, corpus: str, config: Config, flag_below: float | None = None) -> list[dict]:
-    """One row per listed class; flagged under `flag_below` (default: the config's `ranking.min_pass_share`)."""
+def audit_classes(list_path: str, corpus: str, config: Config, flag_below: float) -> list[dict]:
+    """One row per listed class; flagged under `flag_below`."""
     from imagenot.pipeline.config.reference_lists import read_class_list
     from imagenot.wordnet.index import load_index
 
     index = load_index()
     classes = read_class_list(list_path, index)
     outcomes = decide(read_captions(corpus, config), classes, config, index)
-    floor = config.ranking.min_pass_share if flag_below is None else flag_below
-    return [class_row(wnid, outcomes.get(wnid, []), index, floor) for wnid in classes]
+    return [class_row(wnid, outcomes.get(wnid, []), index, flag_below) for wnid in classes]
 
 
 @click.command("classes")
