@@ -41,9 +41,9 @@ import click
 import numpy as np
 import pyarrow.parquet as pq
 
+from imagenot.labels.encoders.text import DEFAULT_MODEL, SentenceTransformerEncoder
 from imagenot.pipeline.corpus.synth import synth_corpus
 from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.encoders import DEFAULT_MODEL, SentenceTransformerEncoder
 from imagenot.pipeline.score.onnx_runtime import OPSET, OnnxEncoder, export_onnx
 
 MIN_COSINE = 0.999

@@ -56,11 +56,15 @@ def pool(run: Path, config_path: Path) -> list[dict]:
     late = late_synsets(run)
     rules = caption_rules(config.selection.caption_rules)
     usable = json.loads((run / "select" / "usable_counts.json").read_text())
-    rules = dataclasses.replace(rules, none_of_these=rules.none_of_these.with_stats(read_form_stats(usable, late, index)))
+    rules = dataclasses.replace(
+        rules, none_of_these=rules.none_of_these.with_stats(read_form_stats(usable, late, index))
+    )
     checker = PairChecker(rules, late, index)
     tagged = pq.read_table(sorted((run / "tag" / "tagged").glob("*.parquet"))).to_pylist()
     pairs = [dict(row, wnid=w) for row in tagged if row["caption"] for w in sorted(set(row["wnids"]) & late)]
-    fired = checker.rules_fired([p["caption"] for p in pairs], [p["matched"] for p in pairs], [p["wnid"] for p in pairs])
+    fired = checker.rules_fired(
+        [p["caption"] for p in pairs], [p["matched"] for p in pairs], [p["wnid"] for p in pairs]
+    )
     return [p for p, rule in zip(pairs, fired) if rule is None]
 
 

@@ -35,10 +35,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from imagenot.labels.encoders.text import DEFAULT_MODEL
 from imagenot.pipeline.config.schema import Config, Corpus, Ranking, Sampling, Scoring, Selection, Synth
 from imagenot.pipeline.corpus.synth import GROUND_TRUTH
 from imagenot.pipeline.frame.build import build
-from imagenot.pipeline.score.encoders import DEFAULT_MODEL
 
 THRESHOLDS = [round(t, 2) for t in np.arange(0.30, 0.801, 0.05)]
 

@@ -35,10 +35,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from imagenot.labels.caption_rules import SenseDecision, caption_decision
+from imagenot.labels.caption_rules import PairScores, SenseDecision, caption_decision
+from imagenot.labels.encoders.text import DEFAULT_MODEL
 from imagenot.labels.senses.sentence import SenseQueries
 from imagenot.pipeline.config.schema import Config, Scoring
-from imagenot.pipeline.score.encoders import DEFAULT_MODEL
 from imagenot.pipeline.score.runtimes import load_encoder
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.queries import query_text
@@ -148,7 +148,7 @@ def contrast_keep(margin: float | None, threshold: float | None):
 
     def keep(scores: np.ndarray) -> np.ndarray:
         others = np.array([np.max(np.delete(scores, j)) if len(scores) > 1 else np.inf for j in range(len(scores))])
-        passes, _ = caption_decision(scores, scores - others, threshold, SenseDecision(margin))
+        passes, _ = caption_decision(PairScores(scores, scores - others), threshold, SenseDecision(margin))
         return passes
 
     return keep
@@ -179,9 +179,9 @@ def context_scores(dev, rows, senses, caption_vectors: np.ndarray, encoder):
     """scoring -> per caption, the context (both, trained) method's scores of its lemma's senses (the
     word's span: where `imagenot senses` finds it; a caption where it is not found is scored on
     the whole caption); `encoder` embeds the sentence method's queries for `both`."""
+    from imagenot.labels.encoders.spans import SpanEncoder
     from imagenot.pipeline.score.sense_methods import context_senses, trained_senses
     from imagenot.pipeline.score.senses_command import read_word
-    from imagenot.pipeline.score.span_encoder import SpanEncoder
 
     spans_encoder = SpanEncoder(threads=1)
     spans = [

@@ -50,7 +50,9 @@ from imagenot.labels.none_of_these import NoneOfThese, none_of_these_scores
 
 STEP = CAPTION_RULES_STEP
 OTHER_SENSE = "other_sense"
+WEB_SENSE = "web_sense"  # a sense WordNet lacks wins the caption's word (labels.web_senses)
 NONE_OF_THESE_FIT = "none_of_these_fit"  # the sense model's "none of these": another knob than select's rule
+LABEL_MODEL = "label_model"  # the label model says the caption's picture does not show its class
 BELOW_THRESHOLD = "below_threshold"
 KEPT = ""
 NONE_OF_THESE = "none_of_these"
@@ -312,57 +314,102 @@ def keep_passing_rows(
 def check_rows(
     batch: pa.RecordBatch, rules: CaptionRules, senses: Mapping[str, Sense]
 ) -> tuple[pa.RecordBatch, Drops, ClassDrops]:
-    """`keep_passing_rows`, and the dropped rows counted by (wnid, rule) too, for `imagenot why`."""
-    if not rules.enabled or batch.num_rows == 0:
-        return batch, {}, {}
+    """`keep_passing_rows`, and the dropped rows counted by (wnid, rule) too, for `imagenot why`.
+    The kept rows carry `NONE_SCORE_COLUMN`: the none-of-these model's probability for the pair (null
+    where that rule is off), which the label model reads."""
+    if batch.num_rows == 0 or not rules.enabled:
+        return with_none_scores(batch, [None] * batch.num_rows), {}, {}
     captions = require_column(batch, "caption", "the caption rules read it").to_pylist()
     matched = require_column(batch, "matched", "the tag stage writes it").to_pylist()
     wnids = require_column(batch, "wnid", "added by step 6").to_pylist()
     fired = pair_rules(captions, matched, wnids, rules, senses)
     drops = Counter((STEP, rule) for rule in fired if rule)
     by_class = Counter((wnid, rule) for wnid, rule in zip(wnids, fired) if rule)
-    return batch.filter(pa.array([rule is None for rule in fired])), dict(drops), dict(sorted(by_class.items()))
+    kept = [i for i, rule in enumerate(fired) if rule is None]
+    scores = [None] * len(kept)
+    if rules.none_of_these is not None and kept:
+        forms = [matched_form(matched[i] or [], senses[wnids[i]]) for i in kept]
+        pairs = none_of_these_pairs([captions[i] for i in kept], forms, [senses[wnids[i]] for i in kept], rules)
+        scores = [p for p, _ in pairs]
+    passing = batch.take(pa.array(kept, pa.int64()))
+    return with_none_scores(passing, scores), dict(drops), dict(sorted(by_class.items()))
+
+
+NONE_SCORE_COLUMN = "none_score"
+
+
+def with_none_scores(batch: pa.RecordBatch, scores: list[float | None]) -> pa.RecordBatch:
+    return batch.append_column(NONE_SCORE_COLUMN, pa.array(scores, pa.float32()))
 
 
 @dataclass(frozen=True)
 class SenseDecision:
     """The sense decision's floors (the pipeline's `Scoring.sense_decision()`); None tests nothing.
     `margin`: the caption's score for its synset minus the best other noun sense's of its word must
-    reach it, else `other_sense`. `min_fit`: the best sense's fit where the word stands (the score
-    stage's `sense_fit`: the trained head's logit, the sentence method's similarity) must reach it,
-    else `none_of_these_fit`: the word names none of its senses there (a brand, a work, a sense
-    WordNet lacks), read from the sense model beside select's corpus-statistics rule."""
+    reach it, else `other_sense`. `web_margin`: the same over the word's senses WordNet lacks
+    (`labels.web_senses`), else `web_sense`. `min_fit`: the best sense's fit where the word stands
+    (the score stage's `sense_fit`: the trained head's logit, the sentence method's similarity) must
+    reach it, else `none_of_these_fit`: the word names none of its senses there (a brand, a work, a
+    sense WordNet lacks), read from the sense model beside select's corpus-statistics rule.
+    `min_label`: the label model's probability that the caption's picture shows its class
+    (`labels.label_model`) must reach it, else `label_model`."""
 
     margin: float | None = None
     min_fit: float | None = None
+    web_margin: float | None = None
+    min_label: float | None = None
 
 
 SENSE_OFF = SenseDecision()  # no sense contrast: every scored caption stays
 
 
+@dataclass(frozen=True)
+class PairScores:
+    """What the score stage recorded of each caption for its synset (None: not recorded)."""
+
+    similarity: np.ndarray  # the caption's gloss similarity
+    margin: np.ndarray | None = None  # over the best other WordNet sense (inf: none)
+    fit: np.ndarray | None = None  # the best WordNet sense's fit
+    web_margin: np.ndarray | None = None  # over the best web sense (inf: none)
+    label: np.ndarray | None = None  # the label model's probability
+
+
+def _column(scores: PairScores, name: str, floor: str) -> np.ndarray:
+    values = getattr(scores, name)
+    if values is None:
+        raise ValueError(f"caption_decision: the floor {floor} needs each caption's {name}")
+    return np.asarray(values, np.float32)
+
+
 def caption_decision(
-    similarity: np.ndarray,
-    margin: np.ndarray,
-    threshold: float | None,
-    sense: SenseDecision,
-    rule: list[str | None] | None = None,
-    fit: np.ndarray | None = None,
+    scores: PairScores, threshold: float | None, sense: SenseDecision, rule: list[str | None] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(passes, reason) per caption for the synset it is scored for. `rule`: the caption rule that
     drops each pair (`pair_rules`; None: none did, or rules not run); it names the reason first, as
-    select drops the pair before scoring. Then a `fit` under `sense.min_fit` is `none_of_these_fit`
-    (no sense of the word fits, so no other sense wins either), a margin under `sense.margin`
-    `other_sense`, and a similarity under `threshold` `below_threshold`."""
-    similarity, margin = np.asarray(similarity, np.float32), np.asarray(margin, np.float32)
+    select drops the pair before scoring. Then a fit under `sense.min_fit` is `none_of_these_fit`
+    (no sense of the word fits, so no other sense wins either); a margin under `sense.margin` is
+    `other_sense` and a web margin under `sense.web_margin` `web_sense` (both: the sense that
+    outscores the synset more names it); a label probability under `sense.min_label` is
+    `label_model`; and a similarity under `threshold` `below_threshold`."""
+    similarity = np.asarray(scores.similarity, np.float32)
     reason = np.full(len(similarity), KEPT, object)
     if threshold is not None:
         reason[similarity < np.float32(threshold)] = BELOW_THRESHOLD
+    if sense.min_label is not None:
+        reason[_column(scores, "label", "min_label") < np.float32(sense.min_label)] = LABEL_MODEL
+    other = np.zeros(len(similarity), bool)
     if sense.margin is not None:
-        reason[margin < np.float32(sense.margin)] = OTHER_SENSE
+        margin = _column(scores, "margin", "margin")
+        other = margin < np.float32(sense.margin)
+        reason[other] = OTHER_SENSE
+    if sense.web_margin is not None:
+        web_margin = _column(scores, "web_margin", "web_margin")
+        web = web_margin < np.float32(sense.web_margin)
+        if sense.margin is not None:
+            web &= ~other | (web_margin < margin)
+        reason[web] = WEB_SENSE
     if sense.min_fit is not None:
-        if fit is None:
-            raise ValueError("caption_decision: a fit floor (min_fit) needs each caption's fit")
-        reason[np.asarray(fit, np.float32) < np.float32(sense.min_fit)] = NONE_OF_THESE_FIT
+        reason[_column(scores, "fit", "min_fit") < np.float32(sense.min_fit)] = NONE_OF_THESE_FIT
     if rule is not None:
         fired = np.array([name is not None for name in rule], bool)
         reason[fired] = np.array([name for name in rule if name is not None], object)

@@ -100,7 +100,7 @@ def stage_matcher(index):
 def minilm():
     """The packaged text encoder (MiniLM), loaded once per worker: a test that changes an attribute
     (its batch size) puts it back."""
-    from imagenot.pipeline.score.encoders import SentenceTransformerEncoder  # torch: only when asked for
+    from imagenot.labels.encoders.text import SentenceTransformerEncoder  # torch: only when asked for
 
     return SentenceTransformerEncoder()
 

@@ -4,11 +4,11 @@ in any batch), and the SemCor sense vectors it is scored against (real MiniLM, r
 import numpy as np
 import pytest
 
+from imagenot.labels.encoders.spans import SpanEncoder
 from imagenot.labels.senses.context import ContextSenses
 from imagenot.labels.spans import find_span
 from imagenot.pipeline.config.schema import Scoring
 from imagenot.pipeline.score.sense_methods import context_senses
-from imagenot.pipeline.score.span_encoder import SpanEncoder
 from imagenot.wordnet.semcor import document_part, semcor_rows
 from imagenot.wordnet.senses import word_senses
 

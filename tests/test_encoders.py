@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from imagenot.pipeline.score.encoders import (
+from imagenot.labels.encoders.text import (
     DEFAULT_MODEL,
     EncoderError,
     TransformersEncoder,

@@ -173,7 +173,7 @@ def test_an_unknown_open_clip_model_is_refused(tmp_path, corpus):
 
 def test_a_model_folder_copied_in_passes(tmp_path, corpus):
     """A local folder holding a real model (the packaged MiniLM, copied) is accepted as it is."""
-    from imagenot.pipeline.config.model_files import DEFAULT_MODEL, resolve_model, text_model_problem
+    from imagenot.labels.encoders.models import DEFAULT_MODEL, resolve_model, text_model_problem
 
     folder = tmp_path / "minilm"
     shutil.copytree(resolve_model(DEFAULT_MODEL)[0], folder)

@@ -12,7 +12,6 @@ ALLOWED = {
     "pipeline/demo/image_server.py",
     # Model files (a text encoder's folder, an open_clip config and checkpoint) that torch,
     # transformers and open_clip load from the worker's own disk (the worker image): not run paths.
-    "pipeline/score/encoders.py",
     "pipeline/audit/clip_model.py",
     "pipeline/config/model_files.py",  # checks that those files are there before a run starts
     # Models prepared once into the local cache (IMAGENOT_CACHE, inside the worker image).
@@ -20,8 +19,6 @@ ALLOWED = {
     "pipeline/score/onnx_runtime.py",
     "pipeline/score/static_model.py",
     "pipeline/score/sense_vectors.py",  # the context method's sense vectors, built from the packaged SemCor
-    # The script that writes the trained sense head's weights into the package (labels/sense_model/).
-    "pipeline/score/train_sense_head.py",
     # The run lock's local branch: an O_EXCL file is what makes it exclusive on a local disk (a
     # bucket run takes a create-only object instead, in the same module).
     "pipeline/run/lock.py",

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from imagenot.errors import ImagenotError
+from imagenot.labels.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.rank.ranking import BELOW_THRESHOLD, BEYOND_TOP_K, NO_CAPTIONS, rank_synsets, top_n_mean
 from imagenot.pipeline.run.keyed_hash import sample_key, sample_keys
 from imagenot.pipeline.score.cache import CachedEncoder, EmbeddingCache, text_keys
 from imagenot.pipeline.score.runtimes import LazyEncoder
-from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.queries import LAIONET_TEMPLATE, TemplateError, query_text
 
 TEXTS = ["a red car", "a dog on the beach", "a red car", "hot dog with mustard", "a dog on the beach"]

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.labels.caption_rules import SENSE_OFF, SenseDecision, caption_decision
+from imagenot.labels.caption_rules import SENSE_OFF, PairScores, SenseDecision, caption_decision
 from imagenot.pipeline.commands.senses import senses_command
 from imagenot.pipeline.config.schema import Sampling
 from imagenot.pipeline.rank.priority import list_settled
@@ -19,20 +19,20 @@ CRANE_MACHINE, CRANE_BIRD = "n03126707", "n02000954"  # crane.n.04, crane.n.05
 
 def test_rule_names_the_reason_and_other_sense_wins_over_threshold():
     similarity, margin = np.array([0.6, 0.2, 0.6, 0.2]), np.array([0.1, 0.1, -0.1, -0.1])
-    passes, reason = caption_decision(similarity, margin, 0.5, SenseDecision(0.0))
+    passes, reason = caption_decision(PairScores(similarity, margin), 0.5, SenseDecision(0.0))
     assert passes.tolist() == [True, False, False, False]
     assert reason.tolist() == ["", "below_threshold", "other_sense", "other_sense"]
-    assert caption_decision(np.array([0.1]), np.array([-1.0]), None, SENSE_OFF)[0].tolist() == [True]
+    assert caption_decision(PairScores(np.array([0.1]), np.array([-1.0])), None, SENSE_OFF)[0].tolist() == [True]
 
 
 def test_a_word_that_fits_none_of_its_senses_is_none_of_these_fit_before_other_sense():
     similarity, margin, fit = np.array([0.6, 0.6, 0.6, 0.6]), np.array([0.1, -0.1, 0.1, 0.1]), np.array([3, 3, 1, 1])
     passes, reason = caption_decision(
-        similarity, margin, None, SenseDecision(0.0, 2.0), [None, None, None, "case"], fit
+        PairScores(similarity, margin, fit), None, SenseDecision(0.0, 2.0), [None, None, None, "case"]
     )
     assert reason.tolist() == ["", "other_sense", "none_of_these_fit", "case"] and passes.tolist()[0]
     with pytest.raises(ValueError, match="needs each caption's fit"):
-        caption_decision(similarity, margin, None, SenseDecision(0.0, 2.0))
+        caption_decision(PairScores(similarity, margin), None, SenseDecision(0.0, 2.0))
 
 
 def _class_rows(n: int = 40) -> pa.Table:
@@ -226,7 +226,7 @@ def test_senses_caption_drops_a_word_that_fits_no_sense_above_the_fit_floor(tmp_
 
 def test_decision_names_the_caption_rule_before_sense_and_threshold():
     similarity, margin = np.array([0.6, 0.2, 0.6]), np.array([0.1, -0.1, 0.1])
-    passes, reason = caption_decision(similarity, margin, 0.5, SenseDecision(0.0), [None, "case", None])
+    passes, reason = caption_decision(PairScores(similarity, margin), 0.5, SenseDecision(0.0), [None, "case", None])
     assert passes.tolist() == [True, False, True] and reason.tolist() == ["", "case", ""]
 
 

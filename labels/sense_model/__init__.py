@@ -1,2 +1,2 @@
 """The trained sense head: its weights (`head.npz`, `head.json`) and the numpy code that applies them
-(`head.py`); `pipeline/score/train_sense_head.py` is the script that trained them."""
+(`head.py`); `train.py` is the script that trained them."""

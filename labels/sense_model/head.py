@@ -1,6 +1,5 @@
-"""The trained sense head's weights and the arithmetic that applies them. The training script
-(`pipeline/score/train_sense_head.py`) writes `head.npz` (the bilinear map W and the cosine's scale
-in float32; where training tuned them, the encoder's top layers in float16) and `head.json` (what
+"""The trained sense head's weights and the arithmetic that applies them. The training script (`train.py`)
+writes `head.npz` (the bilinear map W and the cosine's scale in float32; where training tuned them, the encoder's top layers in float16) and `head.json` (what
 they were trained on and over, and how long it took). Scoring is numpy; the tuned layers go into
 (a copy of) the span encoder's torch model once, at load."""
 

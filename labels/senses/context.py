@@ -3,7 +3,7 @@ contextual embedding in the caption (`scoring.sense_method: context`).
 
 The matched surface form's span in the caption (`labels.spans.find_span`, the tagger's
 normalisation) is embedded with the caption around it by the word encoder the caller gives (the
-pipeline's `span_encoder.SpanEncoder`: the mean of its word pieces over the last
+`labels.encoders.spans.SpanEncoder`: the mean of its word pieces over the last
 `scoring.sense_layers` layers), and a sense's score is its cosine with the sense's vector (the
 pipeline's `sense_vectors`: SemCor's training documents, hypernym back-off) plus
 `scoring.sense_prior` x log P(sense | word) from WordNet's tagged counts; its fit is the score

@@ -1,6 +1,6 @@
 """What the sense scorers take from their caller: a text encoder (sentences and sense queries) and
-a word encoder (the word's vector where it stands). The pipeline's encoders (`pipeline/score/
-encoders.py`, `span_encoder.py`, the embedding cache) are such; the library loads no model itself."""
+a word encoder (the word's vector where it stands). `labels.encoders` (text, spans) and the pipeline's
+embedding cache over them are such; the scorers load no model themselves."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The word's sense read by a model trained for it (`scoring.sense_method: trained`).
 
-A head trained on SemCor's training documents (`pipeline/score/train_sense_head.py`; the weights
+A head trained on SemCor's training documents (`labels/sense_model/train.py`; the weights
 and what trained them in `labels/sense_model/head.npz` and `head.json`): the word's contextual
 vector where it stands (the word encoder the caller gives, the pipeline's `SpanEncoder` as the
 context method reads it, with its top layers replaced by the head's tuned ones: `tuned`) against
@@ -20,6 +20,7 @@ depend on the captions batched with it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,9 +28,10 @@ import numpy as np
 from imagenot.errors import ImagenotError
 from imagenot.labels.sense_model.head import SenseHead, head_digest, load_head
 from imagenot.labels.senses.encoders import TextEncoder, WordEncoder
-from imagenot.labels.senses.sentence import SenseQueries
+from imagenot.labels.senses.sentence import SenseQueries, with_web_priors
 from imagenot.labels.senses.settings import SenseSettings
 from imagenot.labels.spans import form_spans
+from imagenot.labels.web_senses import NO_WEB_SENSES, WebLexicon
 from imagenot.wordnet.semcor import train_log_prior
 from imagenot.wordnet.senses import WordSenses, word_senses
 
@@ -62,6 +64,7 @@ class TrainedSenses:
         spans: WordEncoder,
         senses: WordSenses | None = None,
         head: SenseHead | None = None,
+        web: WebLexicon = NO_WEB_SENSES,
     ):
         """`encoder`: the text encoder of the glosses (and captions); `spans`: the word encoder,
         `tuned` with this head."""
@@ -70,7 +73,8 @@ class TrainedSenses:
         self.encoder = spans
         self.senses = senses or word_senses()
         glosses = dataclasses.replace(settings, templates=self.head.templates, pooling="mean")
-        self.glosses = SenseQueries(glosses, encoder, self.senses)
+        self.glosses = SenseQueries(glosses, encoder, self.senses, web)
+        self.web = web
         self.sentence_weight = settings.sentence_weight
         self.prior = settings.prior
         self._mapped: dict[str, np.ndarray] = {}  # wnid -> float64 (2, dim): the gloss vector and W' times it
@@ -118,5 +122,5 @@ class TrainedSenses:
         if self.sentence_weight:
             scores = scores + self.sentence_weight * self.glosses.scores(vectors[:, dim:], word, wnids)[1]
         if self.prior:
-            scores = scores + self.prior * np.array(train_log_prior(self.senses, word, wnids))
+            scores = scores + self.prior * with_web_priors(functools.partial(train_log_prior, self.senses), word, wnids)
         return scores, logits

@@ -128,7 +128,7 @@ def pair_outcomes(
     import numpy as np
     import pyarrow as pa
 
-    from imagenot.labels.caption_rules import NONE_OF_THESE_FIT, caption_decision
+    from imagenot.labels.caption_rules import NONE_OF_THESE_FIT, PairScores, caption_decision
     from imagenot.labels.pair_checker import PairChecker
     from imagenot.pipeline.score.senses_command import caption_threshold, scorer, senses_table
     from imagenot.wordnet.index import load_index
@@ -145,7 +145,8 @@ def pair_outcomes(
     margin = [-np.inf if r["margin"] is None else r["margin"] for r in rows]
     fit = [np.inf if r["sense_fit"] is None else r["sense_fit"] for r in rows]
     sense = config.scoring.sense_decision()
-    passes, reason = caption_decision(tested, margin, caption_threshold(config), sense, fired, fit)
+    scores = PairScores(np.asarray(tested), np.asarray(margin), np.asarray(fit))
+    passes, reason = caption_decision(scores, caption_threshold(config), sense, fired)
     return [
         rule
         or (row["reason"] if row["predicted"] is None else None)  # a word senses cannot read where it stands

@@ -25,6 +25,7 @@ from imagenot.filters.funnel import KEPT, describe_fate
 from imagenot.filters.offensive_synsets import offensive_removals
 from imagenot.filters.person_synsets import person_removals
 from imagenot.labels.instances import instance_removals
+from imagenot.labels.web_senses import any_sense_label
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.run.files import read_json, read_table, read_tsv
@@ -48,7 +49,6 @@ from imagenot.pipeline.select.funnel_files import read_rule_drops, read_synset_f
 from imagenot.wordnet.hierarchy import ancestors_in, descendants_in
 from imagenot.wordnet.index import WNID_PATTERN, NounIndex
 from imagenot.wordnet.nltk_data import other_parts_of_speech
-from imagenot.wordnet.senses import sense_label
 
 RELATIVES_SHOWN = 3  # reference synsets named per relation
 SYNSET_NAME = re.compile(r"^.+\.[nvasr]\.\d+$")
@@ -157,7 +157,7 @@ class Run:
         parts = [f"{unfit:,} captions name none of its senses (none_of_these_fit)"] if unfit else []
         if lost:
             won = sorted(lost.items(), key=lambda item: (-item[1], item[0]))
-            parts.append(", ".join(f"{n:,} captions went to {sense_label(self.index, w)}" for w, n in won))
+            parts.append(", ".join(f"{n:,} captions went to {any_sense_label(self.index, w)}" for w, n in won))
         return "other senses: " + "; ".join(parts) if parts else None
 
     def rules_dropped(self, wnid: str) -> str | None:

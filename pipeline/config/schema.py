@@ -183,6 +183,7 @@ FOREIGN_FUNCTION_WORDS = "de del des du en el la le les los las te dos da di il 
 
 # The picturable step's roots: things, and the symbols and cards people photograph (logo, business
 # card, postcard), which WordNet files under communication (filters/picturable.py).
+WEB_SENSE_METHODS = ("sentence", "trained")  # the sense methods that score web senses: they read glosses
 PICTURABLE_ROOTS = ("physical_entity.n.01", "symbol.n.01", "card.n.02", "card.n.03")
 
 
@@ -358,6 +359,19 @@ class Scoring(Section):
         "best sense's sense_fit under this floor, for the sense method in use) is dropped as none_of_these_fit; a "
         "method not listed: off",
     )
+    web_senses: bool = Field(
+        True,
+        description="sense contrast (sentence and trained methods): also score the word's senses WordNet 3.0 lacks "
+        "(labels/web_senses.tsv: desktop wallpaper, stock photo, the brands a word names...)",
+    )
+    web_sense_margin: float | None = Field(  # a caption a web sense wins is dropped as web_sense
+        0.0,
+        ge=-2,
+        le=2,
+        allow_inf_nan=False,
+        description="with web senses scored, a caption stays in its class only when the class's sense beats every "
+        "web sense of its word by this much (null: scored, never dropped for it)",
+    )
     cache_dir: str | None = Field(None, description="embedding cache; null: <IMAGENOT_CACHE>/embeddings")
     first_pass_captions: int = Field(
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the synsets"
@@ -406,7 +420,13 @@ class Scoring(Section):
         only with sense contrast on, where the score stage records margins and fits)."""
         if self.sense_margin is None:
             return SenseDecision()
-        return SenseDecision(self.sense_margin, self.none_of_these_fit.get(self.sense_method))
+        web = self.web_sense_margin if self.scores_web_senses() else None
+        return SenseDecision(self.sense_margin, self.none_of_these_fit.get(self.sense_method), web)
+
+    def scores_web_senses(self) -> bool:
+        """Whether the score stage scores web senses: asked for, with sense contrast, by a method that
+        reads glosses (the context method's sense vectors come from SemCor, which has none)."""
+        return self.web_senses and self.sense_margin is not None and self.sense_method in WEB_SENSE_METHODS
 
     def sense_settings(self) -> SenseSettings:
         """What the sense scorers (`imagenot.labels.senses`) read of this section."""

@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from apache_beam.io.filesystems import CompressionTypes, FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config.model_files import clip_model_problem, static_model_problem, text_model_problem
+from imagenot.labels.encoders.models import text_model_problem
+from imagenot.pipeline.config.model_files import clip_model_problem, static_model_problem
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.registry import Check, Stage, stages
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES

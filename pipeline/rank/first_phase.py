@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from imagenot.labels.similarity import QueryEmbeddings
 from imagenot.pipeline.config.schema import Scoring
 from imagenot.pipeline.run.shards import read_batches
-from imagenot.pipeline.score.similarity import QueryEmbeddings
 from imagenot.pipeline.score.static_model import StaticEncoder, load_static_encoder
 from imagenot.wordnet.index import load_index
 

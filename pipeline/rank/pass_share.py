@@ -2,7 +2,8 @@
 
 A caption of a candidate passes when no caption rule drops it at select (none_of_these among
 them) and the sense decision keeps it (`caption_decision` at `scoring.sense_decision()`: the
-sense margin, and the fit floor `scoring.none_of_these_fit`). The first
+sense margin, the web senses' margin, the fit floor `scoring.none_of_these_fit` and the label
+model's floor). The first
 factor is exact, from select's tally (captions kept after the rules over captions kept by step
 6); the second is estimated on the first-pass captions the score stage scored with sense
 contrast (a keyed-hash sample of the kept captions, so unbiased). Their product is the share;
@@ -14,7 +15,15 @@ from __future__ import annotations
 
 from imagenot.labels.caption_rules import SENSE_OFF, SenseDecision, caption_decision
 from imagenot.pipeline.run.files import read_schema, stage_shards
-from imagenot.pipeline.run.layout import FIRST_PASS_DIR, FIT_COLUMN, MARGIN_COLUMN, SCORE, SCORE_COLUMN, stage_path
+from imagenot.pipeline.run.layout import (
+    FIRST_PASS_DIR,
+    MARGIN_COLUMN,
+    SCORE,
+    SCORE_COLUMN,
+    SENSE_COLUMNS,
+    pair_scores,
+    stage_path,
+)
 from imagenot.pipeline.run.shards import read_batches
 
 
@@ -24,12 +33,11 @@ def sense_pass_shares(run_dir: str, sense: SenseDecision) -> dict[str, float]:
     if sense == SENSE_OFF:
         return {}
     for shard in stage_shards(stage_path(run_dir, SCORE), FIRST_PASS_DIR):
-        if MARGIN_COLUMN not in read_schema(shard).names:
+        names = read_schema(shard).names
+        if MARGIN_COLUMN not in names:
             return {}
-        for batch in read_batches(shard, ["wnid", SCORE_COLUMN, MARGIN_COLUMN, FIT_COLUMN]):
-            similarity, margin = batch.column(SCORE_COLUMN).to_numpy(), batch.column(MARGIN_COLUMN).to_numpy()
-            fit = batch.column(FIT_COLUMN).to_numpy()
-            passes, _ = caption_decision(similarity, margin, None, sense, fit=fit)
+        for batch in read_batches(shard, ["wnid", SCORE_COLUMN, *(c for c in SENSE_COLUMNS if c in names)]):
+            passes, _ = caption_decision(pair_scores(batch), None, sense)
             for wnid, ok in zip(batch.column("wnid").to_pylist(), passes):
                 counts = kept.setdefault(wnid, [0, 0])
                 counts[0] += bool(ok)

@@ -23,12 +23,28 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.labels.caption_rules import NONE_OF_THESE_FIT, OTHER_SENSE, SENSE_OFF, SenseDecision, caption_decision
+from imagenot.labels.caption_rules import (
+    LABEL_MODEL,
+    NONE_OF_THESE_FIT,
+    OTHER_SENSE,
+    SENSE_OFF,
+    WEB_SENSE,
+    SenseDecision,
+    caption_decision,
+)
 from imagenot.pipeline.config.schema import Sampling, Scoring
 from imagenot.pipeline.run.keyed_hash import sample_keys
-from imagenot.pipeline.run.layout import FIT_COLUMN, MARGIN_COLUMN, OTHER_SENSE_COLUMN, SCORE_COLUMN, SENSE_COLUMNS
+from imagenot.pipeline.run.layout import (
+    MARGIN_COLUMN,
+    OTHER_SENSE_COLUMN,
+    SCORE_COLUMN,
+    SENSE_COLUMNS,
+    WEB_SENSE_COLUMN,
+    pair_scores,
+)
 
 REFERENCE_BINS = 10  # deciles of another run's scores
+SENSE_REASONS = (NONE_OF_THESE_FIT, OTHER_SENSE, WEB_SENSE, LABEL_MODEL)  # what the sense decision drops for
 
 
 def order_top(similarity: np.ndarray, priority: np.ndarray) -> np.ndarray:
@@ -125,21 +141,28 @@ def settle_duplicates(rows: pa.Table, ranked: np.ndarray) -> tuple[np.ndarray, n
     return new_url, new_caption
 
 
-def sense_kept(rows: pa.Table, sense: SenseDecision) -> tuple[pa.Table, dict[str, int], int]:
-    """The rows the sense decision keeps (`caption_decision`: their word fits one of its senses by
-    `sense.min_fit`, and their synset better than every other sense of it by `sense.margin`),
-    without the sense columns; the rows another sense won, counted by that sense; and the rows
-    whose word fits none of its senses. Rows scored without sense contrast (no `sense_margin`
-    column) all stay."""
+def sense_kept(rows: pa.Table, sense: SenseDecision) -> tuple[pa.Table, dict[str, int], dict[str, int]]:
+    """The rows the sense decision keeps (`caption_decision` over the score stage's columns:
+    `pair_scores`), without the sense columns; the rows another sense won (a WordNet sense, or one
+    WordNet lacks), counted by that sense; and the rows it drops, counted by reason. Rows scored
+    without sense contrast (no `sense_margin` column) all stay."""
     if MARGIN_COLUMN not in rows.column_names:
-        return rows, {}, 0
+        return rows, {}, {}
+    sense_columns = [c for c in SENSE_COLUMNS if c in rows.column_names]
     if sense == SENSE_OFF:
-        return rows.drop_columns(list(SENSE_COLUMNS)), {}, 0
-    similarity, margin = rows.column(SCORE_COLUMN).to_numpy(), rows.column(MARGIN_COLUMN).to_numpy()
-    passes, reason = caption_decision(similarity, margin, None, sense, fit=rows.column(FIT_COLUMN).to_numpy())
-    lost = rows.column(OTHER_SENSE_COLUMN).to_numpy(zero_copy_only=False)[reason == OTHER_SENSE]
-    kept = rows.filter(pa.array(passes)).drop_columns(list(SENSE_COLUMNS))
-    return kept, dict(sorted(Counter(lost.tolist()).items())), int((reason == NONE_OF_THESE_FIT).sum())
+        return rows.drop_columns(sense_columns), {}, {}
+    passes, reason = caption_decision(pair_scores(rows), None, sense)
+    lost = [
+        *rows.column(OTHER_SENSE_COLUMN).to_numpy(zero_copy_only=False)[reason == OTHER_SENSE].tolist(),
+        *(
+            rows.column(WEB_SENSE_COLUMN).to_numpy(zero_copy_only=False)[reason == WEB_SENSE].tolist()
+            if WEB_SENSE_COLUMN in rows.column_names
+            else []
+        ),
+    ]
+    kept = rows.filter(pa.array(passes)).drop_columns(sense_columns)
+    dropped = Counter(reason[~passes].tolist())
+    return kept, dict(sorted(Counter(lost).items())), {r: dropped.get(r, 0) for r in SENSE_REASONS}
 
 
 def sense_decision_settings(scoring: Scoring) -> dict:
@@ -153,8 +176,8 @@ class SampleOrder(NamedTuple):
     """One class's candidates in the sample's order (`sample_order`)."""
 
     rows: pa.Table  # the candidates the sense decision keeps, by row id, without the sense columns
-    lost_to: dict[str, int]  # those another sense won, by the sense that won them
-    fit_none: int  # those whose word fits none of its senses (`none_of_these_fit`)
+    lost_to: dict[str, int]  # those another sense won (other_sense, web_sense), by the sense that won them
+    dropped: dict[str, int]  # those the sense decision dropped, by reason (`SENSE_REASONS`)
     similarity: np.ndarray  # of `rows`
     priority: np.ndarray  # of `rows`: their sample keys
     ranked: np.ndarray  # positions in `rows` the strategy takes, in its order (none under its threshold)
@@ -168,7 +191,7 @@ def sample_order(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, s
     drops out first (`sense_kept`), the rest ranked by the strategy and walked for exact
     duplicates. The sample stage cuts the class's list from it; the rank stage's priority path
     predicts that list from it."""
-    rows, lost_to, fit_none = sense_kept(rows, sense)
+    rows, lost_to, dropped = sense_kept(rows, sense)
     rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
     similarity = rows.column(SCORE_COLUMN).to_numpy()
     priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
@@ -176,4 +199,4 @@ def sample_order(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, s
     new_url, new_caption = settle_duplicates(rows, ranked)
     survivors = ranked[new_url][new_caption]
     duplicates = int((~new_url).sum()), int((~new_caption).sum())
-    return SampleOrder(rows, lost_to, fit_none, similarity, priority, ranked, survivors, *duplicates)
+    return SampleOrder(rows, lost_to, dropped, similarity, priority, ranked, survivors, *duplicates)

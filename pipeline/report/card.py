@@ -6,6 +6,7 @@ import statistics
 
 import yaml
 
+from imagenot.labels.web_senses import any_sense_label
 from imagenot.pipeline.dataset.usage import usage_markdown
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.report import datasheet, safety
@@ -18,7 +19,6 @@ from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.people import limitation, what_people_did
 from imagenot.pipeline.run.layout import REPORT
 from imagenot.wordnet.index import load_index
-from imagenot.wordnet.senses import sense_label
 
 LISTED = 10  # classes named per list in the card; the report and the run's files hold them all
 # (label, key of wordnet.stats_report's set figures) shown beside ImageNet-1k's
@@ -249,7 +249,7 @@ def _senses(facts: RunFacts) -> list[str]:
         rows = [
             f"{names.get(wnid, wnid)} (`{wnid}`): "
             + ", ".join(
-                f"{n:,} captions went to {sense_label(index, other)}"
+                f"{n:,} captions went to {any_sense_label(index, other)}"
                 for other, n in sorted(by_sense.items(), key=lambda item: (-item[1], item[0]))
             )
             for wnid, by_sense in sorted(lost.items(), key=lambda item: (-sum(item[1].values()), item[0]))

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from imagenot.errors import ImagenotError
-from imagenot.labels.caption_rules import caption_decision
+from imagenot.labels.caption_rules import SENSE_OFF, caption_decision
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.rank.pass_share import sense_pass_shares
 from imagenot.pipeline.rank.ranking import BEYOND_TOP_K
@@ -36,7 +36,6 @@ from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
     DOWNLOAD,
     FIRST_PASS_DIR,
-    FIT_COLUMN,
     MARGIN_COLUMN,
     RANK,
     RANKING_FILE,
@@ -44,7 +43,9 @@ from imagenot.pipeline.run.layout import (
     SCORE_COLUMN,
     SELECT,
     SELECTED_DIR,
+    SENSE_COLUMNS,
     dataset_shards,
+    pair_scores,
     stage_path,
 )
 from imagenot.pipeline.run.stage_dir import is_done
@@ -97,7 +98,7 @@ def _first_pass(run_dir: str, wnids: set[str]) -> pa.Table:
     if not shards:
         return pa.table({"row_id": pa.array([], pa.string()), "wnid": pa.array([], pa.string())})
     names = read_schema(shards[0]).names
-    columns = ["row_id", "wnid", SCORE_COLUMN, *([MARGIN_COLUMN, FIT_COLUMN] if MARGIN_COLUMN in names else [])]
+    columns = ["row_id", "wnid", SCORE_COLUMN, *(c for c in SENSE_COLUMNS if c in names)]
     table = pa.concat_tables(read_table(s, columns) for s in shards)
     return table.filter(pc.is_in(table.column("wnid"), pa.array(sorted(wnids), pa.string())))
 
@@ -116,13 +117,8 @@ def shown_captions(run_dir: str, config: Config, wnids: set[str]) -> dict[str, l
         chosen[wnid] = [row_ids[i] for i in members[np.argsort(keys[members], kind="stable")[:CAPTIONS_SHOWN]]]
     picked = [i for members in chosen.values() for i in members]
     at = {r: i for i, r in enumerate(row_ids)}
-    similarity = rows.column(SCORE_COLUMN).to_numpy()[[at[r] for r in picked]]
-    margin, fit = (
-        (rows.column(name).to_numpy()[[at[r] for r in picked]] for name in (MARGIN_COLUMN, FIT_COLUMN))
-        if MARGIN_COLUMN in rows.column_names
-        else (np.full(len(picked), np.inf, np.float32),) * 2
-    )
-    passes, _ = caption_decision(similarity, margin, None, config.scoring.sense_decision(), fit=fit)
+    sense = config.scoring.sense_decision() if MARGIN_COLUMN in rows.column_names else SENSE_OFF
+    passes, _ = caption_decision(pair_scores(rows.take([at[r] for r in picked])), None, sense)
     verdict = dict(zip(picked, passes.tolist()))
     text = _captions(run_dir, set(picked))
     return {

@@ -21,6 +21,7 @@ from __future__ import annotations
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
+from imagenot.labels.caption_rules import PairScores
 from imagenot.pipeline.run.files import read_bytes, read_json, stage_shards
 
 # Stage folders, in the order `imagenot build` runs them.
@@ -68,12 +69,14 @@ DATASET_DIR = "dataset"  # one row per image of the dataset
 RESERVE_DIR = "reserve"  # sample/: the images that replace those that fail or are dropped
 MANIFEST_FILE = "manifest.json"  # sample/
 # The sample stage's counts of each class's candidates by fate (summary.json, class_sampling.tsv):
-# candidates = none_of_these_fit + other_sense + below_threshold + duplicate_url + duplicate_caption +
-# url_in_other_class + images + reserve + not_listed
+# candidates = none_of_these_fit + other_sense + web_sense + label_model + below_threshold + duplicate_url +
+# duplicate_caption + url_in_other_class + images + reserve + not_listed
 SAMPLE_COUNTS = (
     "candidates",
     "none_of_these_fit",
     "other_sense",
+    "web_sense",
+    "label_model",
     "below_threshold",
     "duplicate_url",
     "duplicate_caption",
@@ -110,7 +113,19 @@ SCORE_COLUMN = "gloss_similarity"  # a caption's similarity to its synset's glos
 OTHER_SENSE_COLUMN = "other_sense"  # the best other noun sense of the caption's word (sense contrast)
 MARGIN_COLUMN = "sense_margin"  # the caption's sense score for its synset minus the other sense's
 FIT_COLUMN = "sense_fit"  # the best sense's score without the prior (how well the word fits any sense)
-SENSE_COLUMNS = (OTHER_SENSE_COLUMN, MARGIN_COLUMN, FIT_COLUMN)
+WEB_SENSE_COLUMN = "web_sense"  # the best of the word's senses WordNet lacks (labels.web_senses)
+WEB_MARGIN_COLUMN = "web_margin"  # the caption's sense score for its synset minus that web sense's
+LABEL_COLUMN = "label_score"  # the label model's probability that the caption's picture shows its class
+SENSE_COLUMNS = (OTHER_SENSE_COLUMN, MARGIN_COLUMN, FIT_COLUMN, WEB_SENSE_COLUMN, WEB_MARGIN_COLUMN, LABEL_COLUMN)
+_DECIDED_BY = {"margin": MARGIN_COLUMN, "fit": FIT_COLUMN, "web_margin": WEB_MARGIN_COLUMN, "label": LABEL_COLUMN}
+
+
+def pair_scores(rows) -> PairScores:
+    """The score stage's columns of `rows` (a table or a batch), as the label decision reads them;
+    a column the score stage did not write (no sense contrast, no label model) is None."""
+    names = rows.schema.names
+    found = {field: rows.column(column).to_numpy() for field, column in _DECIDED_BY.items() if column in names}
+    return PairScores(rows.column(SCORE_COLUMN).to_numpy(), **found)
 
 
 def stage_path(run_dir: str, stage: str, *parts: str) -> str:

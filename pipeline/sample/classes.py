@@ -4,8 +4,8 @@ Exact duplicates are kept out before anything is taken: walking the candidates i
 order, a row whose url an earlier row has is a `duplicate_url`; of the rest, a row whose caption
 an earlier row has is a `duplicate_caption`. The survivors are ordered again (which changes only
 the matched strategy's round robin) and the first N + reserve of them make the class's list.
-Every candidate is accounted for: candidates = none_of_these_fit + other_sense + below_threshold +
-duplicate_url + duplicate_caption + listed + not_listed.
+Every candidate is accounted for: candidates = none_of_these_fit + other_sense + web_sense +
+label_model + below_threshold + duplicate_url + duplicate_caption + listed + not_listed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from imagenot.labels.caption_rules import SENSE_OFF, SenseDecision
 from imagenot.pipeline.config.schema import Sampling
-from imagenot.pipeline.rank.sampling_order import sample_order, similarity_bins, strategy_order
+from imagenot.pipeline.rank.sampling_order import SENSE_REASONS, sample_order, similarity_bins, strategy_order
 from imagenot.pipeline.run.layout import SCORE_COLUMN
 
 ORDER_COLUMN = "order"
@@ -27,8 +27,10 @@ def sample_class(
     """`rows` (one class's candidates, any order) as the class's ordered list, with an int32
     `order` column: positions 0..N-1 are the images, the rest the reserve. `edges`: the matched
     strategy's reference bin edges (see `sampling_order.reference_edges`). Rows the sense decision
-    drops (`sense_kept`) are out first: `none_of_these_fit` (the word fits none of its senses), and
-    `other_sense`, by winner `other_sense_to`."""
+    drops (`sense_kept`) are out first: `none_of_these_fit` (the word fits none of its senses),
+    `other_sense` and `web_sense` (another sense of its word wins it: WordNet's, or one WordNet
+    lacks), by winner `other_sense_to`, and `label_model` (the label model says its picture does not
+    show the class)."""
     if rows.column(SCORE_COLUMN).null_count:
         raise ValueError(f"{SCORE_COLUMN} is null in {rows.column(SCORE_COLUMN).null_count} scored rows")
     candidates = rows.num_rows
@@ -41,8 +43,7 @@ def sample_class(
     table = rows.take(pa.array(listed)).append_column(ORDER_COLUMN, pa.array(np.arange(len(listed)), pa.int32()))
     counts = {
         "candidates": candidates,
-        "none_of_these_fit": taken.fit_none,
-        "other_sense": candidates - rows.num_rows - taken.fit_none,
+        **{reason: taken.dropped.get(reason, 0) for reason in SENSE_REASONS},
         "other_sense_to": taken.lost_to,
         "below_threshold": rows.num_rows - len(taken.ranked),
         "duplicate_url": taken.duplicate_urls,

@@ -9,7 +9,7 @@ from apache_beam.io.filesystems import FileSystems
 from packaging.requirements import Requirement
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config.model_files import resolve_model
+from imagenot.labels.encoders.models import resolve_model
 from imagenot.pipeline.run.files import read_json, sha256_file
 from imagenot.pipeline.run.layout import FINGERPRINT_FILE, RANK, SAMPLE, SCORE, SELECT, TAG, stage_path
 

@@ -162,11 +162,12 @@ def split_list(ordered: pa.Table, class_index: int, lost: set[str], sampling: Sa
 
 
 def tally(rows: list[dict], counts: dict) -> dict:
-    """Totals, and per class its images, reserve, shortfall, the captions other senses won (by sense)
-    and those whose word fits none of its senses."""
+    """Totals, and per class its images, reserve, shortfall, the captions other senses won (by sense:
+    WordNet's, or the web senses it lacks), those whose word fits none of its senses and those the
+    label model dropped."""
     per_class = {
         row["wnid"]: {
-            **{k: row[k] for k in ("images", "reserve", "shortfall", "none_of_these_fit")},
+            **{k: row[k] for k in ("images", "reserve", "shortfall", "none_of_these_fit", "label_model")},
             "other_sense_to": counts.get(row["wnid"], {}).get("other_sense_to", {}),
         }
         for row in rows
@@ -279,13 +280,21 @@ def run_sample(config: Config, run_dir: str) -> dict:
 
 def summarize(result: dict) -> dict:
     """The tally's totals, the shortfall of each class that has one, and per class the captions
-    other senses of its word won (by sense) and those whose word fits none of its senses, where
-    there are any."""
-    short = {wnid: c["shortfall"] for wnid, c in result["per_class"].items() if c["shortfall"] > 0}
-    lost = {wnid: c["other_sense_to"] for wnid, c in result["per_class"].items() if c.get("other_sense_to")}
-    unfit = {wnid: c["none_of_these_fit"] for wnid, c in result["per_class"].items() if c.get("none_of_these_fit")}
+    other senses of its word won (by sense), those whose word fits none of its senses and those the
+    label model dropped, where there are any."""
+    per_class = result["per_class"].items()
+    short = {wnid: c["shortfall"] for wnid, c in per_class if c["shortfall"] > 0}
+    lost = {wnid: c["other_sense_to"] for wnid, c in per_class if c.get("other_sense_to")}
+    unfit = {wnid: c["none_of_these_fit"] for wnid, c in per_class if c.get("none_of_these_fit")}
+    unlikely = {wnid: c["label_model"] for wnid, c in per_class if c.get("label_model")}
     totals = {k: v for k, v in result.items() if k != "per_class"}
-    return {**totals, "shortfall_by_class": short, "other_sense_by_class": lost, "none_of_these_fit_by_class": unfit}
+    return {
+        **totals,
+        "shortfall_by_class": short,
+        "other_sense_by_class": lost,
+        "none_of_these_fit_by_class": unfit,
+        "label_model_by_class": unlikely,
+    }
 
 
 DECLARATION = Stage(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from imagenot.pipeline.score.encoders import _TokenBatchingEncoder
+from imagenot.labels.encoders.text import _TokenBatchingEncoder
 from imagenot.pipeline.score.model_cache import is_prepared, publish, staging_folder
 from imagenot.wordnet.nltk_data import cache_dir
 

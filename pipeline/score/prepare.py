@@ -18,12 +18,12 @@ def prepare_models_command(config_path: str | None) -> None:
     """Distil the static first-phase model, export the encoder to ONNX and build the sense vectors
     (cached; set-up runs it)."""
     # imported here, so that `--help` loads no torch
+    from imagenot.labels.encoders.spans import SpanEncoder
     from imagenot.pipeline.config.schema import load_config
     from imagenot.pipeline.score.model_cache import PROVENANCE_FILE
     from imagenot.pipeline.score.onnx_runtime import export_onnx
     from imagenot.pipeline.score.runtimes import load_encoder
     from imagenot.pipeline.score.sense_vectors import prepare_sense_vectors
-    from imagenot.pipeline.score.span_encoder import SpanEncoder
     from imagenot.pipeline.score.stage import _encoder_options
     from imagenot.pipeline.score.static_model import describe, prepare_static_model
 

@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from imagenot.labels.senses.encoders import TextEncoder
-from imagenot.pipeline.config.model_files import text_model_problem
-from imagenot.pipeline.score.encoders import (
+from imagenot.labels.encoders.models import text_model_problem
+from imagenot.labels.encoders.text import (
     DEFAULT_MODEL,
     EncoderError,
     EncoderKind,
@@ -18,6 +17,7 @@ from imagenot.pipeline.score.encoders import (
     SentenceTransformerEncoder,
     TransformersEncoder,
 )
+from imagenot.labels.senses.encoders import TextEncoder
 from imagenot.pipeline.score.onnx_runtime import OnnxEncoder
 
 _KINDS = {"sentence-transformers": SentenceTransformerEncoder, "transformers": TransformersEncoder}

@@ -1,5 +1,5 @@
 """Sense vectors from SemCor's training documents (LMMS, Loureiro & Jorge 2019): a noun synset's
-vector is the mean contextual embedding (`span_encoder.SpanEncoder`) of its annotated occurrences
+vector is the mean contextual embedding (`labels.encoders.spans.SpanEncoder`) of its annotated occurrences
 in `wordnet.semcor`'s `train` documents; a synset with none takes the mean vector of the synsets
 with occurrences under its nearest hypernym (itself first, then its hypernyms, their hypernyms...).
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from imagenot.errors import ImagenotError
+from imagenot.labels.encoders.spans import SpanEncoder
 from imagenot.pipeline.score.model_cache import PROVENANCE_FILE, is_prepared, publish, staging_folder
-from imagenot.pipeline.score.span_encoder import SpanEncoder
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.semcor import SEMCOR_FILE, semcor_rows

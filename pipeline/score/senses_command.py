@@ -37,24 +37,33 @@ import numpy as np
 import pyarrow as pa
 
 from imagenot.errors import ImagenotError
-from imagenot.labels.caption_rules import BELOW_THRESHOLD, KEPT, NONE_OF_THESE_FIT, OTHER_SENSE, caption_decision
+from imagenot.labels.caption_rules import (
+    BELOW_THRESHOLD,
+    KEPT,
+    NONE_OF_THESE_FIT,
+    OTHER_SENSE,
+    WEB_SENSE,
+    PairScores,
+    caption_decision,
+)
 from imagenot.labels.none_of_these import none_of_these_scores
 from imagenot.labels.pair_checker import PairChecker
 from imagenot.labels.senses.context import ContextSenses
 from imagenot.labels.senses.sentence import SenseScorer
 from imagenot.labels.senses.trained import TrainedSenses
+from imagenot.labels.similarity import QueryEmbeddings, score_batch
 from imagenot.labels.spans import Words, caption_words, first_span
+from imagenot.labels.web_senses import NO_WEB_SENSES, any_sense_gloss, any_sense_label, any_sense_name, is_web_sense
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.run.files import read_table
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import load_encoder
 from imagenot.pipeline.score.sense_methods import sense_scorer
-from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.pipeline.score.stage import _encoder_options
 from imagenot.pipeline.select.caption_rules import caption_rules
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
-from imagenot.wordnet.senses import WordSenses, sense_label
+from imagenot.wordnet.senses import WordSenses
 
 SENSE_TYPE = pa.list_(pa.struct([("synset", pa.string()), ("score", pa.float32())]))
 CAPTION_NOT_TEXT, NOT_A_NOUN = "caption_not_text", "not_a_noun"
@@ -101,15 +110,18 @@ def word_vectors(queries: SenseScorer, captions: list[str], spans: list[tuple[in
 def sense_rows(
     queries: SenseScorer, vectors: np.ndarray, words: list[tuple[str, ...]]
 ) -> list[tuple[tuple[str, ...], np.ndarray, np.ndarray]]:
-    """Per caption, the noun senses of its word (the lemmas a form names: their senses together),
-    their scores and fits, best first (ties by wnid)."""
+    """Per caption, the noun senses of its word (the lemmas a form names: their senses together,
+    WordNet's by wnid, then the web senses the scorer reads), their scores and fits, best first
+    (ties in that order)."""
     out: list = [None] * len(words)
     by_word: dict[tuple[str, ...], list[int]] = {}
     for i, lemmas in enumerate(words):
         by_word.setdefault(lemmas, []).append(i)
+    web = getattr(queries, "web", NO_WEB_SENSES)
     for lemmas, rows in by_word.items():
         wnids = tuple(sorted({w for lemma in lemmas for w in queries.senses.senses(lemma)}))
-        scores, fits = queries.scores(vectors[rows], lemmas[0], wnids)  # sorted by wnid: a stable sort breaks ties
+        wnids += tuple(dict.fromkeys(w for lemma in lemmas for w in web.of_word(lemma)))
+        scores, fits = queries.scores(vectors[rows], lemmas[0], wnids)  # a stable sort breaks ties
         orders = np.argsort(-scores, axis=1, kind="stable")
         for i, row, fit, order in zip(rows, scores, fits, orders):
             out[i] = (tuple(wnids[j] for j in order), row[order], fit[order])
@@ -209,38 +221,48 @@ def decided_rows(
     captions: list[str], spans: list[tuple[int, int]], config: Config, index: NounIndex, ranked: list, matched: list
 ) -> list[dict]:
     """Per caption, its best sense (`ranked`: its senses, scores and fits, best first) and what a
-    build would do with it (the caption rules over `matched`, the tagger's forms, then the rule)."""
-    predicted = [wnids[0] for wnids, _, _ in ranked]
+    build would do with it were it a candidate of its best WordNet sense (the caption rules over
+    `matched`, the tagger's forms, then the rule; a web sense that outscores it wins it)."""
+    split = [_wordnet_and_web(*row) for row in ranked]
+    candidate = [wordnet[0][0] for wordnet, _ in split]
     rules = caption_rules(config.selection.caption_rules)
-    rule = PairChecker(rules, predicted, index).rules_fired(captions, matched, predicted)
-    score = np.array([s[0] for _, s, _ in ranked], np.float32)
-    margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for _, s, _ in ranked], np.float32)
-    best_fit = np.array([f[int(np.argmax(s))] for _, s, f in ranked], np.float32)  # as the score stage records it
+    rule = PairChecker(rules, candidate, index).rules_fired(captions, matched, candidate)
+    score = np.array([s[0] for (_, s, _), _ in split], np.float32)
+    margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for (_, s, _), _ in split], np.float32)
+    web_margin = np.array([s[0] - w[0] if len(w) else np.inf for (_, s, _), (_, w) in split], np.float32)
+    best_fit = np.array([f[int(np.argmax(s))] for (_, s, f), _ in split], np.float32)  # as the score stage records
     threshold = caption_threshold(config)
-    similarity = None if threshold is None else gloss_similarities(captions, predicted, config)
-    passes, reason = caption_decision(
-        score if similarity is None else similarity, margin, threshold, config.scoring.sense_decision(), rule, best_fit
-    )
+    similarity = None if threshold is None else gloss_similarities(captions, candidate, config)
+    scores = PairScores(score if similarity is None else similarity, margin, best_fit, web_margin)
+    passes, reason = caption_decision(scores, threshold, config.scoring.sense_decision(), rule)
     none = [None] * len(captions)
     if rules.none_of_these is not None:
-        pairs = [(c, s, e, index[w].lemmas) for c, (s, e), w in zip(captions, spans, predicted)]
+        pairs = [(c, s, e, index[w].lemmas) for c, (s, e), w in zip(captions, spans, candidate)]
         none = [p for p, _ in none_of_these_scores(pairs, rules.none_of_these)]
     return [
         {
-            "predicted": index[wnids[0]].name,
-            "score": float(score[i]),
-            "margin": float(margin[i]),
-            "sense_fit": float(fits[0]),
+            "predicted": any_sense_name(index, senses[0]),
+            "candidate": index[candidate[i]].name,
+            "score": float(values[0]),
+            "margin": float(values[0] - values[1]) if len(values) > 1 else float("inf"),
+            "sense_fit": float(best_fit[i]),
             "similarity": None if similarity is None else float(similarity[i]),
             "passes": bool(passes[i]),
             "reason": None if reason[i] == KEPT else str(reason[i]),
             "none_score": none[i],
             "start": spans[i][0],
             "end": spans[i][1],
-            "senses": [{"synset": index[w].name, "score": float(v)} for w, v in zip(wnids, scores)],
+            "senses": [{"synset": any_sense_name(index, w), "score": float(v)} for w, v in zip(senses, values)],
         }
-        for i, (wnids, scores, fits) in enumerate(ranked)
+        for i, (senses, values, _) in enumerate(ranked)
     ]
+
+
+def _wordnet_and_web(senses: tuple[str, ...], scores: np.ndarray, fits: np.ndarray) -> tuple[tuple, tuple]:
+    """A ranked row's WordNet senses (ids, scores, fits) and web senses (ids, scores), each best first."""
+    web = np.array([is_web_sense(s) for s in senses], bool)
+    ids = np.array(senses, object)
+    return (tuple(ids[~web]), scores[~web], fits[~web]), (tuple(ids[web]), scores[web])
 
 
 def gloss_similarities(captions: list[str], wnids: list[str], config: Config) -> np.ndarray:
@@ -294,16 +316,26 @@ def describe(caption: str, forms: list[str], span, config: Config, queries: Sens
             f"(sense margin {scoring.sense_margin}, fit floor {scoring.sense_decision().min_fit}, caption threshold "
             f"{caption_threshold(config)}, none-of-these score {_shown(decided[0]['none_score'])})"
         )
-        for rank, (wnid, score, fit, row) in enumerate(zip(wnids, scores, fits, decided)):
-            fate = {None: "kept", BELOW_THRESHOLD: BELOW_THRESHOLD}.get(row["reason"])
-            if row["reason"] == OTHER_SENSE:
-                fate = f"{OTHER_SENSE}: goes to {sense_label(senses.index, wnids[1 if rank == 0 else 0])}"
-            if row["reason"] == NONE_OF_THESE_FIT:
-                fate = f"{NONE_OF_THESE_FIT}: no sense fits the word here (the best sense's fit {fits[0]:.3f})"
-            fate = fate or f"caption rule {row['reason']}"
-            gloss = senses.index[wnid].gloss[:60]
-            lines.append(f"  {sense_label(senses.index, wnid):40s} {score:6.3f} fit {fit:6.3f}  {gloss:60s}  {fate}")
+        for wnid, score, fit, row in zip(wnids, scores, fits, decided):
+            gloss = any_sense_gloss(senses.index, wnid)[:60]
+            label = any_sense_label(senses.index, wnid)
+            lines.append(f"  {label:40s} {score:6.3f} fit {fit:6.3f}  {gloss:60s}  {_fate(row, wnid)}")
     return lines
+
+
+def _fate(row: dict, sense: str) -> str:
+    """What a build does with the caption were it a candidate of `sense` (`decided_rows`' row)."""
+    if is_web_sense(sense):
+        return "a sense WordNet lacks (labels/web_senses.tsv): no class is one"
+    reason = row["reason"]
+    if reason in (None, BELOW_THRESHOLD):
+        return reason or "kept"
+    if reason in (OTHER_SENSE, WEB_SENSE):
+        winner = next(s["synset"] for s in row["senses"] if s["synset"] != row["candidate"])
+        return f"{reason}: goes to {winner}"
+    if reason == NONE_OF_THESE_FIT:
+        return f"{NONE_OF_THESE_FIT}: no sense fits the word here (the best sense's fit {row['sense_fit']:.3f})"
+    return f"caption rule {reason}"
 
 
 def _shown(value: float | None) -> str:

@@ -34,6 +34,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.labels.sense_model.head import head_digest
 from imagenot.labels.senses.sentence import SenseContrast
+from imagenot.labels.similarity import QueryEmbeddings, score_batch
+from imagenot.labels.web_senses import lexicon_digest as web_lexicon_digest
 from imagenot.pipeline.config.schema import Config, Runner, Scoring
 from imagenot.pipeline.frame.preflight import check_text_models
 from imagenot.pipeline.frame.registry import Stage
@@ -50,7 +52,8 @@ from imagenot.pipeline.run.layout import (
     SELECT,
     SELECT_TALLY_FILE,
     SELECTED_DIR,
-    SENSE_COLUMNS,
+    WEB_MARGIN_COLUMN,
+    WEB_SENSE_COLUMN,
     stage_path,
 )
 from imagenot.pipeline.run.progress import watch_shards
@@ -65,7 +68,6 @@ from imagenot.pipeline.run.shards import (
 from imagenot.pipeline.score.cache import CachedEncoder
 from imagenot.pipeline.score.runtimes import lazy_encoder
 from imagenot.pipeline.score.sense_methods import sense_scorer
-from imagenot.pipeline.score.similarity import QueryEmbeddings, score_batch
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.nltk_data import cache_dir
 
@@ -77,6 +79,8 @@ FIRST_PHASE_SETTINGS = ("first_phase", "first_phase_model", "exact_per_class", "
 SENTENCE_SETTINGS = ("sense_templates", "sense_pooling")  # scoring.sense_method sentence's alone
 CONTEXT_SETTINGS = ("sense_layers",)  # scoring.sense_method context's alone
 TRAINED_SETTINGS = ("sense_sentence_weight",)  # scoring.sense_method trained's alone
+# what sense contrast adds to a scored caption
+CONTRAST_COLUMNS = (OTHER_SENSE_COLUMN, MARGIN_COLUMN, FIT_COLUMN, WEB_SENSE_COLUMN, WEB_MARGIN_COLUMN)
 
 
 def smallest_keys(shard: str, per_synset: int, seed: int, wnids: pa.Array | None = None) -> dict[str, list[int]]:
@@ -131,7 +135,7 @@ class CaptionScorer:
             if scoring.sense_margin is None
             else SenseContrast(sense_scorer(scoring, self.encoder, runner.torch_threads))
         )
-        self.added = [SCORE_COLUMN] + ([] if self.contrast is None else list(SENSE_COLUMNS))
+        self.added = [SCORE_COLUMN] + ([] if self.contrast is None else list(CONTRAST_COLUMNS))
         self.sense_seconds = 0.0  # CPU seconds of the sense contrast so far (benchmarks: its cost per caption)
         self.reads = ["caption", "wnid"] + ([] if self.contrast is None else ["matched"])
 
@@ -152,11 +156,13 @@ class CaptionScorer:
         if self.contrast is None:
             return batch
         started = time.process_time()
-        other, margin, fit = self.contrast.margins(captions, vectors, wnids, batch.column("matched").to_pylist())
+        contrast = self.contrast.margins(captions, vectors, wnids, batch.column("matched").to_pylist())
         self.sense_seconds += time.process_time() - started
-        batch = batch.append_column(OTHER_SENSE_COLUMN, pa.array(other, pa.string()))
-        batch = batch.append_column(MARGIN_COLUMN, pa.array(margin, pa.float32()))
-        return batch.append_column(FIT_COLUMN, pa.array(fit, pa.float32()))
+        batch = batch.append_column(OTHER_SENSE_COLUMN, pa.array(contrast.other, pa.string()))
+        batch = batch.append_column(MARGIN_COLUMN, pa.array(contrast.margin, pa.float32()))
+        batch = batch.append_column(FIT_COLUMN, pa.array(contrast.fit, pa.float32()))
+        batch = batch.append_column(WEB_SENSE_COLUMN, pa.array(contrast.web, pa.string()))
+        return batch.append_column(WEB_MARGIN_COLUMN, pa.array(contrast.web_margin, pa.float32()))
 
 
 def _encoder_options(scoring: Scoring) -> dict:
@@ -248,9 +254,20 @@ def settings(config: Config) -> dict:
         "trained": SENTENCE_SETTINGS + CONTEXT_SETTINGS,
     }.get(scoring.sense_method, ())
     own = scoring.model_dump(
-        exclude={"cache_dir", "batch_size", "sense_margin", "none_of_these_fit", *FIRST_PHASE_SETTINGS, *unused}
+        exclude={
+            "cache_dir",
+            "batch_size",
+            "sense_margin",
+            "none_of_these_fit",
+            "web_sense_margin",
+            "web_senses",
+            *FIRST_PHASE_SETTINGS,
+            *unused,
+        }
     )
     head = {"sense_head": head_digest()} if scoring.sense_method == "trained" else {}
+    if scoring.scores_web_senses():  # the lexicon's own digest: an edited lexicon rescores
+        head["web_senses"] = web_lexicon_digest()
     # which candidates can become classes (`rankable`): the first pass scores those alone
     rankable_by = {"min_class_captions": config.min_class_captions, "min_pass_share": config.ranking.min_pass_share}
     return {**own, **head, "sense_contrast": scoring.sense_margin is not None, "rankable": rankable_by}

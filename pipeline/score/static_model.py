@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config.model_files import resolve_model
+from imagenot.labels.encoders.models import resolve_model
 from imagenot.pipeline.score.model_cache import PROVENANCE_FILE, is_prepared, publish, staging_folder
 from imagenot.wordnet.nltk_data import cache_dir
 

@@ -33,7 +33,7 @@ from imagenot.filters.person_synsets import identity_synsets
 from imagenot.filters.select import SynsetSelection, select_synsets
 from imagenot.filters.single_synset import CandidateLookup, class_caption_counts, keep_single_synset_rows
 from imagenot.filters.unsafe_rows import drop_unsafe_rows
-from imagenot.labels.caption_rules import NONE_OF_THESE
+from imagenot.labels.caption_rules import NONE_OF_THESE, NONE_SCORE_COLUMN
 from imagenot.labels.form_counts import batch_form_statistics, of_lemmas
 from imagenot.labels.instances import instance_removals
 from imagenot.labels.none_of_these import FormStats
@@ -170,7 +170,8 @@ def _select_into(path: str, shard: str, selection: Selection, lookup: CandidateL
 
 def _selected_schema(tagged_shard: str) -> pa.Schema:
     schema = read_schema(tagged_shard)
-    return schema.remove(schema.get_field_index("wnids")).append(pa.field("wnid", pa.string()))
+    schema = schema.remove(schema.get_field_index("wnids")).append(pa.field("wnid", pa.string()))
+    return schema.append(pa.field(NONE_SCORE_COLUMN, pa.float32()))
 
 
 def check_tagged_columns(config: Config, run_dir: str) -> None:

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.config.model_files import DEFAULT_MODEL, resolve_model
+from imagenot.labels.encoders.models import DEFAULT_MODEL, resolve_model
 
 EncoderKind = Literal["sentence-transformers", "transformers"]
 Pooling = Literal["mean", "cls"]
@@ -75,7 +75,7 @@ MIN_TOKEN_ROWS = 16  # token rows (sequences x length) of the smallest forward p
 
 class _SameLengthBatches:
     """Token sequences batched for a model so that a sequence's output does not depend on its
-    batch-mates (`_TokenBatchingEncoder` says why); `span_encoder.SpanEncoder` shares it."""
+    batch-mates (`_TokenBatchingEncoder` says why); `spans.SpanEncoder` shares it."""
 
     batch_size: int
     min_token_rows = MIN_TOKEN_ROWS

@@ -1,14 +1,15 @@
 """Train the sense head the label library ships (`labels/sense_model/`: `head.npz`, `head.json`) on
 SemCor's training documents.
 
-    python -m imagenot.pipeline.score.train_sense_head [--epochs 1] [--seed 0] [--threads 2]
+    python -m imagenot.labels.sense_model.train [--epochs 1] [--seed 0] [--threads 2]
 
-The script lives beside the score stage's encoders, not beside the head: it loads the pipeline's
-span encoder, text encoder and embedding cache, which the label library only takes as arguments.
+It reads with the label library's own encoders (`labels.encoders`): the span encoder and the
+packaged MiniLM, the encoder the head's glosses are embedded by (and the config of a build that
+reads the head must name, `head.json`'s `scoring`).
 
 BEM-style (Blevins & Zettlemoyer 2020), made cheap: the gloss side stays frozen (each noun sense's
-gloss vector: the mean embedding of its sense queries, `SenseQueries` with the default templates,
-through the embedding cache), and the context side tunes only the encoder's last `--tuned` layers
+gloss vector: the mean embedding of its sense queries, `SenseQueries` with the default templates),
+and the context side tunes only the encoder's last `--tuned` layers
 over hidden states computed once, plus a bilinear map W and a scale. A word's vector is the mean of
 its word pieces in the last layer (`SpanEncoder`, one layer), L2 normalised; its logit for a sense is
 `scale x cos(word, gloss) + word' W gloss`, trained by cross-entropy over the word's noun senses (the
@@ -34,15 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
+from imagenot.labels.encoders.models import DEFAULT_MODEL
+from imagenot.labels.encoders.spans import SpanEncoder, _pieces
+from imagenot.labels.encoders.text import SentenceTransformerEncoder
 from imagenot.labels.sense_model.examples import example_rows
 from imagenot.labels.sense_model.head import HEAD_DIR, LAYER_PREFIX, save_head
 from imagenot.labels.senses.encoders import TextEncoder
 from imagenot.labels.senses.sentence import SenseQueries
-from imagenot.pipeline.config.schema import Scoring
-from imagenot.pipeline.score.cache import CachedEncoder
-from imagenot.pipeline.score.runtimes import lazy_encoder
-from imagenot.pipeline.score.span_encoder import SpanEncoder, _pieces
-from imagenot.wordnet.nltk_data import cache_dir
+from imagenot.labels.senses.settings import SenseSettings
 from imagenot.wordnet.semcor import SEMCOR_FILE, PolysemousRows, most_frequent_sense, polysemous_rows
 from imagenot.wordnet.senses import WordSenses, word_senses
 
@@ -164,10 +164,11 @@ def joined(first: PolysemousRows, second: PolysemousRows) -> PolysemousRows:
     return PolysemousRows(*(getattr(first, f.name) + getattr(second, f.name) for f in dataclasses.fields(first)))
 
 
-def gloss_vectors(wnids: list[str], scoring: Scoring, text: TextEncoder, senses: WordSenses) -> dict[str, np.ndarray]:
-    """wnid -> its unit gloss vector: the mean of its sense queries' embeddings (through the cache)."""
-    encoder = CachedEncoder(text, cache_dir() / "embeddings")
-    vectors = SenseQueries(scoring.sense_settings(), encoder, senses).vectors(wnids).mean(axis=1)
+def gloss_vectors(
+    wnids: list[str], settings: SenseSettings, text: TextEncoder, senses: WordSenses
+) -> dict[str, np.ndarray]:
+    """wnid -> its unit gloss vector: the mean of its sense queries' embeddings."""
+    vectors = SenseQueries(settings, text, senses).vectors(wnids).mean(axis=1)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return dict(zip(wnids, vectors.astype(np.float32)))
 
@@ -188,15 +189,15 @@ def main() -> None:
     started = time.time()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    scoring, senses = Scoring(), word_senses()
-    spans = SpanEncoder(scoring.model, layers=1, threads=args.threads)
+    settings, senses = SenseSettings(), word_senses()
+    spans = SpanEncoder(DEFAULT_MODEL, layers=1, threads=args.threads)
     rows = polysemous_rows("train", senses)
     if args.examples:
         rows = joined(rows, example_rows(senses))
     train, dev = Part(rows, spans, args.tuned, senses), Part(polysemous_rows("dev", senses), spans, args.tuned, senses)
     wnids = sorted({w for part in (train, dev) for c in part.rows.candidates for w in c})
-    text = lazy_encoder(scoring.encoder, scoring.model, "torch", threads=1)  # its id known without loading it
-    trainer = Trainer(spans, args.tuned, gloss_vectors(wnids, scoring, text, senses), args.lr)
+    text = SentenceTransformerEncoder(DEFAULT_MODEL, threads=1)
+    trainer = Trainer(spans, args.tuned, gloss_vectors(wnids, settings, text, senses), args.lr)
     rng = np.random.default_rng(args.seed)
     sentences = np.array(sorted(train.by_sentence))
     total = int(args.epochs * len(sentences) / SENTENCES_PER_STEP)
@@ -217,10 +218,14 @@ def main() -> None:
         "method": "BEM-style sense head: frozen gloss vectors (mean of the sense queries' embeddings), the encoder's "
         f"last {args.tuned} layers tuned with a bilinear map, cross-entropy over each word's noun senses",
         "encoder": text.model_id,  # as TrainedSenses checks it
-        "scoring": {"encoder": scoring.encoder, "model": scoring.model, "runtime": "torch"},  # as the config checks it
+        "scoring": {
+            "encoder": "sentence-transformers",
+            "model": DEFAULT_MODEL,
+            "runtime": "torch",
+        },  # as configs name it
         "layers": 1,
         "tuned_layers": args.tuned,
-        "templates": list(scoring.sense_templates),
+        "templates": list(settings.templates),
         "trained_on": "SemCor 3.0 training documents (wordnet/semcor.py: 149 documents), nouns of 2+ senses"
         + (", and WordNet 3.0's noun usage examples (labels/sense_model/examples.py)" if args.examples else ""),
         "semcor_file": SEMCOR_FILE.name,

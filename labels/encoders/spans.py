@@ -23,15 +23,15 @@ from typing import Protocol
 
 import numpy as np
 
-from imagenot.labels.sense_model.head import LAYER_PREFIX
-from imagenot.pipeline.config.model_files import DEFAULT_MODEL
-from imagenot.pipeline.score.encoders import (
+from imagenot.labels.encoders.models import DEFAULT_MODEL
+from imagenot.labels.encoders.text import (
     EncoderError,
     _normalise,
     _SameLengthBatches,
     distinct_sequences,
     load_transformers_model,
 )
+from imagenot.labels.sense_model.head import LAYER_PREFIX
 
 
 class PoolingEncoder(Protocol):
