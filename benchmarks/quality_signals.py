@@ -30,7 +30,7 @@ from real_dev_judgments import CORPUS, sample_form_stats
 
 from imagenot.pipeline.audit.classes import PASSES
 from imagenot.pipeline.config.schema import Config, load_config
-from imagenot.pipeline.score.senses_command import gloss_similarities, scorer, senses_table
+from imagenot.pipeline.score.senses_command import cached_encoder, gloss_similarities, scorer, senses_table
 from imagenot.wordnet.index import load_index
 
 FOLDS = 5
@@ -102,7 +102,8 @@ def main() -> None:
     picturable = np.array([p["picturable"] == "yes" for p in pairs])
     kept = np.array([d == PASSES for d in outcomes(pairs, config, sample_form_stats(args.corpus, config), index)])
     wnids = [index.by_name(p["synset"]).wnid for p in pairs]
-    signals = {"similarity": gloss_similarities([p["caption"] for p in pairs], wnids, config)}
+    vectors = cached_encoder(config).encoder.encode([p["caption"] for p in pairs])
+    signals = {"similarity": gloss_similarities(vectors, wnids, config)}
     signals["sentence_margin"], _, none = margins(pairs, config, "sentence")
     signals["trained_margin"], signals["trained_fit"], _ = margins(pairs, config, "trained")
     signals["none_of_these"] = -none

@@ -1,7 +1,8 @@
-"""The trained sense head's weights and the arithmetic that applies them. The training script (`train.py`)
-writes `head.npz` (the bilinear map W and the cosine's scale in float32; where training tuned them, the encoder's top layers in float16) and `head.json` (what
-they were trained on and over, and how long it took). Scoring is numpy; the tuned layers go into
-(a copy of) the span encoder's torch model once, at load."""
+"""The trained sense head's weights and the arithmetic that applies them. The training script
+(`train.py`) writes `head.npz` (the bilinear map W and the cosine's scale in float32; where training
+tuned them, the encoder's top layers in float16) and `head.json` (what they were trained on and over,
+and how long it took). Scoring is numpy; the tuned layers go into (a copy of) the span encoder's torch
+model once, at load."""
 
 from __future__ import annotations
 

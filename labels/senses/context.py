@@ -65,6 +65,12 @@ class ContextSenses:
         """`vectors_at` where `forms[i]` first stands in captions[i] (`form_spans`)."""
         return self.vectors_at(captions, form_spans(captions, forms), caption_vectors)
 
+    def prepare(self, senses) -> None:
+        """Embed the sentence method's queries of the senses not seen yet, in one call (the sense
+        vectors are built at set-up)."""
+        if self.sentence is not None:
+            self.sentence.prepare(senses)
+
     def scores(self, vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """float64 (rows, len(wnids)) scores and fits of each row's vector for each sense of `word`."""
         senses = np.stack([self.vectors.vector(w) for w in wnids]).astype(np.float64)

@@ -20,7 +20,7 @@ the captions batched with it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -76,6 +76,10 @@ class SenseQueries:
         """What a caption's senses are scored with: its embedding, wherever its word stands."""
         return caption_vectors
 
+    def prepare(self, senses: Iterable[str]) -> None:
+        """Embed the query texts of the senses not seen yet, in one encoder call."""
+        self.vectors(sorted(set(senses)))
+
     def scores(self, caption_vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """float64 (captions, len(wnids)) scores and fits (the scores without the prior): each
         caption's for each sense of `word`."""
@@ -108,19 +112,22 @@ class SenseScorer(Protocol):
 
     def row_vectors(self, captions: Sequence[str], caption_vectors: np.ndarray, forms: Sequence[str]) -> np.ndarray: ...
 
+    def prepare(self, senses: Iterable[str]) -> None: ...
+
     def scores(self, vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class Contrast(NamedTuple):
     """Per caption: the best other WordNet sense (None where the word has one), the margin over it
-    (inf there), the best WordNet sense's fit, and the best web sense (None where the word has
-    none) and the margin over it (inf there)."""
+    (inf there), the best WordNet sense's fit, the best web sense (None where the word has none)
+    and the margin over it (inf there), and the form of its word that matched."""
 
     other: list[str | None]
     margin: np.ndarray  # float32
     fit: np.ndarray  # float32
     web: list[str | None]
     web_margin: np.ndarray  # float32
+    forms: list[str]  # the surface form that matched the synset ("" where none of `matched` did)
 
 
 class SenseContrast:
@@ -159,6 +166,7 @@ class SenseContrast:
     ) -> Contrast:
         """Per caption, its synset's contrast with the other senses of its word (`Contrast`)."""
         groups = [self._group(wnid, forms or ()) for wnid, forms in zip(wnids, matched)]
+        self.queries.prepare({s for _, senses, web, _ in groups for s in (*senses, *web)})  # one encoder call
         vectors = self.queries.row_vectors(captions, caption_vectors, [form for *_, form in groups])
         rows: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[int]] = {}
         for i, (word, senses, web, _) in enumerate(groups):
@@ -187,4 +195,4 @@ class SenseContrast:
             margin[at] = (own_scores - others[np.arange(len(at)), best]).astype(np.float32)
             for i, b in zip(at, best):
                 winner[i] = senses[b]
-        return Contrast(winner, margin, fit, web_winner, web_margin)
+        return Contrast(winner, margin, fit, web_winner, web_margin, [form for *_, form in groups])

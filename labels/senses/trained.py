@@ -101,6 +101,10 @@ class TrainedSenses:
         """`vectors_at` where `forms[i]` first stands in captions[i] (`form_spans`)."""
         return self.vectors_at(captions, form_spans(captions, forms), caption_vectors)
 
+    def prepare(self, senses) -> None:
+        """Embed the glosses of the senses not seen yet, in one encoder call."""
+        self.glosses.prepare(senses)
+
     def _gloss_terms(self, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         missing = [w for w in wnids if w not in self._mapped]
         if missing:

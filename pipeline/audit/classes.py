@@ -141,11 +141,18 @@ def pair_outcomes(
     queries = queries or scorer(config)
     forms = [next(m for m in found if m in queries.senses.forms(w)) for found, w in zip(matched, wnids)]
     rows = senses_table(pa.table({"caption": captions, "lemma": forms}), config, queries).to_pylist()
+    def column(name: str, missing: float) -> np.ndarray:
+        return np.array([missing if r.get(name) is None else r[name] for r in rows], np.float64)
+
     tested = [r["similarity"] if r["similarity"] is not None else r["score"] or 0.0 for r in rows]
-    margin = [-np.inf if r["margin"] is None else r["margin"] for r in rows]
-    fit = [np.inf if r["sense_fit"] is None else r["sense_fit"] for r in rows]
     sense = config.scoring.sense_decision()
-    scores = PairScores(np.asarray(tested), np.asarray(margin), np.asarray(fit))
+    scores = PairScores(
+        np.asarray(tested),
+        column("sense_margin", -np.inf),
+        column("sense_fit", np.inf),
+        column("web_margin", np.inf),
+        column("label_score", 1.0) if config.scoring.label_model is not None else None,
+    )
     passes, reason = caption_decision(scores, caption_threshold(config), sense, fired)
     return [
         rule

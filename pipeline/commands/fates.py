@@ -149,15 +149,24 @@ class Run:
         figures = read_json(sampled) if is_done(run_dir, SAMPLE) else {}
         self.other_sense = figures.get("other_sense_by_class", {})
         self.fit_none = figures.get("none_of_these_fit_by_class", {})
+        self.label_model = figures.get("label_model_by_class", {})
 
     def senses_lost(self, wnid: str) -> str | None:
         """For a class: the captions the sense decision dropped at sampling: those whose word fits
-        none of its senses (`scoring.none_of_these_fit`), and those other senses of its word won."""
-        lost, unfit = self.other_sense.get(wnid), self.fit_none.get(wnid)
+        none of its senses (`scoring.none_of_these_fit`), those other senses of its word won (WordNet's
+        and the web senses it lacks: web_sense), and those the label model said do not show it."""
+        lost, unfit, unlikely = self.other_sense.get(wnid), self.fit_none.get(wnid), self.label_model.get(wnid)
         parts = [f"{unfit:,} captions name none of its senses (none_of_these_fit)"] if unfit else []
         if lost:
             won = sorted(lost.items(), key=lambda item: (-item[1], item[0]))
             parts.append(", ".join(f"{n:,} captions went to {any_sense_label(self.index, w)}" for w, n in won))
+        if unlikely:
+            uses = ", ".join(
+                f"{use} {n:,}" for use, n in sorted(unlikely.items(), key=lambda item: (-item[1], item[0]))
+            )
+            parts.append(
+                f"{sum(unlikely.values()):,} captions the label model says do not show it (label_model: {uses})"
+            )
         return "other senses: " + "; ".join(parts) if parts else None
 
     def rules_dropped(self, wnid: str) -> str | None:

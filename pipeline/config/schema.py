@@ -29,7 +29,9 @@ from pydantic import (
 from imagenot.errors import ImagenotError
 from imagenot.labels.caption_rules import FUNCTION_WORDS, SenseDecision
 from imagenot.labels.caption_rules import RULES as CAPTION_RULES
+from imagenot.labels.label_model.model import LabelModel, load_model, read_model_folder
 from imagenot.labels.senses.settings import SenseSettings
+from imagenot.labels.web_senses import lexicon_digest
 from imagenot.pipeline.config.corpus_presets import PRESET_NAMES, apply_preset
 from imagenot.pipeline.config.networks import parse_networks
 from imagenot.pipeline.config.yaml_file import parse_yaml, suggestion
@@ -372,6 +374,20 @@ class Scoring(Section):
         description="with web senses scored, a caption stays in its class only when the class's sense beats every "
         "web sense of its word by this much (null: scored, never dropped for it)",
     )
+    label_model: str | None = Field(  # labels/label_model: trained on judged captions (benchmarks/README.md)
+        None,
+        description="the label model, which reads each scored caption's similarity, sense margins, none-of-these "
+        "score, place and synset and says how likely its picture shows its class: packaged (labels/label_model), "
+        "a folder with weights.npz and card.json (its train.py writes them), or null: off",
+    )
+    label_floor: float = Field(  # chosen out of fold, folds by class (benchmarks/quality_labels.py)
+        0.5,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="with the label model on, a caption whose probability is under this floor is dropped as "
+        "label_model (named by what the model says its word is there: modifier, name, not shown...)",
+    )
     cache_dir: str | None = Field(None, description="embedding cache; null: <IMAGENOT_CACHE>/embeddings")
     first_pass_captions: int = Field(
         200, ge=1, le=1_000_000, description="captions per candidate synset scored to rank the synsets"
@@ -415,13 +431,35 @@ class Scoring(Section):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _label_model_reads_as_trained(self) -> Scoring:
+        if self.label_model is None:
+            return self
+        if self.sense_margin is None:
+            raise ValueError("scoring.label_model reads sense margins: it needs scoring.sense_margin (or is null)")
+        reads = self.label_model_weights().card["reads_with"]
+        given = {name: getattr(self, name) for name in reads if name != "web_senses"}
+        given["web_senses"] = lexicon_digest() if self.scores_web_senses() else None
+        if given != reads:
+            wrong = ", ".join(f"scoring.{k}: {reads[k]} (not {given[k]})" for k in reads if given[k] != reads[k])
+            raise ValueError(
+                f"scoring.label_model {self.label_model!r} was trained on pairs read with other settings: {wrong}; "
+                "use them, train a model for these (labels/label_model/train.py) or set scoring.label_model: null"
+            )
+        return self
+
+    def label_model_weights(self) -> LabelModel:
+        """The label model `label_model` names (read once per process)."""
+        return load_model() if self.label_model == "packaged" else read_model_folder(self.label_model)
+
     def sense_decision(self) -> SenseDecision:
         """The sense decision's floors: the margin, and the fit floor of the method in use (both
         only with sense contrast on, where the score stage records margins and fits)."""
         if self.sense_margin is None:
             return SenseDecision()
         web = self.web_sense_margin if self.scores_web_senses() else None
-        return SenseDecision(self.sense_margin, self.none_of_these_fit.get(self.sense_method), web)
+        label = None if self.label_model is None else self.label_floor
+        return SenseDecision(self.sense_margin, self.none_of_these_fit.get(self.sense_method), web, label)
 
     def scores_web_senses(self) -> bool:
         """Whether the score stage scores web senses: asked for, with sense contrast, by a method that

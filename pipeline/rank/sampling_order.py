@@ -35,6 +35,7 @@ from imagenot.labels.caption_rules import (
 from imagenot.pipeline.config.schema import Sampling, Scoring
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
+    LABEL_USE_COLUMN,
     MARGIN_COLUMN,
     OTHER_SENSE_COLUMN,
     SCORE_COLUMN,
@@ -141,28 +142,41 @@ def settle_duplicates(rows: pa.Table, ranked: np.ndarray) -> tuple[np.ndarray, n
     return new_url, new_caption
 
 
-def sense_kept(rows: pa.Table, sense: SenseDecision) -> tuple[pa.Table, dict[str, int], dict[str, int]]:
+def sense_kept(rows: pa.Table, sense: SenseDecision) -> SenseKept:
     """The rows the sense decision keeps (`caption_decision` over the score stage's columns:
-    `pair_scores`), without the sense columns; the rows another sense won (a WordNet sense, or one
-    WordNet lacks), counted by that sense; and the rows it drops, counted by reason. Rows scored
+    `pair_scores`), without the sense columns, and what it dropped (`SenseKept`). Rows scored
     without sense contrast (no `sense_margin` column) all stay."""
     if MARGIN_COLUMN not in rows.column_names:
-        return rows, {}, {}
+        return SenseKept(rows, {}, {}, {})
     sense_columns = [c for c in SENSE_COLUMNS if c in rows.column_names]
     if sense == SENSE_OFF:
-        return rows.drop_columns(sense_columns), {}, {}
+        return SenseKept(rows.drop_columns(sense_columns), {}, {}, {})
     passes, reason = caption_decision(pair_scores(rows), None, sense)
-    lost = [
-        *rows.column(OTHER_SENSE_COLUMN).to_numpy(zero_copy_only=False)[reason == OTHER_SENSE].tolist(),
-        *(
-            rows.column(WEB_SENSE_COLUMN).to_numpy(zero_copy_only=False)[reason == WEB_SENSE].tolist()
-            if WEB_SENSE_COLUMN in rows.column_names
+
+    def where(column: str, why: str) -> list:
+        return (
+            rows.column(column).to_numpy(zero_copy_only=False)[reason == why].tolist()
+            if column in sense_columns
             else []
-        ),
-    ]
-    kept = rows.filter(pa.array(passes)).drop_columns(sense_columns)
+        )
+
+    lost = [*where(OTHER_SENSE_COLUMN, OTHER_SENSE), *where(WEB_SENSE_COLUMN, WEB_SENSE)]
     dropped = Counter(reason[~passes].tolist())
-    return kept, dict(sorted(Counter(lost).items())), {r: dropped.get(r, 0) for r in SENSE_REASONS}
+    return SenseKept(
+        rows.filter(pa.array(passes)).drop_columns(sense_columns),
+        dict(sorted(Counter(lost).items())),
+        {r: dropped.get(r, 0) for r in SENSE_REASONS},
+        dict(sorted(Counter(where(LABEL_USE_COLUMN, LABEL_MODEL)).items())),
+    )
+
+
+class SenseKept(NamedTuple):
+    """`sense_kept`'s answer."""
+
+    rows: pa.Table  # the rows kept, without the sense columns
+    lost_to: dict[str, int]  # those another sense won (other_sense, web_sense), by the sense that won them
+    dropped: dict[str, int]  # those dropped, by reason (`SENSE_REASONS`)
+    label_uses: dict[str, int]  # those the label model dropped, by what it says their word is there
 
 
 def sense_decision_settings(scoring: Scoring) -> dict:
@@ -178,6 +192,7 @@ class SampleOrder(NamedTuple):
     rows: pa.Table  # the candidates the sense decision keeps, by row id, without the sense columns
     lost_to: dict[str, int]  # those another sense won (other_sense, web_sense), by the sense that won them
     dropped: dict[str, int]  # those the sense decision dropped, by reason (`SENSE_REASONS`)
+    label_uses: dict[str, int]  # those the label model dropped, by what it says their word is there
     similarity: np.ndarray  # of `rows`
     priority: np.ndarray  # of `rows`: their sample keys
     ranked: np.ndarray  # positions in `rows` the strategy takes, in its order (none under its threshold)
@@ -191,7 +206,7 @@ def sample_order(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, s
     drops out first (`sense_kept`), the rest ranked by the strategy and walked for exact
     duplicates. The sample stage cuts the class's list from it; the rank stage's priority path
     predicts that list from it."""
-    rows, lost_to, dropped = sense_kept(rows, sense)
+    rows, lost_to, dropped, label_uses = sense_kept(rows, sense)
     rows = rows.take(pc.sort_indices(rows, [("row_id", "ascending")]))
     similarity = rows.column(SCORE_COLUMN).to_numpy()
     priority = sample_keys(rows.column("row_id").to_pylist(), sampling.seed)
@@ -199,4 +214,4 @@ def sample_order(rows: pa.Table, sampling: Sampling, edges: np.ndarray | None, s
     new_url, new_caption = settle_duplicates(rows, ranked)
     survivors = ranked[new_url][new_caption]
     duplicates = int((~new_url).sum()), int((~new_caption).sum())
-    return SampleOrder(rows, lost_to, dropped, similarity, priority, ranked, survivors, *duplicates)
+    return SampleOrder(rows, lost_to, dropped, label_uses, similarity, priority, ranked, survivors, *duplicates)

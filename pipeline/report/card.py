@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 
 import yaml
 
@@ -237,12 +238,33 @@ def _senses(facts: RunFacts) -> list[str]:
         if floor is not None
         else ""
     )
+    scoring = facts.config.scoring
+    web = (
+        f"The word's senses WordNet 3.0 lacks (`labels/web_senses.tsv`: desktop wallpaper, stock photo, the brands "
+        f"a word names) were scored beside its WordNet ones: {count_of(facts.sample.get('web_sense', 0), 'caption')} "
+        f"went to one (web_sense, `scoring.web_sense_margin` = {scoring.web_sense_margin}). "
+        if scoring.scores_web_senses()
+        else ""
+    )
+    uses = Counter()
+    for by_use in facts.sample.get("label_model_by_class", {}).values():
+        uses.update(by_use)
+    label = (
+        f"The label model (`scoring.label_model` = {scoring.label_model}, learned from captions read by hand) dropped "
+        f"{count_of(facts.sample.get('label_model', 0), 'caption')} whose picture it judged unlikely to show the "
+        f"class (probability under `scoring.label_floor` = {scoring.label_floor})"
+        + (": " + ", ".join(f"{use} {n:,}" for use, n in uses.most_common()) if uses else "")
+        + ". "
+        if scoring.label_model is not None
+        else ""
+    )
     lines = [
         "## Senses",
         "",
         f"Each caption was scored against every noun sense of the word it matched; it stays in its class only when "
-        f"the class's sense beats the best other sense by `scoring.sense_margin` = {margin}. {unfit}"
-        f"{count_of(facts.sample.get('other_sense', 0), 'caption')} went to another sense" + (":" if lost else "."),
+        f"the class's sense beats the best other sense by `scoring.sense_margin` = {margin}. {unfit}{web}{label}"
+        f"{count_of(facts.sample.get('other_sense', 0), 'caption')} went to another WordNet sense"
+        + (":" if lost else "."),
     ]
     if lost:
         index = load_index()

@@ -83,6 +83,10 @@ _SENSE_CONTRAST = (
     "sense_prior",
     "sense_margin",
     "none_of_these_fit",
+    "web_senses",
+    "web_sense_margin",
+    "label_model",
+    "label_floor",
 )
 
 

@@ -81,6 +81,11 @@ CAPTION_REASONS = {
     "sense's fit is under `scoring.none_of_these_fit` for the sense method (beside the none_of_these caption rule)",
     "other_sense": "another noun sense of the caption's word fits the caption better than the class's sense, or not "
     "`scoring.sense_margin` worse (sense contrast); the card names the winning senses",
+    "web_sense": "a sense WordNet 3.0 lacks (`labels/web_senses.tsv`: desktop wallpaper, a stock photo, a brand the "
+    "word names) fits the caption better than the class's sense, or not `scoring.web_sense_margin` worse",
+    "label_model": "the label model (`scoring.label_model`, learned from captions read by hand) says the caption's "
+    "picture is unlikely to show the class (probability under `scoring.label_floor`); the card and `imagenot why` "
+    "name what it says the word is there: a modifier of another noun, a name, a sense WordNet lacks, not shown...",
     "duplicate_url": "another caption of the class has the same URL; its best one stays",
     "duplicate_caption": "another caption of the class has the same text; its best one stays",
     "url_in_other_class": "the URL is also listed by another class, where its gloss similarity is higher (ties: "

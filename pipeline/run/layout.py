@@ -116,7 +116,16 @@ FIT_COLUMN = "sense_fit"  # the best sense's score without the prior (how well t
 WEB_SENSE_COLUMN = "web_sense"  # the best of the word's senses WordNet lacks (labels.web_senses)
 WEB_MARGIN_COLUMN = "web_margin"  # the caption's sense score for its synset minus that web sense's
 LABEL_COLUMN = "label_score"  # the label model's probability that the caption's picture shows its class
-SENSE_COLUMNS = (OTHER_SENSE_COLUMN, MARGIN_COLUMN, FIT_COLUMN, WEB_SENSE_COLUMN, WEB_MARGIN_COLUMN, LABEL_COLUMN)
+LABEL_USE_COLUMN = "label_use"  # what the label model says the word is there (labels.label_model.USES)
+SENSE_COLUMNS = (
+    OTHER_SENSE_COLUMN,
+    MARGIN_COLUMN,
+    FIT_COLUMN,
+    WEB_SENSE_COLUMN,
+    WEB_MARGIN_COLUMN,
+    LABEL_COLUMN,
+    LABEL_USE_COLUMN,
+)
 _DECIDED_BY = {"margin": MARGIN_COLUMN, "fit": FIT_COLUMN, "web_margin": WEB_MARGIN_COLUMN, "label": LABEL_COLUMN}
 
 

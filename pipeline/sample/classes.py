@@ -30,7 +30,7 @@ def sample_class(
     drops (`sense_kept`) are out first: `none_of_these_fit` (the word fits none of its senses),
     `other_sense` and `web_sense` (another sense of its word wins it: WordNet's, or one WordNet
     lacks), by winner `other_sense_to`, and `label_model` (the label model says its picture does not
-    show the class)."""
+    show the class), by what the model says its word is there, `label_model_uses`."""
     if rows.column(SCORE_COLUMN).null_count:
         raise ValueError(f"{SCORE_COLUMN} is null in {rows.column(SCORE_COLUMN).null_count} scored rows")
     candidates = rows.num_rows
@@ -45,6 +45,7 @@ def sample_class(
         "candidates": candidates,
         **{reason: taken.dropped.get(reason, 0) for reason in SENSE_REASONS},
         "other_sense_to": taken.lost_to,
+        "label_model_uses": taken.label_uses,
         "below_threshold": rows.num_rows - len(taken.ranked),
         "duplicate_url": taken.duplicate_urls,
         "duplicate_caption": taken.duplicate_captions,

@@ -169,6 +169,7 @@ def tally(rows: list[dict], counts: dict) -> dict:
         row["wnid"]: {
             **{k: row[k] for k in ("images", "reserve", "shortfall", "none_of_these_fit", "label_model")},
             "other_sense_to": counts.get(row["wnid"], {}).get("other_sense_to", {}),
+            "label_model_uses": counts.get(row["wnid"], {}).get("label_model_uses", {}),
         }
         for row in rows
     }
@@ -286,7 +287,7 @@ def summarize(result: dict) -> dict:
     short = {wnid: c["shortfall"] for wnid, c in per_class if c["shortfall"] > 0}
     lost = {wnid: c["other_sense_to"] for wnid, c in per_class if c.get("other_sense_to")}
     unfit = {wnid: c["none_of_these_fit"] for wnid, c in per_class if c.get("none_of_these_fit")}
-    unlikely = {wnid: c["label_model"] for wnid, c in per_class if c.get("label_model")}
+    unlikely = {wnid: c["label_model_uses"] for wnid, c in per_class if c.get("label_model_uses")}
     totals = {k: v for k, v in result.items() if k != "per_class"}
     return {
         **totals,

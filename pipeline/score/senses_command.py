@@ -15,12 +15,15 @@ fit under `scoring.none_of_these_fit`), `other_sense` naming the sense that wins
 The second reads `caption` and `lemma` columns (`start` and `end` too where given; others carried
 through) and adds `predicted` (the best sense's WordNet name), `score`, `margin` (over the
 runner-up), `sense_fit` (the best sense's score without the prior), `similarity` (the caption's
-gloss similarity to `predicted`, the build's `gloss_similarity`; only with a caption threshold,
-else null), `passes`, `reason` (why not: the row's own problem, the rule's name,
+gloss similarity to `predicted`, the build's `gloss_similarity`; only with a caption threshold or
+the label model, else null), `passes`, `reason` (why not: the row's own problem, the rule's name,
 `none_of_these_fit`, `other_sense` or `below_threshold`; null when it passes), `none_score` (the
 none-of-these model's probability for the word at its span, `labels.none_of_these`; null where
 that rule is off), `start`/`end` (the span read: the one given, or where the word was found) and
-`senses` (every noun sense of the word with its score, best first).
+`label_score` and `label_use` (the label model's probability that the caption's picture shows the
+predicted sense's class, and what it says the word is there; null where the model is off) and
+`senses` (every noun sense of the word with its score, best first: WordNet's and the web senses
+it lacks, `labels.web_senses`).
 
 A row that cannot be read is not an error: it does not pass, and `reason` says why
 (`caption_not_text`, `not_a_noun`, `word_not_in_caption`, `span_not_the_word`). The verdict is
@@ -30,6 +33,7 @@ the build's own: the tagger's matched forms, `PairChecker` (select's caption rul
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import click
@@ -84,10 +88,10 @@ def scorer(config: Config) -> SenseScorer:
     the build's embedding cache (`scoring.cache_dir`): a word's queries are embedded once per model,
     by a build or by this command."""
     scoring = config.scoring
-    return sense_scorer(scoring, _cached_encoder(config), config.runner.torch_threads)
+    return sense_scorer(scoring, cached_encoder(config), config.runner.torch_threads)
 
 
-def _cached_encoder(config: Config) -> CachedEncoder:
+def cached_encoder(config: Config) -> CachedEncoder:
     scoring = config.scoring
     encoder = load_encoder(
         scoring.encoder,
@@ -118,9 +122,14 @@ def sense_rows(
     for i, lemmas in enumerate(words):
         by_word.setdefault(lemmas, []).append(i)
     web = getattr(queries, "web", NO_WEB_SENSES)
+    senses_of = {
+        lemmas: tuple(sorted({w for lemma in lemmas for w in queries.senses.senses(lemma)}))
+        + tuple(dict.fromkeys(w for lemma in lemmas for w in web.of_word(lemma)))
+        for lemmas in by_word
+    }
+    queries.prepare({s for senses in senses_of.values() for s in senses})  # one encoder call
     for lemmas, rows in by_word.items():
-        wnids = tuple(sorted({w for lemma in lemmas for w in queries.senses.senses(lemma)}))
-        wnids += tuple(dict.fromkeys(w for lemma in lemmas for w in web.of_word(lemma)))
+        wnids = senses_of[lemmas]
         scores, fits = queries.scores(vectors[rows], lemmas[0], wnids)  # a stable sort breaks ties
         orders = np.argsort(-scores, axis=1, kind="stable")
         for i, row, fit, order in zip(rows, scores, fits, orders):
@@ -204,6 +213,8 @@ def senses_table(table: pa.Table, config: Config, queries: SenseScorer, path: st
         "passes": pa.bool_(),
         "reason": pa.string(),
         "none_score": pa.float32(),
+        "label_score": pa.float32(),
+        "label_use": pa.string(),
         "start": pa.int64(),
         "end": pa.int64(),
         "senses": SENSE_TYPE,
@@ -231,25 +242,35 @@ def decided_rows(
     margin = np.array([s[0] - s[1] if len(s) > 1 else np.inf for (_, s, _), _ in split], np.float32)
     web_margin = np.array([s[0] - w[0] if len(w) else np.inf for (_, s, _), (_, w) in split], np.float32)
     best_fit = np.array([f[int(np.argmax(s))] for (_, s, f), _ in split], np.float32)  # as the score stage records
-    threshold = caption_threshold(config)
-    similarity = None if threshold is None else gloss_similarities(captions, candidate, config)
-    scores = PairScores(score if similarity is None else similarity, margin, best_fit, web_margin)
-    passes, reason = caption_decision(scores, threshold, config.scoring.sense_decision(), rule)
+    threshold, label_model = caption_threshold(config), config.scoring.label_model
+    vectors = None if threshold is None and label_model is None else cached_encoder(config).encoder.encode(captions)
+    similarity = None if vectors is None else gloss_similarities(vectors, candidate, config)
     none = [None] * len(captions)
     if rules.none_of_these is not None:
         pairs = [(c, s, e, index[w].lemmas) for c, (s, e), w in zip(captions, spans, candidate)]
         none = [p for p, _ in none_of_these_scores(pairs, rules.none_of_these)]
+    scores = PairScores(score if similarity is None else similarity, margin, best_fit, web_margin)
+    label, uses = (None, [None] * len(captions))
+    if label_model is not None:
+        judge = config.scoring.label_model_weights().judge
+        label, uses = judge(captions, spans, candidate, scores, none, vectors, index)
+        scores = dataclasses.replace(scores, label=label)
+    passes, reason = caption_decision(scores, threshold, config.scoring.sense_decision(), rule)
     return [
         {
             "predicted": any_sense_name(index, senses[0]),
             "candidate": index[candidate[i]].name,
             "score": float(values[0]),
             "margin": float(values[0] - values[1]) if len(values) > 1 else float("inf"),
+            "sense_margin": float(margin[i]),  # the candidate's, as the score stage records them
+            "web_margin": float(web_margin[i]),
             "sense_fit": float(best_fit[i]),
             "similarity": None if similarity is None else float(similarity[i]),
             "passes": bool(passes[i]),
             "reason": None if reason[i] == KEPT else str(reason[i]),
             "none_score": none[i],
+            "label_score": None if label is None else float(label[i]),
+            "label_use": uses[i],
             "start": spans[i][0],
             "end": spans[i][1],
             "senses": [{"synset": any_sense_name(index, w), "score": float(v)} for w, v in zip(senses, values)],
@@ -265,12 +286,12 @@ def _wordnet_and_web(senses: tuple[str, ...], scores: np.ndarray, fits: np.ndarr
     return (tuple(ids[~web]), scores[~web], fits[~web]), (tuple(ids[web]), scores[web])
 
 
-def gloss_similarities(captions: list[str], wnids: list[str], config: Config) -> np.ndarray:
+def gloss_similarities(caption_vectors: np.ndarray, wnids: list[str], config: Config) -> np.ndarray:
     """Each caption's similarity to its synset's query (`scoring.query_template`): the build's
-    `gloss_similarity`, which a caption threshold tests."""
-    encoder = _cached_encoder(config)
+    `gloss_similarity`, which a caption threshold and the label model read."""
+    encoder = cached_encoder(config)
     queries = QueryEmbeddings.build(load_index(), sorted(set(wnids)), config.scoring.query_template, encoder)
-    return np.asarray(score_batch(encoder.encoder.encode(captions), wnids, queries), np.float32)
+    return np.asarray(score_batch(caption_vectors, wnids, queries), np.float32)
 
 
 def matched_forms(captions: Sequence, config: Config) -> list[list[str]]:

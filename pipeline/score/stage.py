@@ -32,9 +32,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
+from imagenot.labels.caption_rules import NONE_SCORE_COLUMN, PairScores
 from imagenot.labels.sense_model.head import head_digest
 from imagenot.labels.senses.sentence import SenseContrast
 from imagenot.labels.similarity import QueryEmbeddings, score_batch
+from imagenot.labels.spans import form_spans
 from imagenot.labels.web_senses import lexicon_digest as web_lexicon_digest
 from imagenot.pipeline.config.schema import Config, Runner, Scoring
 from imagenot.pipeline.frame.preflight import check_text_models
@@ -45,6 +47,8 @@ from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
     FIRST_PASS_DIR,
     FIT_COLUMN,
+    LABEL_COLUMN,
+    LABEL_USE_COLUMN,
     MARGIN_COLUMN,
     OTHER_SENSE_COLUMN,
     SCORE,
@@ -129,15 +133,19 @@ class CaptionScorer:
             scoring.encoder, scoring.model, scoring.runtime, threads=runner.torch_threads, **_encoder_options(scoring)
         )
         self.encoder = CachedEncoder(encoder, scoring.cache_dir or FileSystems.join(str(cache_dir()), "embeddings"))
-        self.queries = QueryEmbeddings.build(load_index(), wnids, scoring.query_template, self.encoder)
+        self.index = load_index()
+        self.queries = QueryEmbeddings.build(self.index, wnids, scoring.query_template, self.encoder)
         self.contrast = (
             None
             if scoring.sense_margin is None
             else SenseContrast(sense_scorer(scoring, self.encoder, runner.torch_threads))
         )
+        self.label = None if self.contrast is None or scoring.label_model is None else scoring.label_model_weights()
         self.added = [SCORE_COLUMN] + ([] if self.contrast is None else list(CONTRAST_COLUMNS))
+        self.added += [] if self.label is None else [LABEL_COLUMN, LABEL_USE_COLUMN]
         self.sense_seconds = 0.0  # CPU seconds of the sense contrast so far (benchmarks: its cost per caption)
         self.reads = ["caption", "wnid"] + ([] if self.contrast is None else ["matched"])
+        self.reads += [] if self.label is None else [NONE_SCORE_COLUMN]
 
     def captions_embedded(self) -> int:
         """Captions the model embedded so far (cache misses), sense queries not counted."""
@@ -157,12 +165,25 @@ class CaptionScorer:
             return batch
         started = time.process_time()
         contrast = self.contrast.margins(captions, vectors, wnids, batch.column("matched").to_pylist())
-        self.sense_seconds += time.process_time() - started
         batch = batch.append_column(OTHER_SENSE_COLUMN, pa.array(contrast.other, pa.string()))
         batch = batch.append_column(MARGIN_COLUMN, pa.array(contrast.margin, pa.float32()))
         batch = batch.append_column(FIT_COLUMN, pa.array(contrast.fit, pa.float32()))
         batch = batch.append_column(WEB_SENSE_COLUMN, pa.array(contrast.web, pa.string()))
-        return batch.append_column(WEB_MARGIN_COLUMN, pa.array(contrast.web_margin, pa.float32()))
+        batch = batch.append_column(WEB_MARGIN_COLUMN, pa.array(contrast.web_margin, pa.float32()))
+        if self.label is not None:
+            probability, uses = self.label.judge(
+                captions,
+                form_spans(captions, contrast.forms),
+                wnids,
+                PairScores(scores, contrast.margin, contrast.fit, contrast.web_margin),
+                batch.column(NONE_SCORE_COLUMN).to_pylist(),
+                vectors,
+                self.index,
+            )
+            batch = batch.append_column(LABEL_COLUMN, pa.array(probability, pa.float32()))
+            batch = batch.append_column(LABEL_USE_COLUMN, pa.array(uses, pa.string()))
+        self.sense_seconds += time.process_time() - started
+        return batch
 
 
 def _encoder_options(scoring: Scoring) -> dict:
@@ -261,6 +282,8 @@ def settings(config: Config) -> dict:
             "none_of_these_fit",
             "web_sense_margin",
             "web_senses",
+            "label_floor",
+            "label_model",
             *FIRST_PHASE_SETTINGS,
             *unused,
         }
@@ -268,6 +291,8 @@ def settings(config: Config) -> dict:
     head = {"sense_head": head_digest()} if scoring.sense_method == "trained" else {}
     if scoring.scores_web_senses():  # the lexicon's own digest: an edited lexicon rescores
         head["web_senses"] = web_lexicon_digest()
+    if scoring.label_model is not None:  # the weights' digest, as for the head: retrained weights rescore
+        head["label_model"] = scoring.label_model_weights().digest()
     # which candidates can become classes (`rankable`): the first pass scores those alone
     rankable_by = {"min_class_captions": config.min_class_captions, "min_pass_share": config.ranking.min_pass_share}
     return {**own, **head, "sense_contrast": scoring.sense_margin is not None, "rankable": rankable_by}

@@ -1,0 +1,82 @@
+"""The label model (labels/label_model): its features, its weights, and the settings it reads with."""
+
+import json
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from imagenot.errors import ImagenotError
+from imagenot.labels.caption_rules import LABEL_MODEL, PairScores, SenseDecision, caption_decision
+from imagenot.labels.label_model.features import FEATURES, LEXNAMES, pair_features
+from imagenot.labels.label_model.model import USES, load_model, read_model, save_model
+from imagenot.labels.label_model.train import JudgedPair, judged_pairs
+from imagenot.pipeline.config.schema import Scoring
+from imagenot.wordnet.index import load_index
+
+
+def _pairs(index):
+    captions = ["The Exorcist", "red leather boots on a wooden floor"]
+    wnids = [index.by_name("exorcist.n.02").wnid, index.by_name("boot.n.01").wnid]
+    spans = [(4, 12), (11, 16)]
+    scores = PairScores(np.array([0.3, 0.6]), np.array([np.inf, -0.9]), np.array([0.4, 0.5]), np.array([np.inf, 0.1]))
+    return captions, spans, wnids, scores
+
+
+def test_features_say_where_the_word_stands_and_what_the_synset_is():
+    index = load_index()
+    captions, spans, wnids, scores = _pairs(index)
+    x = pair_features(captions, spans, wnids, scores, [None, 0.25], index, margin_clip=0.5)
+    row = [dict(zip(FEATURES, r)) for r in x]
+    assert x.shape == (2, len(FEATURES)) and np.isfinite(x).all()
+    assert row[0]["margin"] == 0.5 and row[0]["has_other_sense"] == 0  # no other sense: the clip
+    assert row[1]["margin"] == -0.5 and row[1]["has_other_sense"] == 1  # clipped
+    assert row[0]["opens_with_the"] == 1 and row[0]["last_word"] == 1 and row[0]["capitalised"] == 1
+    assert row[1]["none_score"] == 0.25 and row[1]["first_word"] == 0
+    assert row[0]["noun.person"] == 1 and row[1]["noun.artifact"] == 1 and sum(row[1][n] for n in LEXNAMES) == 1
+
+
+def test_the_shipped_model_judges_each_pair_and_names_what_its_word_is(tmp_path):
+    index, model = load_index(), load_model()
+    captions, spans, wnids, scores = _pairs(index)
+    vectors = np.eye(2, model.center.shape[0])
+    probability, uses = model.judge(captions, spans, wnids, scores, [None, 0.25], vectors, index)
+    assert probability.dtype == np.float32 and ((0 <= probability) & (probability <= 1)).all()
+    assert set(uses) <= set(USES)
+    alone = model.judge(captions[1:], spans[1:], wnids[1:], _one(scores, 1), [0.25], vectors[1:], index)
+    assert alone[0][0] == probability[1]  # a pair's probability does not depend on its batch-mates
+    save_model(tmp_path, model)
+    assert read_model(tmp_path).digest() == model.digest()
+    card = json.loads((tmp_path / "card.json").read_text())
+    (tmp_path / "card.json").write_text(json.dumps({**card, "c": 2.0}))
+    assert read_model(tmp_path).digest() != model.digest()
+
+
+def _one(scores: PairScores, i: int) -> PairScores:
+    return PairScores(*(v[i : i + 1] for v in (scores.similarity, scores.margin, scores.fit, scores.web_margin)))
+
+
+def test_a_caption_under_the_floor_is_dropped_as_label_model_after_the_sense_reasons():
+    scores = PairScores(np.zeros(3), np.array([0.1, -0.1, 0.1]), label=np.array([0.2, 0.2, 0.9]))
+    passes, reason = caption_decision(scores, None, SenseDecision(0.0, min_label=0.5))
+    assert reason.tolist() == [LABEL_MODEL, "other_sense", ""] and passes.tolist() == [False, False, True]
+
+
+def test_a_config_whose_pairs_the_model_did_not_read_is_refused(tmp_path):
+    assert Scoring(label_model="packaged").sense_decision().min_label == Scoring().label_floor
+    with pytest.raises(ValidationError, match="scoring.sense_method: sentence"):
+        Scoring(label_model="packaged", sense_method="context")
+    with pytest.raises(ValidationError, match="needs scoring.sense_margin"):
+        Scoring(label_model="packaged", sense_margin=None)
+    with pytest.raises(ImagenotError, match="holds no weights.npz"):
+        Scoring(label_model=str(tmp_path))
+
+
+def test_the_judged_pairs_are_read_once_each_with_their_readers_majority():
+    pairs = judged_pairs()
+    keys = [(p.row_id, p.synset) for p in pairs]
+    assert len(keys) == len(set(keys)) and keys == sorted(keys)
+    by_source = {s: sum(p.source == s for p in pairs) for s in ("train", "real_dev", "build_dev")}
+    assert by_source["train"] == 5200 and by_source["real_dev"] > 1500 and by_source["build_dev"] > 300
+    assert all(isinstance(p, JudgedPair) for p in pairs)
+    assert {p.picturable for p in pairs} <= {"yes", "no", "unsure", None}
