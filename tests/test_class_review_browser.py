@@ -12,7 +12,7 @@ import time
 import pytest
 from cli_runner import invoke
 from ports import free_loopback_port
-from review_server import Server, review_browser
+from review_server import Server, in_view, review_browser, viewport
 from shared_runs import copy_run
 
 from imagenot.pipeline.review.command import review_command
@@ -74,13 +74,6 @@ const named = e => (e.getAttribute('aria-label') || '').trim() || (e.closest('la
 return [...document.querySelectorAll('input:not([type=hidden]), button, select, textarea, img, a')]
   .filter(e => !named(e) && !(e.tagName === 'A' && e.textContent.trim())).map(e => e.outerHTML.slice(0, 80));
 """
-IN_VIEW = "const r = document.getElementById(arguments[0]).getBoundingClientRect(); \
-return [r.top, r.bottom, r.left, r.right, innerHeight, innerWidth]"
-
-
-def _in_view(driver, element_id: str) -> bool:
-    top, bottom, left, right, height, width = driver.execute_script(IN_VIEW, element_id)
-    return top >= 0 and bottom <= height and left >= 0 and right <= width
 
 
 def _page_checks(driver, shots) -> dict:
@@ -89,12 +82,10 @@ def _page_checks(driver, shots) -> dict:
     Enter with nothing chosen said, not sent."""
     seen = {"unlabelled": driver.execute_script(UNLABELLED)}
     for width, height in ((1280, 800), (390, 844)):
-        driver.set_window_size(width, height)
-        size = driver.execute_script("return [innerWidth, innerHeight]")
-        driver.set_window_size(2 * width - size[0], 2 * height - size[1])  # the page itself at that size
+        viewport(driver, width, height)
         driver.execute_script("window.scrollTo(0, 0)")
         driver.save_screenshot(str(shots / f"class-page-{width}x{height}.png"))
-        seen[width] = {"answer in view": _in_view(driver, "answers"), "name in view": _in_view(driver, "class")}
+        seen[width] = {"answer in view": in_view(driver, "answers"), "name in view": in_view(driver, "class")}
     driver.set_window_size(1280, 800)
     evidence, form = (driver.find_element(By.CSS_SELECTOR, c).rect for c in (".evidence", "#answers"))
     seen["answer beside the evidence"] = form["x"] >= evidence["x"] + evidence["width"] - 1

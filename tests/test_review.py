@@ -280,18 +280,19 @@ def test_a_non_loopback_host_gets_a_generated_token_that_every_request_needs(run
 
 
 def _next_task_by_brute_force(session: ReviewSession, rater: int):
-    """The page `next_task` must choose, worked out over every page and image."""
+    """The page `next_task` must choose, worked out over every page and image: pages the rater sent
+    before (with images skipped) after the others."""
     since, wanted = time.time() - 15 * 60, session.settings.raters
     best, best_key = None, None
     for order, task in enumerate(session.tasks.values()):
+        mine = session.answered[rater]
         counts = [
-            session.counts[q.image]
-            for q in task.questions
-            if q.image not in session.answered[rater] and session.counts[q.image] < wanted
+            session.counts[q.image] for q in task.questions if q.image not in mine and session.counts[q.image] < wanted
         ]
         busy = sum(1 for r, at in session.leases[task.id].items() if r != rater and at >= since)
-        if counts and (best_key is None or (min(counts) + busy, order) < best_key):
-            best, best_key = task, (min(counts) + busy, order)
+        key = (any(q.image in mine for q in task.questions), min(counts, default=0) + busy, order)
+        if counts and (best_key is None or key < best_key):
+            best, best_key = task, key
     return best
 
 
@@ -572,6 +573,28 @@ def test_a_link_to_a_page_leads_there_after_sign_in(app):
     for elsewhere in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
         other = plain.test_client().post("/rater", data={"name": "Other", "then": elsewhere})
         assert other.headers["Location"] == "/next", elsewhere
+
+
+def test_images_skipped_on_a_page_sent_come_back_after_the_other_pages(app):
+    """As the page's notice says: a page sent half answered is not served again at once; its
+    skipped images come back once the rater answered every other page."""
+    session, plain, _ = app
+    client = plain.test_client()
+    client.post("/rater", data={"name": "Half Way"})
+    first = client.get("/next").headers["Location"].rsplit("/", 1)[1]
+    images = [q.image for q in session.tasks[first].questions]
+    assert len(images) > 1, "the test wants a page of several images"
+    sent = client.post(f"/task/{first}", data={f"a-{images[0]}": "yes"})
+    assert sent.status_code == 303
+    served = []
+    while (page := client.get("/next").headers["Location"]).startswith("/task/") and page != f"/task/{first}":
+        task = session.tasks[page.rsplit("/", 1)[1]]
+        served.append(task.id)
+        client.post(page, data={f"a-{q.image}": "yes" for q in task.questions})
+        assert len(served) <= len(session.tasks), "a page came back"
+    assert page == f"/task/{first}" and served and first not in served  # the other pages first
+    shown = client.get(page).get_data(as_text=True)
+    assert images[0] not in shown and all(f'name="a-{image}"' in shown for image in images[1:])
 
 
 def test_the_headline_precision_is_withheld_until_enough_images_have_every_answer():

@@ -773,6 +773,11 @@ class Review(Section):
     class_raters: int = Field(
         2, ge=1, le=50, description="answers wanted per candidate class on the class review's pages"
     )
+    unsure_classes_again: bool = Field(
+        True,
+        description="a candidate class with only unsure answers is offered to more raters (each once) until one "
+        "keeps or drops it; false: its class_raters answers close it, undecided",
+    )
     extra_candidates: int = Field(
         0,
         ge=0,

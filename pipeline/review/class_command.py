@@ -85,6 +85,7 @@ def serve_command(
     config_path: str | None,
 ) -> None:
     """Serve the class pages to raters' browsers, best candidate first (answers go to SQLite as given)."""
+    from imagenot.pipeline.demo.serving import placeholder_images
     from imagenot.pipeline.review import class_plan
     from imagenot.pipeline.review.class_app import create_class_app
     from imagenot.pipeline.review.class_results import CLASS_DB_FILE, review_config
@@ -116,8 +117,10 @@ def serve_command(
             stage_path(run_dir, DOWNLOAD, DATASET_DIR, "*.parquet"),
         ]
     store = Store(run_dir, CLASS_DB_FILE)
-    session = ClassSession(run_dir, config.review.class_raters, store, read, watched)
-    app = create_class_app(session, store.secret(), token, config.review.max_body_bytes)
+    settings = config.review
+    session = ClassSession(run_dir, settings.class_raters, store, read, watched, settings.unsure_classes_again)
+    placeholders = list_path is None and placeholder_images(config.download)  # a list's classes show no images
+    app = create_class_app(session, store.secret(), token, config.review.max_body_bytes, placeholders)
     click.echo(
         f"class review of {run_dir}: {len(session.tasks):,} classes, {config.review.class_raters} answers wanted "
         f"each, answers in {database_path(run_dir, CLASS_DB_FILE)}"
@@ -145,7 +148,8 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
     finally:
         store.close()
     answered = {c["wnid"]: c for c in results["classes"]}
-    wanted = config.review.class_raters
+    settings = config.review
+    wanted = settings.class_raters
     extra = config.review.extra_candidates
     listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in review_candidates(run_dir, extra)]
     vetoed = [w for w in results["vetoed"] if w not in listed]  # out of the list now: shown after it
@@ -156,14 +160,17 @@ def status_command(run_dir: str, list_path: str | None, config_path: str | None)
     need = 0
     for shown, wnid in rows:
         c = answered.get(wnid, {"keep": 0, "drop": 0, "unsure": 0, "verdict": None})
-        need += wnid in listed and c["keep"] + c["drop"] + c["unsure"] < wanted
+        undecided = settings.unsure_classes_again and c["keep"] + c["drop"] == 0  # offered again
+        need += wnid in listed and (c["keep"] + c["drop"] + c["unsure"] < wanted or undecided)
         verdict = "drop, vetoed (applied)" if wnid in vetoed else c["verdict"] or "-"
         click.echo(f"{shown:<{width}} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {verdict}")
     dropped = dropped_classes(results)
     click.echo(
         f"{count_of(results['answers'], 'answer')} by {count_of(len(results['raters']), 'rater')}; "
         f"{need:,} of {count_of(len(listed), 'class')} need more "
-        f"({wanted} answers wanted each); {results['kept']:,} of {results['reviewed']:,} decided kept; "
+        f"({wanted} answers wanted each"
+        + ("; one with only unsure answers until a rater keeps or drops it" if settings.unsure_classes_again else "")
+        + f"); {results['kept']:,} of {results['reviewed']:,} decided kept; "
         f"{len(dropped):,} dropped and not applied yet"
         + (f" ({', '.join(dropped)})" if dropped else "")
         + (f"; {count_of(len(vetoed), 'class')} vetoed by an earlier apply (listed last)" if vetoed else "")
@@ -204,6 +211,7 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         with_vetoes,
         write_vetoes,
     )
+    from imagenot.pipeline.review.promotions import record_promotions
     from imagenot.pipeline.run.journal import rewriting
     from imagenot.wordnet.index import load_index
 
@@ -225,7 +233,8 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         with _stages_shown():
             ran = build(config, run_dir)
         listed = write_vetoes(run_dir, config.ranking.vetoed, index)  # once the run is built without them
-    promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
+        promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
+        record_promotions(run_dir, promoted, [w for w in dropped if w in before])  # their pages say whom they replaced
     click.echo(
         f"class review apply: vetoed {', '.join(dropped)} (listed in {listed}, which every build of the run "
         "keeps out); "

@@ -30,6 +30,7 @@ from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.rank.pass_share import sense_pass_shares
 from imagenot.pipeline.rank.ranking import BEYOND_TOP_K
 from imagenot.pipeline.review.plan import image_id
+from imagenot.pipeline.review.promotions import read_promotions
 from imagenot.pipeline.review.session import wordnet_path
 from imagenot.pipeline.run.files import read_schema, read_table, read_tsv, stage_shards
 from imagenot.pipeline.run.keyed_hash import sample_keys
@@ -179,13 +180,15 @@ def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dic
     captions = shown_captions(run_dir, config, wnids)
     shares = pass_shares(run_dir, config, ranked)
     shown, where = thumbnails(run_dir, wnids)
+    promoted = read_promotions(run_dir)
     rows = [
         {
             **describe(index, r["wnid"], position),
             "standing": f"rank {position} of the candidates (0 = best, as the report counts"
             + ("" if r["fate"] == CLASS_FATE else NEXT_IN_LINE)
             + f") · score {float(r['score']):.3f} (the mean similarity of its best captions to its gloss, "
-            "which rank sorts by)",
+            "which rank sorts by)"
+            + (_in_place_of(index, promoted[r["wnid"]]) if r["wnid"] in promoted and r["fate"] == CLASS_FATE else ""),
             "captions": captions.get(r["wnid"], []),
             "pass_share": shares.get(r["wnid"]),
             "thumbnails": shown.get(r["wnid"], []),
@@ -193,6 +196,13 @@ def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dic
         for position, r in enumerate(ranked)
     ]
     return rows, where
+
+
+def _in_place_of(index: NounIndex, vetoed: list[str]) -> str:
+    named = ", ".join(f"{index[w].name} ({w})" if w in index else w for w in vetoed)
+    return f" · promoted by imagenot review classes apply in place of {named}, which the class review vetoed" + (
+        "" if len(vetoed) == 1 else " (the next candidates in rank order took their places)"
+    )
 
 
 def listed_candidates(config: Config, index: NounIndex, list_path: str) -> tuple[list[dict], dict]:

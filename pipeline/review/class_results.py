@@ -80,6 +80,7 @@ def class_figures(config: Config, index: NounIndex, store: Store) -> dict:
         "low": low,
         "high": high,
         "vetoed": sorted(config.ranking.vetoed),
+        "unsure_classes_again": config.review.unsure_classes_again,
     }
 
 

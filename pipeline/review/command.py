@@ -99,6 +99,7 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
     """Serve the review pages to raters' browsers (answers go to SQLite as they are given)."""
     from apache_beam.io.filesystems import FileSystems
 
+    from imagenot.pipeline.demo.serving import placeholder_images
     from imagenot.pipeline.review import plan as review_plan
     from imagenot.pipeline.review.app import create_app
     from imagenot.pipeline.review.serving import serve_app, server_token
@@ -113,7 +114,7 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
         _plan_and_show(config, run_dir)
     store = Store(run_dir)
     session = ReviewSession(run_dir, config.review, load_index(), store)
-    app = create_app(session, store.secret(), token)
+    app = create_app(session, store.secret(), token, placeholder_images(config.download))
     click.echo(f"review of {run_dir}: {len(session.tasks):,} pages, answers in {database_path(run_dir)}")
     serve_app(app, host, port, token, threads)
 
