@@ -169,14 +169,22 @@ def export_command(run_dir: str, config_path: str | None) -> None:
     """Write review/answers.parquet, images.parquet, results.json and precision.png into the run."""
     from imagenot.pipeline.review.results import export_review
 
-    results = export_review(run_dir, _config(run_dir, config_path, "export").review)
+    results = export_review(run_dir, _config(run_dir, config_path, "export"))
     overall = results["overall"]
     said = (
         f"overall precision withheld: {overall['withheld']}"
         if overall.get("withheld")
-        else f"overall precision {_rounded(overall['precision'])} over {overall['decided']:,} images"
+        else f"{_precision_of(overall, results['classes_in_dataset'])} {_rounded(overall['precision'])} "
+        f"over {overall['decided']:,} images"
     )
     click.echo(f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; {said}")
+
+
+def _precision_of(overall: dict, classes_in_dataset: int) -> str:
+    from imagenot.pipeline.report.human_review import pooled_classes
+
+    pooled = pooled_classes(overall, classes_in_dataset)
+    return f"precision in {pooled}" if pooled else "overall precision"
 
 
 def _rounded(share: float | None) -> str:
@@ -227,7 +235,7 @@ def apply_review(config: Config, run_dir: str, drop_incomplete: bool = False) ->
     before = set(remembered("dataset before", lambda: review_plan.read_dataset(run_dir).column("row_id").to_pylist()))
     store = Store(run_dir)
     try:
-        _, _, images = review_figures(run_dir, config.review, store)
+        _, _, images = review_figures(run_dir, config, store)
     finally:
         store.close()
     wanted = config.review.raters
@@ -237,7 +245,7 @@ def apply_review(config: Config, run_dir: str, drop_incomplete: bool = False) ->
     after = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     waiting = sum(1 for r in images.to_pylist() if r["accepted"] is False and r["row_id"] in after)
     added = review_plan.extend_plan(config, run_dir, after - before)
-    export_review(run_dir, config.review)  # the figures name the dropped images, for the report
+    export_review(run_dir, config)  # the figures name the dropped images, for the report
     run_stage(report_stage.DECLARATION, config, run_dir)  # the review's figures changed, whatever was dropped
     if shortfall := backfill.refresh_outputs(config, run_dir):
         click.echo(f"Warning: {shortfall}", err=True)
