@@ -394,6 +394,8 @@ def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed,
     figures = json.loads((run_dir / "download/figures.json").read_text())
     k = reviewed["K"]
     assert figures["dropped_by_review"] == k and "review_rejected" not in figures["dropped_by_audits"]
+    assert figures["fetches"][-1]["command"] == "review apply"  # its backfill's rounds, named in the card
+    assert f"{figures['fetches'][-1]['rounds']} by `imagenot review apply`" in (run_dir / "report/card.md").read_text()
     card = (run_dir / "report/card.md").read_text()
     assert f"**Dropped by review**: {k} images (`imagenot review apply`, reason `review_rejected`)" in card
     assert f"Human review dropped {k} images its raters rejected" in card

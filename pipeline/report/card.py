@@ -10,6 +10,7 @@ from imagenot.pipeline.dataset.usage import usage_markdown
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.report import datasheet, safety
 from imagenot.pipeline.report.choices import open_choices
+from imagenot.pipeline.report.crawl import dataset_sentence, fetched_sentence
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
@@ -290,14 +291,11 @@ def _download(facts: RunFacts) -> list[str]:
     d = facts.download
     if d is None:
         return []
-    failures = ", ".join(f"{reason} {n:,}" for reason, n in d["failures"].items()) or "none"
     return [
         "## Download",
         "",
-        f"{d['images']:,} of {d['target']:,} images fetched from {d['urls_tried']:,} URLs tried "
-        f"(success rate {d['url_success_rate']}), in {count_of(d['rounds'], 'round')}; failures by reason: {failures}. "
-        f"{dropped_sentence(d)}{_review_dropped(d)}{d['classes_short']:,} classes are short after backfilling "
-        "from the reserve.",
+        f"{dataset_sentence(d)} {dropped_sentence(d)}{_review_dropped(d)}{d['classes_short']:,} classes are short "
+        f"after backfilling from the reserve. {fetched_sentence(d, facts.config.download.max_rounds)}",
         "",
     ]
 

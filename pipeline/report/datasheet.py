@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from imagenot.pipeline.config.schema import Config, Download
+from imagenot.pipeline.report.crawl import rounds_by_command
 from imagenot.pipeline.report.facts import RunFacts
 from imagenot.pipeline.report.human_review import review_found
 from imagenot.pipeline.report.markdown import count_of, table
@@ -170,8 +171,8 @@ def _collection(facts: RunFacts) -> list[str]:
         return [*lines, "The images were not fetched by this run.", ""]
     d = facts.download
     lines += [
-        f"The images were fetched by imagenot's crawler (img2dataset inside) in {count_of(d['rounds'], 'round')}, "
-        "under this policy:",
+        "The images were fetched by imagenot's crawler (img2dataset inside), in rounds "
+        f"({rounds_by_command(d)}), under this policy:",
         "",
         *_crawl_policy(config),
         *_busiest_hosts(d, config.runner.workers),

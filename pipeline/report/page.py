@@ -19,6 +19,7 @@ from imagenot.pipeline.report.card import (
 )
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.class_review import class_review_lines
+from imagenot.pipeline.report.crawl import fetched_sentence
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
 from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
 from imagenot.pipeline.report.glossary import glossary_rows
@@ -273,13 +274,15 @@ def _download(facts: RunFacts, plots: Plots) -> str:
         return section("download", "<p>The download stage did not run (<code>download.enabled</code> is false).</p>")
     failures = figure(plots.failures, "download failures", "Failed URLs by reason.") if plots.failures else ""
     rows = [
-        ("images fetched", d["images"]),
-        ("target", d["target"]),
-        ("URLs tried", d["urls_tried"]),
-        ("URL success rate", d["url_success_rate"]),
-        ("rounds", d["rounds"]),
+        ("images in the dataset", d["images"]),
+        ("images it asks for", d["target"]),
+        ("its candidates' URLs tried", d["urls_tried"]),
+        ("their success rate", "none tried" if d["url_success_rate"] is None else d["url_success_rate"]),
+        ("URLs the run fetched, every command", d.get("urls_fetched", "not counted")),
+        ("images that arrived, every command", d.get("images_fetched", "not counted")),
         ("classes short", d["classes_short"]),
     ]
+    fetched = to_html([fetched_sentence(d, facts.config.download.max_rounds)])
     dropped = f"<p>{esc(dropped_sentence(d))}</p>" if d["dropped_by_audits"] else ""
     hosts = [
         (h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "")
@@ -288,7 +291,7 @@ def _download(facts: RunFacts, plots: Plots) -> str:
     busiest = (
         table(("busiest host", "requests", "peak requests/s", "429/503", "given up"), hosts, {1, 2, 3}) if hosts else ""
     )
-    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{dropped}{failures}{busiest}")
+    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{fetched}{dropped}{failures}{busiest}")
 
 
 def _audits(facts: RunFacts) -> str:
