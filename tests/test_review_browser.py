@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from browser import open_page
 from cli_runner import cli_command, invoke
 from ports import free_loopback_port
 from review_server import Server, in_view, review_browser, viewport
@@ -278,7 +279,7 @@ def test_the_image_page_keeps_its_class_and_its_notices_in_view_and_names_each_a
         assert (reviewed["shots"] / shot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
+def test_the_figures_and_the_card_section_match_the_hand_count(reviewed, tmp_path):
     run_dir = reviewed["run"]
     n, k, k2, k3 = (reviewed[key] for key in ("images", "K", "k2", "k3"))
     results = json.loads((run_dir / "review/results.json").read_text())
@@ -309,6 +310,9 @@ def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
     assert "**Dropped by review**: 0 images." in section
     html = (run_dir / "report/report.html").read_text()
     assert 'id="review"' in html and 'alt="per-class precision"' in html and "<b>A</b>" not in html
+    seen = open_page(run_dir / "report/report.html", tmp_path)  # on a phone, 390x844, as a reader sees it
+    assert not seen["wider_than_window"] and seen["cut"] == [] and seen["broken"] == []
+    assert (seen["raw_marks"], seen["nulls"], seen["empty_cells"], seen["repeated_headings"]) == ([], [], 0, [])
 
 
 def test_compare_rankings_can_keep_to_the_images_review_kept(reviewed, tmp_path):

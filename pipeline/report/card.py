@@ -12,7 +12,7 @@ from imagenot.pipeline.report import datasheet, safety
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.crawl import dataset_sentence, fetched_sentence
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
-from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
+from imagenot.pipeline.report.funnel import funnel_cells, funnel_rows
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.report.no_classes import describe
@@ -103,17 +103,7 @@ def _what(facts: RunFacts) -> list[str]:
 
 def _built(facts: RunFacts) -> list[str]:
     funnel = funnel_rows(facts)
-    rows = [
-        (
-            r.step,
-            r.what,
-            r.synsets if r.synsets is not None else "",
-            r.captions,
-            reasons_text(r.synsets_dropped),
-            reasons_text(r.captions_dropped),
-        )
-        for r in funnel
-    ]
+    rows = funnel_cells(funnel)
     choices = open_choices(facts.config, facts.manifest["encoder"]["model_id"])
     return [
         "## How it was built",

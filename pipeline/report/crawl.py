@@ -9,7 +9,7 @@ UNNAMED = "the download stage"  # rounds planned before they recorded their comm
 
 
 def rounds_by_command(download: dict) -> str:
-    """"4 by `imagenot build`, 3 by `imagenot review apply`" (Markdown); the bare count where the
+    """ "4 by `imagenot build`, 3 by `imagenot review apply`" (Markdown); the bare count where the
     download figures are older than the fetch log."""
     fetches = download.get("fetches")
     if not fetches:

@@ -103,7 +103,7 @@ def _busiest_hosts(download: dict, workers: int) -> list[str]:
     hosts = download.get("busiest_hosts") or []
     if not hosts:
         return []
-    rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in hosts]
+    rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "no") for h in hosts]
     total = (
         f"In all the run sent {count_of(download['requests'], 'request')} to {count_of(download['hosts'], 'host')} "
         "over every download of the run (a class veto's new download included). "
