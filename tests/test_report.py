@@ -15,7 +15,7 @@ from small_build import SMALL_BUILD
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import STEPS
-from imagenot.pipeline.audit.label_noise import label_noise_command
+from imagenot.pipeline.audit.label_noise_command import label_noise_command
 from imagenot.pipeline.audit.rankings_command import compare_rankings_command
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import load_config

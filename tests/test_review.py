@@ -454,7 +454,7 @@ def test_an_image_the_label_noise_audit_flags_gets_a_flagged_page(run, tmp_path)
     another class: the plan asks about them on flagged pages, beside examples of both classes."""
     from cli_runner import invoke
 
-    from imagenot.pipeline.audit.label_noise import label_noise_command
+    from imagenot.pipeline.audit.label_noise_command import label_noise_command
 
     run_dir = copy_run(run, tmp_path / "run")
     dataset = review_plan.read_dataset(str(run_dir)).to_pylist()
