@@ -654,6 +654,29 @@ def test_the_headline_precision_is_withheld_until_enough_images_have_every_answe
     assert [aggregate.droppable(r, 3) for r in images.to_pylist()][:2] == [True, False]
 
 
+STATUS_LOADS = """
+import json, sys
+from imagenot.pipeline.cli import main
+for args in {commands!r}:
+    main(args, standalone_mode=False)
+print(json.dumps(sorted(m for m in ("apache_beam", "scipy", "matplotlib", "crowdkit", "torch") if m in sys.modules)))
+"""
+
+
+def test_the_status_commands_print_their_table_without_beam_or_scipy(run):
+    """Issue 50: they took 15 s, importing Beam and scipy to print a table (benchmarks/bench_cli_start.py
+    times them)."""
+    import subprocess
+    import sys
+
+    commands = [["review", "status", "--run", str(run)], ["review", "classes", "status", "--run", str(run)]]
+    code = STATUS_LOADS.format(commands=commands)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    *printed, loaded = done.stdout.splitlines()
+    assert "images need more" in "\n".join(printed) and "classes need more" in "\n".join(printed)
+    assert loaded == "[]"
+
+
 def test_review_commands_write_nothing_where_there_is_no_run(tmp_path):
     """Issue 42, item 3: each review command checks the run first; a mistyped --run is one line."""
     from cli_runner import invoke

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import html
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.run.files import read_json
+from imagenot.pipeline.run.filesystems import FileSystems
 from imagenot.pipeline.run.layout import REVIEW, VETOES_FILE, stage_path
 
 CLASS_RESULTS_FILE = "class_results.json"

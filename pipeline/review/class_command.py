@@ -87,6 +87,7 @@ def serve_command(
     """Serve the class pages to raters' browsers, best candidate first (answers go to SQLite as given)."""
     from imagenot.pipeline.demo.serving import placeholder_images
     from imagenot.pipeline.review import class_plan
+    from imagenot.pipeline.review.candidates import ranked_classes, ranking_path
     from imagenot.pipeline.review.class_app import create_class_app
     from imagenot.pipeline.review.class_results import CLASS_DB_FILE, review_config
     from imagenot.pipeline.review.class_session import ClassSession
@@ -109,10 +110,10 @@ def serve_command(
         click.echo(f"reading {class_plan.LIST_SAMPLE_ROWS:,} corpus rows for the captions of {list_path}'s classes")
         read, watched = (lambda: class_plan.listed_candidates(config, index, list_path)), []
     else:
-        class_plan.ranked_classes(run_dir)  # refused at once without a class list
+        ranked_classes(run_dir)  # refused at once without a class list
         read = lambda: class_plan.candidates(run_dir, config, index)  # noqa: E731
         watched = [
-            class_plan.ranking_path(run_dir),
+            ranking_path(run_dir),
             stage_path(run_dir, DOWNLOAD, DONE_FILE),
             stage_path(run_dir, DOWNLOAD, DATASET_DIR, "*.parquet"),
         ]
@@ -135,26 +136,34 @@ def serve_command(
 def status_command(run_dir: str, list_path: str | None, config_path: str | None) -> None:
     """Answers so far: per class in rank (or list) order keep / drop / unsure, and the classes that need more."""
     from imagenot.pipeline.config.reference_lists import read_class_list
-    from imagenot.pipeline.review.class_plan import review_candidates
+    from imagenot.pipeline.review.candidates import ranked_names, review_candidates
     from imagenot.pipeline.review.class_results import CLASS_DB_FILE, class_figures, dropped_classes, review_config
     from imagenot.pipeline.review.store import Store
+    from imagenot.pipeline.run.filesystems import local_reads
     from imagenot.wordnet.index import load_index
 
-    _require_rank(run_dir, "status", list_review=list_path is not None)
-    config, index = review_config(run_dir, config_path), load_index()
-    store = Store(run_dir, CLASS_DB_FILE)
-    try:
-        results = class_figures(config, index, store)
-    finally:
-        store.close()
+    with local_reads():  # a local run's table in a second, without Beam's import (nor WordNet's, but for a list)
+        _require_rank(run_dir, "status", list_review=list_path is not None)
+        config = review_config(run_dir, config_path)
+        if list_path is None:
+            listed = [r["wnid"] for r in review_candidates(run_dir, config.review.extra_candidates)]
+            names = ranked_names(run_dir)
+            name_of = lambda wnid: names.get(wnid, wnid)  # noqa: E731
+        else:
+            index = load_index()
+            listed = read_class_list(list_path, index)
+            name_of = lambda wnid: index[wnid].name if wnid in index else wnid  # noqa: E731
+        store = Store(run_dir, CLASS_DB_FILE)
+        try:
+            results = class_figures(config, name_of, store)
+        finally:
+            store.close()
     answered = {c["wnid"]: c for c in results["classes"]}
     settings = config.review
     wanted = settings.class_raters
-    extra = config.review.extra_candidates
-    listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in review_candidates(run_dir, extra)]
     vetoed = [w for w in results["vetoed"] if w not in listed]  # out of the list now: shown after it
-    rows = [(f"{position:>4} {wnid} {index[wnid].name}", wnid) for position, wnid in enumerate(listed, 1)]
-    rows += [(f"   - {wnid} {index[wnid].name if wnid in index else wnid}", wnid) for wnid in vetoed]
+    rows = [(f"{position:>4} {wnid} {name_of(wnid)}", wnid) for position, wnid in enumerate(listed, 1)]
+    rows += [(f"   - {wnid} {name_of(wnid)}", wnid) for wnid in vetoed]
     width = max([40, *(len(shown) for shown, _ in rows)])  # whole names: a cut one may name another class
     click.echo(f"{'class':<{width}} {'keep':>5} {'drop':>5} {'unsure':>6}  verdict")
     need = 0
@@ -203,7 +212,7 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
     """Veto the classes raters dropped (ranking.vetoed) and build the run again from rank on."""
     from imagenot.pipeline.frame.build import build
     from imagenot.pipeline.frame.preflight import build_stages, preflight
-    from imagenot.pipeline.review.class_plan import ranked_classes
+    from imagenot.pipeline.review.candidates import ranked_classes
     from imagenot.pipeline.review.class_results import (
         dropped_classes,
         export_classes,

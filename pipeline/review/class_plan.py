@@ -28,19 +28,17 @@ from imagenot.errors import ImagenotError
 from imagenot.labels.caption_rules import caption_decision
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.rank.pass_share import sense_pass_shares
-from imagenot.pipeline.rank.ranking import BEYOND_TOP_K
+from imagenot.pipeline.review.candidates import CAPTIONS_SHOWN, CLASS_FATE, review_candidates
 from imagenot.pipeline.review.plan import image_id
 from imagenot.pipeline.review.promotions import read_promotions
 from imagenot.pipeline.review.session import wordnet_path
-from imagenot.pipeline.run.files import read_schema, read_table, read_tsv, stage_shards
+from imagenot.pipeline.run.files import read_schema, read_table, stage_shards
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
     DOWNLOAD,
     FIRST_PASS_DIR,
     FIT_COLUMN,
     MARGIN_COLUMN,
-    RANK,
-    RANKING_FILE,
     SCORE,
     SCORE_COLUMN,
     SELECT,
@@ -51,30 +49,9 @@ from imagenot.pipeline.run.layout import (
 from imagenot.pipeline.run.stage_dir import is_done
 from imagenot.wordnet.index import NounIndex
 
-CAPTIONS_SHOWN = 12
 THUMBNAILS = 8
 LIST_SAMPLE_ROWS = 100_000
-CLASS_FATE = "class"
 NEXT_IN_LINE = "; next in line, not a class yet: apply promotes it in a vetoed class's place"
-
-
-def ranking_path(run_dir: str) -> str:
-    return stage_path(run_dir, RANK, RANKING_FILE)
-
-
-def ranked_classes(run_dir: str) -> list[dict]:
-    """The run's classes in rank's order (wnid, score, pass_share as rank wrote them)."""
-    if not is_done(run_dir, RANK):
-        raise ImagenotError(f"{run_dir}: no finished rank/ stage; the class review shows rank's class list")
-    return [r for r in read_tsv(ranking_path(run_dir)) if r["fate"] == CLASS_FATE]
-
-
-def review_candidates(run_dir: str, extra: int) -> list[dict]:
-    """The classes in rank's order, then the `extra` candidates next in line (those a veto would
-    promote first: rank kept them out only for the class count)."""
-    classes = ranked_classes(run_dir)  # refused at once without a finished rank
-    beyond = [r for r in read_tsv(ranking_path(run_dir)) if r["fate"] == BEYOND_TOP_K]
-    return classes + beyond[:extra]
 
 
 def describe(index: NounIndex, wnid: str, position: int) -> dict:

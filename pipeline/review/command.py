@@ -124,42 +124,45 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
 @run_config_option
 def status_command(run_dir: str, config_path: str | None) -> None:
     """Answers so far: per class, images still needing answers, per rater with agreement."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from collections import Counter
 
     from imagenot.pipeline.review import plan as review_plan
-    from imagenot.pipeline.review.results import review_figures
+    from imagenot.pipeline.review.aggregate import rater_agreement
     from imagenot.pipeline.review.store import Store
+    from imagenot.pipeline.run.filesystems import local_reads
     from imagenot.pipeline.run.layout import read_classes
 
-    config = _config(run_dir, config_path, "status")
-    store = Store(run_dir)
-    results, _, planned = review_figures(run_dir, config.review, store)
-    store.close()
-    current = review_plan.image_ids(review_plan.read_dataset(run_dir))
-    images = planned.filter(pc.is_in(planned.column("image"), pa.array(sorted(current), pa.string())))
-    wanted = config.review.raters
-    answered = pc.add(pc.add(images.column("yes"), images.column("no")), images.column("unsure"))
-    needing = pc.less(answered, wanted)
-    names = {c["index"]: c["name"] for c in read_classes(run_dir)}
+    with local_reads():  # a local run's table in a second, without Beam's import
+        config = _config(run_dir, config_path, "status")
+        store = Store(run_dir)
+        try:
+            given = store.all_answers()  # (rater, image, task, answer, answered_at)
+        finally:
+            store.close()
+        plan = review_plan.read_plan(run_dir).select(["image", "class_index"]).to_pylist()
+        current = review_plan.image_ids(review_plan.read_dataset(run_dir))
+        names = {c["index"]: c["name"] for c in read_classes(run_dir)}
+    answers, wanted = Counter(image for _, image, *_ in given), config.review.raters
+    images = [r for r in plan if r["image"] in current]
+    per_class: dict[int, list[int]] = {}  # class -> [answers, images needing more]
+    for r in images:
+        tally = per_class.setdefault(r["class_index"], [0, 0])
+        tally[0] += answers[r["image"]]
+        tally[1] += answers[r["image"]] < wanted
     click.echo(f"{'class':<32} {'answers':>8} {'need more':>9}")
-    classes = images.column("class_index").to_pylist()
-    for c in sorted(set(classes)):
-        mask = pc.equal(images.column("class_index"), c)
-        given = pc.sum(pc.filter(answered, mask)).as_py() or 0
-        left = pc.sum(pc.cast(pc.filter(needing, mask), pa.int64())).as_py() or 0
-        click.echo(f"{c:>4} {names.get(c, '?'):<27} {given:>8} {left:>9}")
-    left = pc.sum(pc.cast(needing, pa.int64())).as_py() or 0
-    on_current = pc.sum(answered).as_py() or 0
-    gone = results["answers"] - on_current
+    for c, (on_class, left) in sorted(per_class.items()):
+        click.echo(f"{c:>4} {names.get(c, '?'):<27} {on_class:>8} {left:>9}")
+    on_current, left = (sum(t[i] for t in per_class.values()) for i in (0, 1))
+    gone, unsure = len(given) - on_current, sum(1 for a in given if a[3] == "unsure")
     click.echo(
-        f"{on_current:,} answers on the dataset's images ({results['unsure_answers']:,} unsure in all"
+        f"{on_current:,} answers on the dataset's images ({unsure:,} unsure in all"
         + (f"; {gone:,} more on images no longer in the dataset" if gone else "")
-        + f"); {left:,} of {images.num_rows:,} images need more"
+        + f"); {left:,} of {len(images):,} images need more"
     )
-    for r in results["raters"]:
-        agreement = "n/a" if r["agreement_with_others"] is None else f"{r['agreement_with_others']:.1%}"
-        click.echo(f"rater {r['name']!r}: {r['answers']:,} answers, agrees with the others' majority on {agreement}")
+    agreement, by_rater = rater_agreement([(r, i, a) for r, i, _, a, _ in given]), Counter(a[0] for a in given)
+    for rater in sorted(by_rater):
+        agrees = "n/a" if agreement[rater] is None else f"{agreement[rater]:.1%}"
+        click.echo(f"rater {rater!r}: {by_rater[rater]:,} answers, agrees with the others' majority on {agrees}")
 
 
 @review_command.command("export")

@@ -5,9 +5,8 @@ order, so with several vetoes at once each promoted class names them all."""
 
 from __future__ import annotations
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.pipeline.run.files import read_json, write_json
+from imagenot.pipeline.run.filesystems import FileSystems
 from imagenot.pipeline.run.layout import REVIEW, stage_path
 
 PROMOTED_FILE = "promoted_classes.json"

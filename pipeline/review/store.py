@@ -23,9 +23,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.pipeline.run.files import read_bytes, write_bytes
+from imagenot.pipeline.run.filesystems import FileSystems, is_local
 from imagenot.pipeline.run.layout import REVIEW, REVIEW_DB_FILE, stage_path
 from imagenot.wordnet.nltk_data import cache_dir
 
@@ -41,10 +40,6 @@ CREATE TABLE IF NOT EXISTS replaced (
     rater INTEGER NOT NULL, image TEXT NOT NULL, task TEXT NOT NULL, answer TEXT NOT NULL,
     answered_at REAL NOT NULL, replaced_at REAL NOT NULL);
 """
-
-
-def is_local(run_dir: str) -> bool:
-    return FileSystems.get_filesystem(run_dir).has_dirs()
 
 
 def database_path(run_dir: str, file: str = REVIEW_DB_FILE) -> Path:

@@ -18,10 +18,9 @@ its own module.
 
 from __future__ import annotations
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.run.files import read_bytes, read_json, stage_shards
+from imagenot.pipeline.run.filesystems import FileSystems
 
 # Stage folders, in the order `imagenot build` runs them.
 CORPUS = "corpus"
