@@ -384,6 +384,8 @@ def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed,
         re.MULTILINE,
     )
     assert said is not None, output
+    for step in ("reading the answers", "drop pass 1: ", "download round 0: ", "report: running", "export: running"):
+        assert f"  {step}" in output, step  # not silent while it works (issue 50)
     done = dict(zip(("dropped", "backfilled", "put_up_for_review"), map(int, said.groups())))
     assert done["dropped"] == reviewed["K"]
     dataset = {r["row_id"] for r in pq.read_table(run_dir / "download/dataset").to_pylist()}

@@ -11,16 +11,12 @@ and coming up for review.
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import sys
-from collections.abc import Iterator
-
 import click
 
 from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
 from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.review.serving import server_options
+from imagenot.pipeline.review.stages_shown import BUILD, ROUNDS, stages_shown
 
 # The commands' modules load at their first use, so that `review classes --help` loads no Beam.
 
@@ -28,27 +24,6 @@ run_option = click.option(
     "--run", "run_dir", required=True, help="run directory with a finished rank/ stage (with --list: where answers go)"
 )
 list_option = click.option("--list", "list_path", help="review this class list (wnids, one a line), not the run's")
-
-
-@contextlib.contextmanager
-def _stages_shown() -> Iterator[None]:
-    """The build logs each stage it runs at INFO: shown without -v too, so a long apply is not silent."""
-    logger = logging.getLogger("imagenot.pipeline.frame.build")
-    if logger.getEffectiveLevel() <= logging.INFO:  # -v shows them already
-        yield
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("  %(message)s"))
-    level, propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False  # the root's handler would print each line twice
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
 
 
 def _require_rank(run_dir: str, command: str, list_review: bool = False) -> None:
@@ -239,7 +214,7 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         preflight(config, run_dir, build_stages(config))
         export_classes(run_dir, config, index)  # the card the build writes lists the vetoes
         click.echo(f"class review apply: vetoing {', '.join(dropped)}; building the run again from rank on", err=True)
-        with _stages_shown():
+        with stages_shown(BUILD, ROUNDS):
             ran = build(config, run_dir)
         listed = write_vetoes(run_dir, config.ranking.vetoed, index)  # once the run is built without them
         promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)

@@ -8,6 +8,7 @@ the report and the export again.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import click
@@ -15,12 +16,14 @@ import click
 from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
 from imagenot.pipeline.review.class_command import classes_command
 from imagenot.pipeline.review.serving import server_options
+from imagenot.pipeline.review.stages_shown import BACKFILL, ROUNDS, stages_shown
 
 if TYPE_CHECKING:  # the command's modules load at its first use, so that `review --help` loads no Beam
     import pyarrow as pa
 
     from imagenot.pipeline.config.schema import Config
 
+log = logging.getLogger(__name__)  # what `review apply` is doing, shown as it goes
 run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished download/ stage")
 
 
@@ -236,6 +239,7 @@ def apply_review(config: Config, run_dir: str, drop_incomplete: bool = False) ->
     from imagenot.pipeline.run.journal import remembered
 
     before = set(remembered("dataset before", lambda: review_plan.read_dataset(run_dir).column("row_id").to_pylist()))
+    log.info("reading the answers")
     store = Store(run_dir)
     try:
         _, _, images = review_figures(run_dir, config, store)
@@ -248,7 +252,9 @@ def apply_review(config: Config, run_dir: str, drop_incomplete: bool = False) ->
     after = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     waiting = sum(1 for r in images.to_pylist() if r["accepted"] is False and r["row_id"] in after)
     added = review_plan.extend_plan(config, run_dir, after - before)
+    log.info("review figures: writing them again")
     export_review(run_dir, config)  # the figures name the dropped images, for the report
+    log.info("report: running")
     run_stage(report_stage.DECLARATION, config, run_dir)  # the review's figures changed, whatever was dropped
     if shortfall := backfill.refresh_outputs(config, run_dir):
         click.echo(f"Warning: {shortfall}", err=True)
@@ -306,7 +312,8 @@ def apply_command(
     with rewriting(
         run_dir, config.runner.lock_stale_after_s, break_lock, "review apply", args | {"--config": config_path}
     ):
-        done = apply_review(config, run_dir, drop_incomplete)
+        with stages_shown(__name__, BACKFILL, ROUNDS):
+            done = apply_review(config, run_dir, drop_incomplete)
     click.echo(apply_line(done, config.review.raters))
 
 
