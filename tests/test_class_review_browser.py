@@ -37,10 +37,16 @@ def _wait_for_another_page(driver, url: str) -> None:
         time.sleep(0.05)
 
 
-def _by_keyboard(driver) -> dict[str, str]:
-    given = {}
+def _by_keyboard(driver) -> tuple[dict[str, str], str | None]:
+    """Every class answered by keys alone; and where Enter on the second page's link back led."""
+    given, followed = {}, None
     while driver.find_elements(By.ID, "answers"):
         url, wnid = driver.current_url, driver.current_url.rsplit("/", 1)[1]
+        if len(given) == 1 and followed is None:  # Enter on a link follows it, it does not send the page
+            driver.find_element(By.ID, "previous").send_keys("\n")
+            _wait_for_another_page(driver, url)
+            followed = driver.current_url
+            driver.get(url)
         key = KEYS[len(given) % 3]
         body = driver.find_element(By.TAG_NAME, "body")
         body.send_keys(key)
@@ -50,7 +56,7 @@ def _by_keyboard(driver) -> dict[str, str]:
         body.send_keys("\n")
         _wait_for_another_page(driver, url)
         given[wnid] = ANSWER[key]
-    return given
+    return given, followed
 
 
 def _by_mouse(driver) -> dict[str, str]:
@@ -80,7 +86,10 @@ def _page_checks(driver, shots) -> dict:
     """On a class page before it is answered: the evidence first and the answer within one screen at
     1280x800 and 390x844 (screenshots kept), each button with its key, every control labelled, and
     Enter with nothing chosen said, not sent."""
-    seen = {"unlabelled": driver.execute_script(UNLABELLED)}
+    seen = {
+        "unlabelled": driver.execute_script(UNLABELLED),
+        "placeholders": driver.find_element(By.ID, "placeholders").text,
+    }
     for width, height in ((1280, 800), (390, 844)):
         viewport(driver, width, height)
         driver.execute_script("window.scrollTo(0, 0)")
@@ -107,14 +116,15 @@ def test_two_raters_answer_every_class_by_keyboard_and_by_mouse(downloaded_run, 
         _sign_in(b, server.base, "Mouse")
         assert a.find_element(By.ID, "class").text and "rank 0 of the candidates" in a.page_source
         checks = _page_checks(a, tmp_path)
-        by_keys, by_mouse = _by_keyboard(a), _by_mouse(b)
+        (by_keys, followed), by_mouse = _by_keyboard(a), _by_mouse(b)
         done = a.page_source
     finally:
         a.quit()
         b.quit()
         server.kill()
     assert "Nothing left for you" in done
-    assert checks["unlabelled"] == []
+    assert checks["unlabelled"] == [] and "its images are placeholders, not photos" in checks["placeholders"]
+    assert followed is not None and followed.endswith(f"/class/{next(iter(by_keys))}")  # back to the first class
     assert checks[1280] == checks[390] == {"answer in view": True, "name in view": True}
     assert checks["answer beside the evidence"]
     assert checks["buttons"] == ["keep [y]", "drop [n]", "unsure [u]"]
