@@ -99,10 +99,10 @@ class _FileSystems:
     def exists(self, path: str) -> bool:
         return os.path.exists(path) if self._fast(path) else self._beam().exists(path)
 
-    def open(self, path: str, compression_type: str | None = None, **kwargs):
-        if compression_type == UNCOMPRESSED and not kwargs and self._fast(path):
-            return open(path, "rb")  # noqa: SIM115 (the caller closes it, as Beam's)
-        return self._beam().open(path, compression_type=compression_type or "auto", **kwargs)
+    def open(self, path: str, mime_type: str = "application/octet-stream", compression_type: str = "auto"):
+        if compression_type == UNCOMPRESSED and self._fast(path):
+            return open(path, "rb")  # the caller closes it, as Beam's
+        return self._beam().open(path, mime_type, compression_type)
 
     def match(self, patterns: list[str], limits: list[int] | None = None) -> list[MatchResult]:
         if limits is None and self._fast(*patterns) and all(_pattern(p) for p in patterns):
