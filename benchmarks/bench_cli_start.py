@@ -4,12 +4,14 @@ module (what the command line did before commands loaded on use: Beam, torch, op
 fast a build that preflight refuses ends (`scoring.model` naming a model that is not installed):
 the config check imports the stages' declarations, but not img2dataset, torch or matplotlib.
 `--every` also times each command's and sub-command's `--help` (the click tree walked; issue 43:
-each under MAX_EVERY_HELP_S).
+each under MAX_EVERY_HELP_S). `--run RUN` also times `review status` and `review classes status` on
+a finished run with a review (issue 50: each under MAX_STATUS_S), beside Beam's import alone, which
+they paid before and no longer do.
 
 Each is a fresh interpreter; runs alternate, best of `--repeats` (wall and CPU seconds apart), so
 load from other processes hurts all alike. The last line is JSON.
 
-    python benchmarks/bench_cli_start.py [--repeats 5] [--every]
+    python benchmarks/bench_cli_start.py [--repeats 5] [--every] [--run RUN]
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from imagenot.pipeline.cli import AUDITS, COMMANDS
 MAX_HELP_RATIO = 15  # against python -c pass; tests/test_cli.py asserts the same bar
 MAX_EVERY_HELP_S = 0.5  # any command's --help, wall seconds on an idle machine (issue 43)
 MAX_REFUSED_S = 5.0  # a refused build, wall seconds (issue 28: preflight under 5 s)
+MAX_STATUS_S = 2.0  # review status, review classes status: wall seconds (issue 50)
+BEAM_IMPORT = "Beam imported (the status commands before)"
 MISSING_MODEL = "/nonexistent/imagenot-bench/model"
 REFUSED_CONFIG = f"""corpus:
   synth: {{rows: 1000, seed: 1, shard_rows: 1000}}
@@ -65,6 +69,18 @@ def _seconds(code: str) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _status(run_dir: str) -> dict[str, str]:
+    """The two status commands on `run_dir`, and Beam's import alone as their old floor."""
+    commands = (["review", "status"], ["review", "classes", "status"])
+    return {
+        BEAM_IMPORT: "import apache_beam.io.filesystems",
+        **{
+            f"imagenot {' '.join(c)}": f"from imagenot.pipeline.cli import main; main({[*c, '--run', run_dir]!r})"
+            for c in commands
+        },
+    }
+
+
 def _every_help() -> dict[str, str]:
     """Each command's and sub-command's `--help`, by its path: the click tree walked."""
     from imagenot.pipeline.cli import main as cli
@@ -85,9 +101,15 @@ def _every_help() -> dict[str, str]:
 @click.command()
 @click.option("--repeats", default=5, show_default=True)
 @click.option("--every", is_flag=True, help="also time every command's and sub-command's --help")
-def main(repeats: int, every: bool) -> None:
+@click.option("--run", "run_dir", help="also time the review status commands on this run (with a review plan)")
+def main(repeats: int, every: bool, run_dir: str | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        cases = {**CASES, "imagenot build, refused": _refused_build(Path(folder)), **(_every_help() if every else {})}
+        cases = {
+            **CASES,
+            "imagenot build, refused": _refused_build(Path(folder)),
+            **(_every_help() if every else {}),
+            **(_status(run_dir) if run_dir else {}),
+        }
         refused = subprocess.run(
             [sys.executable, "-c", cases["imagenot build, refused"]], capture_output=True, text=True
         )
@@ -107,6 +129,8 @@ def main(repeats: int, every: bool) -> None:
     helps = {name: seconds for name, seconds in best.items() if name.endswith(" --help") and every}
     slowest = max(helps, key=helps.get) if helps else None
     passed = passed and (slowest is None or helps[slowest] < MAX_EVERY_HELP_S)
+    statuses = {name: seconds for name, seconds in best.items() if name.endswith(" status")}
+    passed = passed and all(seconds < MAX_STATUS_S for seconds in statuses.values())
     print(
         json.dumps(
             {
@@ -114,6 +138,9 @@ def main(repeats: int, every: bool) -> None:
                 "cpu_seconds": {k: round(v, 3) for k, v in cpu.items()},
                 "ratio_to_python": ratios,
                 "slowest_help": slowest and {slowest: round(helps[slowest], 3), "cpu_s": round(cpu[slowest], 3)},
+                "status_against_beam_import": {
+                    name: round(cpu[name] / cpu[BEAM_IMPORT], 2) for name in statuses
+                },  # CPU seconds: the ratio load disturbs least
                 "passed": passed,
             }
         )

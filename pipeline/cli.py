@@ -84,7 +84,7 @@ AUDITS = {
         "Per class of a list: the share of a corpus's captions naming it that use it in its sense.",
     ),
     "label-noise": (
-        "imagenot.pipeline.audit.label_noise",
+        "imagenot.pipeline.audit.label_noise_command",
         "label_noise_command",
         "Label errors by confident learning.",
     ),

@@ -2,7 +2,8 @@
 
 A copy of the page gets a script that, once the page has loaded, writes what it saw into the DOM
 (images and whether each decoded, every resource the page requested, whether the page is wider
-than the window); chromium's `--dump-dom` hands that back.
+than the window, what a reader would trip on: unrendered Markdown, `null`, empty cells, a heading
+twice, anything cut at the window's edge); chromium's `--dump-dom` hands that back.
 """
 
 from __future__ import annotations
@@ -26,9 +27,22 @@ FLAGS = [
 ]
 PROBE = """<script>window.addEventListener("load", () => {
   const images = [...document.images];
+  const prose = [...document.querySelectorAll("p, li, td, th, figcaption, h2, h3")].filter(e => !e.closest("pre"))
+    .map(e => { const copy = e.cloneNode(true); copy.querySelectorAll("code").forEach(c => c.remove());
+                return copy.innerText; });
+  const headings = [...document.querySelectorAll("h2, h3")].map(h => h.innerText.trim());
   const seen = {images: images.length, broken: images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.alt),
                 requests: performance.getEntriesByType("resource").map(e => e.name),
-                wider_than_window: document.documentElement.scrollWidth > window.innerWidth};
+                wider_than_window: document.documentElement.scrollWidth > window.innerWidth,
+                // what a reader sees: Markdown left unrendered, YAML's null, empty table cells, a heading twice,
+                // and anything reaching past the window's right edge that does not scroll inside its box
+                raw_marks: prose.filter(t => t.includes("`") || t.includes("**")).map(t => t.slice(0, 80)),
+                nulls: prose.filter(t => /\\b(null|None)\\b/.test(t)).map(t => t.slice(0, 80)),
+                empty_cells: [...document.querySelectorAll("td, th")].filter(c => !c.innerText.trim()
+                  && !c.querySelector("img")).length,
+                repeated_headings: headings.filter((h, i) => headings.indexOf(h) !== i),
+                cut: [...document.body.querySelectorAll("*")].filter(e => !e.closest(".scroll, pre")
+                  && e.getBoundingClientRect().right > window.innerWidth + 1).map(e => e.tagName).slice(0, 10)};
   const out = document.createElement("pre"); out.id = "probe"; out.textContent = JSON.stringify(seen);
   document.body.appendChild(out);
 });</script>"""
@@ -42,8 +56,8 @@ def chromium() -> str:
     return found
 
 
-def open_page(page: Path, folder: Path, width: int = 420) -> dict:
-    """What chromium saw loading `page` in a window `width` pixels wide (a phone's)."""
+def open_page(page: Path, folder: Path, width: int = 390, height: int = 844) -> dict:
+    """What chromium saw loading `page` in a window `width` x `height` (a phone's)."""
     probe = folder / "probe.html"
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
     result = subprocess.run(
@@ -51,7 +65,7 @@ def open_page(page: Path, folder: Path, width: int = 420) -> dict:
             chromium(),
             *FLAGS,
             f"--user-data-dir={folder / 'profile'}",
-            f"--window-size={width},900",
+            f"--window-size={width},{height}",
             "--virtual-time-budget=10000",
             "--dump-dom",
             probe.as_uri(),

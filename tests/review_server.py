@@ -93,3 +93,20 @@ def review_browser(folder: Path):
     )
     driver.set_page_load_timeout(30)
     return driver
+
+
+def viewport(driver, width: int, height: int) -> None:
+    """The window sized so that the page itself is `width` x `height` (a phone's 390x844, say)."""
+    driver.set_window_size(width, height)
+    inner = driver.execute_script("return [innerWidth, innerHeight]")
+    driver.set_window_size(2 * width - inner[0], 2 * height - inner[1])
+
+
+IN_VIEW = """const r = (typeof arguments[0] === 'string' ? document.getElementById(arguments[0]) : arguments[0])
+  .getBoundingClientRect();
+return r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth && r.height > 0"""
+
+
+def in_view(driver, element) -> bool:
+    """Whether the element (or the one with that id) is wholly on screen, where a person looks."""
+    return driver.execute_script(IN_VIEW, element)

@@ -225,6 +225,8 @@ def test_apply_vetoes_the_dropped_class_and_the_next_candidate_takes_its_place(s
             assert time.monotonic() < deadline, "the running server did not put the promoted class up"
             time.sleep(0.3)
         assert client.open("/next")[1].endswith(f"/class/{promoted[0]}")
+        page = client.open(f"/class/{promoted[0]}")[2].decode()  # it says whom it replaced
+        assert f"promoted by imagenot review classes apply in place of {load_index()[vetoed].name} ({vetoed})" in page
         assert client.open(f"/class/{vetoed}")[0] == 404
     finally:
         server.kill()
@@ -299,3 +301,42 @@ def test_any_class_list_can_be_reviewed_with_captions_from_a_corpus_sample(serve
     )
     status = _classes("status", "--run", str(review), "--list", str(tmp_path / "list.txt"))
     assert "4 answers by 1 rater; 4 of 4 classes need more" in status
+
+
+def test_a_class_answered_only_unsure_is_offered_again_until_a_rater_decides_it(tmp_path):
+    """Two raters answer a class unsure and another keep (2 answers wanted each): the unsure one is
+    offered to a third rater and a fourth until one keeps it, and after a restart the same; a
+    rater who changes their keep to unsure opens it again. With `review.unsure_classes_again`
+    false its 2 answers close it, and the store refuses a third."""
+    from imagenot.pipeline.review.class_session import ClassSession
+    from imagenot.pipeline.review.store import Store
+
+    rows = [{"wnid": w, "position": i} for i, w in enumerate(("n00000001", "n00000002"))]
+    unsure, kept = (r["wnid"] for r in rows)
+
+    def session(folder, again: bool = True) -> ClassSession:
+        return ClassSession(str(folder), 2, Store(str(folder), "classes.sqlite"), lambda: (rows, {}), [], again)
+
+    def answer(review: ClassSession, rater: int, wnid: str, given: str) -> None:
+        review.record(rater, review.tasks[wnid], [(wnid, given)])
+
+    review = session(tmp_path / "again")
+    a, b, c, d, e = (review.rater(name) for name in "abcde")
+    for rater in (a, b):
+        answer(review, rater, unsure, "unsure")
+        answer(review, rater, kept, "keep")
+    assert review.next_task(a) is None and review.next_task(c).id == unsure
+    assert review.progress(c) == {**review.progress(c), "left_for_you": 1, "answers_wanted": 1}
+    answer(review, c, unsure, "unsure")
+    assert review.next_task(c) is None and review.next_task(d).id == unsure  # still undecided
+    assert session(tmp_path / "again").next_task(d).id == unsure  # a restarted server says the same
+    answer(review, d, unsure, "keep")
+    assert review.next_task(e) is None and review.progress(e)["answers_wanted"] == 0
+    answer(review, d, unsure, "unsure")  # d thinks again: undecided once more
+    assert review.next_task(e).id == unsure and review.progress(e)["answers_wanted"] == 1
+    closed = session(tmp_path / "closed", again=False)
+    a, b, c = (closed.rater(name) for name in "abc")
+    for rater in (a, b):
+        answer(closed, rater, unsure, "unsure")
+    assert closed.next_task(c).id == kept
+    assert closed.store.save(c, unsure, [(unsure, "keep")], 2, None) == []

@@ -12,7 +12,7 @@ import time
 import pytest
 from cli_runner import invoke
 from ports import free_loopback_port
-from review_server import Server, review_browser
+from review_server import Server, in_view, review_browser, viewport
 from shared_runs import copy_run
 
 from imagenot.pipeline.review.command import review_command
@@ -37,10 +37,16 @@ def _wait_for_another_page(driver, url: str) -> None:
         time.sleep(0.05)
 
 
-def _by_keyboard(driver) -> dict[str, str]:
-    given = {}
+def _by_keyboard(driver) -> tuple[dict[str, str], str | None]:
+    """Every class answered by keys alone; and where Enter on the second page's link back led."""
+    given, followed = {}, None
     while driver.find_elements(By.ID, "answers"):
         url, wnid = driver.current_url, driver.current_url.rsplit("/", 1)[1]
+        if len(given) == 1 and followed is None:  # Enter on a link follows it, it does not send the page
+            driver.find_element(By.ID, "previous").send_keys("\n")
+            _wait_for_another_page(driver, url)
+            followed = driver.current_url
+            driver.get(url)
         key = KEYS[len(given) % 3]
         body = driver.find_element(By.TAG_NAME, "body")
         body.send_keys(key)
@@ -50,7 +56,7 @@ def _by_keyboard(driver) -> dict[str, str]:
         body.send_keys("\n")
         _wait_for_another_page(driver, url)
         given[wnid] = ANSWER[key]
-    return given
+    return given, followed
 
 
 def _by_mouse(driver) -> dict[str, str]:
@@ -74,27 +80,21 @@ const named = e => (e.getAttribute('aria-label') || '').trim() || (e.closest('la
 return [...document.querySelectorAll('input:not([type=hidden]), button, select, textarea, img, a')]
   .filter(e => !named(e) && !(e.tagName === 'A' && e.textContent.trim())).map(e => e.outerHTML.slice(0, 80));
 """
-IN_VIEW = "const r = document.getElementById(arguments[0]).getBoundingClientRect(); \
-return [r.top, r.bottom, r.left, r.right, innerHeight, innerWidth]"
-
-
-def _in_view(driver, element_id: str) -> bool:
-    top, bottom, left, right, height, width = driver.execute_script(IN_VIEW, element_id)
-    return top >= 0 and bottom <= height and left >= 0 and right <= width
 
 
 def _page_checks(driver, shots) -> dict:
     """On a class page before it is answered: the evidence first and the answer within one screen at
     1280x800 and 390x844 (screenshots kept), each button with its key, every control labelled, and
     Enter with nothing chosen said, not sent."""
-    seen = {"unlabelled": driver.execute_script(UNLABELLED)}
+    seen = {
+        "unlabelled": driver.execute_script(UNLABELLED),
+        "placeholders": driver.find_element(By.ID, "placeholders").text,
+    }
     for width, height in ((1280, 800), (390, 844)):
-        driver.set_window_size(width, height)
-        size = driver.execute_script("return [innerWidth, innerHeight]")
-        driver.set_window_size(2 * width - size[0], 2 * height - size[1])  # the page itself at that size
+        viewport(driver, width, height)
         driver.execute_script("window.scrollTo(0, 0)")
         driver.save_screenshot(str(shots / f"class-page-{width}x{height}.png"))
-        seen[width] = {"answer in view": _in_view(driver, "answers"), "name in view": _in_view(driver, "class")}
+        seen[width] = {"answer in view": in_view(driver, "answers"), "name in view": in_view(driver, "class")}
     driver.set_window_size(1280, 800)
     evidence, form = (driver.find_element(By.CSS_SELECTOR, c).rect for c in (".evidence", "#answers"))
     seen["answer beside the evidence"] = form["x"] >= evidence["x"] + evidence["width"] - 1
@@ -116,14 +116,15 @@ def test_two_raters_answer_every_class_by_keyboard_and_by_mouse(downloaded_run, 
         _sign_in(b, server.base, "Mouse")
         assert a.find_element(By.ID, "class").text and "rank 0 of the candidates" in a.page_source
         checks = _page_checks(a, tmp_path)
-        by_keys, by_mouse = _by_keyboard(a), _by_mouse(b)
+        (by_keys, followed), by_mouse = _by_keyboard(a), _by_mouse(b)
         done = a.page_source
     finally:
         a.quit()
         b.quit()
         server.kill()
     assert "Nothing left for you" in done
-    assert checks["unlabelled"] == []
+    assert checks["unlabelled"] == [] and "its images are placeholders, not photos" in checks["placeholders"]
+    assert followed is not None and followed.endswith(f"/class/{next(iter(by_keys))}")  # back to the first class
     assert checks[1280] == checks[390] == {"answer in view": True, "name in view": True}
     assert checks["answer beside the evidence"]
     assert checks["buttons"] == ["keep [y]", "drop [n]", "unsure [u]"]

@@ -144,7 +144,7 @@ def test_apply_requests_only_the_promoted_class_images(applied):
     assert promoted in images and vetoed not in images
 
 
-def test_the_card_and_report_name_the_promoted_class_unreviewed_and_count_every_request(applied):
+def test_the_card_and_report_name_the_promoted_class_unreviewed_and_count_every_request(applied, downloaded_run):
     """Issue 43: a promoted class enters the dataset named as not decided; the crawl table counts
     the download before the veto too, and says its limits are per worker process."""
     work = applied["work"]
@@ -157,6 +157,21 @@ def test_the_card_and_report_name_the_promoted_class_unreviewed_and_count_every_
     name = load_index()[promoted].name
     assert f"**Not decided by the raters**: 1 class of the dataset's {len(now)} (`{promoted}` {name})" in card
     assert f"In all the run sent {figures['requests']:,} requests to" in card and "per worker process" in card
+    # every fetch of the run, the vetoed class's too, and every round, by the command that ran it (issue 50)
+    first = [pq.read_metadata(p).num_rows for p in sorted((downloaded_run / "download/rounds").glob("*/fetch.parquet"))]
+    fetches = figures["fetches"]
+    assert [(f["command"], f["rounds"]) for f in fetches] == [
+        (None, len(first)),
+        ("review classes apply", figures["rounds"]),
+    ]
+    assert (fetches[0]["urls"], fetches[1]["urls"]) == (sum(first), len(applied["requested"]))
+    assert figures["urls_fetched"] == sum(first) + len(applied["requested"])  # the vetoed class's URLs too
+    assert figures["images_fetched"] == fetches[0]["images"] + fetches[1]["images"] >= figures["images"]
+    assert (
+        f"In all the run fetched {figures['urls_fetched']:,} URLs, and {figures['images_fetched']:,} images arrived, "
+        f"in {len(first) + figures['rounds']} rounds: {len(first)} by the download stage, {figures['rounds']} by "
+        "`imagenot review classes apply`; the later downloads took "
+    ) in card
     assert "no person looked at the images or checked an image's label" in card
     assert "no person chose a class" not in card and "people dropping classes from the list" in card
     html = (work / "report/report.html").read_text()

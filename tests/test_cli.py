@@ -113,6 +113,7 @@ walk(main, [], click.Context(main, info_name="imagenot"))
 print(json.dumps(loaded))
 """
 HEAVY = (
+    "numpy",  # issue 50: synth and audit label-noise loaded it (0.4 s of CPU)
     "torch",
     "apache_beam",
     "open_clip",

@@ -9,13 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from cli_runner import invoke
 
-from imagenot.pipeline.audit.label_noise import (
-    LabelNoiseInputError,
-    label_noise,
-    label_noise_command,
-    per_class,
-    summary,
-)
+from imagenot.pipeline.audit.label_noise import LabelNoiseInputError, label_noise, per_class, summary
+from imagenot.pipeline.audit.label_noise_command import label_noise_command
 
 CLEAN = {0: [0.8, 0.1, 0.1], 1: [0.1, 0.8, 0.1], 2: [0.1, 0.1, 0.8]}
 # The flipped rows: (true class, given class, the classifier's probabilities).

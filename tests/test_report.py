@@ -15,7 +15,7 @@ from small_build import SMALL_BUILD
 
 from imagenot.errors import ImagenotError
 from imagenot.filters.funnel import STEPS
-from imagenot.pipeline.audit.label_noise import label_noise_command
+from imagenot.pipeline.audit.label_noise_command import label_noise_command
 from imagenot.pipeline.audit.rankings_command import compare_rankings_command
 from imagenot.pipeline.config.reference_lists import reference_wnids
 from imagenot.pipeline.config.schema import load_config
@@ -122,7 +122,7 @@ def test_the_card_states_every_open_choice_with_its_value(plain):
         "selection.instance_synsets": "false",
         "selection.nsfw_synset_threshold": "0.5",
         "selection.allowed_nsfw_tags": "UNLIKELY",
-        "selection.max_punsafe": "null",
+        "selection.max_punsafe": "off",  # what an empty setting does, as its description says
         "selection.keep_unrated": "false",
         "scoring.encoder": "sentence-transformers",
         "scoring.model": "packaged:all-MiniLM-L6-v2",
@@ -236,7 +236,7 @@ def test_the_funnel_drops_synsets_and_captions_in_separate_columns_each_reason_d
     card, html = plain
     rows = {row[0]: row for row in _table_rows(card, "step")}
     reasons = {
-        column: {item.split("=")[0] for row in rows.values() for item in row[column].split(", ") if item}
+        column: {item.split("=")[0] for row in rows.values() for item in row[column].split(", ") if item != "none"}
         for column in (4, 5)
     }
     assert "too_few_captions" in reasons[4] and "several_candidates" in reasons[5]

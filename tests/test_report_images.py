@@ -167,7 +167,8 @@ def test_chromium_renders_every_image_and_requests_nothing(reports, tmp_path):
     seen = open_page(page, tmp_path)
     assert seen["images"] == page.read_text().count("<img ") > 0
     assert seen["broken"] == [] and seen["requests"] == []
-    assert not seen["wider_than_window"]  # wide tables scroll inside the page
+    assert not seen["wider_than_window"] and seen["cut"] == []  # wide tables scroll inside the page
+    assert (seen["raw_marks"], seen["nulls"], seen["empty_cells"], seen["repeated_headings"]) == ([], [], 0, [])
 
 
 def test_the_card_says_where_the_export_is_and_how_to_load_it(reports):

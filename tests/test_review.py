@@ -125,7 +125,7 @@ def test_aggregation_on_a_case_worked_out_by_hand():
     assert accuracy["A"] > 0.9 and accuracy["B"] > 0.9 and accuracy["C"] < 0.1
     assert by_image["a"]["dawid_skene_yes"] > 0.9 and by_image["c"]["dawid_skene_yes"] < 0.1
     classes = [{"index": 0, "wnid": "n0", "name": "zero"}, {"index": 1, "wnid": "n1", "name": "one"}]
-    per_class = aggregate.class_precision(images, classes, 0.95)
+    per_class = aggregate.class_precision(images, classes, Review(), stated=True)
     # class 0: a, b kept, c rejected, d only unsure (left out): 2 of 3; class 1: e kept, f is not sampled
     assert [(r["accepted"], r["decided"], r["unsure_only"]) for r in per_class] == [(2, 3, 1), (1, 1, 0)]
     ci = stats.binomtest(2, 3).proportion_ci(0.95, method="exact")
@@ -280,18 +280,19 @@ def test_a_non_loopback_host_gets_a_generated_token_that_every_request_needs(run
 
 
 def _next_task_by_brute_force(session: ReviewSession, rater: int):
-    """The page `next_task` must choose, worked out over every page and image."""
+    """The page `next_task` must choose, worked out over every page and image: pages the rater sent
+    before (with images skipped) after the others."""
     since, wanted = time.time() - 15 * 60, session.settings.raters
     best, best_key = None, None
     for order, task in enumerate(session.tasks.values()):
+        mine = session.answered[rater]
         counts = [
-            session.counts[q.image]
-            for q in task.questions
-            if q.image not in session.answered[rater] and session.counts[q.image] < wanted
+            session.counts[q.image] for q in task.questions if q.image not in mine and session.counts[q.image] < wanted
         ]
         busy = sum(1 for r, at in session.leases[task.id].items() if r != rater and at >= since)
-        if counts and (best_key is None or (min(counts) + busy, order) < best_key):
-            best, best_key = task, (min(counts) + busy, order)
+        key = (any(q.image in mine for q in task.questions), min(counts, default=0) + busy, order)
+        if counts and (best_key is None or key < best_key):
+            best, best_key = task, key
     return best
 
 
@@ -453,7 +454,7 @@ def test_an_image_the_label_noise_audit_flags_gets_a_flagged_page(run, tmp_path)
     another class: the plan asks about them on flagged pages, beside examples of both classes."""
     from cli_runner import invoke
 
-    from imagenot.pipeline.audit.label_noise import label_noise_command
+    from imagenot.pipeline.audit.label_noise_command import label_noise_command
 
     run_dir = copy_run(run, tmp_path / "run")
     dataset = review_plan.read_dataset(str(run_dir)).to_pylist()
@@ -574,18 +575,73 @@ def test_a_link_to_a_page_leads_there_after_sign_in(app):
         assert other.headers["Location"] == "/next", elsewhere
 
 
+def test_images_skipped_on_a_page_sent_come_back_after_the_other_pages(app):
+    """As the page's notice says: a page sent half answered is not served again at once; its
+    skipped images come back once the rater answered every other page."""
+    session, plain, _ = app
+    client = plain.test_client()
+    client.post("/rater", data={"name": "Half Way"})
+    first = client.get("/next").headers["Location"].rsplit("/", 1)[1]
+    images = [q.image for q in session.tasks[first].questions]
+    assert len(images) > 1, "the test wants a page of several images"
+    sent = client.post(f"/task/{first}", data={f"a-{images[0]}": "yes"})
+    assert sent.status_code == 303
+    served = []
+    while (page := client.get("/next").headers["Location"]).startswith("/task/") and page != f"/task/{first}":
+        task = session.tasks[page.rsplit("/", 1)[1]]
+        served.append(task.id)
+        client.post(page, data={f"a-{q.image}": "yes" for q in task.questions})
+        assert len(served) <= len(session.tasks), "a page came back"
+    assert page == f"/task/{first}" and served and first not in served  # the other pages first
+    shown = client.get(page).get_data(as_text=True)
+    assert images[0] not in shown and all(f'name="a-{image}"' in shown for image in images[1:])
+
+
+def _card_section(per_class: list[dict], overall: dict) -> str:
+    """The card's Human review section over these figures (2 classes, 52 images, a demo run's)."""
+    from imagenot.pipeline.report.human_review import review_lines
+
+    results = {
+        **dict.fromkeys(("answers", "unsure_answers", "images_unsure_only"), 0),
+        **{"raters": [], "answers_by_kind": {}, "dropped": [], "instructions": {"class": "", "flagged": ""}},
+        **{"confidence": 0.95, "min_selection": 0.5, "raters_wanted": 3, "show_captions": False},
+        **{"images_answered": 52, "planned_images": 52, "classes_in_dataset": 2, "placeholder_images": True},
+        **{"per_class": per_class, "overall": overall},
+    }
+    return "\n".join(review_lines(results))
+
+
 def test_the_headline_precision_is_withheld_until_enough_images_have_every_answer():
-    """52 images with 1 of 3 answers each (the issue's case): withheld, with the reason; with every
-    answer in it is stated, with what it rests on. Dawid-Skene only for raters who share images."""
+    """52 images with 1 of 3 answers each (the issue's case): withheld, with the reason, and so is
+    each class's figure, the images counted as partly answered; with every answer in both are
+    stated, with what they rest on, and agree. Dawid-Skene only for raters who share images."""
     plan = _plan([(f"i{n}", n % 2, "class", True) for n in range(52)])
+    classes = [{"index": c, "wnid": f"n{c}", "name": f"c{c}"} for c in range(2)]
     one_each = [(f"R{n % 2}", f"i{n}", "no" if n < 4 else "yes") for n in range(52)]
     settings = Review(raters=3, min_decided_images=30)
     images, _ = aggregate.image_figures(plan, one_each, settings)
     overall = aggregate.overall_precision(images, settings)
     assert overall["precision"] is None and overall["decided"] == 0 and overall["partly_answered"] == 52
     assert overall["withheld"].startswith("0 sampled images have all 3 answers wanted")
+    per_class = aggregate.class_precision(images, classes, settings, stated=False)
+    assert [(r["decided"], r["partly_answered"], r["precision"], r["low"]) for r in per_class] == [
+        (0, 26, None, None)
+    ] * 2
+    assert "| c0 | 26 | 0 | 0 | 26 | 0 | withheld, as the headline is |" in _card_section(per_class, overall)
     assert aggregate.raters_sharing(one_each) == set()
     assert not any(aggregate.droppable(r, 3) for r in images.to_pylist())  # one no of three wanted
+    # class 0's images get their other two answers: the headline rests on it alone, and says so
+    complete_in_one = one_each + [(rater, f"i{n}", "yes") for n in range(0, 52, 2) for rater in ("X", "Y")]
+    settings_20 = Review(raters=3, min_decided_images=20)
+    images, _ = aggregate.image_figures(plan, complete_in_one, settings_20)
+    overall = aggregate.overall_precision(images, settings_20)
+    per_class = aggregate.class_precision(images, classes, settings_20, stated=True)
+    assert overall["classes"] == 1 and per_class[0]["precision"] == overall["precision"]  # one account
+    assert (per_class[1]["decided"], per_class[1]["partly_answered"], per_class[1]["precision"]) == (0, 26, None)
+    card = _card_section(per_class, overall)
+    assert f"**Label precision in 1 of 2 classes**: {overall['precision']:.3f} [" in card and "Overall" not in card
+    assert "| c1 | 26 | 0 | 0 | 26 | 0 | no image with all 3 answers and a yes or no yet |" in card
+    assert "captions hidden, but each of this demo run's placeholder images prints its caption" in card
     complete = [(rater, f"i{n}", "no" if n < 4 else "yes") for n in range(52) for rater in ("A", "B", "C")]
     images, _ = aggregate.image_figures(plan, complete, settings)
     overall = aggregate.overall_precision(images, settings)
@@ -596,6 +652,29 @@ def test_the_headline_precision_is_withheld_until_enough_images_have_every_answe
     two_no = [("A", "i0", "no"), ("B", "i0", "no")]  # a majority of the 3 wanted: a third answer cannot save it
     images, _ = aggregate.image_figures(plan, two_no, settings)
     assert [aggregate.droppable(r, 3) for r in images.to_pylist()][:2] == [True, False]
+
+
+STATUS_LOADS = """
+import json, sys
+from imagenot.pipeline.cli import main
+for args in {commands!r}:
+    main(args, standalone_mode=False)
+print(json.dumps(sorted(m for m in ("apache_beam", "scipy", "matplotlib", "crowdkit", "torch") if m in sys.modules)))
+"""
+
+
+def test_the_status_commands_print_their_table_without_beam_or_scipy(run):
+    """Issue 50: they took 15 s, importing Beam and scipy to print a table (benchmarks/bench_cli_start.py
+    times them)."""
+    import subprocess
+    import sys
+
+    commands = [["review", "status", "--run", str(run)], ["review", "classes", "status", "--run", str(run)]]
+    code = STATUS_LOADS.format(commands=commands)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    *printed, loaded = done.stdout.splitlines()
+    assert "images need more" in "\n".join(printed) and "classes need more" in "\n".join(printed)
+    assert loaded == "[]"
 
 
 def test_review_commands_write_nothing_where_there_is_no_run(tmp_path):

@@ -26,9 +26,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from browser import open_page
 from cli_runner import cli_command, invoke
 from ports import free_loopback_port
-from review_server import Server, review_browser
+from review_server import Server, in_view, review_browser, viewport
 from scipy import stats
 from shared_runs import copy_run
 
@@ -121,30 +122,50 @@ def _moves_and_mouse(driver) -> dict:
     return seen
 
 
-def _image_page_checks(driver, shots) -> dict:
-    """On A's first page, before it is answered: each button shows its key, the page counts its
-    answers, Enter with nothing chosen says so and sends nothing, and at 390x844 the class and its
-    gloss stay on screen scrolled to the end (screenshots at 1280x800 and 390x844 kept)."""
-    size, url = driver.get_window_size(), driver.current_url
-    seen = {
-        "buttons": [
-            e.text for e in driver.find_elements(By.CSS_SELECTOR, ".item")[0].find_elements(By.TAG_NAME, "label")
-        ]
-    }
-    seen["count"] = driver.find_element(By.CSS_SELECTOR, ".count").text
+def _sent_with_enter(driver, url: str) -> tuple[bool, str, bool]:
+    """Enter pressed where the rater is, at the top of the page: whether the page stayed, what the
+    notice says, and whether it is on screen."""
+    driver.execute_script("window.scrollTo(0, 0)")
     driver.find_element(By.TAG_NAME, "body").send_keys("\n")
-    time.sleep(0.3)
-    seen["empty enter"] = (driver.current_url == url, driver.find_element(By.ID, "notice").text)
+    time.sleep(0.2)
+    notice = driver.find_element(By.ID, "notice")
+    return driver.current_url == url, notice.text, in_view(driver, notice)
+
+
+def _image_page_checks(driver, shots) -> dict:
+    """On A's first page, before it is answered: each button shows its key and its accessible name
+    (chromium's computed name) its image and answer, the demo's placeholders are said, the page
+    counts its answers; at 1280x800 and 390x844, Enter with nothing chosen says so on screen and
+    sends nothing, Enter with the second image answered says the rest come back later, on screen,
+    and moves back to the first image, and the class and its gloss stay on screen scrolled
+    to the end (screenshots of each kept). The page is left as it was."""
+    size, url = driver.get_window_size(), driver.current_url
+    items = driver.find_elements(By.CSS_SELECTOR, ".item")
+    seen = {
+        "buttons": [e.text for e in items[0].find_elements(By.TAG_NAME, "label")],
+        "names": [
+            [e.accessible_name for e in item.find_elements(By.TAG_NAME, "input")] for item in (items[0], items[-1])
+        ],
+        "items": len(items),
+        "placeholders": driver.find_element(By.ID, "placeholders").text,
+        "count": driver.find_element(By.CSS_SELECTOR, ".count").text,
+    }
     for width, height in ((1280, 800), (390, 844)):
-        driver.set_window_size(width, height)
+        viewport(driver, width, height)
+        seen[f"empty {width}"] = _sent_with_enter(driver, url)
+        driver.find_element(By.TAG_NAME, "body").send_keys("l", "y")  # the second image answered, on to the third
+        seen[f"half {width}"] = (*_sent_with_enter(driver, url), _current(driver))
+        driver.save_screenshot(str(shots / f"image-page-half-{width}x{height}.png"))
         driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
         driver.save_screenshot(str(shots / f"image-page-{width}x{height}.png"))
-        seen[width] = driver.execute_script(
-            "return ['class', 'gloss'].map(id => { const r = (document.getElementById(id) || "
-            "document.querySelector('.classbar .' + id)).getBoundingClientRect(); "
-            "return r.top >= 0 && r.bottom <= innerHeight; })"
+        seen[width] = [
+            in_view(driver, driver.find_element(By.CSS_SELECTOR, f".classbar #{part}, .classbar .{part}"))
+            for part in ("class", "gloss")
+        ]
+        driver.execute_script(
+            "document.querySelectorAll('input:checked').forEach(i => { i.checked = false; mark(i.closest('.item')); });"
+            "count(); warned = false; document.getElementById('notice').textContent = ''; show(0); scrollTo(0, 0);"
         )
-    driver.execute_script("document.getElementById('notice').textContent = ''; window.scrollTo(0, 0)")
     driver.set_window_size(size["width"], size["height"])
     return seen
 
@@ -241,19 +262,24 @@ def test_arrows_and_hjkl_move_the_focus_and_a_click_marks_the_answer(reviewed):
     assert moves["current_after_click"] == m - 1
 
 
-def test_the_image_page_keeps_its_class_in_view_and_counts_its_answers(reviewed):
+def test_the_image_page_keeps_its_class_and_its_notices_in_view_and_names_each_answer(reviewed):
     checks = reviewed["checks"]
+    m = checks["items"]
     assert checks["buttons"] == ["yes [y]", "no [n]", "unsure [u]"]
-    assert re.fullmatch(r"0 of \d+ answered", checks["count"])
-    assert checks["empty enter"] == (True, "No image has an answer yet: choose one per image first.") or checks[
-        "empty enter"
-    ] == (True, "Choose an answer first (the keys are on the buttons).")
-    assert checks[1280] == checks[390] == [True, True]
-    for shot in ("image-page-1280x800.png", "image-page-390x844.png"):
+    assert checks["names"] == [[f"{a}, image {i} of {m}" for a in ("yes", "no", "unsure")] for i in (1, m)]
+    assert "its images are placeholders, not photos" in checks["placeholders"]  # the demo server's pictures
+    assert re.fullmatch(rf"0 of {m} answered", checks["count"])
+    for width in (1280, 390):
+        assert checks[f"empty {width}"] == (True, "No image has an answer yet: choose one per image first.", True)
+        stayed, notice, on_screen, current = checks[f"half {width}"]
+        assert stayed and on_screen and current == 0, checks[f"half {width}"]  # back on the first without an answer
+        assert notice.startswith(f"{m - 1} of {m} images have no answer yet: they come back to you after your other")
+        assert checks[width] == [True, True]
+    for shot in ("image-page-1280x800.png", "image-page-390x844.png", "image-page-half-390x844.png"):
         assert (reviewed["shots"] / shot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
+def test_the_figures_and_the_card_section_match_the_hand_count(reviewed, tmp_path):
     run_dir = reviewed["run"]
     n, k, k2, k3 = (reviewed[key] for key in ("images", "K", "k2", "k3"))
     results = json.loads((run_dir / "review/results.json").read_text())
@@ -284,6 +310,9 @@ def test_the_figures_and_the_card_section_match_the_hand_count(reviewed):
     assert "**Dropped by review**: 0 images." in section
     html = (run_dir / "report/report.html").read_text()
     assert 'id="review"' in html and 'alt="per-class precision"' in html and "<b>A</b>" not in html
+    seen = open_page(run_dir / "report/report.html", tmp_path)  # on a phone, 390x844, as a reader sees it
+    assert not seen["wider_than_window"] and seen["cut"] == [] and seen["broken"] == []
+    assert (seen["raw_marks"], seen["nulls"], seen["empty_cells"], seen["repeated_headings"]) == ([], [], 0, [])
 
 
 def test_compare_rankings_can_keep_to_the_images_review_kept(reviewed, tmp_path):
@@ -355,6 +384,8 @@ def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed,
         re.MULTILINE,
     )
     assert said is not None, output
+    for step in ("reading the answers", "drop pass 1: ", "download round 0: ", "report: running", "export: running"):
+        assert f"  {step}" in output, step  # not silent while it works (issue 50)
     done = dict(zip(("dropped", "backfilled", "put_up_for_review"), map(int, said.groups())))
     assert done["dropped"] == reviewed["K"]
     dataset = {r["row_id"] for r in pq.read_table(run_dir / "download/dataset").to_pylist()}
@@ -369,6 +400,8 @@ def test_apply_drops_the_rejected_backfills_and_puts_the_new_images_up(reviewed,
     figures = json.loads((run_dir / "download/figures.json").read_text())
     k = reviewed["K"]
     assert figures["dropped_by_review"] == k and "review_rejected" not in figures["dropped_by_audits"]
+    assert figures["fetches"][-1]["command"] == "review apply"  # its backfill's rounds, named in the card
+    assert f"{figures['fetches'][-1]['rounds']} by `imagenot review apply`" in (run_dir / "report/card.md").read_text()
     card = (run_dir / "report/card.md").read_text()
     assert f"**Dropped by review**: {k} images (`imagenot review apply`, reason `review_rejected`)" in card
     assert f"Human review dropped {k} images its raters rejected" in card

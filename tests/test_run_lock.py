@@ -14,7 +14,7 @@ import yaml
 from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.amend.blocklist import apply_command
-from imagenot.pipeline.audit.label_noise import label_noise_command
+from imagenot.pipeline.audit.label_noise_command import label_noise_command
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.run.layout import LOCK_FILE
 from imagenot.pipeline.run.lock import RunLockedError, process_start, run_lock

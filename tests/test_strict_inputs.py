@@ -11,7 +11,7 @@ import yaml
 from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.audit.classes import classes_command
-from imagenot.pipeline.audit.label_noise import label_noise_command
+from imagenot.pipeline.audit.label_noise_command import label_noise_command
 from imagenot.pipeline.commands.build import build_command
 from imagenot.pipeline.commands.senses import senses_command
 

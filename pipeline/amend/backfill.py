@@ -14,6 +14,7 @@ card and `RUN/dataset/` never describe images that are gone.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from imagenot.pipeline.run import journal
 from imagenot.pipeline.run.journal import checkpoint
 from imagenot.pipeline.run.layout import DOWNLOAD, stage_path
 from imagenot.pipeline.run.stage_dir import is_done, made_from
+
+log = logging.getLogger(__name__)  # each pass's download and each output written again (`review apply` shows them)
 
 Flagged = Callable[[], pa.Table]  # rows to drop now: row_id, reason, duplicate_of (more columns allowed)
 
@@ -95,6 +98,9 @@ def drop_and_backfill(
         passes += 1
         before_drop(pending)
         drops.add_drops(download_dir, pending)
+        log.info(
+            "drop pass %d: %d images dropped; download: running (backfilling from the reserve)", passes, len(pending)
+        )
         checkpoint("backfill dropped")
         journal.once(f"drop pass {passes}: download", lambda: run_stage(download_stage.DECLARATION, config, run_dir))
         after_backfill()
@@ -111,5 +117,6 @@ def refresh_outputs(config: Config, run_dir: str) -> str | None:
     for stage in (report_stage.DECLARATION, export_stage.DECLARATION):
         upstream = stage.upstream_of(config)
         if FileSystems.exists(stage_path(run_dir, stage.name)) and not made_from(run_dir, stage.name, upstream):
+            log.info("%s: running", stage.name)
             run_stage(stage, config, run_dir)
     return image_shortfall(config, run_dir)

@@ -61,7 +61,7 @@ SHARDS_DIR = "shards"
 TALLY_FILE = "embeddings_tally.json"
 TAR_DIGEST_KEY = "tar_sha256"  # shard metadata: the sha256 of the tar it embeds
 RANDOM_WEIGHTS_WARNING = (
-    "RANDOM CLIP WEIGHTS (image_audit.clip_weights is null): every similarity and duplicate here is meaningless"
+    "RANDOM CLIP WEIGHTS (image_audit.clip_weights is not set): every similarity and duplicate here is meaningless"
 )
 DATASET_COLUMNS = ["row_id", "caption", "class_index", "split", "tar", "key"]
 IMAGE_EXTENSIONS = ("jpg", "png", "webp")

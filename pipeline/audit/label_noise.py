@@ -1,6 +1,6 @@
 """How many of the dataset's labels are wrong? Confident learning over out-of-sample probabilities.
 
-`imagenot audit label-noise --run DIR --probs FILE`. FILE is a parquet of `row_id` and the
+`imagenot audit label-noise --run DIR --probs FILE` (`label_noise_command.py`). FILE is a parquet of `row_id` and the
 predicted class probabilities of any model that did not train on the row: either a list<float>
 column `probs` or one column per class `p_0 .. p_{K-1}`. The labels are the run's dataset
 (`download/dataset/*.parquet` if the download stage ran, else `sample/dataset/*.parquet`: `row_id`,
@@ -23,19 +23,16 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import click
 import numpy as np
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.frame.lock_option import break_lock_option
 
 if TYPE_CHECKING:  # pyarrow, cleanlab (with scikit-learn) and the run's files (with Beam) are imported
-    # where they are used, so that `audit label-noise --help` loads none of them
+    # where they are used
     import pyarrow as pa
 
 SUM_TOLERANCE = 1e-3  # probabilities saved as float32 or rounded still sum to 1 within this
@@ -271,7 +268,7 @@ def write_label_noise(result: LabelNoise, out_dir: str, classes: list[dict] | No
     return figures
 
 
-def _read_parquet(paths: list[str]) -> pa.Table:
+def read_parquet(paths: list[str]) -> pa.Table:
     import pyarrow as pa
 
     from imagenot.pipeline.run.files import read_table
@@ -286,36 +283,8 @@ def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
     for stage in DATASET_STAGES:  # the first one that holds a dataset
         paths = dataset_shards(run_dir, stage)
         if paths:
-            table = _read_parquet(paths)
+            table = read_parquet(paths)
             columns = [c for c in ("row_id", "class_index", "split") if c in table.column_names]
             return table.select(columns), stage_path(run_dir, stage, DATASET_DIR)
     folders = " or ".join(f"{stage}/{DATASET_DIR}/" for stage in DATASET_STAGES)
     raise LabelNoiseInputError(f"{run_dir}: no dataset parquet in {folders}")
-
-
-@click.command("label-noise")
-@click.option("--run", "run_dir", required=True, help="run directory holding rank/ and sample/ (or download/)")
-@click.option("--probs", "probs_path", required=True, help="parquet: row_id and probs (list<float>) or p_0 .. p_(K-1)")
-@break_lock_option
-def label_noise_command(run_dir: str, probs_path: str, break_lock: bool) -> None:
-    """Estimate label errors with confident learning from out-of-sample class probabilities."""
-    from apache_beam.io.filesystems import FileSystems
-
-    from imagenot.pipeline.config.schema import load_run_config
-    from imagenot.pipeline.run.journal import require_finished
-    from imagenot.pipeline.run.layout import AUDIT_LABEL_NOISE, classes_path, read_classes, stage_path
-    from imagenot.pipeline.run.lock import run_lock
-
-    with run_lock(run_dir, load_run_config(run_dir).runner.lock_stale_after_s, break_lock, create_dir=False):
-        if not FileSystems.exists(classes_path(run_dir)):  # refused, a folder that is not a run is left as it was
-            raise LabelNoiseInputError(f"{run_dir}: no rank/ classes: not a run, or run `imagenot rank` first")
-        require_finished(run_dir)  # reads the dataset: not one a killed command left half rewritten
-        try:
-            classes = read_classes(run_dir)
-            dataset, source = read_run_dataset(run_dir)
-            result = label_noise(dataset, _read_parquet([probs_path]), len(classes), source, probs_path)
-        except OSError as err:
-            raise LabelNoiseInputError(str(err)) from err
-        figures = write_label_noise(result, stage_path(run_dir, AUDIT_LABEL_NOISE), classes)
-    click.echo(figures["statement"])
-    click.echo(json.dumps({k: v for k, v in figures.items() if k != "per_class"}, indent=2))

@@ -13,8 +13,6 @@ from itertools import pairwise
 from typing import Annotated, Literal
 
 import yaml
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -35,6 +33,7 @@ from imagenot.labels.web_senses import lexicon_digest
 from imagenot.pipeline.config.corpus_presets import PRESET_NAMES, apply_preset
 from imagenot.pipeline.config.networks import parse_networks
 from imagenot.pipeline.config.yaml_file import parse_yaml, suggestion
+from imagenot.pipeline.run.filesystems import UNCOMPRESSED, FileSystems
 from imagenot.pipeline.run.layout import RUN_CONFIG
 from imagenot.wordnet.classlists import REFERENCE_SETS
 from imagenot.wordnet.index import WNID_PATTERN
@@ -831,6 +830,11 @@ class Review(Section):
     class_raters: int = Field(
         2, ge=1, le=50, description="answers wanted per candidate class on the class review's pages"
     )
+    unsure_classes_again: bool = Field(
+        True,
+        description="a candidate class with only unsure answers is offered to more raters (each once) until one "
+        "keeps or drops it; false: its class_raters answers close it, undecided",
+    )
     extra_candidates: int = Field(
         0,
         ge=0,
@@ -1001,7 +1005,7 @@ def load_run_config(run_dir: str, config_path: str | None = None) -> Config:
 
 def _read_mapping(path: str) -> dict:
     try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        with FileSystems.open(path, compression_type=UNCOMPRESSED) as f:
             raw = parse_yaml(f.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise ConfigError(f"{path}: cannot read config: {err}") from err

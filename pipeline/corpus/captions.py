@@ -22,6 +22,7 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from imagenot.pipeline.corpus.lexicon import Lexicon
+from imagenot.pipeline.corpus.synth_defaults import CAPTION_KINDS
 
 STYLES = ("product", "alt", "sentence", "seo")
 STYLE_SHARES = (0.3, 0.3, 0.3, 0.1)
@@ -110,7 +111,6 @@ PLACES = ("kitchen floor", "beach", "garden", "table", "street", "park", "sofa",
 AUDIENCES = ("Men", "Women", "Kids", "Girls", "Boys")
 SIZES = ("10 x 12 cm", "XL", "Size M", "2.5 inch", "500ml", "A4")
 COUNTS = ("two", "three", "four", "2", "3", "5", "several", "many", "10")
-CAPTION_KINDS = ("realistic", "compact")
 # Realistic captions: gloss context on more of them, and web captions' tail of tags made of common,
 # many-sensed words ("Home Decor Wall Art Print"): each names several noun synsets, which is what makes
 # a real caption name about 20 of them (benchmarks/README.md, "Synthetic captions against real ones").

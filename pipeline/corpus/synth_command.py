@@ -1,12 +1,16 @@
 """`imagenot synth`: the command, apart from the corpus writer (`synth.py`, which loads Beam and
-pyarrow) so that its `--help` loads neither."""
+pyarrow) so that its `--help` loads neither, nor numpy."""
 
 from __future__ import annotations
 
 import click
 
-from imagenot.pipeline.corpus.captions import CAPTION_KINDS
-from imagenot.pipeline.corpus.synth_defaults import DEFAULT_CAPTIONS, DEFAULT_SHARD_ROWS, DEFAULT_URL_BASE
+from imagenot.pipeline.corpus.synth_defaults import (
+    CAPTION_KINDS,
+    DEFAULT_CAPTIONS,
+    DEFAULT_SHARD_ROWS,
+    DEFAULT_URL_BASE,
+)
 
 
 @click.command("synth")

@@ -31,6 +31,12 @@ def sample_captions(run_dir: str) -> dict[str, str]:
     return captions
 
 
+def placeholder_images(settings: Download) -> bool:
+    """Whether the run's images are this server's pictures of their captions (placeholders, not photos):
+    the review pages and the card say so."""
+    return settings.demo_server_port is not None
+
+
 @contextlib.contextmanager
 def serving_demo_images(settings: Download, run_dir: str) -> Iterator[None]:
     """The demo's image server on `settings.demo_server_port` while the block runs, its images drawn

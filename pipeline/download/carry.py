@@ -18,7 +18,8 @@ given it (`tars.SortedSampleWriter`), so the round tars, the dataset and the exp
 bytes as a fresh build's. Carried drops stay dropped. Each generation also keeps what the
 retired download sent to each host (`hosts.json`, its own earlier downloads' included), which the
 finished stage keeps as its earlier downloads' requests (`hosts.EARLIER_HOSTS_FILE`), so the card
-counts every request of the run. The folder is removed when the stage finishes.
+counts every request of the run, and what it fetched, by command (`fetch_log`), so the card counts
+every fetch and every round too. The folder is removed when the stage finishes.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.dataset.webdataset import read_samples
-from imagenot.pipeline.download import drops, fetch, hosts
+from imagenot.pipeline.download import drops, fetch, fetch_log, hosts
 from imagenot.pipeline.run.files import atomic_output, read_json, read_table, stage_shards, write_json
 from imagenot.pipeline.run.layout import DONE_FILE, DOWNLOAD, FINGERPRINT_FILE, stage_path
 from imagenot.pipeline.run.paths import delete_folder
@@ -112,6 +113,8 @@ def retire(run_dir: str, settings: dict, upstream: Fingerprint, candidates: pa.T
         pq.write_table(dropped.filter(pa.array(kept, pa.bool_())), stream)
     sent = hosts.run_totals(stage_dir, FileSystems.join(stage_dir, fetch.ROUNDS_DIR))
     write_json(FileSystems.join(folder, HOSTS_FILE), sent)
+    fetched = fetch_log.download_fetches(stage_dir, len(_round_dirs(stage_dir)))
+    write_json(FileSystems.join(folder, fetch_log.GENERATION_FILE), fetched)
     write_json(FileSystems.join(folder, DONE_FILE), {"outcomes": carried, "settings": _fetch_settings(settings)})
     return carried
 
@@ -188,12 +191,15 @@ def load(run_dir: str, candidates: pa.Table, settings: dict) -> Carried:
     return Carried(parts)
 
 
-def keep_earlier_hosts(run_dir: str, stage_dir: str) -> None:
-    """Before the generations go: what the downloads they retired sent, into the stage's own folder."""
-    earlier = [FileSystems.join(g, HOSTS_FILE) for g in _generations(run_dir)]
+def keep_earlier(run_dir: str, stage_dir: str) -> None:
+    """Before the generations go: what the downloads they retired sent and fetched, into the stage's
+    own folder."""
+    generations = _generations(run_dir)
+    earlier = [FileSystems.join(g, HOSTS_FILE) for g in generations]
     sent = hosts.merged(*(read_json(path) for path in earlier if FileSystems.exists(path)))
     if sent:  # written whole again by a rerun: the generations hold every earlier download's requests
         write_json(FileSystems.join(stage_dir, hosts.EARLIER_HOSTS_FILE), sent)
+    fetch_log.keep_earlier(stage_dir, generations)
 
 
 def clear(run_dir: str) -> None:

@@ -36,7 +36,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Config, Download, Runner, Sampling
-from imagenot.pipeline.download import carry, drops, fetch
+from imagenot.pipeline.download import carry, drops, fetch, fetch_log
 from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists, read_applied
 from imagenot.pipeline.download.class_fates import write_class_fates
 from imagenot.pipeline.download.fetch import ROUNDS_DIR
@@ -180,12 +180,15 @@ def run_rounds(
             if not planned:
                 break
             chosen = _by_host(table.take(pa.array([offsets[c] + position for c, position in planned], pa.int64())))
+            fetch_log.plan_round(round_dir)  # first: a round whose plan is written has its command
             with atomic_output(FileSystems.join(round_dir, fetch.FETCH_FILE)) as f:
                 pq.write_table(chosen.select(list(SAMPLE_COLUMNS)), f)
         rows = fetch.read_fetch(round_dir).num_rows
         fetched_now.append(fetch.fetch_round(round_dir, settings, runner, blocklist, carried.rows))
         log.info("download round %d: %d rows, %d fetched and %d carried over by this run", k, rows, *fetched_now[-1])
-        attempts.update(_round_attempts(round_dir, k, rows, settings.shard_rows))
+        tried = _round_attempts(round_dir, k, rows, settings.shard_rows)
+        fetch_log.finish_round(round_dir, {row_id: attempt.ok for row_id, attempt in tried.items()}, carried.parts)
+        attempts.update(tried)
     return attempts, fetched_now
 
 
@@ -338,7 +341,7 @@ def download_images(
     _write_dataset(stage_dir, pa.concat_tables(parts))
     write_class_fates(stage_dir, fates)
     write_tsv(FileSystems.join(stage_dir, CLASS_FILE), CLASS_COLUMNS, class_table)
-    carry.keep_earlier_hosts(run_dir, stage_dir)
+    carry.keep_earlier(run_dir, stage_dir)
     carry.clear(run_dir)  # what was carried over is in the stage's own files now
     return _figures(stage_dir, class_table, failures, dropped_by, fetched_now, blocklist)
 
@@ -354,6 +357,7 @@ def _figures(
     """The stage's figures: per class and in all, what was fetched, failed and dropped, and how."""
     images = sum(row["images"] for row in class_table)
     hosts = run_totals(stage_dir, FileSystems.join(stage_dir, ROUNDS_DIR))
+    fetches = fetch_log.download_fetches(stage_dir, len(fetched_now))
     arrived = images + sum(dropped_by.values())  # a dropped image was fetched fine
     tried = arrived + sum(row["failed"] for row in class_table)
     return {
@@ -372,9 +376,13 @@ def _figures(
             drops.REVIEW_REJECTED, 0
         ),  # review apply drops the way the audits do; counted apart
         "dropped_by_blocklists": {r: n for r, n in sorted(dropped_by.items()) if r.startswith("blocklist_")},
-        "urls_tried": tried,
+        "urls_tried": tried,  # the dataset's candidates' URLs, fetched by this download or carried over
         "url_success_rate": round(arrived / tried, 4) if tried else None,
-        "rounds": len(fetched_now),
+        "rounds": len(fetched_now),  # this download's, its drop passes' included
+        # every fetch of the run, the downloads a new sample retired included, by the command whose rounds made it
+        "fetches": fetches,
+        "urls_fetched": sum(f["urls"] for f in fetches),
+        "images_fetched": sum(f["images"] for f in fetches),
         "fetched_by_this_run": sum(fetched for fetched, _ in fetched_now),
         "carried_over": sum(carried for _, carried in fetched_now),  # fetched by an earlier download
         "tar_bytes": _tar_bytes(stage_dir),

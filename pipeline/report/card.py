@@ -12,8 +12,9 @@ from imagenot.pipeline.dataset.usage import usage_markdown
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
 from imagenot.pipeline.report import datasheet, safety
 from imagenot.pipeline.report.choices import open_choices
+from imagenot.pipeline.report.crawl import dataset_sentence, fetched_sentence
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
-from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
+from imagenot.pipeline.report.funnel import funnel_cells, funnel_rows
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.report.no_classes import describe
@@ -103,17 +104,7 @@ def _what(facts: RunFacts) -> list[str]:
 
 def _built(facts: RunFacts) -> list[str]:
     funnel = funnel_rows(facts)
-    rows = [
-        (
-            r.step,
-            r.what,
-            r.synsets if r.synsets is not None else "",
-            r.captions,
-            reasons_text(r.synsets_dropped),
-            reasons_text(r.captions_dropped),
-        )
-        for r in funnel
-    ]
+    rows = funnel_cells(funnel)
     choices = open_choices(facts.config, facts.manifest["encoder"]["model_id"])
     return [
         "## How it was built",
@@ -312,14 +303,11 @@ def _download(facts: RunFacts) -> list[str]:
     d = facts.download
     if d is None:
         return []
-    failures = ", ".join(f"{reason} {n:,}" for reason, n in d["failures"].items()) or "none"
     return [
         "## Download",
         "",
-        f"{d['images']:,} of {d['target']:,} images fetched from {d['urls_tried']:,} URLs tried "
-        f"(success rate {d['url_success_rate']}), in {count_of(d['rounds'], 'round')}; failures by reason: {failures}. "
-        f"{dropped_sentence(d)}{_review_dropped(d)}{d['classes_short']:,} classes are short after backfilling "
-        "from the reserve.",
+        f"{dataset_sentence(d)} {dropped_sentence(d)}{_review_dropped(d)}{d['classes_short']:,} classes are short "
+        f"after backfilling from the reserve. {fetched_sentence(d, facts.config.download.max_rounds)}",
         "",
     ]
 

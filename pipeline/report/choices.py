@@ -9,6 +9,7 @@ run knows ("; 60 here").
 from __future__ import annotations
 
 import json
+import re
 from typing import NamedTuple
 
 from pydantic import BaseModel
@@ -22,8 +23,15 @@ class Choice(NamedTuple):
     meaning: str
 
 
-def show(value: object) -> str:
-    """A config value as it reads in YAML: null, true/false, numbers, lists comma-separated."""
+NULL_MEANS = re.compile(r"\bleft empty: ([^;)]+)")  # a description's "(null: off)": what an empty setting does
+
+
+def show(value: object, meaning: str = "") -> str:
+    """A config value as a person reads it: true/false, numbers, lists comma-separated, and an empty
+    (null) setting as what its `meaning` says it does ("off"), else "none"."""
+    if value is None:
+        found = NULL_MEANS.search(meaning)
+        return found.group(1) if found else "none"
     if isinstance(value, list):
         return ", ".join(show(v) for v in value) if value else "(none)"
     if isinstance(value, str):
@@ -32,19 +40,21 @@ def show(value: object) -> str:
 
 
 def describe(section: type[BaseModel], name: str) -> str:
-    """The schema's description of setting `name` of `section`; the table has no wording of its own."""
+    """The schema's description of setting `name` of `section`; the table has no wording of its own
+    but "left empty" for YAML's null."""
     field = section.model_fields.get(name)
     if field is None or not field.description:
         raise ValueError(
             f"pipeline/config/schema.py: {section.__name__}.{name} needs a Field description: "
             "the choices table (pipeline/report/choices.py) shows it as the setting's meaning"
         )
-    return field.description
+    return re.sub(r"\bnull\b", "left empty", field.description)
 
 
 def _row(section: BaseModel, key: str, name: str, fact: str = "") -> Choice:
     """Setting `name` of `section` (at dotted `key` in the config), with `fact` appended to its meaning."""
-    return Choice(f"{key}.{name}", show(getattr(section, name)), describe(type(section), name) + fact)
+    meaning = describe(type(section), name)
+    return Choice(f"{key}.{name}", show(getattr(section, name), meaning), meaning + fact)
 
 
 def _rows(section: BaseModel, key: str, *names: str) -> list[Choice]:

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import html
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.pipeline.report.markdown import count_of, table
 from imagenot.pipeline.run.files import read_json
+from imagenot.pipeline.run.filesystems import FileSystems
 from imagenot.pipeline.run.layout import REVIEW, VETOES_FILE, stage_path
 
 CLASS_RESULTS_FILE = "class_results.json"
@@ -47,7 +46,12 @@ def _undecided(results: dict, classes: list[dict]) -> str:
     return (
         f"- **Not decided by the raters**: {count_of(len(left), 'class')} of the dataset's {len(classes):,} "
         f"({named}): promoted after a veto or not answered yet, their place rests on the pipeline's ranking alone "
-        "(`imagenot review classes serve` offers them next)."
+        + (
+            "(`imagenot review classes serve` offers them next)."
+            if results.get("unsure_classes_again", True)  # older results: the server then offered only those short
+            else f"(`imagenot review classes serve` offers those with fewer than {results['raters_wanted']} answers "
+            "next; those answered only unsure stay undecided: `review.unsure_classes_again` is false)."
+        )
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from imagenot.pipeline.config.schema import Config, Download
+from imagenot.pipeline.report.crawl import rounds_by_command
 from imagenot.pipeline.report.facts import RunFacts
 from imagenot.pipeline.report.human_review import review_found
 from imagenot.pipeline.report.markdown import count_of, table
@@ -102,7 +103,7 @@ def _busiest_hosts(download: dict, workers: int) -> list[str]:
     hosts = download.get("busiest_hosts") or []
     if not hosts:
         return []
-    rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "") for h in hosts]
+    rows = [(h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "no") for h in hosts]
     total = (
         f"In all the run sent {count_of(download['requests'], 'request')} to {count_of(download['hosts'], 'host')} "
         "over every download of the run (a class veto's new download included). "
@@ -170,8 +171,8 @@ def _collection(facts: RunFacts) -> list[str]:
         return [*lines, "The images were not fetched by this run.", ""]
     d = facts.download
     lines += [
-        f"The images were fetched by imagenot's crawler (img2dataset inside) in {count_of(d['rounds'], 'round')}, "
-        "under this policy:",
+        "The images were fetched by imagenot's crawler (img2dataset inside), in rounds "
+        f"({rounds_by_command(d)}), under this policy:",
         "",
         *_crawl_policy(config),
         *_busiest_hosts(d, config.runner.workers),

@@ -26,6 +26,21 @@ def reasons_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{reason}={n:,}" for reason, n in counts.items())
 
 
+def funnel_cells(rows: list[FunnelRow]) -> list[tuple]:
+    """The funnel's table rows, as the card and the report show them: every cell says something."""
+    return [
+        (
+            r.step,
+            r.what,
+            "none found yet" if r.synsets is None else r.synsets,
+            r.captions,
+            reasons_text(r.synsets_dropped) or "none",
+            reasons_text(r.captions_dropped) or "none",
+        )
+        for r in rows
+    ]
+
+
 def _beyond_first_phase(rank: dict) -> dict[str, int]:
     """Class captions the first phase kept from the encoder (none when it is off)."""
     n = rank.get("rows_beyond_first_phase", 0)
@@ -46,7 +61,7 @@ def _step_texts(facts: RunFacts) -> dict[str, str]:
     return {
         "found": "step 1: captions that mention a WordNet noun lemma, and the synsets found",
         "row_nsfw": f"rows kept by LAION's NSFW ratings (tags allowed: {show(s.allowed_nsfw_tags)}; "
-        f"max punsafe: {show(s.max_punsafe)}; unrated kept: {show(s.keep_unrated)})",
+        f"max punsafe: {'off' if s.max_punsafe is None else s.max_punsafe}; unrated kept: {show(s.keep_unrated)})",
         "offensive_synsets": "safety: no synset WordNet marks offensive (usage domain or gloss)"
         if s.offensive_synsets
         else "safety: OFF, synsets WordNet marks offensive are kept (selection.offensive_synsets: false)",

@@ -17,6 +17,22 @@ def _interval(row: dict) -> str:
     return "" if row["precision"] is None else f"{row['precision']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
 
 
+def pooled_classes(overall: dict, classes_in_dataset: int) -> str | None:
+    """How many classes the pooled figure rests on when that is not all of them ("3 of 50 classes"),
+    so that it is not called overall; None when it rests on every class."""
+    classes = overall.get("classes", classes_in_dataset)  # older results did not say
+    return None if classes >= classes_in_dataset else f"{classes:,} of {classes_in_dataset:,} classes"
+
+
+def _class_figure(row: dict, results: dict) -> str:
+    """A class's precision [interval], or why the table gives none: as the headline's rule says."""
+    if row["precision"] is not None:
+        return _interval(row)
+    if results["overall"].get("withheld"):
+        return "withheld, as the headline is"
+    return f"no image with all {results['raters_wanted']} answers and a yes or no yet"
+
+
 def _plain(text: str) -> str:
     """A rater's name as text in Markdown: no markup, no table breaks."""
     return html.escape(text).replace("|", "\\|")
@@ -76,10 +92,24 @@ def review_lines(results: dict | None) -> list[str]:
         )
         for r in results["raters"]
     ]
+    wanted = results["raters_wanted"]
     classes = [
-        (r["name"], r["sampled"], r["decided"], r["accepted"], r["unsure_only"], _interval(r) or "no yes or no yet")
+        (
+            r["name"],
+            r["sampled"],
+            r["decided"],
+            r["accepted"],
+            r.get("partly_answered", "not counted"),  # older results counted them as decided
+            r["unsure_only"],
+            _class_figure(r, results),
+        )
         for r in results["per_class"]
     ]
+    stated = results["overall"]["precision"] is not None
+    pooled = pooled_classes(results["overall"], results["classes_in_dataset"]) if stated else None
+    captions = "shown" if results["show_captions"] else "hidden"
+    if results.get("placeholder_images") and not results["show_captions"]:
+        captions = "hidden, but each of this demo run's placeholder images prints its caption"
     kinds = ", ".join(f"{kind} {n:,}" for kind, n in results["answers_by_kind"].items()) or "none"
     dropped = results["dropped"]
     lines = [
@@ -87,12 +117,12 @@ def review_lines(results: dict | None) -> list[str]:
         "",
         f"{count_of(len(results['raters']), 'rater')} gave {count_of(results['answers'], 'answer')} ({kinds}) on "
         f"{results['images_answered']:,} of the {results['planned_images']:,} images planned for review "
-        f"({results['raters_wanted']} answers wanted each; "
-        f"captions {'shown' if results['show_captions'] else 'hidden'}). "
+        f"({wanted} answers wanted each; captions {captions}). "
         f"Unsure answers count as neither yes nor no: {count_of(results['unsure_answers'], 'unsure answer')} "
         f"given; {count_of(results['images_unsure_only'], 'image')} with only unsure answers.",
         "",
-        f"- **Overall label precision**: {headline(results)}. An image is kept when yes / (yes + no) reaches "
+        f"- **{f'Label precision in {pooled}' if pooled else 'Overall label precision'}**: {headline(results)}. "
+        f"An image is kept when yes / (yes + no) reaches "
         f"{results['min_selection']}; each class's sample is random, audit-flagged extras are left out.",
         f"- **Dropped by review**: {count_of(len(dropped), 'image')}"
         + (
@@ -117,10 +147,16 @@ def review_lines(results: dict | None) -> list[str]:
         "(both only for a rater who shares images with another):",
         "",
         *table(("rater", "answers", "Dawid-Skene accuracy", "agrees with others"), raters, "lrrr"),
-        f"Per class, over its random sample ({confidence}% Clopper-Pearson intervals), and plotted sorted:",
+        f"Per class, over the images of its random sample with all {wanted} answers wanted and a yes or no, as "
+        f"the headline counts them ({confidence}% Clopper-Pearson intervals; images with fewer answers are "
+        "counted apart and left out), and plotted sorted:",
         "",
         "![Label precision per class with its interval, sorted](../review/precision.png)",
         "",
-        *table(("class", "sampled", "decided", "kept", "only unsure", "precision [interval]"), classes, "lrrrrl"),
+        *table(
+            ("class", "sampled", "all answers in", "kept", "fewer answers", "only unsure", "precision [interval]"),
+            classes,
+            "lrrrrrl",
+        ),
     ]
     return lines

@@ -19,11 +19,12 @@ from imagenot.pipeline.report.card import (
 )
 from imagenot.pipeline.report.choices import open_choices
 from imagenot.pipeline.report.class_review import class_review_lines
+from imagenot.pipeline.report.crawl import fetched_sentence
 from imagenot.pipeline.report.facts import STRUCTURE_REFERENCE, RunFacts
-from imagenot.pipeline.report.funnel import funnel_rows, reasons_text
+from imagenot.pipeline.report.funnel import funnel_cells, funnel_rows
 from imagenot.pipeline.report.glossary import glossary_rows
 from imagenot.pipeline.report.human_review import review_lines
-from imagenot.pipeline.report.markdown import count_of, to_html
+from imagenot.pipeline.report.markdown import count_of, inline_html, to_html
 from imagenot.pipeline.report.no_classes import describe
 from imagenot.pipeline.report.people import what_people_did
 
@@ -61,7 +62,7 @@ SECTIONS = (
     ("images", "Images per class"),
     ("download", "Download"),
     ("audits", "Audits"),
-    ("review", "Human review"),
+    ("review", "Review by people"),
     ("classes", "Class list"),
     ("rebuild", "Rebuild"),
 )
@@ -95,8 +96,10 @@ def table(
     numeric: set[int] = frozenset(),
     row_class: list[str] | None = None,
     cell_class: dict[int, str] | None = None,
+    markdown: set[int] = frozenset(),
 ) -> str:
-    """A table of escaped cells; columns in `numeric` right-aligned and formatted as numbers."""
+    """A table of escaped cells; columns in `numeric` right-aligned and formatted as numbers, those
+    in `markdown` the card's Markdown (`code`), rendered."""
     cell_class = cell_class or {}
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = []
@@ -106,7 +109,7 @@ def table(
             if j in numeric
             else f'<td class="{cell_class[j]}">{esc(v)}</td>'
             if j in cell_class
-            else f"<td>{esc(v)}</td>"
+            else f"<td>{inline_html(v) if j in markdown else esc(v)}</td>"
             for j, v in enumerate(row)
         )
         css = f' class="{row_class[i]}"' if row_class and row_class[i] else ""
@@ -151,7 +154,7 @@ def _overview(facts: RunFacts) -> str:
 <p>An image classification dataset built the way ImageNot (Salaudeen &amp; Hardt, 2024) was: its classes are
 WordNet {esc(facts.manifest["wordnet"])} noun synsets chosen to differ from <code>{esc(c.selection.reference)}</code>,
 its images are web image/caption pairs labelled from their caption text alone.
-{esc(what_people_did(facts.review, facts.class_review))}.
+{inline_html(what_people_did(facts.review, facts.class_review))}.
 It is a contrast dataset, for testing whether models rank the same way here as on ImageNet.
 {downloaded} The dataset card, <code>report/card.md</code>, says how it was built and what to watch for.</p>""",
     )
@@ -159,17 +162,7 @@ It is a contrast dataset, for testing whether models rank the same way here as o
 
 def _funnel(facts: RunFacts, plots: Plots) -> str:
     funnel = funnel_rows(facts)
-    rows = [
-        (
-            r.step,
-            r.what,
-            "" if r.synsets is None else r.synsets,
-            r.captions,
-            reasons_text(r.synsets_dropped),
-            reasons_text(r.captions_dropped),
-        )
-        for r in funnel
-    ]
+    rows = funnel_cells(funnel)
     glossary = glossary_rows(reason for r in funnel for reason in r.reasons())
     choices = open_choices(facts.config, facts.manifest["encoder"]["model_id"])
     return section(
@@ -177,9 +170,9 @@ def _funnel(facts: RunFacts, plots: Plots) -> str:
         f"""{figure(plots.funnel, "funnel", "Synsets and captions left after each step (log scales).")}
 {table(("step", "what it does", "synsets left", "captions left", "synsets dropped", "captions dropped"), rows, {2, 3})}
 <h3>Drop reasons</h3>
-{table(("reason", "meaning"), glossary)}
+{table(("reason", "meaning"), glossary, markdown={1})}
 <h3>Choices the paper leaves open</h3>
-{table(("setting", "value", "meaning"), [tuple(choice) for choice in choices])}""",
+{table(("setting", "value", "meaning"), [tuple(choice) for choice in choices], markdown={2})}""",
     )
 
 
@@ -273,31 +266,33 @@ def _download(facts: RunFacts, plots: Plots) -> str:
         return section("download", "<p>The download stage did not run (<code>download.enabled</code> is false).</p>")
     failures = figure(plots.failures, "download failures", "Failed URLs by reason.") if plots.failures else ""
     rows = [
-        ("images fetched", d["images"]),
-        ("target", d["target"]),
-        ("URLs tried", d["urls_tried"]),
-        ("URL success rate", d["url_success_rate"]),
-        ("rounds", d["rounds"]),
+        ("images in the dataset", d["images"]),
+        ("images it asks for", d["target"]),
+        ("its candidates' URLs tried", d["urls_tried"]),
+        ("their success rate", "none tried" if d["url_success_rate"] is None else d["url_success_rate"]),
+        ("URLs the run fetched, every command", d.get("urls_fetched", "not counted")),
+        ("images that arrived, every command", d.get("images_fetched", "not counted")),
         ("classes short", d["classes_short"]),
     ]
-    dropped = f"<p>{esc(dropped_sentence(d))}</p>" if d["dropped_by_audits"] else ""
+    fetched = to_html([fetched_sentence(d, facts.config.download.max_rounds)])
+    dropped = f"<p>{inline_html(dropped_sentence(d))}</p>" if d["dropped_by_audits"] else ""
     hosts = [
-        (h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "")
+        (h["host"], h["requests"], h["peak_rate_per_s"], h["throttled"], h["given_up"] or "no")
         for h in d.get("busiest_hosts", [])
     ]
     busiest = (
         table(("busiest host", "requests", "peak requests/s", "429/503", "given up"), hosts, {1, 2, 3}) if hosts else ""
     )
-    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{dropped}{failures}{busiest}")
+    return section("download", f"{table(('figure', 'value'), rows, {1})}\n{fetched}{dropped}{failures}{busiest}")
 
 
 def _audits(facts: RunFacts) -> str:
     parts = []
     for name, audit in facts.audits.items():
         title, sentence = audit_summary(name, audit.figures)
-        parts.append(f"<p><b>{esc(title)}</b>: {esc(sentence)}</p>")
+        parts.append(f"<p><b>{esc(title)}</b>: {inline_html(sentence)}</p>")
         if "warning" in audit.figures:
-            parts.append(f'<p class="warning">{esc(audit.figures["warning"])}</p>')
+            parts.append(f'<p class="warning">{inline_html(audit.figures["warning"])}</p>')
         if audit.plot:
             parts.append(image(audit.plot, name))
         if audit.html:

@@ -12,8 +12,11 @@ Per class: precision = accepted / decided among its sampled images (flagged extr
 random sample, so they do not enter it), with a Clopper-Pearson interval. The headline (overall)
 pools only the sampled images that have every answer wanted (`review.raters`), and is withheld,
 with the reason, while fewer than `review.min_decided_images` of them are decided: a figure on a
-few images with one answer each claims more than the answers show. Dawid-Skene's accuracy means
-something only for a rater who shares an image with another; the others get none.
+few images with one answer each claims more than the answers show. Each class's figure follows
+the same rule, so the table and the headline give one account: it counts only the images with
+every answer wanted (those with fewer are counted apart), and is withheld while the headline is.
+Dawid-Skene's accuracy means something only for a rater who shares an image with another; the
+others get none.
 """
 
 from __future__ import annotations
@@ -155,17 +158,22 @@ def droppable(row: dict, wanted: int) -> bool:
     return row["accepted"] is False and (answers_given(row) >= wanted or 2 * row["no"] > wanted)
 
 
-def class_precision(images: pa.Table, classes: list[dict], confidence: float) -> list[dict]:
-    """Per class over its sampled images: reviewed, accepted, unsure-only, precision with interval."""
+def class_precision(images: pa.Table, classes: list[dict], settings: Review, stated: bool) -> list[dict]:
+    """Per class over its sampled images, by the headline's rule: those with every answer wanted and
+    a yes or no (decided, accepted), the precision over them with its interval (none unless the
+    headline is `stated`), and apart those with a yes or no but fewer answers and those with only
+    unsure answers."""
     by_class: dict[int, Counter] = defaultdict(Counter)
     for r in images.to_pylist():
         if not r["sampled"]:
             continue
         tally = by_class[r["class_index"]]
         tally["sampled"] += 1
-        if r["accepted"] is not None:
+        if r["accepted"] is not None and answers_given(r) >= settings.raters:
             tally["decided"] += 1
             tally["accepted"] += r["accepted"]
+        elif r["accepted"] is not None:
+            tally["partly_answered"] += 1
         elif r["unsure"]:
             tally["unsure_only"] += 1
     rows = []
@@ -178,10 +186,13 @@ def class_precision(images: pa.Table, classes: list[dict], confidence: float) ->
                     "wnid": c["wnid"],
                     "name": c["name"],
                     "sampled": tally["sampled"],
+                    "partly_answered": tally["partly_answered"],
                     "unsure_only": tally["unsure_only"],
-                    **precision(tally["accepted"], tally["decided"], confidence),
+                    **precision(tally["accepted"], tally["decided"], settings.confidence),
                 }
             )
+            if not stated:
+                rows[-1].update(precision=None, low=None, high=None)
     return rows
 
 

@@ -23,8 +23,8 @@ from imagenot.pipeline.review.web import ReviewApp
 TEMPLATES = ("CLASS_PAGE", "FLAGGED_PAGE")
 
 
-def create_app(session: ReviewSession, secret: str, token: str | None = None) -> Flask:
-    review = ReviewApp(session, secret, token, session.settings.max_body_bytes, "images")
+def create_app(session: ReviewSession, secret: str, token: str | None = None, placeholders: bool = False) -> Flask:
+    review = ReviewApp(session, secret, token, session.settings.max_body_bytes, "images", placeholders)
     app = review.app
     templates = {name: review.template(getattr(pages, name)) for name in TEMPLATES}  # compiled once
 

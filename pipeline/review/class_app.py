@@ -18,8 +18,10 @@ from imagenot.pipeline.review.class_session import ClassSession
 from imagenot.pipeline.review.web import ReviewApp
 
 
-def create_class_app(session: ClassSession, secret: str, token: str | None, max_body: int) -> Flask:
-    review = ReviewApp(session, secret, token, max_body, "classes")
+def create_class_app(
+    session: ClassSession, secret: str, token: str | None, max_body: int, placeholders: bool = False
+) -> Flask:
+    review = ReviewApp(session, secret, token, max_body, "classes", placeholders)
     app = review.app
     template = review.template(pages.CANDIDATE_PAGE)
 

@@ -11,16 +11,12 @@ and coming up for review.
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import sys
-from collections.abc import Iterator
-
 import click
 
 from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
 from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.review.serving import server_options
+from imagenot.pipeline.review.stages_shown import BUILD, ROUNDS, stages_shown
 
 # The commands' modules load at their first use, so that `review classes --help` loads no Beam.
 
@@ -28,27 +24,6 @@ run_option = click.option(
     "--run", "run_dir", required=True, help="run directory with a finished rank/ stage (with --list: where answers go)"
 )
 list_option = click.option("--list", "list_path", help="review this class list (wnids, one a line), not the run's")
-
-
-@contextlib.contextmanager
-def _stages_shown() -> Iterator[None]:
-    """The build logs each stage it runs at INFO: shown without -v too, so a long apply is not silent."""
-    logger = logging.getLogger("imagenot.pipeline.frame.build")
-    if logger.getEffectiveLevel() <= logging.INFO:  # -v shows them already
-        yield
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("  %(message)s"))
-    level, propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False  # the root's handler would print each line twice
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
 
 
 def _require_rank(run_dir: str, command: str, list_review: bool = False) -> None:
@@ -85,7 +60,9 @@ def serve_command(
     config_path: str | None,
 ) -> None:
     """Serve the class pages to raters' browsers, best candidate first (answers go to SQLite as given)."""
+    from imagenot.pipeline.demo.serving import placeholder_images
     from imagenot.pipeline.review import class_plan
+    from imagenot.pipeline.review.candidates import ranked_classes, ranking_path
     from imagenot.pipeline.review.class_app import create_class_app
     from imagenot.pipeline.review.class_results import CLASS_DB_FILE, review_config
     from imagenot.pipeline.review.class_session import ClassSession
@@ -108,16 +85,18 @@ def serve_command(
         click.echo(f"reading {class_plan.LIST_SAMPLE_ROWS:,} corpus rows for the captions of {list_path}'s classes")
         read, watched = (lambda: class_plan.listed_candidates(config, index, list_path)), []
     else:
-        class_plan.ranked_classes(run_dir)  # refused at once without a class list
+        ranked_classes(run_dir)  # refused at once without a class list
         read = lambda: class_plan.candidates(run_dir, config, index)  # noqa: E731
         watched = [
-            class_plan.ranking_path(run_dir),
+            ranking_path(run_dir),
             stage_path(run_dir, DOWNLOAD, DONE_FILE),
             stage_path(run_dir, DOWNLOAD, DATASET_DIR, "*.parquet"),
         ]
     store = Store(run_dir, CLASS_DB_FILE)
-    session = ClassSession(run_dir, config.review.class_raters, store, read, watched)
-    app = create_class_app(session, store.secret(), token, config.review.max_body_bytes)
+    settings = config.review
+    session = ClassSession(run_dir, settings.class_raters, store, read, watched, settings.unsure_classes_again)
+    placeholders = list_path is None and placeholder_images(config.download)  # a list's classes show no images
+    app = create_class_app(session, store.secret(), token, config.review.max_body_bytes, placeholders)
     click.echo(
         f"class review of {run_dir}: {len(session.tasks):,} classes, {config.review.class_raters} answers wanted "
         f"each, answers in {database_path(run_dir, CLASS_DB_FILE)}"
@@ -132,38 +111,50 @@ def serve_command(
 def status_command(run_dir: str, list_path: str | None, config_path: str | None) -> None:
     """Answers so far: per class in rank (or list) order keep / drop / unsure, and the classes that need more."""
     from imagenot.pipeline.config.reference_lists import read_class_list
-    from imagenot.pipeline.review.class_plan import review_candidates
+    from imagenot.pipeline.review.candidates import ranked_names, review_candidates
     from imagenot.pipeline.review.class_results import CLASS_DB_FILE, class_figures, dropped_classes, review_config
     from imagenot.pipeline.review.store import Store
+    from imagenot.pipeline.run.filesystems import local_reads
     from imagenot.wordnet.index import load_index
 
-    _require_rank(run_dir, "status", list_review=list_path is not None)
-    config, index = review_config(run_dir, config_path), load_index()
-    store = Store(run_dir, CLASS_DB_FILE)
-    try:
-        results = class_figures(config, index, store)
-    finally:
-        store.close()
+    with local_reads():  # a local run's table in a second, without Beam's import (nor WordNet's, but for a list)
+        _require_rank(run_dir, "status", list_review=list_path is not None)
+        config = review_config(run_dir, config_path)
+        if list_path is None:
+            listed = [r["wnid"] for r in review_candidates(run_dir, config.review.extra_candidates)]
+            names = ranked_names(run_dir)
+            name_of = lambda wnid: names.get(wnid, wnid)  # noqa: E731
+        else:
+            index = load_index()
+            listed = read_class_list(list_path, index)
+            name_of = lambda wnid: index[wnid].name if wnid in index else wnid  # noqa: E731
+        store = Store(run_dir, CLASS_DB_FILE)
+        try:
+            results = class_figures(config, name_of, store)
+        finally:
+            store.close()
     answered = {c["wnid"]: c for c in results["classes"]}
-    wanted = config.review.class_raters
-    extra = config.review.extra_candidates
-    listed = read_class_list(list_path, index) if list_path else [r["wnid"] for r in review_candidates(run_dir, extra)]
+    settings = config.review
+    wanted = settings.class_raters
     vetoed = [w for w in results["vetoed"] if w not in listed]  # out of the list now: shown after it
-    rows = [(f"{position:>4} {wnid} {index[wnid].name}", wnid) for position, wnid in enumerate(listed, 1)]
-    rows += [(f"   - {wnid} {index[wnid].name if wnid in index else wnid}", wnid) for wnid in vetoed]
+    rows = [(f"{position:>4} {wnid} {name_of(wnid)}", wnid) for position, wnid in enumerate(listed, 1)]
+    rows += [(f"   - {wnid} {name_of(wnid)}", wnid) for wnid in vetoed]
     width = max([40, *(len(shown) for shown, _ in rows)])  # whole names: a cut one may name another class
     click.echo(f"{'class':<{width}} {'keep':>5} {'drop':>5} {'unsure':>6}  verdict")
     need = 0
     for shown, wnid in rows:
         c = answered.get(wnid, {"keep": 0, "drop": 0, "unsure": 0, "verdict": None})
-        need += wnid in listed and c["keep"] + c["drop"] + c["unsure"] < wanted
+        undecided = settings.unsure_classes_again and c["keep"] + c["drop"] == 0  # offered again
+        need += wnid in listed and (c["keep"] + c["drop"] + c["unsure"] < wanted or undecided)
         verdict = "drop, vetoed (applied)" if wnid in vetoed else c["verdict"] or "-"
         click.echo(f"{shown:<{width}} {c['keep']:>5} {c['drop']:>5} {c['unsure']:>6}  {verdict}")
     dropped = dropped_classes(results)
     click.echo(
         f"{count_of(results['answers'], 'answer')} by {count_of(len(results['raters']), 'rater')}; "
         f"{need:,} of {count_of(len(listed), 'class')} need more "
-        f"({wanted} answers wanted each); {results['kept']:,} of {results['reviewed']:,} decided kept; "
+        f"({wanted} answers wanted each"
+        + ("; one with only unsure answers until a rater keeps or drops it" if settings.unsure_classes_again else "")
+        + f"); {results['kept']:,} of {results['reviewed']:,} decided kept; "
         f"{len(dropped):,} dropped and not applied yet"
         + (f" ({', '.join(dropped)})" if dropped else "")
         + (f"; {count_of(len(vetoed), 'class')} vetoed by an earlier apply (listed last)" if vetoed else "")
@@ -196,7 +187,7 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
     """Veto the classes raters dropped (ranking.vetoed) and build the run again from rank on."""
     from imagenot.pipeline.frame.build import build
     from imagenot.pipeline.frame.preflight import build_stages, preflight
-    from imagenot.pipeline.review.class_plan import ranked_classes
+    from imagenot.pipeline.review.candidates import ranked_classes
     from imagenot.pipeline.review.class_results import (
         dropped_classes,
         export_classes,
@@ -204,6 +195,7 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         with_vetoes,
         write_vetoes,
     )
+    from imagenot.pipeline.review.promotions import record_promotions
     from imagenot.pipeline.run.journal import rewriting
     from imagenot.wordnet.index import load_index
 
@@ -222,10 +214,11 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         preflight(config, run_dir, build_stages(config))
         export_classes(run_dir, config, index)  # the card the build writes lists the vetoes
         click.echo(f"class review apply: vetoing {', '.join(dropped)}; building the run again from rank on", err=True)
-        with _stages_shown():
+        with stages_shown(BUILD, ROUNDS):
             ran = build(config, run_dir)
         listed = write_vetoes(run_dir, config.ranking.vetoed, index)  # once the run is built without them
-    promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
+        promoted = sorted({r["wnid"] for r in ranked_classes(run_dir)} - before)
+        record_promotions(run_dir, promoted, [w for w in dropped if w in before])  # their pages say whom they replaced
     click.echo(
         f"class review apply: vetoed {', '.join(dropped)} (listed in {listed}, which every build of the run "
         "keeps out); "

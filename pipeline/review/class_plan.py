@@ -28,17 +28,16 @@ from imagenot.errors import ImagenotError
 from imagenot.labels.caption_rules import SENSE_OFF, caption_decision
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.rank.pass_share import sense_pass_shares
-from imagenot.pipeline.rank.ranking import BEYOND_TOP_K
+from imagenot.pipeline.review.candidates import CAPTIONS_SHOWN, CLASS_FATE, review_candidates
 from imagenot.pipeline.review.plan import image_id
+from imagenot.pipeline.review.promotions import read_promotions
 from imagenot.pipeline.review.session import wordnet_path
-from imagenot.pipeline.run.files import read_schema, read_table, read_tsv, stage_shards
+from imagenot.pipeline.run.files import read_schema, read_table, stage_shards
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
     DOWNLOAD,
     FIRST_PASS_DIR,
     MARGIN_COLUMN,
-    RANK,
-    RANKING_FILE,
     SCORE,
     SCORE_COLUMN,
     SELECT,
@@ -51,30 +50,9 @@ from imagenot.pipeline.run.layout import (
 from imagenot.pipeline.run.stage_dir import is_done
 from imagenot.wordnet.index import NounIndex
 
-CAPTIONS_SHOWN = 12
 THUMBNAILS = 8
 LIST_SAMPLE_ROWS = 100_000
-CLASS_FATE = "class"
 NEXT_IN_LINE = "; next in line, not a class yet: apply promotes it in a vetoed class's place"
-
-
-def ranking_path(run_dir: str) -> str:
-    return stage_path(run_dir, RANK, RANKING_FILE)
-
-
-def ranked_classes(run_dir: str) -> list[dict]:
-    """The run's classes in rank's order (wnid, score, pass_share as rank wrote them)."""
-    if not is_done(run_dir, RANK):
-        raise ImagenotError(f"{run_dir}: no finished rank/ stage; the class review shows rank's class list")
-    return [r for r in read_tsv(ranking_path(run_dir)) if r["fate"] == CLASS_FATE]
-
-
-def review_candidates(run_dir: str, extra: int) -> list[dict]:
-    """The classes in rank's order, then the `extra` candidates next in line (those a veto would
-    promote first: rank kept them out only for the class count)."""
-    classes = ranked_classes(run_dir)  # refused at once without a finished rank
-    beyond = [r for r in read_tsv(ranking_path(run_dir)) if r["fate"] == BEYOND_TOP_K]
-    return classes + beyond[:extra]
 
 
 def describe(index: NounIndex, wnid: str, position: int) -> dict:
@@ -175,13 +153,15 @@ def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dic
     captions = shown_captions(run_dir, config, wnids)
     shares = pass_shares(run_dir, config, ranked)
     shown, where = thumbnails(run_dir, wnids)
+    promoted = read_promotions(run_dir)
     rows = [
         {
             **describe(index, r["wnid"], position),
             "standing": f"rank {position} of the candidates (0 = best, as the report counts"
             + ("" if r["fate"] == CLASS_FATE else NEXT_IN_LINE)
             + f") · score {float(r['score']):.3f} (the mean similarity of its best captions to its gloss, "
-            "which rank sorts by)",
+            "which rank sorts by)"
+            + (_in_place_of(index, promoted[r["wnid"]]) if r["wnid"] in promoted and r["fate"] == CLASS_FATE else ""),
             "captions": captions.get(r["wnid"], []),
             "pass_share": shares.get(r["wnid"]),
             "thumbnails": shown.get(r["wnid"], []),
@@ -189,6 +169,13 @@ def candidates(run_dir: str, config: Config, index: NounIndex) -> tuple[list[dic
         for position, r in enumerate(ranked)
     ]
     return rows, where
+
+
+def _in_place_of(index: NounIndex, vetoed: list[str]) -> str:
+    named = ", ".join(f"{index[w].name} ({w})" if w in index else w for w in vetoed)
+    return f" · promoted by imagenot review classes apply in place of {named}, which the class review vetoed" + (
+        "" if len(vetoed) == 1 else " (the next candidates in rank order took their places)"
+    )
 
 
 def listed_candidates(config: Config, index: NounIndex, list_path: str) -> tuple[list[dict], dict]:

@@ -14,13 +14,14 @@ again, the vetoed classes' places taken by the next candidates in rank order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from imagenot.pipeline.config.schema import Config, load_run_config
 from imagenot.pipeline.report.class_review import results_path
-from imagenot.pipeline.review.class_plan import CAPTIONS_SHOWN
+from imagenot.pipeline.review.candidates import CAPTIONS_SHOWN
 from imagenot.pipeline.review.pages import CANDIDATE_INSTRUCTIONS
 from imagenot.pipeline.review.sizing import clopper_pearson
 from imagenot.pipeline.review.store import Store, copy_back
@@ -42,8 +43,9 @@ def verdict(keep: int, drop: int) -> str | None:
     return "keep" if keep else None
 
 
-def class_figures(config: Config, index: NounIndex, store: Store) -> dict:
-    """The answers so far, per class and overall (the results JSON)."""
+def class_figures(config: Config, name_of: Callable[[str], str], store: Store) -> dict:
+    """The answers so far, per class and overall (the results JSON but the interval, which
+    `export_classes` adds: `review classes status` needs no scipy)."""
     given = store.all_answers()  # (rater, wnid, task, answer, answered_at)
     by_class: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for rater, wnid, _, answer, _ in given:
@@ -51,7 +53,7 @@ def class_figures(config: Config, index: NounIndex, store: Store) -> dict:
     classes = []
     for wnid, answers in sorted(by_class.items()):
         counts = Counter(answer for _, answer in answers)
-        name = index[wnid].name if wnid in index else wnid
+        name = name_of(wnid)
         classes.append(
             {
                 "wnid": wnid,
@@ -65,7 +67,6 @@ def class_figures(config: Config, index: NounIndex, store: Store) -> dict:
         )
     decided = [c for c in classes if c["verdict"] is not None]
     kept = sum(c["verdict"] == "keep" for c in decided)
-    low, high = clopper_pearson(kept, len(decided), config.review.confidence) if decided else (None, None)
     return {
         "instructions": CANDIDATE_INSTRUCTIONS,
         "captions_shown": CAPTIONS_SHOWN,
@@ -77,9 +78,8 @@ def class_figures(config: Config, index: NounIndex, store: Store) -> dict:
         "reviewed": len(decided),
         "kept": kept,
         "share": kept / len(decided) if decided else None,
-        "low": low,
-        "high": high,
         "vetoed": sorted(config.ranking.vetoed),
+        "unsure_classes_again": config.review.unsure_classes_again,
     }
 
 
@@ -87,7 +87,9 @@ def export_classes(run_dir: str, config: Config, index: NounIndex) -> dict:
     """Write the class review's answers and figures into the run; the figures."""
     store = Store(run_dir, CLASS_DB_FILE)
     try:
-        results = class_figures(config, index, store)
+        results = class_figures(config, lambda wnid: index[wnid].name if wnid in index else wnid, store)
+        decided = (results["kept"], results["reviewed"], config.review.confidence)
+        results["low"], results["high"] = clopper_pearson(*decided) if results["reviewed"] else (None, None)
         rows = [{"rater": r, "wnid": w, "answer": a, "answered_at": t} for r, w, _, a, t in store.all_answers()]
         with atomic_output(stage_path(run_dir, REVIEW, CLASS_ANSWERS_FILE)) as stream:
             pq.write_table(pa.Table.from_pylist(rows, ANSWERS_SCHEMA), stream)

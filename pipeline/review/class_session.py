@@ -1,6 +1,8 @@
 """What the class review's server knows: the candidate classes, best first, one page each, and
 their thumbnails; who answered what is the `tracker.Tracker`'s (the same choice of next page,
-leases and cap as the image review's), each class wanting `review.class_raters` answers.
+leases and cap as the image review's), each class wanting `review.class_raters` answers, and a
+class with only unsure answers offered to more raters until one keeps or drops it (unless
+`review.unsure_classes_again` is false).
 
 The candidates are read again when rank's class list changes under the server (a `review classes
 apply` promotes the next candidates): a watcher compares `rank/ranking.tsv`'s metadata every
@@ -21,13 +23,18 @@ from imagenot.pipeline.review.tracker import Question, Task, Tracker
 
 log = logging.getLogger(__name__)
 CANDIDATE = "candidate"  # tracker.ANSWERS' kind of a class page
+UNSURE = "unsure"  # the class page's answer that decides nothing
 
 Candidates = Callable[[], tuple[list[dict], dict[str, tuple[str, str]]]]  # rows best first, thumbnails' places
 
 
 class ClassSession(Tracker):
-    def __init__(self, run_dir: str, wanted: int, store: Store, read: Candidates, watched: list[str]):
-        super().__init__(store, wanted)
+    def __init__(
+        self, run_dir: str, wanted: int, store: Store, read: Candidates, watched: list[str], again: bool = True
+    ):
+        """`again`: a class with only unsure answers is offered to more raters until one keeps or drops it
+        (`review.unsure_classes_again`)."""
+        super().__init__(store, wanted, UNSURE if again else None)
         self.run_dir, self._read, self._watched = run_dir, read, watched
         self._reload_lock = threading.Lock()
         self.generation, self.changing = 0, False
@@ -64,7 +71,10 @@ class ClassSession(Tracker):
         with self._lock:
             again = {item: answer for item, answer in answers if item in self.answered[rater]}
         for item, answer in again.items():
-            self.store.replace(rater, task.id, item, answer)
+            old = self.store.answer_of(rater, item)
+            if self.store.replace(rater, task.id, item, answer) and old is not None:
+                with self._lock:
+                    self._changed(item, old, answer)
         return super().record(rater, task, [a for a in answers if a[0] not in again]) + len(again)
 
 

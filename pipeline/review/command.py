@@ -8,6 +8,7 @@ the report and the export again.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import click
@@ -15,12 +16,14 @@ import click
 from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
 from imagenot.pipeline.review.class_command import classes_command
 from imagenot.pipeline.review.serving import server_options
+from imagenot.pipeline.review.stages_shown import BACKFILL, ROUNDS, stages_shown
 
 if TYPE_CHECKING:  # the command's modules load at its first use, so that `review --help` loads no Beam
     import pyarrow as pa
 
     from imagenot.pipeline.config.schema import Config
 
+log = logging.getLogger(__name__)  # what `review apply` is doing, shown as it goes
 run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished download/ stage")
 
 
@@ -99,6 +102,7 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
     """Serve the review pages to raters' browsers (answers go to SQLite as they are given)."""
     from apache_beam.io.filesystems import FileSystems
 
+    from imagenot.pipeline.demo.serving import placeholder_images
     from imagenot.pipeline.review import plan as review_plan
     from imagenot.pipeline.review.app import create_app
     from imagenot.pipeline.review.serving import serve_app, server_token
@@ -113,7 +117,7 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
         _plan_and_show(config, run_dir)
     store = Store(run_dir)
     session = ReviewSession(run_dir, config.review, load_index(), store)
-    app = create_app(session, store.secret(), token)
+    app = create_app(session, store.secret(), token, placeholder_images(config.download))
     click.echo(f"review of {run_dir}: {len(session.tasks):,} pages, answers in {database_path(run_dir)}")
     serve_app(app, host, port, token, threads)
 
@@ -123,42 +127,45 @@ def serve_command(run_dir: str, host: str, port: int, token: str | None, threads
 @run_config_option
 def status_command(run_dir: str, config_path: str | None) -> None:
     """Answers so far: per class, images still needing answers, per rater with agreement."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from collections import Counter
 
     from imagenot.pipeline.review import plan as review_plan
-    from imagenot.pipeline.review.results import review_figures
+    from imagenot.pipeline.review.aggregate import rater_agreement
     from imagenot.pipeline.review.store import Store
+    from imagenot.pipeline.run.filesystems import local_reads
     from imagenot.pipeline.run.layout import read_classes
 
-    config = _config(run_dir, config_path, "status")
-    store = Store(run_dir)
-    results, _, planned = review_figures(run_dir, config.review, store)
-    store.close()
-    current = review_plan.image_ids(review_plan.read_dataset(run_dir))
-    images = planned.filter(pc.is_in(planned.column("image"), pa.array(sorted(current), pa.string())))
-    wanted = config.review.raters
-    answered = pc.add(pc.add(images.column("yes"), images.column("no")), images.column("unsure"))
-    needing = pc.less(answered, wanted)
-    names = {c["index"]: c["name"] for c in read_classes(run_dir)}
+    with local_reads():  # a local run's table in a second, without Beam's import
+        config = _config(run_dir, config_path, "status")
+        store = Store(run_dir)
+        try:
+            given = store.all_answers()  # (rater, image, task, answer, answered_at)
+        finally:
+            store.close()
+        plan = review_plan.read_plan(run_dir).select(["image", "class_index"]).to_pylist()
+        current = review_plan.image_ids(review_plan.read_dataset(run_dir))
+        names = {c["index"]: c["name"] for c in read_classes(run_dir)}
+    answers, wanted = Counter(image for _, image, *_ in given), config.review.raters
+    images = [r for r in plan if r["image"] in current]
+    per_class: dict[int, list[int]] = {}  # class -> [answers, images needing more]
+    for r in images:
+        tally = per_class.setdefault(r["class_index"], [0, 0])
+        tally[0] += answers[r["image"]]
+        tally[1] += answers[r["image"]] < wanted
     click.echo(f"{'class':<32} {'answers':>8} {'need more':>9}")
-    classes = images.column("class_index").to_pylist()
-    for c in sorted(set(classes)):
-        mask = pc.equal(images.column("class_index"), c)
-        given = pc.sum(pc.filter(answered, mask)).as_py() or 0
-        left = pc.sum(pc.cast(pc.filter(needing, mask), pa.int64())).as_py() or 0
-        click.echo(f"{c:>4} {names.get(c, '?'):<27} {given:>8} {left:>9}")
-    left = pc.sum(pc.cast(needing, pa.int64())).as_py() or 0
-    on_current = pc.sum(answered).as_py() or 0
-    gone = results["answers"] - on_current
+    for c, (on_class, left) in sorted(per_class.items()):
+        click.echo(f"{c:>4} {names.get(c, '?'):<27} {on_class:>8} {left:>9}")
+    on_current, left = (sum(t[i] for t in per_class.values()) for i in (0, 1))
+    gone, unsure = len(given) - on_current, sum(1 for a in given if a[3] == "unsure")
     click.echo(
-        f"{on_current:,} answers on the dataset's images ({results['unsure_answers']:,} unsure in all"
+        f"{on_current:,} answers on the dataset's images ({unsure:,} unsure in all"
         + (f"; {gone:,} more on images no longer in the dataset" if gone else "")
-        + f"); {left:,} of {images.num_rows:,} images need more"
+        + f"); {left:,} of {len(images):,} images need more"
     )
-    for r in results["raters"]:
-        agreement = "n/a" if r["agreement_with_others"] is None else f"{r['agreement_with_others']:.1%}"
-        click.echo(f"rater {r['name']!r}: {r['answers']:,} answers, agrees with the others' majority on {agreement}")
+    agreement, by_rater = rater_agreement([(r, i, a) for r, i, _, a, _ in given]), Counter(a[0] for a in given)
+    for rater in sorted(by_rater):
+        agrees = "n/a" if agreement[rater] is None else f"{agreement[rater]:.1%}"
+        click.echo(f"rater {rater!r}: {by_rater[rater]:,} answers, agrees with the others' majority on {agrees}")
 
 
 @review_command.command("export")
@@ -168,14 +175,22 @@ def export_command(run_dir: str, config_path: str | None) -> None:
     """Write review/answers.parquet, images.parquet, results.json and precision.png into the run."""
     from imagenot.pipeline.review.results import export_review
 
-    results = export_review(run_dir, _config(run_dir, config_path, "export").review)
+    results = export_review(run_dir, _config(run_dir, config_path, "export"))
     overall = results["overall"]
     said = (
         f"overall precision withheld: {overall['withheld']}"
         if overall.get("withheld")
-        else f"overall precision {_rounded(overall['precision'])} over {overall['decided']:,} images"
+        else f"{_precision_of(overall, results['classes_in_dataset'])} {_rounded(overall['precision'])} "
+        f"over {overall['decided']:,} images"
     )
     click.echo(f"review export: {results['answers']:,} answers by {len(results['raters'])} raters; {said}")
+
+
+def _precision_of(overall: dict, classes_in_dataset: int) -> str:
+    from imagenot.pipeline.report.human_review import pooled_classes
+
+    pooled = pooled_classes(overall, classes_in_dataset)
+    return f"precision in {pooled}" if pooled else "overall precision"
 
 
 def _rounded(share: float | None) -> str:
@@ -224,9 +239,10 @@ def apply_review(config: Config, run_dir: str, drop_incomplete: bool = False) ->
     from imagenot.pipeline.run.journal import remembered
 
     before = set(remembered("dataset before", lambda: review_plan.read_dataset(run_dir).column("row_id").to_pylist()))
+    log.info("reading the answers")
     store = Store(run_dir)
     try:
-        _, _, images = review_figures(run_dir, config.review, store)
+        _, _, images = review_figures(run_dir, config, store)
     finally:
         store.close()
     wanted = config.review.raters
@@ -236,7 +252,9 @@ def apply_review(config: Config, run_dir: str, drop_incomplete: bool = False) ->
     after = set(review_plan.read_dataset(run_dir).column("row_id").to_pylist())
     waiting = sum(1 for r in images.to_pylist() if r["accepted"] is False and r["row_id"] in after)
     added = review_plan.extend_plan(config, run_dir, after - before)
-    export_review(run_dir, config.review)  # the figures name the dropped images, for the report
+    log.info("review figures: writing them again")
+    export_review(run_dir, config)  # the figures name the dropped images, for the report
+    log.info("report: running")
     run_stage(report_stage.DECLARATION, config, run_dir)  # the review's figures changed, whatever was dropped
     if shortfall := backfill.refresh_outputs(config, run_dir):
         click.echo(f"Warning: {shortfall}", err=True)
@@ -294,7 +312,8 @@ def apply_command(
     with rewriting(
         run_dir, config.runner.lock_stale_after_s, break_lock, "review apply", args | {"--config": config_path}
     ):
-        done = apply_review(config, run_dir, drop_incomplete)
+        with stages_shown(__name__, BACKFILL, ROUNDS):
+            done = apply_review(config, run_dir, drop_incomplete)
     click.echo(apply_line(done, config.review.raters))
 
 

@@ -57,7 +57,10 @@ header{display:flex;justify-content:space-between;align-items:baseline;border-bo
 button{font-size:1.1em;padding:.4em 1.2em;margin:1em 0}
 .item label{display:inline-block;padding:.25em .5em;border:1px solid #bbb;border-radius:5px;margin:.2em .3em .2em 0}
 .item label kbd{font-size:.85em;color:#555}
-.notice{color:#a33;font-weight:600;min-height:1.2em}
+.notice{color:#a33;font-weight:600;margin:.3em 0}.notice:empty{margin:0}
+.sendbar{position:sticky;bottom:0;background:#fff;z-index:3;border-top:1px solid #ddd;display:flex;gap:1em;\
+align-items:center;flex-wrap:wrap}.sendbar button{margin:.5em 0}
+.placeholders{background:#fff4e5;border-left:4px solid #f0a020;padding:.4em .8em;margin:.5em 0}
 .classbar{position:sticky;top:0;background:#fff;z-index:3;border-bottom:1px solid #ddd;padding:.2em 0}
 .classbar h2{margin:.2em 0}.classbar .gloss{margin:.2em 0}
 .candidate{display:grid;grid-template-columns:minmax(0,1fr) 330px;gap:1.5em;align-items:start}
@@ -68,7 +71,8 @@ button{font-size:1.1em;padding:.4em 1.2em;margin:1em 0}
 .examples .thumb:hover img,.examples .thumb:focus img,.examples .thumb.big img{transform:scale(2.2);position:relative;\
 z-index:5;box-shadow:0 2px 10px #0006}
 .narrow{display:none}
-@media (max-width:800px){.candidate{grid-template-columns:1fr}.candidate .answer{position:sticky;bottom:0;top:auto}\
+@media (max-width:800px){.flagged{grid-template-columns:1fr}\
+.candidate{grid-template-columns:1fr}.candidate .answer{position:sticky;bottom:0;top:auto}\
 .examples .thumb img{width:100px;height:100px}.answer .instructions,.answer .keys{display:none}\
 .narrow{display:block}.candidate .answer label{display:inline-block}.candidate .answer button{margin:.4em 0}}
 """
@@ -104,16 +108,21 @@ items.forEach((item, i) => {
 });
 document.querySelectorAll('.thumb').forEach(b => b.addEventListener('click', () => b.classList.toggle('big')));
 let warned = false;
+function say(text) {  // the notice sits in a bar that stays on screen; brought into view where it does not
+  notice.textContent = text;
+  notice.scrollIntoView({block: 'nearest'});
+}
 form.addEventListener('submit', event => {  // nothing sent without a word: an empty or a partly answered page
   const n = answered();
   if (n === 0) {
     event.preventDefault();
-    notice.textContent = items.length > 1 ? 'No image has an answer yet: choose one per image first.'
-      : 'Choose an answer first (the keys are on the buttons).';
+    say(items.length > 1 ? 'No image has an answer yet: choose one per image first.'
+      : 'Choose an answer first (the keys are on the buttons).');
   } else if (n < items.length && !warned) {
     event.preventDefault(); warned = true;
-    notice.textContent = `${items.length - n} of ${items.length} images have no answer yet: they stay for later. ` +
-      'Enter (or the button) again sends the page as it is.';
+    show(items.findIndex(item => !item.querySelector('input:checked')));  // the first one without an answer
+    say(`${items.length - n} of ${items.length} images have no answer yet: they come back to you after your ` +
+      'other pages. Enter (or the button) again sends the page as it is.');
   }
 });
 count();
@@ -128,7 +137,8 @@ ArrowUp: -columns(), k: -columns(), ArrowDown: columns(), j: columns()};
     if (items.length > 1) show(at + 1);
     event.preventDefault(); return;
   }
-  if (event.key === 'Enter') { event.preventDefault(); form.requestSubmit(); }
+  // Enter sends the page, but on a link or a button it does what it does there (follow it, press it)
+  if (event.key === 'Enter' && !event.target.closest('a, button')) { event.preventDefault(); form.requestSubmit(); }
 });
 show(0);
 """
@@ -141,7 +151,13 @@ LAYOUT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 · {{ progress.answers_wanted }} answers still wanted in all · {{ progress.given }} answered
 {% if progress.per_minute %} · your pace {{ '%.1f' % progress.per_minute }} {{ unit }}/min{% endif %}{% endif %}\
 </p>{% endif %}</header>
+{% if placeholders %}<p class="placeholders" id="placeholders">{{ placeholders }}</p>{% endif %}
 {{ body | safe }}</body></html>"""
+# A demo run's images are the demo server's pictures of their captions (pipeline/demo): said on every page.
+PLACEHOLDERS = (
+    "A demo run: its images are placeholders, not photos. Each one shows the words of its caption on a plain "
+    "picture, so its caption is in view whatever the review's settings say; answer from those words."
+)
 
 NAME_FORM = """<h2>Who is rating?</h2>
 <p>Give your name once: your answers are stored under it, and you are not shown any of the {{ unit }} twice.</p>
@@ -160,14 +176,14 @@ CLASS_PAGE = """<div class="classbar"><h2><span id="class">{{ c.name }}</span> <
 <p class="gloss">{{ c.gloss }}</p></div>
 <p class="path">WordNet: {{ c.path | join(' › ') }}</p><p class="instructions">{{ instructions }}<br>{{ keys_help }}</p>
 <form id="answers" method="post" action="/task/{{ task.id }}" data-keys='{"y": "yes", "n": "no", "u": "unsure"}'>
-<div class="grid">{% for q in questions %}<div class="item" data-image="{{ q.image }}" tabindex="-1">
-<img src="/image/{{ q.image }}" alt="image {{ loop.index }} of {{ questions | length }}">
+<div class="grid">{% for q in questions %}{% set image = 'image %d of %d' % (loop.index, questions | length) %}\
+<div class="item" data-image="{{ q.image }}" tabindex="-1"><img src="/image/{{ q.image }}" alt="{{ image }}">
 {% if show_captions %}<div class="caption">{{ q.caption }}</div>{% endif %}
 {% for answer in task.answers %}\
 <label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}"\
- aria-label="image {{ loop.index }}: {{ answer }}">{{ answer }} <kbd>[{{ key_of[answer] }}]</kbd></label>{% endfor %}
-</div>{% endfor %}</div><p class="notice" id="notice" role="status"></p>\
-<button type="submit">Send this page [Enter]</button></form>\
+ aria-label="{{ answer }}, {{ image }}">{{ answer }} <kbd>[{{ key_of[answer] }}]</kbd></label>{% endfor %}
+</div>{% endfor %}</div><div class="sendbar"><button type="submit">Send this page [Enter]</button>\
+<p class="notice" id="notice" role="status"></p></div></form>\
 <script>{{ script | safe }}</script>"""
 
 FLAGGED_PAGE = """<h2>Which class does this image show?</h2>\
@@ -182,13 +198,14 @@ FLAGGED_PAGE = """<h2>Which class does this image show?</h2>\
 <img src="/image/{{ q.image }}" alt="the image asked about">
 {% if show_captions %}<div class="caption">{{ q.caption }}</div>{% endif %}
 {% for answer in task.answers %}\
-<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}">{{ answer }} \
-<kbd>[{{ key_of[answer] }}]</kbd></label>{% endfor %}
+<label><input type="radio" name="a-{{ q.image }}" value="{{ answer }}" aria-label="{{ answer }}, the image asked \
+about">{{ answer }} <kbd>[{{ key_of[answer] }}]</kbd></label>{% endfor %}
 </div>{% endfor %}
 <div><h3>Suggested: <span id="suggested">{{ suggested.name }}</span></h3><p class="gloss">{{ suggested.gloss }}</p>
 <div class="examples">{% for e in suggested_examples %}\
 <img src="/image/{{ e }}" alt="example of the suggested class">{% endfor %}</div></div>
-</div><p class="notice" id="notice" role="status"></p><button type="submit">Send [Enter]</button></form>\
+</div><div class="sendbar"><button type="submit">Send [Enter]</button>\
+<p class="notice" id="notice" role="status"></p></div></form>\
 <script>{{ script | safe }}</script>"""
 
 CANDIDATE_PAGE = """<div class="candidate"><div class="evidence">\

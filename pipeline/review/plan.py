@@ -22,13 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.config.schema import Config, Review
-from imagenot.pipeline.report.facts import is_current_audit
 from imagenot.pipeline.review.sizing import sample_size
 from imagenot.pipeline.run.files import atomic_output, read_table
+from imagenot.pipeline.run.filesystems import FileSystems
 from imagenot.pipeline.run.keyed_hash import sample_keys
 from imagenot.pipeline.run.layout import (
     AUDIT_AGREEMENT,
@@ -97,6 +96,8 @@ def _label_noise_flags(run_dir: str) -> dict[str, tuple[str, int | None]]:
 
 def _agreement_flags(run_dir: str) -> dict[str, tuple[str, int | None]]:
     """Images failing an agreement threshold, each with the other class whose query is nearest."""
+    from imagenot.pipeline.report.facts import is_current_audit  # with Beam: not for the plan's readers (status)
+
     if not is_done(run_dir, AUDIT_AGREEMENT) or not is_current_audit(run_dir, AUDIT_AGREEMENT):
         return {}
     rows = read_table(stage_path(run_dir, AUDIT_AGREEMENT, "rows.parquet"), ["row_id", "class_index", "kept"])

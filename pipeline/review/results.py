@@ -18,9 +18,11 @@ from apache_beam.io.filesystems import FileSystems
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from imagenot.pipeline.config.schema import Review
+from imagenot.pipeline.config.schema import Config
+from imagenot.pipeline.demo.serving import placeholder_images
 from imagenot.pipeline.download.drops import REVIEW_REJECTED as REVIEW_REASON
 from imagenot.pipeline.download.drops import read_drops
+from imagenot.pipeline.report.human_review import pooled_classes
 from imagenot.pipeline.review import aggregate
 from imagenot.pipeline.review.pages import CLASS_INSTRUCTIONS, FLAGGED_INSTRUCTIONS
 from imagenot.pipeline.review.plan import read_plan
@@ -62,8 +64,8 @@ def _write_parquet(path: str, table: pa.Table) -> None:
         pq.write_table(table, stream)
 
 
-def precision_plot(per_class: list[dict], overall: dict) -> bytes:
-    """Each class's precision with its interval, sorted, the overall as a line (PNG)."""
+def precision_plot(per_class: list[dict], overall: dict, classes_in_dataset: int) -> bytes:
+    """Each class's precision with its interval, sorted, the pooled figure as a line (PNG)."""
     rows = sorted((r for r in per_class if r["precision"] is not None), key=lambda r: (r["precision"], r["name"]))
     figure = Figure(figsize=(7, max(2.5, 0.22 * len(rows) + 1.2)), dpi=100)
     FigureCanvasAgg(figure)
@@ -74,7 +76,11 @@ def precision_plot(per_class: list[dict], overall: dict) -> bytes:
     axis.errorbar(value, y, xerr=errors, fmt="o", markersize=4, capsize=2)
     if overall["precision"] is not None:
         axis.axvline(
-            overall["precision"], color="grey", linestyle="--", linewidth=1, label=f"overall {overall['precision']:.3f}"
+            overall["precision"],
+            color="grey",
+            linestyle="--",
+            linewidth=1,
+            label=f"{pooled_classes(overall, classes_in_dataset) or 'overall'} {overall['precision']:.3f}",
         )
         axis.legend(fontsize="small", loc="lower left")
     axis.set_yticks(y, [r["name"] for r in rows], fontsize="x-small")
@@ -85,16 +91,17 @@ def precision_plot(per_class: list[dict], overall: dict) -> bytes:
     return buffer.getvalue()
 
 
-def review_figures(run_dir: str, settings: Review, store: Store) -> tuple[dict, pa.Table, pa.Table]:
+def review_figures(run_dir: str, config: Config, store: Store) -> tuple[dict, pa.Table, pa.Table]:
     """(results, answers table, per-image table) of the answers so far."""
+    settings = config.review
     plan = read_plan(run_dir)
     given = store.all_answers()
     answers = pa.Table.from_pylist([dict(zip(ANSWERS_SCHEMA.names, a)) for a in given], ANSWERS_SCHEMA)
     triples = [(rater, image, answer) for rater, image, _, answer, _ in given]
     images, accuracy = aggregate.image_figures(plan, triples, settings)
     classes = read_classes(run_dir)
-    per_class = aggregate.class_precision(images, classes, settings.confidence)
     overall = aggregate.overall_precision(images, settings)
+    per_class = aggregate.class_precision(images, classes, settings, stated=overall["withheld"] is None)
     answered = images.filter(
         pc.greater(pc.add(pc.add(images.column("yes"), images.column("no")), images.column("unsure")), 0)
     )
@@ -105,6 +112,7 @@ def review_figures(run_dir: str, settings: Review, store: Store) -> tuple[dict, 
     results = {
         "instructions": {"class": CLASS_INSTRUCTIONS, "flagged": FLAGGED_INSTRUCTIONS},
         "show_captions": settings.show_captions,
+        "placeholder_images": placeholder_images(config.download),  # the demo's: each prints its caption
         "confidence": settings.confidence,
         "min_selection": settings.min_selection,
         "raters_wanted": settings.raters,
@@ -150,15 +158,16 @@ def _dropped(run_dir: str) -> list[str]:
     return drops.filter(pc.equal(drops.column("reason"), REVIEW_REASON)).column("row_id").to_pylist()
 
 
-def export_review(run_dir: str, settings: Review) -> dict:
+def export_review(run_dir: str, config: Config) -> dict:
     """Write the answers and their figures into the run's review folder; the results."""
     store = Store(run_dir)
     try:
-        results, answers, images = review_figures(run_dir, settings, store)
+        results, answers, images = review_figures(run_dir, config, store)
         _write_parquet(stage_path(run_dir, REVIEW, REVIEW_ANSWERS_FILE), answers)
         _write_parquet(stage_path(run_dir, REVIEW, REVIEW_IMAGES_FILE), images)
         write_bytes(
-            stage_path(run_dir, REVIEW, REVIEW_PLOT_FILE), precision_plot(results["per_class"], results["overall"])
+            stage_path(run_dir, REVIEW, REVIEW_PLOT_FILE),
+            precision_plot(results["per_class"], results["overall"], results["classes_in_dataset"]),
         )
         write_json(results_path(run_dir), results)
         copy_back(run_dir, store)

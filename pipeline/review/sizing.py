@@ -8,11 +8,12 @@ interval's half-width stays within the margin asked for, whatever k turns out to
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import beta
 
 
 def clopper_pearson(k: int | np.ndarray, n: int | np.ndarray, confidence: float) -> tuple:
     """The exact two-sided interval (low, high) for k successes of n trials."""
+    from scipy.stats import beta  # here: `review status` and `review classes status` need no interval
+
     k, n = np.asarray(k, np.float64), np.asarray(n, np.float64)
     tail = (1 - confidence) / 2
     with np.errstate(invalid="ignore", divide="ignore"):

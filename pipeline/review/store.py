@@ -23,9 +23,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.pipeline.run.files import read_bytes, write_bytes
+from imagenot.pipeline.run.filesystems import FileSystems, is_local
 from imagenot.pipeline.run.layout import REVIEW, REVIEW_DB_FILE, stage_path
 from imagenot.wordnet.nltk_data import cache_dir
 
@@ -41,10 +40,6 @@ CREATE TABLE IF NOT EXISTS replaced (
     rater INTEGER NOT NULL, image TEXT NOT NULL, task TEXT NOT NULL, answer TEXT NOT NULL,
     answered_at REAL NOT NULL, replaced_at REAL NOT NULL);
 """
-
-
-def is_local(run_dir: str) -> bool:
-    return FileSystems.get_filesystem(run_dir).has_dirs()
 
 
 def database_path(run_dir: str, file: str = REVIEW_DB_FILE) -> Path:
@@ -110,9 +105,17 @@ class Store:
         row = self.connection().execute("SELECT name FROM raters WHERE id = ?", (rater,)).fetchone()
         return row[0] if row else None
 
-    def save(self, rater: int, task: str, answers: Iterable[tuple[str, str]], wanted: int | None = None) -> list[str]:
+    def save(
+        self,
+        rater: int,
+        task: str,
+        answers: Iterable[tuple[str, str]],
+        wanted: int | None = None,
+        undecided: str | None = None,
+    ) -> list[str]:
         """Store a page's answers (image, answer) in one transaction, each only while its image has
-        fewer than `wanted` answers (None: no limit); the images whose answers were stored."""
+        fewer than `wanted` answers (None: no limit) or, with `undecided` (an answer that decides
+        nothing), only answers of that kind; the images whose answers were stored."""
         now, limit = time.time(), wanted if wanted is not None else 2**62
         db = self.connection()
         stored = []
@@ -123,8 +126,9 @@ class Store:
                     before = db.total_changes
                     db.execute(
                         "INSERT OR IGNORE INTO answers SELECT ?, ?, ?, ?, ? "
-                        "WHERE (SELECT COUNT(*) FROM answers WHERE image = ?) < ?",
-                        (rater, image, task, answer, now, image, limit),
+                        "WHERE (SELECT COUNT(*) FROM answers WHERE image = ?) < ? "
+                        "OR (? IS NOT NULL AND NOT EXISTS (SELECT 1 FROM answers WHERE image = ? AND answer != ?))",
+                        (rater, image, task, answer, now, image, limit, undecided, image, undecided),
                     )
                     if db.total_changes > before:
                         stored.append(image)
@@ -180,9 +184,9 @@ class Store:
     def answered_by(self, rater: int) -> set[str]:
         return {row[0] for row in self.connection().execute("SELECT image FROM answers WHERE rater = ?", (rater,))}
 
-    def answer_times(self) -> list[tuple[int, str, float]]:
-        """(rater id, image, answered_at) of every answer: what the server keeps in memory."""
-        return self.connection().execute("SELECT rater, image, answered_at FROM answers").fetchall()
+    def answer_times(self) -> list[tuple[int, str, float, str]]:
+        """(rater id, image, answered_at, answer) of every answer: what the server keeps in memory."""
+        return self.connection().execute("SELECT rater, image, answered_at, answer FROM answers").fetchall()
 
     def all_answers(self) -> list[tuple[str, str, str, str, float]]:
         """(rater name, image, task, answer, answered_at), in the order given."""

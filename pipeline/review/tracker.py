@@ -3,12 +3,16 @@ reviews share (images: `session.ReviewSession`; classes: `class_session.ClassSes
 
 A review is pages (`Task`), each of questions about items (an image, or a candidate class). A
 rater is given the page with the fewest raters who answered or hold it open, among those that
-still want answers and that hold an item the rater has not answered; a page's items already
-answered by the rater are not shown again. The database is the record; the counts, who answered
-what and who holds which page open are also kept in memory (read from the database when the
-pages are installed), so a page is chosen and its progress line written without a query over
-every answer. An item collects at most `wanted` answers: the store checks the count in the
-transaction that adds one.
+still want answers and that hold an item the rater has not answered, pages the rater has not
+sent before first: the images a rater skipped on a page they sent come back to them after their
+other pages, as the page's notice says. A page's items already answered by the rater are not
+shown again. The database is the record; the counts, who answered what and who holds which page
+open are also kept in memory (read from the database when the pages are installed), so a page
+is chosen and its progress line written without a query over every answer. An item collects at
+most `wanted` answers (the store checks the count in the transaction that adds one), except
+where the review names an answer that decides nothing (`undecided`: the class review's unsure):
+an item with only such answers stays open for the raters who have not answered it, until one
+decides it.
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ class Task:
 class Tracker:
     """The answers of a review's raters to its pages, as they come."""
 
-    def __init__(self, store: Store, wanted: int):
-        self.store, self.wanted = store, wanted
+    def __init__(self, store: Store, wanted: int, undecided: str | None = None):
+        self.store, self.wanted, self.undecided = store, wanted, undecided
         self._lock = threading.Lock()
         self.names: dict[int, str] = {}
         self.tasks: dict[str, Task] = {}
@@ -63,7 +67,9 @@ class Tracker:
             self.tasks = tasks
             self.task_of_image = {q.image: t.id for t in tasks.values() for q in t.questions}
             self.counts: Counter[str] = Counter()  # item -> answers
+            self.deciding: Counter[str] = Counter()  # item -> answers other than `undecided`
             self.answered: defaultdict[int, set[str]] = defaultdict(set)  # rater -> items answered
+            self.sent: defaultdict[int, set[str]] = defaultdict(set)  # rater -> pages they sent an answer on
             self.times: defaultdict[int, list[float]] = defaultdict(list)  # rater -> [first, last] answer time
             self.leases: defaultdict[str, dict[int, float]] = defaultdict(dict)  # task -> rater -> opened at
             # Kept as answers come, so a page is chosen and its progress line written without a pass
@@ -76,28 +82,65 @@ class Tracker:
             # per page the fewest answers any of its open items has (None: none open), a floor under
             # what `next_task` works out for a rater, so most pages are passed over at a glance
             self.least: dict[str, int | None] = {t: 0 for t in tasks}
-            for rater, image, at in self.store.answer_times():
-                self._count(rater, image, at)
+            for rater, image, at, answer in self.store.answer_times():
+                self._count(rater, image, at, answer)
 
-    def _count(self, rater: int, image: str, at: float) -> None:
-        before = self.counts[image]
-        self.counts[image] = before + 1
+    def _is_open(self, image: str) -> bool:
+        """Whether the item still wants answers: fewer than `wanted`, or none that decides."""
+        return self.counts[image] < self.wanted or (self.undecided is not None and not self.deciding[image])
+
+    def _wanted_of(self, image: str) -> int:
+        """Answers the item still wants: up to `wanted`, or the one that would decide it."""
+        return max(self.wanted - self.counts[image], 0) or int(self._is_open(image))
+
+    def _count(self, rater: int, image: str, at: float, answer: str) -> None:
+        task = self.task_of_image.get(image)
+        was_open, was_wanted = (self._is_open(image), self._wanted_of(image)) if task is not None else (False, 0)
+        self.counts[image] += 1
+        self.deciding[image] += answer != self.undecided
         self.answered[rater].add(image)
         span = self.times[rater]
         self.times[rater] = [min(span[0], at), max(span[1], at)] if span else [at, at]
-        task, wanted = self.task_of_image.get(image), self.wanted
-        if task is None or before >= wanted:  # not in the plan, or it had its answers already
+        if task is None:  # not in the plan
             return
-        self.missing -= 1
-        if before + 1 < wanted:
+        self.sent[rater].add(task)
+        if not was_open:  # it had its answers already
+            return
+        self.missing -= was_wanted - self._wanted_of(image)
+        if self._is_open(image):
             self.mine_open[rater] += 1
             self.raters_of[image].add(rater)
         else:  # its last wanted answer: no longer open for anyone
             self.open_images -= 1
             for other in self.raters_of.pop(image, ()):
                 self.mine_open[other] -= 1
-        counts = [self.counts[q.image] for q in self.tasks[task].questions if self.counts[q.image] < wanted]
+        self._settle(task)
+
+    def _settle(self, task: str) -> None:
+        """The page's fewest answers over its open items (None: none open)."""
+        counts = [self.counts[q.image] for q in self.tasks[task].questions if self._is_open(q.image)]
         self.least[task] = min(counts) if counts else None
+
+    def _changed(self, image: str, old: str, new: str) -> None:
+        """A rater's answer to `image` changed from `old` to `new` (the class review lets a rater change
+        theirs): an item that no longer decides opens again, one decided now closes. Under the lock."""
+        task = self.task_of_image.get(image)
+        was_open, was_wanted = self._is_open(image), self._wanted_of(image)
+        self.deciding[image] += (new != self.undecided) - (old != self.undecided)
+        if task is None or self._is_open(image) == was_open:
+            return
+        self.missing += self._wanted_of(image) - was_wanted
+        raters = [r for r, items in self.answered.items() if image in items]
+        if was_open:
+            self.open_images -= 1
+            for other in self.raters_of.pop(image, ()):
+                self.mine_open[other] -= 1
+        else:
+            self.open_images += 1
+            self.raters_of[image] = set(raters)
+            for other in raters:
+                self.mine_open[other] += 1
+        self._settle(task)
 
     def rater(self, name: str) -> int:
         rater = self.store.rater(name)
@@ -117,10 +160,10 @@ class Tracker:
         answers an image wants); the answers stored."""
         with self._lock:
             new = dict(a for a in reversed(answers) if a[0] not in self.answered[rater])  # the first of repeats
-            stored = self.store.save(rater, task.id, list(new.items()), self.wanted)
+            stored = self.store.save(rater, task.id, list(new.items()), self.wanted, self.undecided)
             now = time.time()
             for image in stored:
-                self._count(rater, image, now)
+                self._count(rater, image, now, new[image])
             self.leases[task.id].pop(rater, None)
         return len(stored)
 
@@ -131,9 +174,9 @@ class Tracker:
 
     def next_task(self, rater: int) -> Task | None:
         """The page this rater should answer next (None: nothing left for them)."""
-        since, wanted_answers = time.time() - LEASE_SECONDS, self.wanted
+        since = time.time() - LEASE_SECONDS
         with self._lock:
-            answered, counts = self.answered[rater], self.counts
+            answered, sent, counts, is_open = self.answered[rater], self.sent[rater], self.counts, self._is_open
             best, best_key = None, None
             for order, task in enumerate(self.tasks.values()):
                 least = self.least[task.id]
@@ -141,16 +184,13 @@ class Tracker:
                     continue
                 leases = self.leases.get(task.id)
                 busy = sum(1 for r, at in leases.items() if r != rater and at >= since) if leases else 0
-                if best_key is not None and least + busy >= best_key[0]:
+                again = task.id in sent  # the rater sent it with images skipped: those come back after the rest
+                if best_key is not None and (again, least + busy) >= best_key[:2]:
                     continue  # it cannot beat the best so far: its key is at least that, its order later
-                wanted = [
-                    counts[q.image]
-                    for q in task.questions
-                    if q.image not in answered and counts[q.image] < wanted_answers
-                ]
+                wanted = [counts[q.image] for q in task.questions if q.image not in answered and is_open(q.image)]
                 if not wanted:
                     continue
-                key = (min(wanted) + busy, order)
+                key = (again, min(wanted) + busy, order)
                 if best_key is None or key < best_key:
                     best, best_key = task, key
             return best

@@ -69,8 +69,12 @@ def _local_path(value: str) -> str:
 class ReviewApp:
     """A Flask app with the review's guards and sign-in; a review adds its own routes to `.app`."""
 
-    def __init__(self, raters: Raters, secret: str, token: str | None, max_body: int, unit: str):
+    def __init__(
+        self, raters: Raters, secret: str, token: str | None, max_body: int, unit: str, placeholders: bool = False
+    ):
+        """`placeholders`: the run's images are the demo's pictures of their captions, which every page says."""
         self.raters, self.token, self.unit = raters, token, unit
+        self.placeholders = pages.PLACEHOLDERS if placeholders else None
         app = self.app = Flask("imagenot.review")
         app.config.update(MAX_CONTENT_LENGTH=max_body, MAX_FORM_PARTS=2 * 200 + 10)
         self.signer = URLSafeSerializer(secret, salt="rater")
@@ -102,7 +106,13 @@ class ReviewApp:
         name = self.raters.rater_name(rater) if rater is not None else None
         progress = self.raters.progress(rater) if rater is not None else None
         html = self.layout.render(
-            title=title, style=pages.STYLE, body=body, rater=name, progress=progress, unit=self.unit
+            title=title,
+            style=pages.STYLE,
+            body=body,
+            rater=name,
+            progress=progress,
+            unit=self.unit,
+            placeholders=self.placeholders,
         )
         return make_response(html, status)
 

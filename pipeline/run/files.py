@@ -21,8 +21,8 @@ from typing import IO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+
+from imagenot.pipeline.run.filesystems import UNCOMPRESSED, FileSystems
 
 PARTIAL_SUFFIX = ".partial"  # a staging file: `.<final name>.<random>.partial`
 
@@ -39,7 +39,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
             if not FileSystems.exists(folder):  # else another worker made it just now
                 raise
     staging = FileSystems.join(folder, f".{name}.{uuid.uuid4().hex}{PARTIAL_SUFFIX}")
-    stream = FileSystems.create(staging, compression_type=CompressionTypes.UNCOMPRESSED)
+    stream = FileSystems.create(staging, compression_type=UNCOMPRESSED)
     try:
         yield stream
         stream.close()
@@ -85,7 +85,7 @@ def write_json(path: str | os.PathLike, payload: object) -> None:
 
 
 def read_bytes(path: str) -> bytes:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with FileSystems.open(path, compression_type=UNCOMPRESSED) as f:
         return f.read()
 
 
@@ -106,19 +106,19 @@ def stage_shards(stage_dir: str, data_folder: str) -> list[str]:
 
 def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
     """A parquet file the pipeline wrote, in full (an empty one keeps its schema)."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with FileSystems.open(path, compression_type=UNCOMPRESSED) as f:
         return pq.read_table(f, columns=columns)
 
 
 def sha256_file(path: str) -> str:
     """The sha256 of a file, streamed (local or gs://)."""
     digest = hashlib.sha256()
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with FileSystems.open(path, compression_type=UNCOMPRESSED) as f:
         while chunk := f.read(1 << 22):
             digest.update(chunk)
     return digest.hexdigest()
 
 
 def read_schema(path: str) -> pa.Schema:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with FileSystems.open(path, compression_type=UNCOMPRESSED) as f:
         return pq.read_schema(f)

@@ -32,10 +32,9 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.run.files import read_json, write_json
+from imagenot.pipeline.run.filesystems import FileSystems
 from imagenot.pipeline.run.layout import JOURNAL_FILE
 from imagenot.pipeline.run.lock import run_lock
 

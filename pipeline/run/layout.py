@@ -18,11 +18,10 @@ its own module.
 
 from __future__ import annotations
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.errors import ImagenotError
 from imagenot.labels.caption_rules import PairScores
 from imagenot.pipeline.run.files import read_bytes, read_json, stage_shards
+from imagenot.pipeline.run.filesystems import FileSystems
 
 # Stage folders, in the order `imagenot build` runs them.
 CORPUS = "corpus"

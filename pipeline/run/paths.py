@@ -8,7 +8,7 @@ instead of going through pathlib, which collapses the "//" of "gs://bucket".
 
 from __future__ import annotations
 
-from apache_beam.io.filesystems import FileSystems
+from imagenot.pipeline.run.filesystems import FileSystems
 
 
 def _has_dirs(path: str) -> bool:

@@ -21,9 +21,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apache_beam.io.filesystems import FileSystems
-
 from imagenot.pipeline.run.files import read_json, remove_partials, write_json
+from imagenot.pipeline.run.filesystems import FileSystems
 from imagenot.pipeline.run.layout import DONE_FILE, FIGURES_FILE, FINGERPRINT_FILE
 from imagenot.pipeline.run.paths import delete_folder, folder_exists
 
