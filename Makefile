@@ -21,7 +21,7 @@ demo: .venv/.setup-demo
 	@echo "Check the labels in a browser (then open the address it prints): .venv/bin/imagenot review serve --run runs/demo"
 
 test: setup
-	.venv/bin/python -m pytest -n 3 -m "not benchmarks"
+	.venv/bin/python -m pytest -n 3 -m "not benchmarks" --durations=15
 
 # Every script of benchmarks/ at a tiny size (issue 42): CI runs it after `make test`.
 test-benchmarks: setup
