@@ -2,7 +2,7 @@
 an empty pip cache (issue 52's targets: `make demo` at most 5 minutes from a fresh clone, `make
 test` at most 5 minutes after set-up, on a 2-core machine).
 
-    python benchmarks/bench_fresh_clone.py [--test] [--repo PATH] [--keep]
+    python benchmarks/bench_fresh_clone.py [--test] [--repo PATH] [--keep] [--dry-run]
 
 Clones the repository's HEAD (committed work only) into a temporary folder and runs there, with
 HOME, PIP_CACHE_DIR and XDG_CACHE_HOME pointing at new empty folders (so pip downloads every
@@ -12,7 +12,8 @@ done); with --test also `make setup` (what the tests add) and `make test`. It pr
 line and seconds, the machine's load average before and after each step (the machine is shared:
 a figure measured under load says so), and as its last line a JSON object of the figures.
 Debian's packages are whatever the machine has (installing them is not timed: the script does not
-remove any); the set-up step's own lines say what it installed.
+remove any); the set-up step's own lines say what it installed. --dry-run (the smoke run of
+tests/test_benchmark_scripts.py) runs each step as `make -n` (the commands printed, none run).
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=REPO, help="the repository to clone (its HEAD)")
     parser.add_argument("--test", action="store_true", help="also `make setup` and `make test` in the clone")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (its path is printed)")
+    parser.add_argument("--dry-run", action="store_true", help="`make -n` for each step: print, run nothing")
     args = parser.parse_args()
+    make = ["make", "-n"] if args.dry_run else ["make"]
 
     work = Path(tempfile.mkdtemp(prefix="imagenot-fresh-"))
     clone, home = work / "imagenot", work / "home"
@@ -91,18 +94,24 @@ def main() -> None:
         "commit": commit.stdout.strip(),
         "when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cpus": os.cpu_count(),
-        "setup_demo": _timed("set-up (demo)", ["make", ".venv/.setup-demo"], clone, env, log),
-        "build_demo": _timed("make demo's build", ["make", "demo"], clone, env, log),
+        "setup_demo": _timed("set-up (demo)", [*make, ".venv/.setup-demo"], clone, env, log),
+        "build_demo": _timed("make demo's build", [*make, "demo"], clone, env, log),
     }
     figures["make_demo_seconds"] = round(figures["setup_demo"]["seconds"] + figures["build_demo"]["seconds"], 1)
-    freeze = subprocess.run(
-        [".venv/bin/python", "-m", "pip", "list", "--format=freeze"], cwd=clone, env=env, capture_output=True, text=True
-    )
-    figures["demo_packages"] = len(freeze.stdout.splitlines())
-    figures["demo_google_packages"] = sorted(p.split("==")[0] for p in freeze.stdout.split() if p.startswith("google"))
+    if not args.dry_run:
+        freeze = subprocess.run(
+            [".venv/bin/python", "-m", "pip", "list", "--format=freeze"],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        packages = freeze.stdout.split()
+        figures["demo_packages"] = len(packages)
+        figures["demo_google_packages"] = sorted(p.split("==")[0] for p in packages if p.startswith("google"))
     if args.test:
-        figures["setup_test"] = _timed("set-up (test)", ["make", "setup"], clone, env, log)
-        figures["make_test"] = _timed("make test", ["make", "test"], clone, env, log)
+        figures["setup_test"] = _timed("set-up (test)", [*make, "setup"], clone, env, log)
+        figures["make_test"] = _timed("make test", [*make, "test"], clone, env, log)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(figures, sort_keys=True))
