@@ -1,7 +1,7 @@
 """Drop WordNet instance synsets: one named person, place, work or event, not a kind of thing.
 
 WordNet files an individual under the class it is an instance of (NLTK's `instance_hypernyms()`):
-armstrong.n.02, Louis Armstrong, is an instance of trumpeter.n.01 and singer.n.01; mount_everest.n.01
+armstrong.n.02, Louis Armstrong, is an instance of jazz_musician.n.01 and trumpeter.n.01; mount_everest.n.01
 of mountain.n.01. 7,730 of WordNet 3.0's 82,115 noun synsets are instances. A class named after one
 collects paintings, book covers and posters of it, and sorts images by who someone is; none of
 ImageNet-1k's classes and none of the published ImageNot lists' is an instance synset.

@@ -16,6 +16,7 @@ import traceback
 import click
 
 from imagenot.errors import ImagenotError
+from imagenot.pipeline.run.extras import MissingExtraError, extra_for_missing, install_line, require_gcp_for_paths
 from imagenot.pipeline.run.worker_errors import unwrapped
 
 # A build stage's command, built from its face: the stage's module loads when the command runs.
@@ -96,15 +97,6 @@ WORKER_ERROR_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.porta
 # Set before any model library loads: their download and loading bars, and transformers' warnings
 # (its LOAD REPORT table of unused weights), show only with -vv.
 QUIET_MODEL_LOADING = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
-# Modules of the optional extras (pyproject.toml), by the extra that installs them.
-OPTIONAL_MODULES = {
-    "skimage": "demo",
-    "faiss": "audit",
-    "cleanlab": "audit",
-    "flask": "review",
-    "waitress": "review",
-    "crowdkit": "review",
-}
 
 
 def command(found: object, name: str) -> click.Command:
@@ -142,16 +134,22 @@ class Commands(LazyGroup):
     """The top-level group, and the one place where an imagenot error becomes one line and exit
     status 1 (with its traceback under -v)."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """A gs:// argument without the gcp extra is refused here, before any command starts."""
+        try:
+            require_gcp_for_paths(args)
+        except MissingExtraError as err:
+            raise click.ClickException(str(err)) from err
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except ModuleNotFoundError as err:
-            extra = OPTIONAL_MODULES.get((err.name or "").split(".")[0])
+            extra = extra_for_missing(err.name)
             if extra is None:
                 raise
-            raise click.ClickException(
-                f"{err.name} is not installed; it comes with imagenot[{extra}]: pip install 'imagenot[{extra}]'"
-            ) from err
+            raise click.ClickException(install_line(extra, f"{err.name}")) from err
         except Exception as err:  # an ImagenotError, or one a Beam worker raised, wrapped by Beam
             error = unwrapped(err) or (err if isinstance(err, ImagenotError) else None)
             if error is None:

@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
-# Everything a fresh machine needs: Debian's WordNet (and chromium, for the tests), the .venv with
-# the project, WordNet prepared for NLTK, the scoring models. Safe to rerun: each step skips what is
-# already done. It prints a line per step; what the tools print goes to the log it names
+# What a fresh machine needs for one of the two commands: `setup.sh demo` (make demo: Debian's
+# WordNet and word lists, the .venv with the pipeline, the demo's image server and the review) or
+# `setup.sh test` (make test, make setup: also chromium for the browser tests, the test tools, the
+# Google Cloud extra, the audits and their open_clip, the scoring models prepared ahead). WordNet's
+# copy is prepared (seconds) and checked; the scoring models a config needs are otherwise prepared
+# the first time a command needs them, with a line saying so. Safe to rerun: each step skips what
+# is already done. It prints a line per step; what the tools print goes to the log it names
 # (SETUP_LOG, default setup.log at the repository root), and a failing step shows the log's end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PROFILE=${1:-test}
+case "$PROFILE" in
+demo) EXTRAS=demo,review ;;
+test) EXTRAS=demo,review,audit,dev ;; # dev brings gcp
+*)
+  echo "usage: scripts/setup.sh [demo|test]" >&2
+  exit 2
+  ;;
+esac
 LOG=${SETUP_LOG:-setup.log}
 : >"$LOG"
-echo "set-up: one line per step; the details go to $LOG"
+echo "set-up ($PROFILE): one line per step; the details go to $LOG"
 
 step() { # step "what it does" command args...: the command's output to the log, one line here
   local what=$1 start=$SECONDS
@@ -24,13 +37,19 @@ step() { # step "what it does" command args...: the command's output to the log,
   fi
 }
 
-# chromium: the test suite opens the HTML report in it (tests/browser.py); chromium-driver: the
-# review tests drive it with selenium (tests/test_review_browser.py). miscfiles: the given names
-# (/usr/share/dict/propernames) that the caption rules read.
-DEBIAN_PACKAGES=(wordnet-base wordnet-sense-index miscfiles chromium chromium-driver)
+# WordNet 3.0 at the version imagenot pins (wordnet/nltk_data.py checks its files' digests);
+# miscfiles: the given names (/usr/share/dict/propernames) that the caption rules read. For the
+# tests: chromium, in which the suite opens the HTML report (tests/browser.py), and
+# chromium-driver, through which the review tests drive it with selenium.
+DEBIAN_PACKAGES=(wordnet-base=1:3.0-37 wordnet-sense-index=1:3.0-37 miscfiles)
+if [ "$PROFILE" = test ]; then
+  DEBIAN_PACKAGES+=(chromium chromium-driver)
+fi
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+  name=${pkg%%=*} version=${pkg#*=}
+  installed=$(dpkg-query -W -f='${Status} ${Version}' "$name" 2>/dev/null || true)
+  [[ $installed == "install ok installed"* && ($pkg == "$name" || $installed == *" $version") ]] || missing+=("$pkg")
 done
 debian_packages() {
   local sudo
@@ -49,12 +68,16 @@ virtualenv() {
   .venv/bin/python -m pip install --upgrade pip
 }
 project() {
-  .venv/bin/python -m pip install -c constraints.txt -e '.[demo,audit,review,dev]'
-  # open_clip without its declared torchvision and timm: see pipeline/audit/clip_model.py.
-  .venv/bin/python -m pip install -c constraints.txt --no-deps open_clip_torch==3.3.0
+  .venv/bin/python -m pip install -c constraints.txt -e ".[$EXTRAS]"
+  if [ "$PROFILE" = test ]; then
+    # open_clip without its declared torchvision and timm: see pipeline/audit/clip_model.py.
+    .venv/bin/python -m pip install -c constraints.txt --no-deps open_clip_torch==3.3.0
+  fi
 }
 step "the virtualenv (.venv)" virtualenv
-step "the project and its extras" project
-step "WordNet 3.0 for NLTK" .venv/bin/imagenot wordnet-prepare
-step "the scoring models" .venv/bin/imagenot prepare-models
+step "the project ($EXTRAS)" project
+step "WordNet 3.0, checked, and its noun index" .venv/bin/imagenot wordnet-prepare
+if [ "$PROFILE" = test ]; then # the tests use the ONNX export and the static model in many workers
+  step "the scoring models" .venv/bin/imagenot prepare-models
+fi
 echo "set-up done: .venv/bin/imagenot is the command line"

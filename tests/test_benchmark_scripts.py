@@ -200,3 +200,10 @@ def test_bench_work_units():
 def test_bench_review(downloaded_run):
     found = _last_json("bench_review.py", "--run", str(downloaded_run), "--clients", "2", "--seconds", "1")
     assert found["review"] == "images" and {"after", "baseline"} <= set(found)
+
+
+def test_bench_fresh_clone_dry_run():
+    """Its plumbing (the clone, the empty home, each step timed): each step as `make -n`."""
+    figures = _last_json("bench_fresh_clone.py", "--dry-run", "--test")
+    assert {"setup_demo", "build_demo", "setup_test", "make_test", "make_demo_seconds"} <= set(figures)
+    assert figures["setup_demo"]["seconds"] >= 0 and figures["cpus"] >= 1

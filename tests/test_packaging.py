@@ -34,7 +34,7 @@ def test_image_installs_the_project_with_its_constraints():
     for top in PYPROJECT["tool"]["setuptools"]["package-dir"].values():
         assert re.search(rf"COPY {top} ", DOCKERFILE), f"{top} is not copied into the image"
     installs = [run for run in _instructions("RUN") if "pip install" in run]
-    assert installs[0] == "pip install --no-cache-dir -c constraints.txt ."
+    assert installs[0] == "pip install --no-cache-dir -c constraints.txt '.[gcp]'"  # workers read and write gs://
     # the one package installed apart (without torchvision), pinned as the setup script pins it
     setup = (REPO / "scripts" / "setup.sh").read_text()
     assert installs[1:] == ["pip install --no-cache-dir -c constraints.txt --no-deps open_clip_torch==3.3.0"]
@@ -49,9 +49,20 @@ def test_image_prepares_wordnet_from_debian():
 
 def test_setup_script_uses_the_same_constraints():
     setup = (REPO / "scripts" / "setup.sh").read_text()
-    assert "-c constraints.txt -e '.[demo,audit,review,dev]'" in setup
+    assert '-c constraints.txt -e ".[$EXTRAS]"' in setup
+    assert "demo) EXTRAS=demo,review ;;" in setup and "test) EXTRAS=demo,review,audit,dev ;;" in setup
     assert "torch==2.13.0" in (REPO / "constraints.txt").read_text()
     assert "torch==2.13.0" in PYPROJECT["project"]["dependencies"]
+
+
+def test_the_google_cloud_libraries_come_only_with_the_gcp_extra():
+    """`make demo` (demo, review) installs no Google Cloud client; gs://, Dataflow, the image and the
+    tests get them through the gcp extra."""
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    demo = [*PYPROJECT["project"]["dependencies"], *extras["demo"], *extras["review"]]
+    assert not [d for d in demo if "[gcp]" in d or d.startswith(("gcsfs", "google"))]
+    assert extras["gcp"] == ["apache-beam[gcp]==2.77.0", "gcsfs>=2026.1"]
+    assert "imagenot[gcp]" in extras["dev"]
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +110,9 @@ def test_package_data_resolves_from_an_installed_wheel(wheel, tmp_path):
 
 def test_the_gcs_backend_of_fsspec_is_declared_so_the_image_has_it():
     # img2dataset writes its tars, and fsspec-based readers read, gs:// through gcsfs; the image
-    # installs the project with its declared dependencies (checked above), so gcsfs is in it.
-    declared = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0] for d in PYPROJECT["project"]["dependencies"]}
+    # installs the project with the gcp extra (checked above), so gcsfs is in it.
+    gcp = PYPROJECT["project"]["optional-dependencies"]["gcp"]
+    declared = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0] for d in gcp}
     assert {"gcsfs", "apache-beam"} <= declared
     assert any(d.startswith("gcp-storage-emulator") for d in PYPROJECT["project"]["optional-dependencies"]["dev"])
 
@@ -144,16 +156,24 @@ def test_setup_prints_a_line_per_step_and_keeps_the_tools_output_in_the_log_it_n
         ["bash", "scripts/setup.sh"], cwd=repo, env=env, capture_output=True, text=True, timeout=60, check=True
     )
     lines = done.stdout.splitlines()
-    assert lines[0] == "set-up: one line per step; the details go to setup.log"
-    steps = ["Debian packages", "the virtualenv", "the project", "WordNet 3.0", "the scoring models"]
+    assert lines[0] == "set-up (test): one line per step; the details go to setup.log"
+    steps = ["Debian packages", "the virtualenv", "the project (demo,review,audit,dev)", "WordNet 3.0", "the scoring"]
     assert len(lines) == len(steps) + 2 and all(step in line for step, line in zip(steps, lines[1:]))
     assert all(line.rstrip().endswith(" s)") for line in lines[1:-1]) and done.stderr == ""
+    assert "chromium-driver" in (tmp_path / "calls").read_text()
     log = (repo / "setup.log").read_text()
     assert log.count("Unpacking something") == 200 * len((tmp_path / "calls").read_text().splitlines())
     elsewhere = subprocess.run(
         ["bash", "scripts/setup.sh"], cwd=repo, env={**env, "SETUP_LOG": "other.log"}, capture_output=True, text=True
     )
     assert elsewhere.returncode == 0 and "the details go to other.log" in elsewhere.stdout
+    (tmp_path / "calls").unlink()
+    demo = subprocess.run(["bash", "scripts/setup.sh", "demo"], cwd=repo, env=env, capture_output=True, text=True)
+    steps = ["Debian packages", "the virtualenv", "the project (demo,review)", "WordNet 3.0"]  # models: when needed
+    lines = demo.stdout.splitlines()
+    assert len(lines) == len(steps) + 2 and all(step in line for step, line in zip(steps, lines[1:]))
+    calls = (tmp_path / "calls").read_text()
+    assert "wordnet-base=1:3.0-37" in calls and "chromium" not in calls and "open_clip" not in calls
     _tool(repo / ".venv/bin", "imagenot", 'echo "prepare failed here"; exit 3')
     failed = subprocess.run(["bash", "scripts/setup.sh"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
     assert failed.returncode == 3 and "FAILED (exit 3)" in failed.stdout and "prepare failed here" in failed.stderr

@@ -1,4 +1,5 @@
 import gzip
+import shutil
 
 import pytest
 
@@ -24,6 +25,14 @@ def test_depth_is_shortest_hypernym_path(index):
     # dog.n.01 has two hypernym paths (via canine and via domestic_animal); the shorter counts.
     assert index.by_name("dog.n.01").depth == 8
     assert index.by_name("physical_entity.n.01").depth == 1
+
+
+def test_every_relation_is_in_wnid_order(index):
+    """NLTK keeps pointers in a set (its order follows PYTHONHASHSEED); the index sorts them, so
+    the cache a machine builds first gives the same order as any other's."""
+    for s in index:
+        relations = (s.hypernyms, s.hyponyms, s.usage_domains, s.instance_of, *s.lemma_usage_domains)
+        assert all(list(wnids) == sorted(wnids) for wnids in relations), s.name
 
 
 def test_instance_relations_are_part_of_the_hierarchy(index):
@@ -95,17 +104,44 @@ def test_lexnames_generated_from_debian_man_page():
     assert table[44] == "44\tadj.ppl\t3"
 
 
-def test_prepare_writes_an_nltk_corpus(tmp_path):
-    root = nltk_data.prepare_from_debian(tmp_path)
-    corpus = root / "corpora" / "wordnet"
-    assert (corpus / "data.noun").stat().st_size > 10_000_000
+def test_prepare_copies_the_pinned_source_and_checks_it(tmp_path, capsys):
+    corpus = nltk_data.prepare(tmp_path)
+    assert corpus == nltk_data.wordnet_dir(tmp_path) and corpus.name.endswith(nltk_data.WORDNET_DIGEST[:12])
+    assert sorted(p.name for p in corpus.iterdir()) == sorted(nltk_data.PINNED_SHA256)
     assert (corpus / "lexnames").read_text() == nltk_data.lexnames_table()
-    assert not list((root / "corpora").glob(".wordnet-*"))  # no staging left behind
+    assert "preparing WordNet 3.0 once" in capsys.readouterr().err
+    assert nltk_data.prepare(tmp_path) == corpus and not capsys.readouterr().err  # a second call does nothing
+    assert [p.name for p in tmp_path.iterdir()] == [corpus.name]  # no staging left behind
+
+
+def test_other_wordnet_files_are_refused_by_name_and_digest(tmp_path):
+    source = tmp_path / "debian"
+    shutil.copytree(nltk_data.DEBIAN_WORDNET_DIR, source)
+    with (source / "data.noun").open("r+b") as f:  # one gloss's letter changed, as another edition's would be
+        f.seek(10_000_000)
+        byte = f.read(1)
+        f.seek(10_000_000)
+        f.write(b"x" if byte != b"x" else b"y")
+    with pytest.raises(nltk_data.WordNetDataError, match=f"{source}/data.noun: sha256 .*, expected fea17d2f") as err:
+        nltk_data.prepare(tmp_path / "cache", source=source)
+    assert "wordnet-base=1:3.0-37" in str(err.value)
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir())
+
+
+def test_nltks_data_path_is_never_read(tmp_path, monkeypatch):
+    """Another WordNet where NLTK looks first (NLTK_DATA) is not the one imagenot reads."""
+    other = tmp_path / "nltk_data" / "corpora" / "wordnet"
+    other.mkdir(parents=True)
+    (other / "data.noun").write_text("  1 another WordNet\n")
+    monkeypatch.setenv("NLTK_DATA", str(tmp_path / "nltk_data"))
+    monkeypatch.setenv("IMAGENOT_CACHE", str(tmp_path / "cache"))
+    assert nltk_data.is_noun_offset(2084071)  # dog.n.01, read from the prepared copy
+    assert (nltk_data.wordnet_dir() / "data.noun").stat().st_size == 15_300_280
 
 
 def test_missing_debian_data_names_the_fix(tmp_path):
     with pytest.raises(nltk_data.WordNetDataError, match="apt-get install .*wordnet-base"):
-        nltk_data.prepare_from_debian(tmp_path / "out", source=tmp_path / "empty")
+        nltk_data.prepare(tmp_path / "out", source=tmp_path / "empty")
 
 
 def test_man_page_with_wrong_table_is_refused(tmp_path):

@@ -3,6 +3,10 @@
 Built once from NLTK (about 8 s) and cached as gzipped JSON (about 1 s to load), so every
 command and every pipeline worker gets the same plain-data view of the noun hierarchy.
 
+Each relation's wnids are sorted: NLTK 3.10 keeps a synset's pointers in a set, so its
+`hypernyms()`, `instance_hypernyms()` and the rest come in an order that follows the building
+process's PYTHONHASHSEED, and a cache built once would carry that order into every output after it.
+
 Hypernyms and hyponyms include the instance relations (`instance_hypernyms`,
 `instance_hyponyms`): "Paris" sits under "national capital" as it does in ImageNet's tree.
 """
@@ -16,15 +20,16 @@ import hashlib
 import json
 import os
 import re
+import sys
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 from imagenot.bulk import without_gc
-from imagenot.wordnet.nltk_data import WORDNET_VERSION, cache_dir, load_nltk_wordnet
+from imagenot.wordnet.nltk_data import WORDNET_DIGEST, WORDNET_VERSION, cache_dir, load_nltk_wordnet
 
 ROOT_WNID = "n00001740"  # entity.n.01
-_FORMAT = 2  # bump when a cached field's content changes; the file name also follows Synset's fields
+_FORMAT = 3  # bump when a cached field's content changes; the file name also follows Synset's fields
 WNID_PATTERN = re.compile(r"^([nvasr])([0-9]{8})$")  # ASCII digits: \d also takes "０" and "²"
 
 
@@ -39,15 +44,15 @@ class Synset:
     lemmas: tuple[str, ...]  # as WordNet spells them: "hot_dog", "Golden_Retriever"
     gloss: str
     lexname: str  # lexicographer file, e.g. "noun.animal"
-    hypernyms: tuple[str, ...]  # wnids, instance hypernyms included
-    hyponyms: tuple[str, ...]  # wnids, instance hyponyms included
+    hypernyms: tuple[str, ...]  # sorted wnids, instance hypernyms included
+    hyponyms: tuple[str, ...]  # sorted wnids, instance hyponyms included
     depth: int  # shortest hypernym path to entity.n.01, which has 0
-    usage_domains: tuple[str, ...] = ()  # wnids of WordNet's usage labels, e.g. ethnic_slur.n.01
+    usage_domains: tuple[str, ...] = ()  # sorted wnids of WordNet's usage labels, e.g. ethnic_slur.n.01
     examples: tuple[str, ...] = ()  # WordNet's usage examples
-    lemma_counts: tuple[int, ...] = ()  # each lemma's tagged-corpus count (NLTK `Lemma.count()`), as `lemmas`
+    lemma_counts: tuple[int, ...] = ()  # each lemma's tagged-corpus count (NLTK's `Lemma.count()`), as `lemmas`
     # each lemma's own usage labels (NLTK `Lemma.usage_domains()`), as `lemmas`: "blackamoor" in black.n.05
     lemma_usage_domains: tuple[tuple[str, ...], ...] = ()
-    instance_of: tuple[str, ...] = ()  # wnids of its instance hypernyms: set for named people, places, works
+    instance_of: tuple[str, ...] = ()  # sorted wnids of its instance hypernyms: set for named people, places, works
 
     @property
     def head(self) -> str:
@@ -111,8 +116,22 @@ class NounIndex:
         return memo[wnid]
 
 
+def _wnids(synsets) -> tuple[str, ...]:
+    """The synsets' wnids, sorted (NLTK gives them in its pointer set's order)."""
+    return tuple(sorted(wnid_of_offset(s.offset()) for s in synsets))
+
+
+def _tag_counts(wn) -> dict[str, int]:
+    """Each sense key's tagged-corpus count from cntlist.rev ("key sense_number count" lines), read
+    once: what NLTK's `Lemma.count()` returns, which binary-searches the file for each lemma (half
+    the index's build time)."""
+    with wn.open("cntlist.rev") as f:
+        return {key: int(count) for key, _, count in (line.split() for line in f)}
+
+
 def _build_from_nltk() -> NounIndex:
     wn = load_nltk_wordnet()
+    counts = _tag_counts(wn)
     raw = {}
     for s in wn.all_synsets("n"):
         raw[wnid_of_offset(s.offset())] = (
@@ -120,13 +139,13 @@ def _build_from_nltk() -> NounIndex:
             tuple(s.lemma_names()),
             s.definition(),
             s.lexname(),
-            tuple(wnid_of_offset(h.offset()) for h in s.hypernyms() + s.instance_hypernyms()),
-            tuple(wnid_of_offset(h.offset()) for h in s.hyponyms() + s.instance_hyponyms()),
-            tuple(wnid_of_offset(d.offset()) for d in s.usage_domains()),
+            _wnids(s.hypernyms() + s.instance_hypernyms()),
+            _wnids(s.hyponyms() + s.instance_hyponyms()),
+            _wnids(s.usage_domains()),
             tuple(s.examples()),
-            tuple(lemma.count() for lemma in s.lemmas()),
-            tuple(tuple(wnid_of_offset(d.synset().offset()) for d in lemma.usage_domains()) for lemma in s.lemmas()),
-            tuple(wnid_of_offset(h.offset()) for h in s.instance_hypernyms()),
+            tuple(counts.get(lemma.key(), 0) for lemma in s.lemmas()),
+            tuple(_wnids(d.synset() for d in lemma.usage_domains()) for lemma in s.lemmas()),
+            _wnids(s.instance_hypernyms()),
         )
     depth = _shortest_depths({wnid: fields[5] for wnid, fields in raw.items()})
     synsets = {
@@ -164,11 +183,11 @@ def _shortest_depths(hyponyms: dict[str, tuple[str, ...]]) -> dict[str, int]:
 
 
 def _cache_path() -> Path:
-    """Named after the format and Synset's fields, so checkouts whose layouts differ, sharing one
-    cache, never read each other's file."""
+    """Named after the WordNet source's digest, the format and Synset's fields, so checkouts whose
+    sources or layouts differ, sharing one cache, never read each other's file."""
     fields = ",".join(field.name for field in dataclasses.fields(Synset))
     layout = hashlib.sha256(f"{_FORMAT}:{fields}".encode()).hexdigest()[:8]
-    return cache_dir() / f"noun_index-wordnet{WORDNET_VERSION}-v{_FORMAT}-{layout}.json.gz"
+    return cache_dir() / f"noun_index-wordnet{WORDNET_VERSION}-{WORDNET_DIGEST[:12]}-v{_FORMAT}-{layout}.json.gz"
 
 
 def _save(index: NounIndex, path: Path) -> None:
@@ -231,6 +250,7 @@ def load_index() -> NounIndex:
     path = _cache_path()
     if path.exists():
         return _load(path)
+    print(f"imagenot: indexing WordNet's noun synsets once into {path} (about 10 s)", file=sys.stderr)
     index = _build_from_nltk()
     _save(index, path)
     return index

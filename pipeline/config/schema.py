@@ -261,8 +261,8 @@ class Selection(Section):
     @field_validator("picturable_roots")
     @classmethod
     def _synset_names(cls, roots: list[str] | None) -> list[str] | None:
-        for name in set(roots or ()) - set(PICTURABLE_ROOTS):  # the defaults are known good
-            if not is_noun_synset_name(name):
+        for name in roots or ():  # in the config's order, so the error names the first wrong one
+            if name not in PICTURABLE_ROOTS and not is_noun_synset_name(name):  # the defaults are known good
                 raise ValueError(
                     f"selection.picturable_roots holds {name!r}: not a WordNet 3.0 noun synset (lemma.n.NN, like "
                     "physical_entity.n.01)"

@@ -25,6 +25,7 @@ from imagenot.pipeline.config.model_files import clip_model_problem, static_mode
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.frame.registry import Check, Stage, stages
 from imagenot.pipeline.frame.stage_order import STAGE_NAMES
+from imagenot.pipeline.run.extras import require_gcp, require_gcp_for_paths
 from imagenot.pipeline.run.paths import delete_folder, folder_exists
 
 log = logging.getLogger(__name__)
@@ -131,8 +132,12 @@ def output_places(config: Config, run_dir: str | None) -> list[str]:
 
 
 def preflight(config: Config, run_dir: str | None, stages: Iterable[Stage]) -> None:
-    """The places the run writes, then the declared checks of `stages` (each check once); raises
-    a PreflightError (or the check's own ImagenotError) on the first problem."""
+    """The extras the config needs, the places the run writes, then the declared checks of
+    `stages` (each check once); raises a PreflightError (or the check's own ImagenotError) on the
+    first problem."""
+    if config.runner.kind == "dataflow":
+        require_gcp("runner.kind 'dataflow'")
+    require_gcp_for_paths([*output_places(config, run_dir), *(config.corpus.paths or ())])
     for place in output_places(config, run_dir):  # first: the declared checks may read the run folder
         check_writable(place)
     checks: list[Check] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,11 @@ PROVENANCE_FILE = "PROVENANCE.json"
 
 def is_prepared(folder: Path) -> bool:
     return (folder / PROVENANCE_FILE).exists()
+
+
+def announce(what: str, target: Path) -> None:
+    """The line a command prints when it prepares a model the set-up has not (once: the next finds it)."""
+    print(f"imagenot: preparing {what} once into {target}", file=sys.stderr, flush=True)
 
 
 def staging_folder(target: Path) -> Path:

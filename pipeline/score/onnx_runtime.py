@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from imagenot.labels.encoders.text import _TokenBatchingEncoder
-from imagenot.pipeline.score.model_cache import is_prepared, publish, staging_folder
+from imagenot.pipeline.score.model_cache import announce, is_prepared, publish, staging_folder
 from imagenot.wordnet.nltk_data import cache_dir
 
 OPSET = 17
@@ -43,6 +43,7 @@ def export_onnx(encoder: _TokenBatchingEncoder) -> Path:
     target = export_dir(encoder.model_id)
     if is_prepared(target):
         return target / MODEL_FILE
+    announce(f"the ONNX export of {encoder.model_id} (about 10 s)", target)
     names = list(encoder.tokenizer(["an example"]).keys())
 
     class Forward(torch.nn.Module):

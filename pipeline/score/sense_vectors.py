@@ -20,7 +20,7 @@ import numpy as np
 
 from imagenot.errors import ImagenotError
 from imagenot.labels.encoders.spans import SpanEncoder
-from imagenot.pipeline.score.model_cache import PROVENANCE_FILE, is_prepared, publish, staging_folder
+from imagenot.pipeline.score.model_cache import PROVENANCE_FILE, announce, is_prepared, publish, staging_folder
 from imagenot.wordnet.index import NounIndex, load_index
 from imagenot.wordnet.nltk_data import cache_dir
 from imagenot.wordnet.semcor import SEMCOR_FILE, semcor_rows
@@ -43,6 +43,7 @@ def prepare_sense_vectors(encoder: SpanEncoder) -> Path:
     target = sense_vectors_dir(encoder)
     if is_prepared(target):
         return target
+    announce("the context method's sense vectors (SemCor's training documents embedded: about 3 minutes)", target)
     rows = semcor_rows("train")
     index = load_index()
     synsets = [index.by_name(name).wnid for name in rows.column("synset").to_pylist()]

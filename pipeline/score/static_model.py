@@ -23,7 +23,7 @@ import numpy as np
 
 from imagenot.errors import ImagenotError
 from imagenot.labels.encoders.models import resolve_model
-from imagenot.pipeline.score.model_cache import PROVENANCE_FILE, is_prepared, publish, staging_folder
+from imagenot.pipeline.score.model_cache import PROVENANCE_FILE, announce, is_prepared, publish, staging_folder
 from imagenot.wordnet.nltk_data import cache_dir
 
 PCA_DIMS = 256
@@ -45,6 +45,7 @@ def prepare_static_model(source_model: str) -> Path:
     from model2vec.distill import distill
 
     path, source_id = resolve_model(source_model)
+    announce(f"the static model distilled from {source_id} (about 30 s)", target)
     try:
         model = distill(model_name=path, pca_dims=PCA_DIMS)
     except (OSError, ValueError) as err:
