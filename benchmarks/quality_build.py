@@ -15,6 +15,13 @@ judged yet, as that file holds them: judge them before quoting a figure ("stale"
 
     python benchmarks/quality_build.py [--method sentence trained] [--thresholds 0.5 0.4] [--pass-floors 0.5 0.7]
         [--pairs FILE] [--out FILE]
+    python benchmarks/quality_build.py --label-folds 5 [--inputs FILE] [--out FILE]
+
+`--label-folds K` measures the defaults out of fold, as `quality_labels.py` folds the judged pairs (by
+class): per fold a label model is fit on the other folds' pairs (`labels/label_model/train.py`'s
+`fit_model`), the build runs score, rank and sample with it (`scoring.label_model`: its folder), and
+of its dataset's labels those of the fold's own classes are kept; the figures are those of the folds'
+labels together, each read by a model that never saw its class.
 
 The last line is one JSON object.
 """
@@ -22,12 +29,14 @@ The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import tempfile
 from itertools import product
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import yaml
 from quality_real import agreement
@@ -92,6 +101,36 @@ def run_with(source: Path, run: Path, config: dict, stages: tuple[str, ...]) -> 
     return run
 
 
+def out_of_fold_build(built: Path, config: dict, tmp: Path, folds: int, inputs_file: Path | None, index) -> list:
+    """The labels of a build whose every label was decided by a model fit without its class."""
+    import pickle
+
+    from quality_labels import class_groups, folds_of
+
+    from imagenot.labels.label_model.model import save_model
+    from imagenot.labels.label_model.train import fit_model, judged_pairs, pair_inputs, read_tagged
+    from imagenot.pipeline.score.senses_command import cached_encoder
+
+    pairs = judged_pairs()
+    if inputs_file and inputs_file.exists():
+        inputs = pickle.loads(inputs_file.read_bytes())
+    else:
+        tagged = read_tagged(str(built / "tag" / "tagged" / "*.parquet"))
+        inputs = pair_inputs(pairs, tagged, index, cached_encoder(load_config(None)))
+    fold_of_pair = folds_of(class_groups(pairs, inputs), folds, 0)
+    fold_of_synset = {p.synset: f for p, f in zip(pairs, fold_of_pair)}
+    labels = []
+    for fold in range(folds):
+        train = np.flatnonzero(fold_of_pair != fold)
+        model = fit_model(inputs.subset(train), [pairs[i] for i in train], 0, 32, 1.0)
+        folder = tmp / f"label-model-{fold}"
+        save_model(folder, dataclasses.replace(model, card={**model.card, "fold": fold}))
+        scoring = {**config.get("scoring", {}), "label_model": str(folder)}
+        run = run_with(built, tmp / f"fold-{fold}", dict(config, scoring=scoring), ("score", "rank", "sample"))
+        labels += [key for key in dataset_labels(run, index) if fold_of_synset.get(key[1], fold) == fold]
+    return labels
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", nargs="+", default=["sentence"], help="scoring.sense_method values to build with")
@@ -100,6 +139,8 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, help="the LAION sample (default: build_dev.yaml's)")
     parser.add_argument("--pairs", type=Path, help=f"write the select-kept pairs not judged yet here (as {PAIRS.name})")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
+    parser.add_argument("--label-folds", type=int, help="the defaults out of fold, folds by class (see above)")
+    parser.add_argument("--inputs", type=Path, help="quality_labels.py's pickle of the judged pairs' inputs")
     args = parser.parse_args()
     index, readers = load_index(), read_readers()
     right, picturable = majority(readers, "right_sense"), majority(readers, "picturable")
@@ -119,8 +160,14 @@ def main() -> None:
         selected_right = {key for key in kept if right.get(key) == "yes"}
         report["select_kept"] = len(kept)
         report["select_kept_judged_share"] = share(sum(key in right for key in kept), len(kept))
+        if args.label_folds:
+            labels = out_of_fold_build(built, config, Path(tmp), args.label_folds, args.inputs, index)
+            figures = {"label_folds": args.label_folds, **setting_figures(labels, selected_right, right, picturable)}
+            report["settings"].append(figures)
+            print(json.dumps(figures), flush=True)
         floors = args.pass_floors or [defaults.ranking.min_pass_share]
-        for method, floor in product(args.method, floors):  # score reads both: which candidates it ranks
+        settings = () if args.label_folds else product(args.method, floors)
+        for method, floor in settings:  # score reads both: which candidates it ranks
             scoring = {**config.get("scoring", {}), "sense_method": method}
             ranking = {**config["ranking"], "min_pass_share": floor}
             setting = dict(config, scoring=scoring, ranking=ranking)

@@ -38,7 +38,7 @@ import hashlib
 import json
 import pickle
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from itertools import product
 from pathlib import Path
 
@@ -46,7 +46,9 @@ import numpy as np
 import pyarrow.parquet as pq
 from real_dev_pairs import DATA, imagenot, resolved_config
 
-from imagenot.labels.label_model.train import fit_model, judged_pairs, pair_inputs, read_tagged
+from imagenot.labels.label_model.model import USES
+from imagenot.labels.label_model.train import USE_OF, fit_model, judged_pairs, pair_inputs, read_tagged
+from imagenot.labels.web_senses import web_lexicon
 from imagenot.pipeline.config.schema import load_config
 from imagenot.pipeline.score.senses_command import cached_encoder
 from imagenot.wordnet.index import load_index
@@ -81,15 +83,30 @@ def folds_of(groups: list[str], k: int, seed: int) -> np.ndarray:
     return np.array([int(hashlib.sha256(f"{seed}:{g}".encode()).hexdigest(), 16) % k for g in groups])
 
 
-def out_of_fold(pairs, inputs, folds: np.ndarray, seed: int) -> np.ndarray:
-    """Each pair's probability by the model fit on the other folds' pairs."""
-    probability = np.zeros(len(pairs))
+def out_of_fold(pairs, inputs, folds: np.ndarray, seed: int) -> tuple[np.ndarray, list[str]]:
+    """Each pair's probability, and what its word is there, by the model fit on the other folds' pairs."""
+    probability, uses = np.zeros(len(pairs)), [""] * len(pairs)
     for fold in sorted(set(folds)):
         train = np.flatnonzero(folds != fold)
         model = fit_model(inputs.subset(train), [pairs[i] for i in train], seed, 32, 1.0)
         held = np.flatnonzero(folds == fold)
         probability[held] = model.probability(inputs.features[held], inputs.caption_vectors[held])
-    return probability
+        for i, use in zip(held, model.uses(inputs.features[held], inputs.caption_vectors[held])):
+            uses[i] = use
+    return probability, uses
+
+
+def named_drops(pairs, probability: np.ndarray, uses: list[str], floor: float) -> dict:
+    """Of the judged pairs the model drops at `floor`: how many, the share its use head names as the
+    readers do (their use, as the head names it: `USE_OF`), and per name, its pairs and precision."""
+    dropped = [(p, u) for p, q, u in zip(pairs, probability, uses) if q < floor and USE_OF.get(p.use or "")]
+    by_name = {}
+    for name in USES:
+        named = [p for p, u in dropped if u == name]
+        right = sum(USE_OF[p.use] == name for p in named)
+        by_name[name] = {"pairs": len(named), "precision": _share(right, len(named))}
+    agree = sum(USE_OF[p.use] == u for p, u in dropped)
+    return {"dropped": len(dropped), "named_as_readers_do": _share(agree, len(dropped)), "by_name": by_name}
 
 
 def select_run(config: Path, tmp: Path, name: str) -> tuple[set[Key], dict]:
@@ -174,6 +191,40 @@ def grid(replay: Replay, probability: np.ndarray, mask: np.ndarray | None = None
     return rows
 
 
+def web_sense_words(pairs, inputs) -> dict:
+    """Per word of the judged pairs (those with a web sense in the lexicon, or judged `missing_sense`
+    by its readers): its pairs, the readers' missing senses and names, the lexicon's senses, and the
+    pairs the web senses drop (web margin under 0), judged wrong and right."""
+    senses, lexicon = word_senses(), web_lexicon()
+    rows: dict[str, dict] = {}
+    web_margin = np.asarray(inputs.scores.web_margin)
+    for p, form, margin in zip(pairs, inputs.forms, web_margin):
+        word = next(iter(senses.form_words(form)), form)
+        row = rows.setdefault(word, Counter())
+        row["pairs"] += 1
+        row["missing_sense"] += p.use == "missing_sense"
+        row["name"] += p.use == "name"
+        if margin < 0:
+            row["dropped_wrong" if p.right_sense != "yes" else "dropped_right"] += 1
+    out = {}
+    for word, row in rows.items():
+        covered = len(lexicon.of_word(word))
+        if covered or row["missing_sense"]:
+            out[word] = {"web_senses": covered, **row}
+    ranked = sorted(out.items(), key=lambda item: (-item[1]["pairs"], item[0]))
+    missing = [r for r in out.values() if r["missing_sense"]]
+    return {
+        "words": len(out),
+        "words_judged_missing_sense": len(missing),
+        "of_them_in_the_lexicon": sum(1 for r in missing if r["web_senses"]),
+        "missing_sense_pairs_of_words_in_the_lexicon": sum(r["missing_sense"] for r in missing if r["web_senses"]),
+        "missing_sense_pairs": sum(r["missing_sense"] for r in missing),
+        "dropped_wrong": sum(r.get("dropped_wrong", 0) for r in out.values()),
+        "dropped_right": sum(r.get("dropped_right", 0) for r in out.values()),
+        "by_word": dict(ranked),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folds", type=int, default=5)
@@ -195,7 +246,7 @@ def main() -> None:
             if args.inputs:
                 args.inputs.write_bytes(pickle.dumps(inputs))
     folds = folds_of(class_groups(pairs, inputs), args.folds, args.seed)
-    probability = out_of_fold(pairs, inputs, folds, args.seed)
+    probability, uses = out_of_fold(pairs, inputs, folds, args.seed)
     build_replay = Replay(pairs, inputs, sorted(build_kept), build["rule_share"])
     settings = grid(build_replay, probability)
     chosen_default = choose(settings)
@@ -221,6 +272,8 @@ def main() -> None:
             "settings": settings,
         },
     }
+    report["web_senses"] = web_sense_words(pairs, inputs)
+    report["label_model_drops"] = named_drops(pairs, probability, uses, chosen_default["label_floor"])
     real_replay = Replay(pairs, inputs, sorted(real_kept), real["rule_share"])
     pick = chosen_default
     kept = real_replay.labels(probability, pick["label_floor"], None, pick["class_floor"])

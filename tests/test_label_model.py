@@ -80,3 +80,41 @@ def test_the_judged_pairs_are_read_once_each_with_their_readers_majority():
     assert by_source["train"] == 5200 and by_source["real_dev"] > 1500 and by_source["build_dev"] > 300
     assert all(isinstance(p, JudgedPair) for p in pairs)
     assert {p.picturable for p in pairs} <= {"yes", "no", "unsure", None}
+
+
+def test_the_trainer_reads_pairs_as_a_build_does_and_is_seeded(minilm, stage_matcher):
+    """A small trainer run: its inputs come from the build's own functions, and the same seed and
+    pairs give the same weights."""
+    import pyarrow as pa
+
+    from imagenot.labels.label_model.train import fit_model, pair_inputs
+
+    pairs = [p for p in judged_pairs() if p.source == "train" and p.picturable in ("yes", "no")][:80]
+    captions = {p.row_id: p for p in pairs}
+    texts = dict(zip(captions, _captions(list(captions))))
+    tags = stage_matcher.tag(pa.array(list(texts.values()), pa.string()))
+    tagged = {
+        row_id: {"row_id": row_id, "caption": text, "matched": matched, "wnids": wnids}
+        for row_id, text, matched, wnids in zip(texts, texts.values(), tags.matched.to_pylist(), tags.wnids.to_pylist())
+    }
+    inputs = pair_inputs(pairs, tagged, load_index(), minilm)
+    assert inputs.features.shape == (80, len(FEATURES)) and inputs.caption_vectors.shape == (80, 384)
+    assert np.isfinite(inputs.features).all() and sum(map(bool, inputs.forms)) >= 70  # captions as packets hold them
+    first, second = (fit_model(inputs, pairs, 0, 8, 1.0) for _ in range(2))
+    assert first.digest() == second.digest()
+    probability = first.probability(inputs.features, inputs.caption_vectors)
+    shown = np.array([p.picturable == "yes" for p in pairs])
+    assert probability[shown].mean() > probability[~shown].mean()  # it learned something
+
+
+def _captions(row_ids: list[str]) -> list[str]:
+    """The captions of training pairs, as their packets hold them."""
+    import csv
+
+    from imagenot.labels.label_model.train import DATA
+
+    text = {}
+    for path in sorted((DATA / "label_train").glob("pairs_*.tsv")):
+        with path.open(newline="") as file:
+            text.update({r["row_id"]: r["caption"] for r in csv.DictReader(file, delimiter="\t")})
+    return [text[r] for r in row_ids]

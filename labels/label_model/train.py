@@ -224,8 +224,24 @@ def fit_model(inputs: PairInputs, pairs: list[JudgedPair], seed: int, components
         use.intercept_[order],
         axes,
         center,
-        {"margin_clip": MARGIN_CLIP},
+        {"margin_clip": MARGIN_CLIP, "reads_with": reads_with()},
     )
+
+
+def reads_with() -> dict:
+    """The settings a build's score stage must read pairs with for the model's features to mean what
+    they meant in training (`pair_inputs`): the config's validation compares them."""
+    settings = SenseSettings()
+    return {
+        "encoder": "sentence-transformers",
+        "model": DEFAULT_MODEL,
+        "query_template": QUERY_TEMPLATE,
+        "sense_method": "sentence",
+        "sense_templates": list(settings.templates),
+        "sense_prior": settings.prior,
+        "sense_pooling": settings.pooling,
+        "web_senses": lexicon_digest(),
+    }
 
 
 def main() -> None:
@@ -249,16 +265,6 @@ def main() -> None:
         f"caption embeddings' first {args.components} principal axes; a multinomial one of their use on the same",
         "trained_on": dict(sorted(judged.items())),
         "data_digest": hashlib.sha256(json.dumps([p.__dict__ for p in pairs]).encode()).hexdigest()[:16],
-        "reads_with": {  # what a build's score stage must read pairs with for these weights to mean anything
-            "encoder": "sentence-transformers",
-            "model": DEFAULT_MODEL,
-            "query_template": QUERY_TEMPLATE,
-            "sense_method": "sentence",
-            "sense_templates": list(SenseSettings().templates),
-            "sense_prior": SenseSettings().prior,
-            "sense_pooling": SenseSettings().pooling,
-            "web_senses": lexicon_digest(),
-        },
         "seed": args.seed,
         "c": args.c,
         "hours": round((time.time() - started) / 3600, 3),
