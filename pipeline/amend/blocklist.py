@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
+from imagenot.pipeline.frame.lock_option import absolute_paths, break_lock_option, run_config_option
 
 if TYPE_CHECKING:  # the work's modules load when the command runs, so that `blocklist --help` loads no Beam
     import pyarrow as pa
@@ -97,14 +97,17 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
             count = journal.remembered(
                 f"members of {tar}: {digest(sorted(tar_keys))}",
                 lambda path=path, tar_keys=tar_keys: sample_members(path, tar_keys),
+                read=journal.count,
             )
             remove_samples(path, tar_keys)
             samples_removed += count
 
     require_download(config, run_dir, "blocklist apply")
-    images_before = journal.remembered("images before", lambda: stage_figures(run_dir, download_stage.STAGE)["images"])
+    images_before = journal.remembered(
+        "images before", lambda: stage_figures(run_dir, download_stage.STAGE)["images"], read=journal.count
+    )
     applied_at = journal.remembered(
-        "applied at", lambda: datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        "applied at", lambda: datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), read=journal.text
     )
     result = drop_and_backfill(
         config,
@@ -143,9 +146,15 @@ def blocklist_command() -> None:
 
 
 @blocklist_command.command("apply")
-@click.option("--run", "run_dir", required=True, help="run directory holding a finished download/ stage")
 @click.option(
-    "--list", "list_path", required=True, help="blocklist file (local or gs://): `url|domain|sha256|md5 VALUE` lines"
+    "--run", "run_dir", required=True, callback=absolute_paths, help="run directory holding a finished download/ stage"
+)
+@click.option(
+    "--list",
+    "list_path",
+    required=True,
+    callback=absolute_paths,
+    help="blocklist file (local or gs://): `url|domain|sha256|md5 VALUE` lines",
 )
 @run_config_option
 @break_lock_option

@@ -32,7 +32,7 @@ import click
 import numpy as np
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.frame.lock_option import break_lock_option
+from imagenot.pipeline.frame.lock_option import absolute_paths, break_lock_option
 
 if TYPE_CHECKING:  # pyarrow, cleanlab (with scikit-learn) and the run's files (with Beam) are imported
     # where they are used, so that `audit label-noise --help` loads none of them
@@ -294,8 +294,20 @@ def read_run_dataset(run_dir: str) -> tuple[pa.Table, str]:
 
 
 @click.command("label-noise")
-@click.option("--run", "run_dir", required=True, help="run directory holding rank/ and sample/ (or download/)")
-@click.option("--probs", "probs_path", required=True, help="parquet: row_id and probs (list<float>) or p_0 .. p_(K-1)")
+@click.option(
+    "--run",
+    "run_dir",
+    required=True,
+    callback=absolute_paths,
+    help="run directory holding rank/ and sample/ (or download/)",
+)
+@click.option(
+    "--probs",
+    "probs_path",
+    required=True,
+    callback=absolute_paths,
+    help="parquet: row_id and probs (list<float>) or p_0 .. p_(K-1)",
+)
 @break_lock_option
 def label_noise_command(run_dir: str, probs_path: str, break_lock: bool) -> None:
     """Estimate label errors with confident learning from out-of-sample class probabilities."""
