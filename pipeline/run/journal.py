@@ -202,6 +202,14 @@ def resuming(run_dir: str, command: str) -> bool:
     return entry is not None and entry["command"] == command
 
 
+def left_to_finish(run_dir: str, command: str, args: Mapping[str, object]) -> dict | None:
+    """The run's unfinished entry when it is this very command's (same arguments), which a run of
+    it takes over: what it remembered may stand in for an input that has gone since."""
+    entry = unfinished(run_dir)
+    same = entry is not None and entry["command"] == command
+    return entry if same and _compared(entry["args"]) == _compared(json.loads(json.dumps(dict(args)))) else None
+
+
 def command_line(command: str, args: Mapping[str, object]) -> str:
     """`imagenot COMMAND --option value --flag`, as a user types it again (None and False left out,
     a list's option repeated)."""
