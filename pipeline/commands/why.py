@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import click
 
+from imagenot.pipeline.frame.given_text import GIVEN_TEXT
 from imagenot.pipeline.frame.lock_option import absolute_paths
 
 
 @click.command("why")
-@click.argument("word")
+@click.argument("word", type=GIVEN_TEXT)
 @click.option(
     "--run",
     "run_dir",

@@ -39,7 +39,7 @@ from typing import Any
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.run.files import read_json, write_json
+from imagenot.pipeline.run.files import RunFileError, read_json, write_json
 from imagenot.pipeline.run.layout import JOURNAL_FILE
 from imagenot.pipeline.run.lock import run_lock
 
@@ -123,8 +123,8 @@ def read_journal(run_dir: str) -> list[dict]:
         return []
     try:
         entries = read_json(path)
-    except ValueError as err:
-        raise ImagenotError(f"{path}: not imagenot's journal of the run ({err}); restore it or delete it") from err
+    except RunFileError as err:
+        raise ImagenotError(f"{err}: not imagenot's journal of the run; restore it or delete it") from err
     if not isinstance(entries, list):
         raise ImagenotError(f"{path}: not imagenot's journal of the run (a list of commands); restore it or delete it")
     for number, entry in enumerate(entries, 1):
