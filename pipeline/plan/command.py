@@ -88,11 +88,11 @@ def plan_command(
     from imagenot.pipeline.plan.projection import plan_from_sample, summary
 
     config = load_config(config_path)
+    assumed = Rates(**rates) if measured_run is None else _measured_rates(measured_run, Rates(**rates))
     preflight(config, run_dir, build_stages(config))
     rows, shards, units = corpus_units(config)
     dataflow = config.runner.dataflow
     workers = workers or (dataflow.max_workers if dataflow else config.runner.workers)
-    assumed = Rates(**rates) if measured_run is None else _measured_rates(measured_run, Rates(**rates))
     if sample_rows:
         plan = plan_from_sample(config, rows, shards, assumed, workers, sample_rows, sample_seed)
     else:
