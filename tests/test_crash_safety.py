@@ -66,7 +66,8 @@ def takedown(downloaded_run, tmp_path_factory) -> tuple[Path, Path]:
 @pytest.mark.parametrize("point", ["backfill dropped", "download ran"])
 def test_a_killed_blocklist_apply_is_finished_by_its_rerun(downloaded_run, takedown, tmp_path, point):
     """Killed with the images on the dropped list but not yet replaced, or inside the download that
-    replaces them, the apply run again leaves the uninterrupted apply's run; meanwhile a reader and
+    replaces them, the apply run again leaves the uninterrupted apply's run, even once the list file
+    it was given is gone (it reads the run's copy, which its journal names); meanwhile a reader and
     another writer name it."""
     listed, whole = takedown
     killed = copy_run(downloaded_run, tmp_path / "killed" / "run")
@@ -74,7 +75,11 @@ def test_a_killed_blocklist_apply_is_finished_by_its_rerun(downloaded_run, taked
 
     _refused_naming(killed, f"imagenot blocklist apply --run {killed} --list {listed}")
 
-    rerun = invoke(blocklist_command, ["apply", "--run", str(killed), "--list", str(listed)])
+    listed.rename(tmp_path / "away.txt")  # the module's other tests read it: put back below
+    try:
+        rerun = invoke(blocklist_command, ["apply", "--run", str(killed), "--list", str(listed)])
+    finally:
+        (tmp_path / "away.txt").rename(listed)
     assert rerun.exit_code == 0, rerun.output
     mine, uninterrupted = _dataset(killed), _dataset(whole)
     assert sorted(mine) == sorted(uninterrupted)
