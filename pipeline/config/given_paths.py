@@ -52,8 +52,8 @@ def _absolute_text_model(raw: dict) -> None:
     is made absolute, and so is the key of its threshold (a threshold is one model's)."""
     scoring = _section(raw, ["scoring"])
     model = scoring.get("model") if scoring is not None else None
-    if not isinstance(model, str) or not FileSystems.exists(model) or absolute(model) == model:
-        return
+    if not isinstance(model, str) or absolute(model) == model or not FileSystems.exists(model):
+        return  # not a relative local path (a scheme's, the packaged name's), or no folder there: a hub id
     scoring["model"] = absolute(model)
     ranking = _section(raw, ["ranking"])
     thresholds = ranking.get("thresholds") if ranking is not None else None
