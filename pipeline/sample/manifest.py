@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 from imagenot.pipeline.config.model_files import resolve_model
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.formats import CorpusError
-from imagenot.pipeline.corpus.preflight import where_is_the_corpus
+from imagenot.pipeline.corpus.preflight import check_corpus, where_is_the_corpus
 from imagenot.pipeline.corpus.reader import listed_shards
 from imagenot.pipeline.run.files import read_json, sha256_file
 from imagenot.pipeline.run.layout import (
@@ -38,28 +38,38 @@ def file_entry(path: str, name: str | None = None) -> dict:
 
 def tagged_corpus(config: Config, run_dir: str) -> dict:
     """The corpus files the tag stage read (`tag/shards.json`: name and size), found where the
-    config's corpus is now (corpus.paths, or the run's own synthetic corpus, wherever the run was
-    moved): `{"corpus": [[path, size], ...]}`, for the sample stage's `prepare`. Raises naming the
-    first file not there, or not at the size the tag stage read, and what to do."""
+    config's corpus lies now (corpus.paths, or the run's own synthetic corpus, wherever the run was
+    moved), else where the tag stage read them: `{"corpus": [[path, size], ...]}`, for the sample
+    stage's `prepare`. Raises naming the first file in neither place, or not at the size the tag
+    stage read, and what to do."""
     recorded = read_json(stage_path(run_dir, TAG, CORPUS_SHARDS_FILE))
     try:
-        listed = listed_shards(config.corpus.paths)
+        listed = listed_shards(config.corpus.paths) if config.corpus.paths else []
     except CorpusError:
-        listed = []  # each file the tag stage read is named below
-    found = {name(path): (path, size) for path, size, _ in listed}
+        listed = []  # each file the tag stage read is looked for where it read it, and named if not there
+    configured = {name(path): path for path, _, _ in listed}
+    found = []
     for path, size, _ in recorded:
-        now = found.get(name(path))
-        if now is None:
+        where = configured.get(name(path), from_run(path, run_dir))
+        if not FileSystems.exists(where):
             raise CorpusError(
-                f"{run_dir}: corpus file {name(path)}, which the tag stage read from {from_run(path, run_dir)}, is not "
-                f"in the corpus ({', '.join(config.corpus.paths)}); {where_is_the_corpus(config, run_dir)}"
+                f"{run_dir}: corpus file {name(path)}, which the tag stage read from {where}, is not there nor in "
+                f"corpus.paths ({', '.join(config.corpus.paths) or 'none'}); {where_is_the_corpus(config, run_dir)}"
             )
-        if now[1] != size:
+        if (now := FileSystems.match([where])[0].metadata_list[0].size_in_bytes) != size:
             raise CorpusError(
-                f"{run_dir}: corpus file {now[0]} changed since the tag stage read it ({now[1]:,} bytes, was "
-                f"{size:,}); build the run again from tag (imagenot build --config CONFIG --out {run_dir} --from tag)"
+                f"{run_dir}: corpus file {where} changed since the tag stage read it ({now:,} bytes, was {size:,}); "
+                f"build the run again from tag (imagenot build --config CONFIG --out {run_dir} --from tag)"
             )
-    return {"corpus": [[found[name(path)][0], size] for path, size, _ in recorded]}
+        found.append([where, size])
+    return {"corpus": found}
+
+
+def check_configured_corpus(config: Config, run_dir: str | None) -> None:
+    """The sample stage's preflight, as its manifest checksums the corpus: the corpus the config
+    names is there (a run whose config names none reads it where the tag stage did: `tagged_corpus`)."""
+    if config.corpus.paths:
+        check_corpus(config, run_dir)
 
 
 def checked_corpus_entry(shard: list, run_dir: str) -> dict:

@@ -34,7 +34,6 @@ from apache_beam.io.filesystems import FileSystems
 from imagenot.errors import ImagenotError
 from imagenot.labels.caption_rules import SenseDecision
 from imagenot.pipeline.config.schema import Config, Sampling
-from imagenot.pipeline.corpus.preflight import check_corpus
 from imagenot.pipeline.frame.preflight import files_exist
 from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.frame.runner import make_pipeline
@@ -64,7 +63,12 @@ from imagenot.pipeline.run.layout import (
 from imagenot.pipeline.run.paths import delete_folder, name
 from imagenot.pipeline.run.shards import read_batches
 from imagenot.pipeline.sample.classes import ORDER_COLUMN, sample_class
-from imagenot.pipeline.sample.manifest import build_manifest, checked_corpus_entry, tagged_corpus
+from imagenot.pipeline.sample.manifest import (
+    build_manifest,
+    check_configured_corpus,
+    checked_corpus_entry,
+    tagged_corpus,
+)
 from imagenot.pipeline.sample.splits import assign_splits
 from imagenot.pipeline.sample.writer import ShardWriter
 
@@ -292,7 +296,7 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_sample,
-    preflight=(files_exist("sampling.reference_scores"), check_corpus),  # its manifest checksums the corpus
+    preflight=(files_exist("sampling.reference_scores"), check_configured_corpus),
     prepare=tagged_corpus,
     figures=summarize,
 )
