@@ -1,11 +1,12 @@
 """A run is a folder that can be moved: a copy of the session's downloaded run, elsewhere, is built
-again from its first stage, cleaned against a blocklist, audited with `--drop` and exported, each
+again from its sample stage, cleaned against a blocklist, audited with `--drop` and exported, each
 command run from a third folder that names the run relatively or as `.`; the copy ends as the
 original's bytes where it should, and no file of it names where it was built or the folders its
 commands ran in. A moved run whose corpus is gone is refused before anything is written, naming the
-file and how to give its new place, and goes on from there; a corpus stage killed part way is
-finished by its rerun. (`review apply` and `review classes apply` run from a third folder on their
-copies in test_crash_safety.py and test_class_vetoes.py; a run copied into a bucket and back in
+file and how to give its new place, and goes on from there; a build killed inside its corpus stage
+is finished by its rerun on the run moved elsewhere, which runs every stage up to the sample's
+there. (`review apply` and `review classes apply` run from a third folder on their copies in
+test_crash_safety.py and test_class_vetoes.py; a run copied into a bucket and back in
 test_bucket.py.)"""
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from imagenot.pipeline.corpus.synth import ground_truth_path, synth_corpus
 build_command, corpus_command, export_command = (cli_command(name) for name in ("build", "corpus", "export"))
 sample_command = cli_command("sample")
 TEXT_FILES = (".json", ".yaml", ".tsv", ".md", ".html", ".txt")
-# What stays the same when the run is built again from its corpus stage: the dataset, row for row.
+# What stays the same when the run is built again from its sample stage: the dataset, row for row.
 REBUILT_FILES = ("sample/dataset/*.parquet", "download/dataset/*.parquet", "dataset/*.parquet", "dataset/classes.txt")
 
 
@@ -78,8 +79,9 @@ def test_every_command_that_writes_a_run_works_on_a_moved_copy_from_a_third_fold
     (inputs / "audit.yaml").write_text(yaml.safe_dump({**config, "image_audit": audit}))
 
     before = _files(moved, REBUILT_FILES)
-    said = _ok(build_command, ["--config", os.path.relpath(inputs / "audit.yaml"), "--out", run, "--from", "corpus"])
-    assert "ran:     corpus, tag, select, score, rank, sample, download, report, export" in said
+    # from the sample stage, which reads the corpus the tag stage read (the stages before it: below)
+    said = _ok(build_command, ["--config", os.path.relpath(inputs / "audit.yaml"), "--out", run, "--from", "sample"])
+    assert "ran:     sample, download, report, export" in said
     assert f"dataset: {moved}/dataset/" in said
     assert _files(moved, REBUILT_FILES) == before  # its own corpus, read where the run is now
 
@@ -114,6 +116,7 @@ def test_every_command_that_writes_a_run_works_on_a_moved_copy_from_a_third_fold
         inputs / "tiny-vit.json"
     )
     assert _naming(moved, [*built_in, third]) == {}  # nothing recorded from the folder a command ran in
+    assert list(_naming(moved, [moved])) == ["journal.json"]  # its own files by their places in it: the commands
 
 
 def test_a_moved_run_whose_corpus_is_gone_is_refused_before_it_writes_and_goes_on_from_its_new_place(
@@ -179,7 +182,7 @@ def test_a_build_killed_inside_its_corpus_stage_is_finished_by_its_rerun_whereve
     shutil.move(built.parent, moved.parent)
     monkeypatch.chdir(moved)
     said = _ok(build_command, ["--config", "../../tiny.yaml", "--out", "."])
-    assert "ran:     corpus, tag, select" in said and (moved / "corpus/DONE").exists()
+    assert "ran:     corpus, tag, select, score, rank, sample, report" in said and (moved / "corpus/DONE").exists()
     synth_corpus(tmp_path / "direct", 300, 3, shard_rows=100, index=index)
     assert _files(moved / "corpus", ("part-*.parquet",)) == _files(tmp_path / "direct", ("part-*.parquet",))
     truth = Path(ground_truth_path(str(moved / "corpus")))
