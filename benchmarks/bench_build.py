@@ -167,14 +167,14 @@ def bench_size(
     again on a copy of tag and select with that `scoring.sense_method` (the encoder's captions
     cached: its sense CPU per scored caption is the figure). The corpus is kept in `corpora` when
     given (reused if there)."""
-    from imagenot.pipeline.corpus.synth import synth_corpus
+    from imagenot.pipeline.corpus.synth import ground_truth_path, synth_corpus
     from imagenot.pipeline.run import layout
 
     corpus_dir = (corpora or root) / f"corpus-{rows}"
     run_dir, cache_dir = root / f"run-{rows}", root / f"embeddings-{rows}"
     run_dir.mkdir(parents=True)
     started = time.perf_counter()
-    if not (corpus_dir / "ground_truth.parquet").exists():
+    if not Path(ground_truth_path(str(corpus_dir))).exists():
         synth_corpus(corpus_dir, rows=rows, seed=0, shard_rows=SHARD_ROWS)
     print(f"{rows} rows: corpus ready in {time.perf_counter() - started:.1f} s (not timed below)", flush=True)
 

@@ -1,7 +1,7 @@
 """Sense precision of the captions kept per class, without and with a similarity threshold.
 
 A synthetic corpus (`pipeline.corpus.synth`) knows which synset each caption was written about
-(`corpus/ground_truth.parquet`). The build runs through rank with the real MiniLM encoder, with
+(`corpus_ground_truth.parquet`, beside `corpus/`). The build runs through rank with the real MiniLM encoder, with
 no threshold and room for every candidate (`ranking.classes` 100,000), so every candidate
 synset's selected captions are scored (`rank/scored`) and every candidate has a score
 (`rank/ranking.tsv`: mean of its top-n first-pass caption similarities).
@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from imagenot.labels.encoders.text import DEFAULT_MODEL
 from imagenot.pipeline.config.schema import Config, Corpus, Ranking, Sampling, Scoring, Selection, Synth
-from imagenot.pipeline.corpus.synth import GROUND_TRUTH
+from imagenot.pipeline.corpus.synth import ground_truth_path
 from imagenot.pipeline.frame.build import build
 
 THRESHOLDS = [round(t, 2) for t in np.arange(0.30, 0.801, 0.05)]
@@ -64,7 +64,7 @@ def synset_scores(run_dir: Path) -> dict[str, float]:
 def judged_captions(run_dir: Path, folder: str = "rank/scored") -> pa.Table:
     """The captions of `folder` (row_id, wnid, gloss_similarity) with `correct`, `lenient`, `kind`."""
     scored = pq.read_table(run_dir / folder, columns=["row_id", "wnid", "gloss_similarity"])
-    truth = pq.read_table(run_dir / "corpus" / GROUND_TRUTH, columns=["row_id", "wnid", "kind", "mentioned"])
+    truth = pq.read_table(ground_truth_path(str(run_dir / "corpus")), columns=["row_id", "wnid", "kind", "mentioned"])
     keys = pa.table(
         {
             "row_id": truth.column("row_id"),

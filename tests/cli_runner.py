@@ -29,10 +29,11 @@ def cli_command(name: str) -> click.Command:
     return main.get_command(click.Context(main), name)
 
 
-def killed_at(point: str, args: list[str]) -> None:
-    """Run `imagenot ARGS` in a process group of its own that kills itself with SIGKILL at the
-    named point of its work (`pipeline.run.journal.checkpoint`), as `kill -9` would; fail if it
-    finished or failed before it got there."""
+def killed_at(point: str, args: list[str], cwd=None) -> None:
+    """Run `imagenot ARGS` (in the folder `cwd`, by default this process's) in a process group of
+    its own that kills itself with SIGKILL at the named point of its work
+    (`pipeline.run.journal.checkpoint`), as `kill -9` would; fail if it finished or failed before
+    it got there."""
     import os
     import signal
     import subprocess
@@ -42,5 +43,7 @@ def killed_at(point: str, args: list[str]) -> None:
 
     command = [sys.executable, "-m", "imagenot.pipeline.cli", *args]
     env = {**os.environ, KILL_AT: point}
-    done = subprocess.run(command, env=env, start_new_session=True, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        command, env=env, cwd=cwd, start_new_session=True, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == -signal.SIGKILL, f"not killed at {point!r} ({done.returncode}):\n{done.stderr[-3000:]}"

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from cli_runner import cli_command, invoke
 from ports import free_loopback_port
@@ -211,10 +212,39 @@ def test_the_corpus_stage_writes_a_synthetic_corpus_into_a_bucket(gcs_bucket, tm
         run_in_folder(declared("corpus"), config, run_dir)
     pattern = "corpus/*.parquet"
     names = sorted(Path(m.path).name for m in FileSystems.match([FileSystems.join(local, pattern)])[0].metadata_list)
-    assert names == ["ground_truth.parquet", "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
-    for name in names:
-        assert read_bytes(f"{remote}/corpus/{name}") == read_bytes(f"{local}/corpus/{name}")
+    assert names == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]  # the ground truth is beside
+    for name in [*(f"corpus/{name}" for name in names), "corpus_ground_truth.parquet"]:
+        assert read_bytes(f"{remote}/{name}") == read_bytes(f"{local}/{name}")
     assert read_json(f"{remote}/corpus/figures.json") == {"rows": 400, "shards": 3}
+
+
+def _copy_run(source: str, dest: str) -> None:
+    """Every file of a run (local or in a bucket) copied as it is to `dest` (local or in a bucket)."""
+    prefix = source.rstrip("/") + "/"
+    for meta in FileSystems.match([f"{prefix}**"])[0].metadata_list:
+        target = f"{dest}/{meta.path.removeprefix(prefix)}"
+        with FileSystems.create(target, compression_type=CompressionTypes.UNCOMPRESSED) as out:  # nothing reads it yet
+            out.write(read_bytes(meta.path))
+
+
+def test_a_local_run_copied_into_the_bucket_and_back_is_the_same_run_in_each(
+    gcs_bucket, local_run, tmp_path, monkeypatch
+):
+    """The local build copied into the bucket, and the bucket's copy back to another local folder
+    (named from a third): in each a build finds every stage done, and the sample stage run again
+    checksums the corpus where it lies and writes the same manifest and dataset."""
+    remote, back = f"{gcs_bucket}/copied/run", tmp_path / "back" / "run"
+    _copy_run(local_run, remote)
+    _copy_run(remote, str(back))
+    (tmp_path / "third").mkdir()
+    monkeypatch.chdir(tmp_path / "third")
+    for run_dir in (remote, "../back/run"):
+        said = _ok(cli_command("build"), "--config", f"{run_dir}/config.yaml", "--out", run_dir)
+        assert "ran:     nothing (all stages up to date)" in said
+        _ok(cli_command("sample"), "--run", run_dir)
+    manifest = read_bytes(f"{local_run}/sample/manifest.json")
+    assert read_bytes(f"{remote}/sample/manifest.json") == manifest == (back / "sample/manifest.json").read_bytes()
+    assert _files(remote) == _files(local_run) == _files(str(back))
 
 
 @pytest.mark.parametrize("where", ["local", "bucket"])

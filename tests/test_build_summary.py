@@ -9,7 +9,7 @@ SUMMARY = {
     "select": {"candidates": 96},
     "rank": {"classes": 43, "synsets_dropped": {"below_threshold": 30, "too_few_captions": 23, "beyond_top_k": 0}},
     "download": {"images": 1_700, "classes_short": 1},
-    "export": {"train": 1_270, "test": 430, "path": "RUN/dataset"},
+    "export": {"train": 1_270, "test": 430, "path": "dataset"},
 }
 
 
@@ -33,7 +33,7 @@ def test_the_summary_gives_counts_and_paths(tmp_path):
     )
     assert (
         f"card:    {run_dir}/report/card.md" in text
-        and "dataset: RUN/dataset/" in text
+        and f"dataset: {run_dir}/dataset/" in text
         and "ran:     report, export" in text
     )
 

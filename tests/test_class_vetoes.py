@@ -10,6 +10,7 @@ RUN/vetoed_classes.txt, so a build from the original config file (which names no
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 from pathlib import Path
@@ -106,8 +107,10 @@ def applied(downloaded_run, small_run, tmp_path_factory):
     # as the demo's server does: each image drawn from its caption in the run's sample (a URL the apply's new
     # sample adds, the promoted class's, gets a photo here, and so in the fresh build too)
     images = LoopbackImageServer(port=port, port_wait_s=PORT_WAIT_S, captions=sample_captions(str(work)))
-    with images as server:  # other tests serve the port too
-        result = invoke(review_command, ["classes", "apply", "--run", str(work)], catch_exceptions=False)
+    (folder / "third").mkdir()
+    with images as server, contextlib.chdir(folder / "third"):  # other tests serve the port too
+        # the run named from another folder, as a user of a copied run names it
+        result = invoke(review_command, ["classes", "apply", "--run", "../run"], catch_exceptions=False)
         requested = [path for path, *_ in server.log if path.startswith("/img/")]
         requests_sent = len(server.log)
         fresh = copy_run(small_run.run, folder / "fresh" / "run")  # the same name: the export names its run

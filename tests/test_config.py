@@ -113,7 +113,8 @@ def test_a_config_without_a_corpus_is_refused_unless_the_command_gives_one(tmp_p
     path = _config(tmp_path, "ranking:\n  classes: 3\n")
     with pytest.raises(ConfigError, match=r"corpus: no corpus given; set corpus.paths .* or corpus.synth"):
         load_config(path, needs_corpus=True)
-    assert load_config(path, ["shards/*.parquet"], needs_corpus=True).corpus.paths == ["shards/*.parquet"]
+    given = load_config(path, ["gs://b/shards/*.parquet"], needs_corpus=True)
+    assert given.corpus.paths == ["gs://b/shards/*.parquet"]
     assert load_config(path).ranking.classes == 3  # a stage command on a run reads no corpus
 
 

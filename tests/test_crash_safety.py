@@ -66,7 +66,8 @@ def takedown(downloaded_run, tmp_path_factory) -> tuple[Path, Path]:
 @pytest.mark.parametrize("point", ["backfill dropped", "download ran"])
 def test_a_killed_blocklist_apply_is_finished_by_its_rerun(downloaded_run, takedown, tmp_path, point):
     """Killed with the images on the dropped list but not yet replaced, or inside the download that
-    replaces them, the apply run again leaves the uninterrupted apply's run; meanwhile a reader and
+    replaces them, the apply run again leaves the uninterrupted apply's run, even once the list file
+    it was given is gone (it reads the run's copy, which its journal names); meanwhile a reader and
     another writer name it."""
     listed, whole = takedown
     killed = copy_run(downloaded_run, tmp_path / "killed" / "run")
@@ -74,7 +75,11 @@ def test_a_killed_blocklist_apply_is_finished_by_its_rerun(downloaded_run, taked
 
     _refused_naming(killed, f"imagenot blocklist apply --run {killed} --list {listed}")
 
-    rerun = invoke(blocklist_command, ["apply", "--run", str(killed), "--list", str(listed)])
+    listed.rename(tmp_path / "away.txt")  # the module's other tests read it: put back below
+    try:
+        rerun = invoke(blocklist_command, ["apply", "--run", str(killed), "--list", str(listed)])
+    finally:
+        (tmp_path / "away.txt").rename(listed)
     assert rerun.exit_code == 0, rerun.output
     mine, uninterrupted = _dataset(killed), _dataset(whole)
     assert sorted(mine) == sorted(uninterrupted)
@@ -120,20 +125,24 @@ def _review_files(run_dir: Path) -> dict[str, bytes]:
     return {**_dataset(run_dir), "review/plan.parquet": (run_dir / "review/plan.parquet").read_bytes()}
 
 
-def test_a_review_apply_killed_anywhere_is_finished_by_its_rerun(downloaded_run, tmp_path):
+def test_a_review_apply_killed_anywhere_is_finished_by_its_rerun(downloaded_run, tmp_path, monkeypatch):
     """Killed with the rejected images on the dropped list, again inside the download that replaces
     them (the rerun redoes it), again inside the export that follows (the rerun writes it again):
     each rerun takes the unfinished entry over, and the last leaves the uninterrupted apply's run
-    and says what it did. Meanwhile a reader and another writer name the command to run again."""
+    and says what it did. Meanwhile a reader and another writer name the command to run again.
+    Each run of it names the run from another folder (relatively, then as `.`), as a user of a
+    copied run may."""
     whole = _reviewed(downloaded_run, tmp_path / "whole" / "run")  # the same name: the export names its run
     applied = invoke(review_command, ["apply", "--run", str(whole)])
     assert applied.exit_code == 0, applied.output
     killed = _reviewed(downloaded_run, tmp_path / "killed" / "run")
-    args = ["review", "apply", "--run", str(killed)]
+    (tmp_path / "third").mkdir()
+    args = ["review", "apply", "--run", "../killed/run"]
     for point in ("backfill dropped", "download ran", "export ran"):
-        killed_at(point, args)
+        killed_at(point, args, cwd=tmp_path / "third")
         _refused_naming(killed, f"imagenot review apply --run {killed}")
-    rerun = invoke(review_command, args[1:])
+    monkeypatch.chdir(killed)
+    rerun = invoke(review_command, ["apply", "--run", "."])
     assert rerun.exit_code == 0, rerun.output
     said = [line for line in applied.output.splitlines() if line.startswith("review apply:")]
     assert said and said[0] in rerun.output  # the same counts: dropped, backfilled, put up for review

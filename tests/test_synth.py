@@ -19,10 +19,10 @@ from imagenot.pipeline.corpus.stage import run_corpus
 from imagenot.pipeline.corpus.synth import (
     BAD_SHARES,
     DUPLICATE_SHARE,
-    GROUND_TRUTH,
     PUNSAFE_RANGES,
     SHARD_SCHEMA,
     TRUTH_SCHEMA,
+    ground_truth_path,
     synth_corpus,
     synth_shards,
 )
@@ -43,19 +43,16 @@ def corpus(tmp_path_factory, index):
 
 
 def digest(folder) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    """The sha256 of each file of the corpus in `folder` and of its ground truth beside it."""
+    files = {p.name: p for p in sorted(folder.iterdir())} | {"ground truth": Path(ground_truth_path(str(folder)))}
+    return {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in files.items()}
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, index):
     for name, seed in (("a", 5), ("b", 5), ("c", 6)):
         synth_corpus(tmp_path / name, 700, seed, shard_rows=300, index=index)
     first, again, other = (digest(tmp_path / name) for name in "abc")
-    assert list(first) == [
-        "ground_truth.parquet",
-        "part-00000.parquet",
-        "part-00001.parquet",
-        "part-00002.parquet",
-    ]
+    assert list(first) == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet", "ground truth"]
     assert first == again
     assert all(first[name] != other[name] for name in first)
 
@@ -70,11 +67,13 @@ def test_shards_rows_and_schemas(corpus):
     assert [pq.ParquetFile(p).metadata.num_rows for p in result.shards] == [2_500, 2_500, 1_000]
     assert all(pq.read_schema(p) == SHARD_SCHEMA for p in result.shards)
     assert pq.read_schema(result.ground_truth) == TRUTH_SCHEMA
-    assert Path(result.ground_truth).name == GROUND_TRUTH and len(truth) == ROWS
+    # beside the corpus folder, where a glob of the folder's parquet files does not read it as a shard
+    assert result.ground_truth == ground_truth_path(str(Path(result.shards[0]).parent)) and len(truth) == ROWS
+    assert Path(result.ground_truth).parent == Path(result.shards[0]).parent.parent
     expected_ids = [f"part-{i // SHARD_ROWS:05d}:{i % SHARD_ROWS}" for i in range(ROWS)]
     assert [t["row_id"] for t in truth] == expected_ids
     assert [s["SAMPLE_ID"] for s in shards] == list(range(ROWS))
-    assert not list(Path(result.ground_truth).parent.glob(".*"))  # no staging files left
+    assert not [*Path(result.shards[0]).parent.glob(".*"), *Path(result.ground_truth).parent.glob(".*")]  # no staging
 
 
 def test_urls_live_under_the_url_base(corpus):
@@ -176,10 +175,10 @@ def test_reader_drops_exactly_the_rows_built_to_be_bad(corpus):
 
 
 def test_command_writes_a_corpus_and_refuses_to_overwrite(tmp_path):
-    args = ["--out", str(tmp_path), "--rows", "120", "--seed", "3", "--shard-rows", "50"]
+    args = ["--out", str(tmp_path / "corpus"), "--rows", "120", "--seed", "3", "--shard-rows", "50"]
     first = invoke(synth_command, args)
     assert first.exit_code == 0, first.output
-    assert "120 rows in 3 shards" in first.output
+    assert f"120 rows in 3 shards, ground truth {tmp_path / 'corpus_ground_truth.parquet'}" in first.output
     again = invoke(synth_command, args)
     assert again.exit_code != 0 and "already holds a corpus" in again.output
 

@@ -15,6 +15,7 @@ card and `RUN/dataset/` never describe images that are gone.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from imagenot.pipeline.run.stage_dir import is_done, made_from
 log = logging.getLogger(__name__)  # each pass's download and each output written again (`review apply` shows them)
 
 Flagged = Callable[[], pa.Table]  # rows to drop now: row_id, reason, duplicate_of (more columns allowed)
+DROP_COLUMNS = ("row_id", "reason", "duplicate_of")
+ROW_ID = re.compile(r".+:\d+")  # `<corpus file stem>:<position>`, as the corpus reader names rows
 
 
 @dataclass(frozen=True)
@@ -64,17 +67,31 @@ def require_download(config: Config, run_dir: str, command: str) -> None:
 def _flagged(key: str, flagged: Flagged) -> pa.Table:
     """What `flagged` returns, recorded in the run's journal before any of it is dropped, so that a
     rerun of a killed command drops what it had set out to (read back, not asked again)."""
-    recorded = journal.remembered(key, lambda: _as_json(flagged()))
-    return pa.table(
-        {
-            name: pa.array(values, pa.type_for_alias(recorded["types"][name]))
-            for name, values in recorded["columns"].items()
-        }
-    )
+    return journal.remembered(key, lambda: _as_json(flagged()), read=_rows_to_drop)
 
 
 def _as_json(table: pa.Table) -> dict:
     return {"types": {field.name: str(field.type) for field in table.schema}, "columns": table.to_pydict()}
+
+
+def _rows_to_drop(recorded: object) -> pa.Table:
+    """The table `_as_json` recorded, checked as the dropped list needs it: each row id
+    (`<shard>:<position>`) once, with a reason and maybe the row it duplicates, all texts."""
+    types = recorded.get("types") if isinstance(recorded, dict) else None
+    columns = recorded.get("columns") if isinstance(recorded, dict) else None
+    if not (isinstance(types, dict) and isinstance(columns, dict) and set(types) == set(columns)):
+        raise ValueError("not a table's columns with their types")
+    if any(types.get(name) not in ("string", "null") for name in DROP_COLUMNS):
+        raise ValueError(f"the columns {', '.join(DROP_COLUMNS)} are not all there as texts")
+    table = pa.table({name: pa.array(values, pa.type_for_alias(types[name])) for name, values in columns.items()})
+    row_ids = table.column("row_id").to_pylist()
+    if bad := [row_id for row_id in row_ids if not (isinstance(row_id, str) and ROW_ID.fullmatch(row_id))]:
+        raise ValueError(f"row id {bad[0]!r} is not <shard>:<position>")
+    if len(set(row_ids)) != len(row_ids):
+        raise ValueError("a row id is listed twice")
+    if not all(table.column("reason").to_pylist()):
+        raise ValueError("a row has no reason")
+    return table
 
 
 def drop_and_backfill(
@@ -91,7 +108,9 @@ def drop_and_backfill(
     steps of the command's journal entry: a rerun of a killed command finishes its passes."""
     require_download(config, run_dir, command)
     download_dir = stage_path(run_dir, DOWNLOAD)
-    earlier = journal.remembered("drop passes before", lambda: drops.passes(drops.read_drops(download_dir)))
+    earlier = journal.remembered(
+        "drop passes before", lambda: drops.passes(drops.read_drops(download_dir)), read=journal.count
+    )
     passes = 0
     pending = _flagged("drop pass 1", flagged)
     while pending.num_rows and passes < config.image_audit.drop_passes:

@@ -10,7 +10,9 @@ run); then the download stage runs again and each class walks on to its next res
 A replacement can match a hash in turn, so passes repeat (`pipeline.amend.backfill`, the loop
 an audit's `--drop` uses too). Each application is recorded in `download/blocklists_applied.json`
 (the list's name, size, sha256, entries, what it removed, and what stayed listed when the passes
-ran out), which the dataset card shows.
+ran out), which the dataset card shows. The list itself is copied into the run
+(`download/applied_lists/<sha256>.txt`, named in the run's journal) before its first pass, so a
+killed apply is finished by its rerun even once the list file it was given is gone.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
+from imagenot.pipeline.frame.lock_option import absolute_paths, break_lock_option, run_config_option
 
 if TYPE_CHECKING:  # the work's modules load when the command runs, so that `blocklist --help` loads no Beam
     import pyarrow as pa
@@ -33,6 +35,8 @@ if TYPE_CHECKING:  # the work's modules load when the command runs, so that `blo
     from imagenot.pipeline.download.blocklists import Blocklist
 
 log = logging.getLogger(__name__)
+
+APPLIED_LISTS_DIR = "applied_lists"  # in the download stage: each applied list's bytes, by sha256
 
 
 def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> pa.Table:
@@ -66,20 +70,41 @@ def _matches(run_dir: str, blocklist: Blocklist, candidates: pa.Table) -> pa.Tab
     )
 
 
+def _kept_list(run_dir: str, list_path: str) -> Blocklist:
+    """The list given, as the run keeps it: copied into the run the first time (after it parsed),
+    read from the copy the run's journal names on a rerun (the file given may be gone by then)."""
+    from imagenot.pipeline.download.blocklists import Blocklist, load_blocklists
+    from imagenot.pipeline.run import journal
+    from imagenot.pipeline.run.files import read_bytes, write_bytes
+    from imagenot.pipeline.run.layout import DOWNLOAD, stage_path
+    from imagenot.pipeline.run.paths import from_run, run_relative
+
+    def keep() -> str:
+        source = load_blocklists([list_path], "--list").sources[0]
+        copy = stage_path(run_dir, DOWNLOAD, APPLIED_LISTS_DIR, f"{source['sha256']}.txt")
+        write_bytes(copy, read_bytes(list_path))
+        return run_relative(copy, run_dir)
+
+    kept = from_run(journal.remembered("list", keep, read=journal.text), run_dir)
+    blocklist = Blocklist()
+    blocklist.add(list_path, read_bytes(kept))  # recorded under the name it was given
+    return blocklist
+
+
 def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
     """Apply the list to the run's dataset, backfilling from the reserve; what it removed."""
     from apache_beam.io.filesystems import FileSystems
 
     from imagenot.pipeline.amend.backfill import drop_and_backfill, require_download
     from imagenot.pipeline.download import stage as download_stage
-    from imagenot.pipeline.download.blocklists import APPLIED_FILE, load_blocklists, read_applied
+    from imagenot.pipeline.download.blocklists import APPLIED_FILE, read_applied
     from imagenot.pipeline.download.tars import remove_samples, sample_members
     from imagenot.pipeline.run import journal
     from imagenot.pipeline.run.files import write_json
     from imagenot.pipeline.run.layout import DOWNLOAD, FIGURES_FILE, stage_path
     from imagenot.pipeline.run.stage_dir import digest, stage_figures
 
-    blocklist = load_blocklists([list_path], "--list")
+    blocklist = _kept_list(run_dir, list_path)
     candidates = functools.cache(lambda: download_stage.load_candidates(run_dir)[0])  # once the stage is known done
     samples_removed = images_removed = 0
 
@@ -97,14 +122,17 @@ def apply_blocklist(config: Config, run_dir: str, list_path: str) -> dict:
             count = journal.remembered(
                 f"members of {tar}: {digest(sorted(tar_keys))}",
                 lambda path=path, tar_keys=tar_keys: sample_members(path, tar_keys),
+                read=journal.count,
             )
             remove_samples(path, tar_keys)
             samples_removed += count
 
     require_download(config, run_dir, "blocklist apply")
-    images_before = journal.remembered("images before", lambda: stage_figures(run_dir, download_stage.STAGE)["images"])
+    images_before = journal.remembered(
+        "images before", lambda: stage_figures(run_dir, download_stage.STAGE)["images"], read=journal.count
+    )
     applied_at = journal.remembered(
-        "applied at", lambda: datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        "applied at", lambda: datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), read=journal.text
     )
     result = drop_and_backfill(
         config,
@@ -143,9 +171,15 @@ def blocklist_command() -> None:
 
 
 @blocklist_command.command("apply")
-@click.option("--run", "run_dir", required=True, help="run directory holding a finished download/ stage")
 @click.option(
-    "--list", "list_path", required=True, help="blocklist file (local or gs://): `url|domain|sha256|md5 VALUE` lines"
+    "--run", "run_dir", required=True, callback=absolute_paths, help="run directory holding a finished download/ stage"
+)
+@click.option(
+    "--list",
+    "list_path",
+    required=True,
+    callback=absolute_paths,
+    help="blocklist file (local or gs://): `url|domain|sha256|md5 VALUE` lines",
 )
 @run_config_option
 @break_lock_option
@@ -154,15 +188,17 @@ def apply_command(run_dir: str, list_path: str, config_path: str | None, break_l
     from imagenot.pipeline.amend.backfill import refresh_outputs, require_download
     from imagenot.pipeline.config.schema import load_run_config
     from imagenot.pipeline.download.blocklists import load_blocklists
-    from imagenot.pipeline.run.journal import rewriting
+    from imagenot.pipeline.run.journal import left_to_finish, rewriting
 
     config = load_run_config(run_dir, config_path)
+    args = {"--run": run_dir, "--list": list_path, "--config": config_path}
 
     def check() -> None:  # under the lock, before the intent: a refused apply leaves the run nothing to finish
-        load_blocklists([list_path], "--list")
+        left = left_to_finish(run_dir, "blocklist apply", args)
+        if left is None or "list" not in left["remembered"]:  # else the rerun reads the run's copy of the list
+            load_blocklists([list_path], "--list")
         require_download(config, run_dir, "blocklist apply")
 
-    args = {"--run": run_dir, "--list": list_path, "--config": config_path}
     with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "blocklist apply", args, check=check):
         record = apply_blocklist(config, run_dir, list_path)
         shortfall = refresh_outputs(config, run_dir)  # the card and export follow what the list removed

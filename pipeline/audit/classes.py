@@ -141,6 +141,7 @@ def pair_outcomes(
     queries = queries or scorer(config)
     forms = [next(m for m in found if m in queries.senses.forms(w)) for found, w in zip(matched, wnids)]
     rows = senses_table(pa.table({"caption": captions, "lemma": forms}), config, queries).to_pylist()
+
     def column(name: str, missing: float) -> np.ndarray:
         return np.array([missing if r.get(name) is None else r[name] for r in rows], np.float64)
 

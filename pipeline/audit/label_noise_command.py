@@ -8,12 +8,24 @@ import json
 
 import click
 
-from imagenot.pipeline.frame.lock_option import break_lock_option
+from imagenot.pipeline.frame.lock_option import absolute_paths, break_lock_option
 
 
 @click.command("label-noise")
-@click.option("--run", "run_dir", required=True, help="run directory holding rank/ and sample/ (or download/)")
-@click.option("--probs", "probs_path", required=True, help="parquet: row_id and probs (list<float>) or p_0 .. p_(K-1)")
+@click.option(
+    "--run",
+    "run_dir",
+    required=True,
+    callback=absolute_paths,
+    help="run directory holding rank/ and sample/ (or download/)",
+)
+@click.option(
+    "--probs",
+    "probs_path",
+    required=True,
+    callback=absolute_paths,
+    help="parquet: row_id and probs (list<float>) or p_0 .. p_(K-1)",
+)
 @break_lock_option
 def label_noise_command(run_dir: str, probs_path: str, break_lock: bool) -> None:
     """Estimate label errors with confident learning from out-of-sample class probabilities."""

@@ -13,6 +13,7 @@ from imagenot.pipeline.run.layout import (
     REPORT,
     SAMPLE,
     SELECT,
+    export_dir,
     stage_path,
 )
 from imagenot.pipeline.run.summary import read_summary
@@ -43,7 +44,7 @@ def closing_summary(config: Config, run_dir: str, ran: list[str]) -> str:
         f"  report:  {stage_path(run_dir, REPORT, PAGE_FILE)}",
     ]
     if export:
-        lines.append(f"  dataset: {export['path']}/ (see its README.md)")
+        lines.append(f"  dataset: {export_dir(run_dir)}/ (see its README.md)")
     if no_classes := summary.get(REPORT, {}).get("no_classes"):
         lines.append(f"  {no_classes}")
     return "\n".join(lines)

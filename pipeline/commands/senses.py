@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from imagenot.pipeline.frame.given_text import GIVEN_TEXT
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -28,8 +30,12 @@ def _not_read(table: pa.Table) -> str:
 
 
 @click.command("senses")
-@click.argument("caption", required=False)
-@click.option("--lemma", help="the word whose senses to score, in any form the tagger matches [default: every noun]")
+@click.argument("caption", required=False, type=GIVEN_TEXT)
+@click.option(
+    "--lemma",
+    type=GIVEN_TEXT,
+    help="the word whose senses to score, in any form the tagger matches [default: every noun]",
+)
 @click.option(
     "--span", "span_text", help="START:END, the word's characters in CAPTION [default: where it first stands]"
 )

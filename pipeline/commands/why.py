@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import click
 
+from imagenot.pipeline.frame.given_text import GIVEN_TEXT
+from imagenot.pipeline.frame.lock_option import absolute_paths
+
 
 @click.command("why")
-@click.argument("word")
-@click.option("--run", "run_dir", required=True, help="the run directory (its select/ folder holds synset_fates.tsv)")
+@click.argument("word", type=GIVEN_TEXT)
+@click.option(
+    "--run",
+    "run_dir",
+    required=True,
+    callback=absolute_paths,
+    help="the run directory (its select/ folder holds synset_fates.tsv)",
+)
 def why(word: str, run_dir: str) -> None:
     """Say why WORD (a wnid like n03430313, a synset like gavel.n.01, or a word like crane, each
     of whose noun senses is answered) is or is not a class."""

@@ -31,6 +31,7 @@ from imagenot.labels.label_model.model import LabelModel, load_model, read_model
 from imagenot.labels.senses.settings import SenseSettings
 from imagenot.labels.web_senses import lexicon_digest
 from imagenot.pipeline.config.corpus_presets import PRESET_NAMES, apply_preset
+from imagenot.pipeline.config.given_paths import absolute_config_paths
 from imagenot.pipeline.config.networks import parse_networks
 from imagenot.pipeline.config.yaml_file import parse_yaml, suggestion
 from imagenot.pipeline.run.filesystems import UNCOMPRESSED, FileSystems
@@ -42,7 +43,9 @@ from imagenot.wordnet.queries import validate_template
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a number is a number ("12" and 12.0 are no count), and every float is finite (a NaN
+    # floor is never crossed: `fit < nan` is false), in every section and inside lists and mappings
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -965,7 +968,8 @@ def load_config(
     path: str | os.PathLike | None, corpus_paths: list[str] | None = None, needs_corpus: bool = False
 ) -> Config:
     """The validated config from a YAML file (any FileSystems path), or the defaults when `path`
-    is None; `corpus_paths` replaces corpus.paths (`imagenot tag --input`).
+    is None; `corpus_paths` replaces corpus.paths (`imagenot tag --input`). Every path it names is
+    made absolute (`given_paths`): a run records none that changes meaning with the working folder.
 
     Checked here, before any work: the document is a non-empty mapping with no key twice, every
     key is known (a near miss is suggested), a class-list file named by selection.reference
@@ -976,7 +980,7 @@ def load_config(
         corpus = raw.get("corpus") if isinstance(raw.get("corpus"), dict) else {}
         raw = {**raw, "corpus": {**corpus, "paths": list(corpus_paths)}}
     try:
-        config = Config.model_validate(raw)
+        config = Config.model_validate(absolute_config_paths(raw))
     except ValidationError as err:
         problems = "\n".join(
             f"  {'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"

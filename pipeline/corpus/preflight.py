@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import functools
 
+from apache_beam.io.filesystems import FileSystems
+
 from imagenot.pipeline.config.schema import Config
 from imagenot.pipeline.corpus.formats import CorpusError, corpus_stem
 from imagenot.pipeline.corpus.reader import layout_of, listed_shards, validate_shard
 from imagenot.pipeline.corpus.units import FileShape, file_shapes
+from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, RUN_CONFIG, TAG, stage_path
 
 _last_pass: dict[tuple, list[FileShape]] = {}  # the latest checked pass, keyed by its files and settings
 
@@ -72,7 +75,25 @@ def check_corpus_schema(config: Config, missing_ok: bool = False) -> None:
 
 def check_corpus(config: Config, run_dir: str | None) -> None:
     """Tag's preflight check: the corpus is there and has what the config needs."""
-    check_corpus_schema(config)
+    try:
+        check_corpus_schema(config)
+    except CorpusError as err:
+        if run_dir is None or not FileSystems.exists(stage_path(run_dir, TAG, CORPUS_SHARDS_FILE)):
+            raise
+        raise CorpusError(f"{err}; {where_is_the_corpus(config, run_dir)}") from err
+
+
+def where_is_the_corpus(config: Config, run_dir: str) -> str:
+    """What to do when the corpus the tag stage of `run_dir` read is not where the config says."""
+    if config.corpus.synth is not None:
+        return (
+            "the run's synthetic corpus is not whole: write it again with "
+            f"imagenot build --config CONFIG --out {run_dir} --from corpus"
+        )
+    return (
+        f"if the corpus moved, name its new place in corpus.paths: imagenot build --config CONFIG --out {run_dir}, "
+        f"CONFIG a copy of {FileSystems.join(run_dir, RUN_CONFIG)} with the new corpus.paths"
+    )
 
 
 def check_corpus_if_there(config: Config, run_dir: str | None) -> None:

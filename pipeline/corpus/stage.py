@@ -5,7 +5,7 @@ from __future__ import annotations
 from apache_beam.io.filesystems import FileSystems
 
 from imagenot.pipeline.config.schema import Config
-from imagenot.pipeline.corpus.synth import synth_corpus
+from imagenot.pipeline.corpus.synth import corpus_files, synth_corpus
 from imagenot.pipeline.frame.registry import Stage
 from imagenot.pipeline.run.layout import CORPUS, CORPUS_PARTS
 
@@ -21,10 +21,13 @@ def corpus_glob(run_dir: str) -> str:
 
 
 def run_corpus(config: Config, run_dir: str) -> dict:
-    """Generate the configured synthetic corpus; a partial one (killed run) is written again whole,
+    """Generate the configured synthetic corpus (`RUN/corpus/`, its ground truth beside it); what an
+    earlier run of the stage left (a killed run's part of it) is deleted and written again whole,
     which is cheap and gives the same bytes."""
     synth = config.corpus.synth
     stage_dir = FileSystems.join(run_dir, STAGE)
+    if earlier := corpus_files(stage_dir):
+        FileSystems.delete(earlier)
     result = synth_corpus(stage_dir, synth.rows, synth.seed, synth.url_base, synth.shard_rows, captions=synth.captions)
     return {"rows": result.rows, "shards": len(result.shards)}
 

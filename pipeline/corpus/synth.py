@@ -23,7 +23,9 @@ earlier one (26% of compact ones), within the 10-30% of exact duplicates seen in
 the NSFW tag; BAD_SHARES (1.5% in all) for rows built to trigger each of the reader's drop
 reasons.
 
-`ground_truth.parquet`, one row per corpus row in corpus order:
+`<corpus folder>_ground_truth.parquet` (`ground_truth_path`), beside the corpus folder rather than
+in it, where a glob of the folder's parquet files would read it as a shard; one row per corpus row
+in corpus order:
 - `row_id`: "<shard stem>:<position>", as the reader names rows.
 - `wnid`: the one synset the caption is about; null when it is about none or several, or the
   row has no usable caption.
@@ -54,6 +56,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from imagenot.errors import ImagenotError
 from imagenot.pipeline.corpus.captions import U_PER_ROW, Caption, CaptionWriter
 from imagenot.pipeline.corpus.lexicon import Lexicon
 from imagenot.pipeline.corpus.synth_defaults import DEFAULT_CAPTIONS, DEFAULT_SHARD_ROWS, DEFAULT_URL_BASE
@@ -62,7 +65,7 @@ from imagenot.pipeline.run.layout import CORPUS_PARTS
 from imagenot.pipeline.run.paths import name
 from imagenot.wordnet.index import NounIndex, load_index
 
-GROUND_TRUTH = "ground_truth.parquet"
+GROUND_TRUTH_SUFFIX = "_ground_truth.parquet"  # `corpus/` -> `corpus_ground_truth.parquet`, beside it
 KIND_SHARES = {"single": 0.72, "other_sense": 0.06, "multi": 0.14, "none": 0.08}
 DUPLICATE_SHARE = 0.15
 DUPLICATE_POOL = 100_000  # recent distinct captions a duplicate may copy
@@ -143,15 +146,14 @@ def synth_corpus(
     index: NounIndex | None = None,
     captions: str = DEFAULT_CAPTIONS,
 ) -> SynthResult:
-    """Write `rows` rows as shards plus ground truth into `out` (any FileSystems folder), which
-    must hold no corpus yet. Each file appears whole under its name or not at all."""
+    """Write `rows` rows as shards into `out` (any FileSystems folder), which must hold no corpus
+    yet, and their ground truth beside it (`ground_truth_path`). Each file appears whole under its
+    name or not at all."""
     out = os.fspath(out)
-    patterns = [FileSystems.join(out, CORPUS_PARTS), FileSystems.join(out, GROUND_TRUTH)]
-    existing = sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
-    if existing:
+    truth_path = ground_truth_path(out)
+    if existing := corpus_files(out):
         raise FileExistsError(f"{out} already holds a corpus ({name(existing[0])}); use an empty folder")
     shards = []
-    truth_path = FileSystems.join(out, GROUND_TRUTH)
     with (
         atomic_output(truth_path) as truth_stream,
         pq.ParquetWriter(truth_stream, TRUTH_SCHEMA, compression="zstd") as truth_writer,
@@ -162,6 +164,20 @@ def synth_corpus(
                 pq.write_table(table, stream, compression="zstd")
             truth_writer.write_table(truth)
     return SynthResult(shards, truth_path, rows)
+
+
+def ground_truth_path(corpus_dir: str) -> str:
+    """Where the ground truth of the corpus in `corpus_dir` lies: beside the folder, named by it."""
+    parent, folder = FileSystems.split(corpus_dir.rstrip("/") or corpus_dir)
+    if not folder:
+        raise ImagenotError(f"{corpus_dir}: give the corpus a folder of its own (its ground truth goes beside it)")
+    return FileSystems.join(parent, folder + GROUND_TRUTH_SUFFIX)
+
+
+def corpus_files(corpus_dir: str) -> list[str]:
+    """The shards in `corpus_dir` and the ground truth beside it, as far as they were written."""
+    patterns = [FileSystems.join(corpus_dir, CORPUS_PARTS), ground_truth_path(corpus_dir)]
+    return sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
 
 
 def synth_shards(

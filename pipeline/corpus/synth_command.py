@@ -17,7 +17,8 @@ from imagenot.pipeline.corpus.synth_defaults import (
 @click.option(
     "--out",
     required=True,
-    help="folder for the shards and ground_truth.parquet (any FileSystems path; must hold no corpus yet)",
+    help="folder for the shards (any FileSystems path; must hold no corpus yet); their ground truth goes beside it, "
+    "in OUT_ground_truth.parquet",
 )
 @click.option("--rows", required=True, type=click.IntRange(min=1), help="rows in the corpus")
 @click.option("--seed", default=0, show_default=True, type=int, help="same seed, same bytes")

@@ -45,7 +45,7 @@ from imagenot.pipeline.run.layout import (
     read_classes,
     stage_path,
 )
-from imagenot.pipeline.run.paths import delete_folder, name
+from imagenot.pipeline.run.paths import delete_folder, name, run_relative
 from imagenot.wordnet.index import load_index
 
 STAGE = EXPORT
@@ -235,7 +235,7 @@ def export_dataset(run_dir: str, config: Config) -> dict:
         "shards": {split: sum(name.startswith(f"{split}-") for name, _ in specs) for split in SPLITS},
         "tar_bytes": _tar_bytes(out),
         "formats": list(config.export.formats),
-        "path": out,
+        "path": run_relative(out, run_dir),  # where it lies in the run, wherever the run goes
     }
     return figures
 

@@ -12,18 +12,19 @@ from typing import TYPE_CHECKING
 import click
 
 from imagenot.errors import ImagenotError
-from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
+from imagenot.pipeline.frame.lock_option import absolute_paths, break_lock_option, run_config_option
 from imagenot.pipeline.frame.stage_order import FACES, CommandFace
 
 if TYPE_CHECKING:
     from imagenot.pipeline.frame.registry import Stage
 
 # The first stage's: the run starts here, so there is no run's config to fall back on.
-first_config_option = click.option("--config", "config_path", help="YAML run configuration")
+first_config_option = click.option("--config", "config_path", callback=absolute_paths, help="YAML run configuration")
 input_option = click.option(
     "--input",
     "inputs",
     multiple=True,
+    callback=absolute_paths,
     help="corpus file paths, globs or URLs (repeatable); default: the config's corpus.paths",
 )
 
@@ -32,8 +33,14 @@ def _run_options(name: str, face: CommandFace) -> tuple:
     """The run folder's options, in the order `--help` lists them."""
     if face.starts_run:
         out_help = f"run directory: writes its {name}/ folder and summary.json"
-        return input_option, click.option("--out", "run_dir", required=True, help=out_help), first_config_option
-    return click.option("--run", "run_dir", required=True, help=face.run_help), run_config_option
+        return (
+            input_option,
+            click.option("--out", "run_dir", required=True, callback=absolute_paths, help=out_help),
+            first_config_option,
+        )
+    return click.option(
+        "--run", "run_dir", required=True, callback=absolute_paths, help=face.run_help
+    ), run_config_option
 
 
 def _require_done(run_dir: str, upstream: str | None) -> None:

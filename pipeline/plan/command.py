@@ -4,17 +4,43 @@ prints the plan, projected from a sample of the corpus (`projection.py`) or from
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
 from imagenot.errors import ImagenotError
 from imagenot.pipeline.plan.estimate import SAMPLE_ROWS, Rates
 
+SHARES = ("_share", "_low", "_high", "_fill")  # a rate named so is a share of something: in [0, 1]
+DIVISORS = ("_per_s", "_per_worker")  # one the plan divides by: above 0
+
+
+class RateType(click.ParamType):
+    """A rate flag's value: a finite number (an int where the rate counts), in the rate's range."""
+
+    def __init__(self, kind: type, name: str):
+        self.kind, self.low_open = kind, name.endswith(DIVISORS)
+        self.high = 1 if name.endswith(SHARES) else math.inf
+        self.name = kind.__name__
+
+    def convert(self, value, param, ctx):
+        try:
+            number = value if isinstance(value, self.kind) else self.kind(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not {'an integer' if self.kind is int else 'a number'}", param, ctx)
+        low = "above 0" if self.low_open else "0 or more"
+        if not math.isfinite(number) or number < 0 or (self.low_open and number == 0) or number > self.high:
+            self.fail(f"{value!r} is not a finite number {low}{' and at most 1' if self.high == 1 else ''}", param, ctx)
+        return number
+
 
 def _rate_options(command):
     for field in reversed(list(Rates.__dataclass_fields__.values())):
         flag = "--" + field.name.replace("_", "-")
-        option = click.option(flag, field.name, type=type(field.default), default=field.default, show_default=True)
+        kind = type(field.default)
+        option = click.option(
+            flag, field.name, type=RateType(kind, field.name), default=field.default, show_default=True
+        )
         command = option(command)
     return command
 
@@ -62,11 +88,11 @@ def plan_command(
     from imagenot.pipeline.plan.projection import plan_from_sample, summary
 
     config = load_config(config_path)
+    assumed = Rates(**rates) if measured_run is None else _measured_rates(measured_run, Rates(**rates))
     preflight(config, run_dir, build_stages(config))
     rows, shards, units = corpus_units(config)
     dataflow = config.runner.dataflow
     workers = workers or (dataflow.max_workers if dataflow else config.runner.workers)
-    assumed = Rates(**rates) if measured_run is None else _measured_rates(measured_run, Rates(**rates))
     if sample_rows:
         plan = plan_from_sample(config, rows, shards, assumed, workers, sample_rows, sample_seed)
     else:
@@ -85,11 +111,13 @@ def _measured_rates(run_dir: str, rates: Rates) -> Rates:
     from apache_beam.io.filesystems import FileSystems  # Beam loads when the command runs, not for --help
 
     from imagenot.pipeline.config.schema import load_config
-    from imagenot.pipeline.plan.estimate import rates_measured_by
+    from imagenot.pipeline.plan.estimate import measured_problem, rates_measured_by
     from imagenot.pipeline.run.layout import RUN_CONFIG
     from imagenot.pipeline.run.summary import read_summary
 
     recorded = read_summary(run_dir)
+    if problem := measured_problem(recorded):
+        raise ImagenotError(f"--rates-from {run_dir}: summary.json: {problem}; give a run folder a build finished")
     if not any("cpu_seconds" in recorded.get(stage, {}) for stage in ("tag", "select", "sample")):
         raise ImagenotError(
             f"--rates-from {run_dir}: no summary.json with the CPU of tag, select or sample there; give a run folder "

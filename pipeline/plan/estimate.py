@@ -110,6 +110,22 @@ def local_worker_processes(workers: int) -> int:
     return workers if workers > 1 else 0
 
 
+def measured_problem(summary: object) -> str | None:
+    """What keeps a run's summary.json from giving rates (`rates_measured_by`), or None: each
+    stage's figures a mapping, its CPU seconds and rows finite numbers of 0 or more."""
+    if not isinstance(summary, dict):
+        return f"a {type(summary).__name__}, not a mapping of stages"
+    for stage in ROW_STAGES:
+        figures = summary.get(stage, {})
+        if not isinstance(figures, dict):
+            return f"{stage}: a {type(figures).__name__}, not the stage's figures"
+        for key, kinds in (("cpu_seconds", (int, float)), ("rows", (int,))):
+            value = figures.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or value < 0:
+                return f"{stage}.{key} is {value!r}, not a finite number of 0 or more"
+    return None
+
+
 def rates_measured_by(summary: dict, workers: int, rates: Rates) -> Rates:
     """`rates` with the per-row CPU of tag, select and sample as a finished build measured them
     (its `summary.json`: each stage's CPU seconds, less the fixed part of a run with `workers`

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
+from imagenot.pipeline.frame.lock_option import absolute_paths, break_lock_option, run_config_option
 from imagenot.pipeline.report.markdown import count_of
 from imagenot.pipeline.review.serving import server_options
 from imagenot.pipeline.review.stages_shown import BUILD, ROUNDS, stages_shown
@@ -21,9 +21,15 @@ from imagenot.pipeline.review.stages_shown import BUILD, ROUNDS, stages_shown
 # The commands' modules load at their first use, so that `review classes --help` loads no Beam.
 
 run_option = click.option(
-    "--run", "run_dir", required=True, help="run directory with a finished rank/ stage (with --list: where answers go)"
+    "--run",
+    "run_dir",
+    required=True,
+    callback=absolute_paths,
+    help="run directory with a finished rank/ stage (with --list: where answers go)",
 )
-list_option = click.option("--list", "list_path", help="review this class list (wnids, one a line), not the run's")
+list_option = click.option(
+    "--list", "list_path", callback=absolute_paths, help="review this class list (wnids, one a line), not the run's"
+)
 
 
 def _require_rank(run_dir: str, command: str, list_review: bool = False) -> None:
@@ -47,7 +53,11 @@ def classes_command() -> None:
 @run_option
 @server_options(8781)
 @list_option
-@click.option("--corpus", help="with --list: the corpus (paths or globs) whose captions are shown [corpus.paths]")
+@click.option(
+    "--corpus",
+    callback=absolute_paths,
+    help="with --list: the corpus (paths or globs) whose captions are shown [corpus.paths]",
+)
 @run_config_option
 def serve_command(
     run_dir: str,
@@ -196,22 +206,38 @@ def apply_command(run_dir: str, config_path: str | None, break_lock: bool) -> No
         write_vetoes,
     )
     from imagenot.pipeline.review.promotions import record_promotions
-    from imagenot.pipeline.run.journal import rewriting
+    from imagenot.pipeline.run.journal import rewriting, texts
     from imagenot.wordnet.index import load_index
 
     _require_rank(run_dir, "apply")
     config, index = review_config(run_dir, config_path), load_index()
+
+    def wnids(value: object) -> list[str]:  # as remembered: each a synset of WordNet's
+        if unknown := [wnid for wnid in texts(value) if wnid not in index]:
+            raise ValueError(f"{unknown[0]!r} is no WordNet noun synset's wnid")
+        return value
+
     args = {"--run": run_dir, "--config": config_path}
-    with rewriting(run_dir, config.runner.lock_stale_after_s, break_lock, "review classes apply", args) as intent:
+    with rewriting(
+        run_dir,
+        config.runner.lock_stale_after_s,
+        break_lock,
+        "review classes apply",
+        args,
+        check=lambda: preflight(config, run_dir, build_stages(config)),  # the vetoes change none of its checks
+    ) as intent:
         # what it sets out to do is in the run's journal before the first write: a rerun of a killed
         # apply reads it back (the run it left half rebuilt would say nothing is left to veto)
-        dropped = intent.remembered("vetoes", lambda: dropped_classes(export_classes(run_dir, config, index)))
+        dropped = intent.remembered(
+            "vetoes", lambda: dropped_classes(export_classes(run_dir, config, index)), read=wnids
+        )
         if not dropped:
             click.echo("class review apply: no class was dropped (more drop than keep answers); nothing to do")
             return
-        before = set(intent.remembered("classes before", lambda: [r["wnid"] for r in ranked_classes(run_dir)]))
+        before = set(
+            intent.remembered("classes before", lambda: [r["wnid"] for r in ranked_classes(run_dir)], read=wnids)
+        )
         config = with_vetoes(config, dropped)
-        preflight(config, run_dir, build_stages(config))
         export_classes(run_dir, config, index)  # the card the build writes lists the vetoes
         click.echo(f"class review apply: vetoing {', '.join(dropped)}; building the run again from rank on", err=True)
         with stages_shown(BUILD, ROUNDS):

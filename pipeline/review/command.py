@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from imagenot.pipeline.frame.lock_option import break_lock_option, run_config_option
+from imagenot.pipeline.frame.lock_option import absolute_paths, break_lock_option, run_config_option
 from imagenot.pipeline.review.class_command import classes_command
 from imagenot.pipeline.review.serving import server_options
 from imagenot.pipeline.review.stages_shown import BACKFILL, ROUNDS, stages_shown
@@ -24,7 +24,9 @@ if TYPE_CHECKING:  # the command's modules load at its first use, so that `revie
     from imagenot.pipeline.config.schema import Config
 
 log = logging.getLogger(__name__)  # what `review apply` is doing, shown as it goes
-run_option = click.option("--run", "run_dir", required=True, help="run directory with a finished download/ stage")
+run_option = click.option(
+    "--run", "run_dir", required=True, callback=absolute_paths, help="run directory with a finished download/ stage"
+)
 
 
 def _config(run_dir: str, config_path: str | None, command: str, **review: object) -> Config:
@@ -236,9 +238,11 @@ def apply_review(config: Config, run_dir: str, drop_incomplete: bool = False) ->
     from imagenot.pipeline.review import plan as review_plan
     from imagenot.pipeline.review.results import REVIEW_REASON, export_review, review_figures
     from imagenot.pipeline.review.store import Store
-    from imagenot.pipeline.run.journal import remembered
+    from imagenot.pipeline.run.journal import remembered, texts
 
-    before = set(remembered("dataset before", lambda: review_plan.read_dataset(run_dir).column("row_id").to_pylist()))
+    before = set(
+        remembered("dataset before", lambda: review_plan.read_dataset(run_dir).column("row_id").to_pylist(), texts)
+    )
     log.info("reading the answers")
     store = Store(run_dir)
     try:

@@ -1,5 +1,6 @@
 """Reading and writing the run's files. Writes are atomic: a file is complete under its final name
-or absent, never half written.
+or absent, never half written. JSON is written and read strictly: no NaN or Infinity (which JSON
+has no words for), and a file that does not parse is an error naming it.
 
 Goes through Beam's FileSystems, so the same code writes local paths and gs:// objects: the data
 goes to a temporary name in the same folder and is renamed into place once closed. A writer
@@ -22,6 +23,7 @@ from typing import IO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from imagenot.errors import ImagenotError
 from imagenot.pipeline.run.filesystems import UNCOMPRESSED, FileSystems
 
 PARTIAL_SUFFIX = ".partial"  # a staging file: `.<final name>.<random>.partial`
@@ -79,9 +81,13 @@ def write_tsv(path: str | os.PathLike, columns: Sequence[str], rows: Iterable[Se
     write_text(path, buffer.getvalue())
 
 
+class RunFileError(ImagenotError, ValueError):
+    """A file of the run that is not as imagenot writes it (damaged, edited by hand)."""
+
+
 def write_json(path: str | os.PathLike, payload: object) -> None:
     """Pretty, key-sorted JSON: the same data gives the same bytes."""
-    write_text(path, json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_text(path, json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def read_bytes(path: str) -> bytes:
@@ -90,7 +96,16 @@ def read_bytes(path: str) -> bytes:
 
 
 def read_json(path: str):
-    return json.loads(read_bytes(path))
+    """The JSON file's value; refused in one line naming the file when it does not parse or holds
+    NaN or Infinity, which no imagenot figure is."""
+    try:
+        return json.loads(read_bytes(path), parse_constant=_no_constant)
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        raise RunFileError(f"{path}: not JSON as imagenot writes it ({err})") from err
+
+
+def _no_constant(word: str) -> object:
+    raise ValueError(f"{word} is not a finite number")
 
 
 def read_tsv(path: str) -> list[dict[str, str]]:

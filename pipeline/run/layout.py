@@ -2,6 +2,8 @@
 audit or the export reads, and where a run's dataset lies.
 
     RUN/config.yaml, summary.json       the resolved config, each stage's figures
+    RUN/corpus_ground_truth.parquet     a synthetic corpus's ground truth, beside RUN/corpus/
+                                        (pipeline/corpus/synth.py)
     RUN/vetoed_classes.txt              the classes people vetoed (`review classes apply`)
     RUN/imagenot.lock                   the run's lock (pipeline/run/lock.py)
     RUN/journal.json                    what each command that rewrote the run set out to do, and
@@ -50,7 +52,7 @@ CORPUS_PARTS = "part-*.parquet"  # the synthetic corpus's shards
 # tag/
 TAGGED_DIR = "tagged"  # the corpus rows with their synsets
 TAG_TALLY_FILE = "tag_tally.json"  # rows read, dropped and tagged
-CORPUS_SHARDS_FILE = "shards.json"  # [path, size, mtime] of each corpus shard read, for the manifest
+CORPUS_SHARDS_FILE = "shards.json"  # [path, size, mtime] of each corpus shard read (in the run: from it)
 # select/
 SELECTED_DIR = "selected"  # the captions kept, with their synset
 SELECT_TALLY_FILE = "select_tally.json"  # "kept": captions kept per synset

@@ -48,7 +48,6 @@ from imagenot.pipeline.run.files import (
     write_tsv,
 )
 from imagenot.pipeline.run.layout import (
-    CORPUS_SHARDS_FILE,
     DATASET_DIR,
     MANIFEST_FILE,
     RANK,
@@ -58,14 +57,18 @@ from imagenot.pipeline.run.layout import (
     SCORE_COLUMN,
     SCORED_DIR,
     SENSE_COLUMNS,
-    TAG,
     read_classes,
     stage_path,
 )
 from imagenot.pipeline.run.paths import delete_folder, name
 from imagenot.pipeline.run.shards import read_batches
 from imagenot.pipeline.sample.classes import ORDER_COLUMN, sample_class
-from imagenot.pipeline.sample.manifest import build_manifest, checked_corpus_entry
+from imagenot.pipeline.sample.manifest import (
+    build_manifest,
+    check_configured_corpus,
+    checked_corpus_entry,
+    tagged_corpus,
+)
 from imagenot.pipeline.sample.splits import assign_splits
 from imagenot.pipeline.sample.writer import ShardWriter
 
@@ -227,8 +230,9 @@ def settings(config: Config) -> dict:
     }
 
 
-def run_sample(config: Config, run_dir: str) -> dict:
-    """Sample every class of `<run_dir>/rank/`; returns the tally."""
+def run_sample(config: Config, run_dir: str, corpus: list[list]) -> dict:
+    """Sample every class of `<run_dir>/rank/`; returns the tally. `corpus`: the corpus files the
+    tag stage read, with their sizes (`manifest.tagged_corpus`), checksummed for the manifest."""
     sampling: Sampling = config.sampling
     edges = reference_edges(sampling)
     stage_dir = stage_path(run_dir, STAGE)
@@ -237,7 +241,6 @@ def run_sample(config: Config, run_dir: str) -> dict:
     shards = stage_shards(rank_dir, SCORED_DIR)
     if not shards:
         raise ImagenotError(f"{rank_dir}: no scored shards in {SCORED_DIR}/; rerun `imagenot rank`")
-    corpus = read_json(stage_path(run_dir, TAG, CORPUS_SHARDS_FILE))
     scored_schema = read_schema(shards[0])
     schema = output_schema(scored_schema)
     read = [name for name in (*schema.names, *SENSE_COLUMNS) if name in scored_schema.names]
@@ -259,7 +262,7 @@ def run_sample(config: Config, run_dir: str) -> dict:
             pipeline
             | "Corpus" >> beam.Create(corpus)
             | "SpreadCorpus" >> beam.Reshuffle()
-            | "Checksum" >> beam.Map(checked_corpus_entry)
+            | "Checksum" >> beam.Map(checked_corpus_entry, run_dir)
             | "Entries" >> beam.combiners.ToList()
             | "WriteChecksums"
             >> beam.Map(lambda entries: write_json(checksums_path, sorted(entries, key=lambda e: e["path"])))
@@ -303,6 +306,7 @@ DECLARATION = Stage(
     UPSTREAM,
     settings,
     run_sample,
-    preflight=(files_exist("sampling.reference_scores"),),
+    preflight=(files_exist("sampling.reference_scores"), check_configured_corpus),
+    prepare=tagged_corpus,
     figures=summarize,
 )

@@ -45,7 +45,7 @@ from imagenot.pipeline.frame.registry import CommandForm, Stage
 from imagenot.pipeline.frame.runner import make_pipeline
 from imagenot.pipeline.run.files import read_json, write_json, write_text
 from imagenot.pipeline.run.layout import CORPUS_SHARDS_FILE, TAG, TAG_TALLY_FILE, TAGGED_DIR, stage_path
-from imagenot.pipeline.run.paths import name
+from imagenot.pipeline.run.paths import name, run_relative
 from imagenot.pipeline.run.progress import watch_shards
 from imagenot.pipeline.run.shards import (
     ShardWorker,
@@ -198,9 +198,9 @@ def plan_tagging(config: Config, run_dir: str) -> dict:
 def run_tag(config: Config, run_dir: str, shards: list[str], units: list[WorkUnit]) -> dict:
     """Tag every corpus work unit on the configured runner into `<run_dir>/tag/`; returns the tally."""
     stage_dir = stage_path(run_dir, STAGE)
-    write_json(
+    write_json(  # a file in the run (a synthetic corpus) by its place in the run: the record holds wherever it goes
         FileSystems.join(stage_dir, CORPUS_SHARDS_FILE),
-        [[shard, *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))],
+        [[run_relative(shard, run_dir), *identity[1:]] for shard, identity in zip(shards, shard_identities(shards))],
     )
     units = _numbered(config, stage_dir, units)
     log.info("tag: %s", describe(units, config.corpus.work_unit_rows))
