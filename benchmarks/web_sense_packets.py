@@ -78,7 +78,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
         imagenot(
-            "tag", "--config", str(resolved_config(Path(tmp) / "build.yaml", args.corpus, CONFIG)), "--out", str(run)
+            "tag",
+            "--config",
+            str(resolved_config(Path(tmp) / "build.yaml", args.corpus, source=CONFIG)),
+            "--out",
+            str(run),
         )
         imagenot("select", "--run", str(run))
         words, candidate_words, rows_of = words_to_read(run, senses)
