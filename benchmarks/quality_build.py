@@ -105,18 +105,17 @@ def out_of_fold_build(built: Path, config: dict, tmp: Path, folds: int, inputs_f
     """The labels of a build whose every label was decided by a model fit without its class."""
     import pickle
 
-    from quality_labels import class_groups, folds_of
+    from quality_labels import class_groups, folds_of, inputs_encoder
 
     from imagenot.labels.label_model.model import save_model
     from imagenot.labels.label_model.train import fit_model, judged_pairs, pair_inputs, read_tagged
-    from imagenot.pipeline.score.senses_command import cached_encoder
 
     pairs = judged_pairs()
     if inputs_file and inputs_file.exists():
         inputs = pickle.loads(inputs_file.read_bytes())
     else:
         tagged = read_tagged(str(built / "tag" / "tagged" / "*.parquet"))
-        inputs = pair_inputs(pairs, tagged, index, cached_encoder(load_config(None)))
+        inputs = pair_inputs(pairs, tagged, index, inputs_encoder())
     fold_of_pair = folds_of(class_groups(pairs, inputs), folds, 0)
     fold_of_synset = {p.synset: f for p, f in zip(pairs, fold_of_pair)}
     labels = []

@@ -47,10 +47,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="the config whose decision to measure (default: the defaults)")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
+    parser.add_argument("--limit", type=int, help="the first N captions only (a smoke run)")
     args = parser.parse_args()
     config, index = load_config(args.config), load_index()
     with CAPTIONS.open(newline="") as file:
-        written = list(csv.DictReader(file, delimiter="\t"))
+        written = list(csv.DictReader(file, delimiter="\t"))[: args.limit]
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "clean.parquet"
         urls = [f"http://127.0.0.1/{i}.jpg" for i in range(len(written))]

@@ -49,7 +49,7 @@ from real_dev_pairs import DATA, imagenot, resolved_config
 from imagenot.labels.label_model.model import USES
 from imagenot.labels.label_model.train import USE_OF, fit_model, judged_pairs, pair_inputs, read_tagged
 from imagenot.labels.web_senses import web_lexicon
-from imagenot.pipeline.config.schema import load_config
+from imagenot.pipeline.config.schema import Config, Scoring
 from imagenot.pipeline.score.senses_command import cached_encoder
 from imagenot.wordnet.index import load_index
 from imagenot.wordnet.senses import word_senses
@@ -59,6 +59,12 @@ THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45)
 CLASS_FLOORS = (0.5, 0.6, 0.7)
 TARGET_RIGHT, TARGET_PICTURABLE = 0.95, 0.90
 Key = tuple[str, str]
+
+
+def inputs_encoder():
+    """The packaged MiniLM through the build's embedding cache: what the judged pairs are read with
+    (a config with the label model off, as the pairs are read before any model is trained)."""
+    return cached_encoder(Config(scoring=Scoring(label_model=None)))
 
 
 def class_groups(pairs, inputs) -> list[str]:
@@ -109,10 +115,10 @@ def named_drops(pairs, probability: np.ndarray, uses: list[str], floor: float) -
     return {"dropped": len(dropped), "named_as_readers_do": _share(agree, len(dropped)), "by_name": by_name}
 
 
-def select_run(config: Path, tmp: Path, name: str) -> tuple[set[Key], dict]:
+def select_run(config: Path, tmp: Path, name: str, corpus: Path | None) -> tuple[set[Key], dict]:
     """(the pairs select keeps, select's tally) of a tag and select run of `config`."""
     run = tmp / name
-    imagenot("tag", "--config", str(resolved_config(tmp / f"{name}.yaml", source=config)), "--out", str(run))
+    imagenot("tag", "--config", str(resolved_config(tmp / f"{name}.yaml", corpus, source=config)), "--out", str(run))
     imagenot("select", "--run", str(run))
     index = load_index()
     table = pq.read_table(sorted((run / "select" / "selected").glob("*.parquet")), columns=["row_id", "wnid"])
@@ -231,18 +237,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--inputs", type=Path, help="a pickle of the pairs' inputs (written when missing)")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
+    parser.add_argument("--corpus", type=Path, help="the LAION sample (default: the configs' own)")
+    parser.add_argument("--limit", type=int, help="the first N judged pairs only (a smoke run)")
     args = parser.parse_args()
     index = load_index()
-    pairs = judged_pairs()
+    pairs = judged_pairs()[: args.limit]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        build_kept, build = select_run(DATA / "build_dev.yaml", tmp, "build")
-        real_kept, real = select_run(DATA / "real_dev.yaml", tmp, "real")
+        build_kept, build = select_run(DATA / "build_dev.yaml", tmp, "build", args.corpus)
+        real_kept, real = select_run(DATA / "real_dev.yaml", tmp, "real", args.corpus)
         if args.inputs and args.inputs.exists():
             inputs = pickle.loads(args.inputs.read_bytes())
         else:
             tagged = read_tagged(str(build["run"] / "tag" / "tagged" / "*.parquet"))
-            inputs = pair_inputs(pairs, tagged, index, cached_encoder(load_config(None)))
+            inputs = pair_inputs(pairs, tagged, index, inputs_encoder())
             if args.inputs:
                 args.inputs.write_bytes(pickle.dumps(inputs))
     folds = folds_of(class_groups(pairs, inputs), args.folds, args.seed)

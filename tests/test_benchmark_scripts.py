@@ -207,3 +207,39 @@ def test_bench_fresh_clone_dry_run():
     figures = _last_json("bench_fresh_clone.py", "--dry-run", "--test")
     assert {"setup_demo", "build_demo", "setup_test", "make_test", "make_demo_seconds"} <= set(figures)
     assert figures["setup_demo"]["seconds"] >= 0 and figures["cpus"] >= 1
+
+
+def test_label_train_pairs(capsys, laion_rows, tmp_path):
+    found = _main_json(
+        capsys,
+        "label_train_pairs.py",
+        *("--corpus", str(laion_rows), "--pairs", "40", "--batches", "2", "--doubles", "5", "--out", str(tmp_path)),
+    )
+    assert found["drawn"] == 40 and found["files"] == ["pairs_01.tsv", "pairs_02.tsv", "doubles.tsv"]
+    assert sum(len((tmp_path / f).read_text().splitlines()) - 1 for f in found["files"][:2]) == 40
+
+
+def test_web_sense_packets_and_lexicon(capsys, laion_rows, tmp_path):
+    found = _main_json(
+        capsys, "web_sense_packets.py", "--corpus", str(laion_rows), "--out", str(tmp_path), "--packets", "2"
+    )
+    assert found["words"] > 0 and found["files"] == ["words_01.md", "words_02.md"]
+    lexicon = _main_json(capsys, "web_sense_lexicon.py", "--out", str(tmp_path / "web_senses.tsv"))
+    assert lexicon["words_read"] >= lexicon["words_with_web_senses"] > 300
+    assert (tmp_path / "web_senses.tsv").read_bytes() == (BENCHMARKS.parent / "labels" / "web_senses.tsv").read_bytes()
+
+
+def test_quality_labels(capsys, laion_rows):
+    found = _main_json(capsys, "quality_labels.py", "--corpus", str(laion_rows), "--limit", "400", "--folds", "2")
+    assert {"build", "real_dev", "web_senses", "label_model_drops"} <= set(found)
+    assert {"nested_out_of_fold", "chosen_on_all_folds", "before_issue_51"} <= set(found["build"])
+
+
+def test_quality_clean(capsys):
+    found = _main_json(capsys, "quality_clean.py", "--limit", "30")
+    assert found["captions"] == 30 and {"before_issue_51", "now", "points_lost"} <= set(found)
+
+
+def test_bench_label_model(capsys, laion_rows):
+    found = _main_json(capsys, "bench_label_model.py", "--corpus", str(laion_rows), "--limit", "30", "--repeats", "1")
+    assert set(found["ratio_to_wordnet_senses"]) == {"wordnet_senses", "web_senses", "web_senses_and_label_model"}

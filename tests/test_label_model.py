@@ -16,34 +16,45 @@ from imagenot.wordnet.index import load_index
 
 
 def _pairs(index):
-    captions = ["The Exorcist", "red leather boots on a wooden floor"]
-    wnids = [index.by_name("exorcist.n.02").wnid, index.by_name("boot.n.01").wnid]
-    spans = [(4, 12), (11, 16)]
-    scores = PairScores(np.array([0.3, 0.6]), np.array([np.inf, -0.9]), np.array([0.4, 0.5]), np.array([np.inf, 0.1]))
-    return captions, spans, wnids, scores
+    captions = ["The Exorcist", "red leather boots on a wooden floor", "Dining Chair", "Dog Photo"]
+    names = ("exorcist.n.02", "boot.n.01", "dining.n.01", "dog.n.01")
+    wnids = [index.by_name(name).wnid for name in names]
+    spans = [(4, 12), (11, 16), (0, 6), (0, 3)]
+    scores = PairScores(*(np.array(v, np.float64) for v in _SCORES))
+    matched = [["exorcist"], ["leather", "boots", "floor"], ["dining", "chair"], ["dog", "photo"]]
+    return captions, spans, wnids, scores, matched
+
+
+_SCORES = ([0.3, 0.6, 0.4, 0.7], [np.inf, -0.9, 0.1, 0.2], [0.4, 0.5, 0.4, 0.6], [np.inf, 0.1, np.inf, np.inf])
 
 
 def test_features_say_where_the_word_stands_and_what_the_synset_is():
     index = load_index()
-    captions, spans, wnids, scores = _pairs(index)
-    x = pair_features(captions, spans, wnids, scores, [None, 0.25], index, margin_clip=0.5)
+    captions, spans, wnids, scores, matched = _pairs(index)
+    x = pair_features(captions, spans, wnids, scores, [None, 0.25, None, None], matched, index, margin_clip=0.5)
     row = [dict(zip(FEATURES, r)) for r in x]
-    assert x.shape == (2, len(FEATURES)) and np.isfinite(x).all()
+    assert x.shape == (4, len(FEATURES)) and np.isfinite(x).all()
     assert row[0]["margin"] == 0.5 and row[0]["has_other_sense"] == 0  # no other sense: the clip
     assert row[1]["margin"] == -0.5 and row[1]["has_other_sense"] == 1  # clipped
     assert row[0]["opens_with_the"] == 1 and row[0]["last_word"] == 1 and row[0]["capitalised"] == 1
     assert row[1]["none_score"] == 0.25 and row[1]["first_word"] == 0
     assert row[0]["noun.person"] == 1 and row[1]["noun.artifact"] == 1 and sum(row[1][n] for n in LEXNAMES) == 1
+    assert row[2]["before_noun"] == 1 and row[2]["before_picture_word"] == 0  # "Dining Chair": a modifier
+    assert row[3]["before_noun"] == 1 and row[3]["before_picture_word"] == 1  # "Dog Photo": a dog shown
+    assert row[1]["before_noun"] == 0  # "boots on": no noun follows
 
 
 def test_the_shipped_model_judges_each_pair_and_names_what_its_word_is(tmp_path):
     index, model = load_index(), load_model()
-    captions, spans, wnids, scores = _pairs(index)
-    vectors = np.eye(2, model.center.shape[0])
-    probability, uses = model.judge(captions, spans, wnids, scores, [None, 0.25], vectors, index)
+    captions, spans, wnids, scores, matched = _pairs(index)
+    vectors = np.eye(4, model.center.shape[0])
+    none = [None, 0.25, None, None]
+    probability, uses = model.judge(captions, spans, wnids, scores, none, matched, vectors, index)
     assert probability.dtype == np.float32 and ((0 <= probability) & (probability <= 1)).all()
     assert set(uses) <= set(USES)
-    alone = model.judge(captions[1:], spans[1:], wnids[1:], _one(scores, 1), [0.25], vectors[1:], index)
+    alone = model.judge(
+        captions[1:2], spans[1:2], wnids[1:2], _one(scores, 1), [0.25], matched[1:2], vectors[1:2], index
+    )
     assert alone[0][0] == probability[1]  # a pair's probability does not depend on its batch-mates
     save_model(tmp_path, model)
     assert read_model(tmp_path).digest() == model.digest()
@@ -68,6 +79,9 @@ def test_a_config_whose_pairs_the_model_did_not_read_is_refused(tmp_path):
         Scoring(label_model="packaged", sense_method="context")
     with pytest.raises(ValidationError, match="needs scoring.sense_margin"):
         Scoring(label_model="packaged", sense_margin=None)
+    with pytest.raises(ValidationError, match="needs scoring.web_senses"):
+        Scoring(label_model="packaged", web_senses=False)
+    assert Scoring(label_model=None, sense_method="context").sense_decision().min_label is None
     with pytest.raises(ImagenotError, match="holds no weights.npz"):
         Scoring(label_model=str(tmp_path))
 

@@ -7,7 +7,10 @@ where the word stands, and what kind of thing the synset is.
 - select's none-of-these probability (`none_score`: a name, a missing sense, a letter...);
 - where the word stands: its place among the caption's words, first or last, the caption's length,
   whether the word is capitalised or in capitals, and whether the caption reads like a title (it
-  opens with "The", most of its words are capitalised, it has four words or fewer);
+  opens with "The", most of its words are capitalised, it has four words or fewer); whether the
+  next word (after spaces or a hyphen only) is a noun the tagger matched, so that the word may only
+  modify it ("Dining Chair"), and whether that noun names a picture ("Dog Photo": the picture is
+  of the word's thing);
 - the synset: its lexicographer file (artifact, person, food...), whether it is a leaf, how many
   lemmas it has, whether the matched lemma is of several words.
 
@@ -61,12 +64,23 @@ FEATURES = (
     "opens_with_the",
     "capitalised_share",
     "few_words",
+    "before_noun",
+    "before_picture_word",
     "leaf",
     "lemmas",
     "several_words",
     *LEXNAMES,
 )
 _WORD = re.compile(r"[^\W_]+")
+_NEXT = re.compile(r"[ \-]+([^\W_]+)")
+# Nouns whose phrase is a picture of its modifier's thing ("dog photo", "rose illustration", "cat
+# wallpaper"): the word before them names what the picture shows.
+PICTURE_WORDS = frozenset(
+    "photo photos photograph picture pictures image images illustration illustrations drawing drawings "
+    "painting paintings print prints poster posters vector vectors icon icons clipart clip art artwork "
+    "wallpaper wallpapers portrait portraits silhouette silhouettes sketch sketches tattoo tattoos sticker "
+    "stickers decal decals pattern patterns stock royalty cartoon cartoons figurine figurines".split()
+)
 
 
 def pair_features(
@@ -75,12 +89,13 @@ def pair_features(
     wnids: Sequence[str],
     scores: PairScores,
     none_scores: Sequence[float | None],
+    matched: Sequence[Sequence[str]],
     index: NounIndex,
     margin_clip: float,
 ) -> np.ndarray:
-    """float64 (pairs, len(FEATURES)). `spans`: where each caption's word stands; `margin_clip`:
-    the bound margins are clipped to (a word with no other sense gets it), in the sense method's
-    units."""
+    """float64 (pairs, len(FEATURES)). `spans`: where each caption's word stands; `matched`: the
+    tagger's matched forms of each caption; `margin_clip`: the bound margins are clipped to (a word
+    with no other sense gets it), in the sense method's units."""
     n = len(captions)
     margin = _clipped(scores.margin, n, margin_clip)
     web_margin = _clipped(scores.web_margin, n, margin_clip)
@@ -88,6 +103,9 @@ def pair_features(
     out = np.empty((n, len(FEATURES)), np.float64)
     for i, (caption, (start, end), wnid) in enumerate(zip(captions, spans, wnids)):
         synset = index[wnid]
+        after = _NEXT.match(caption, end) if end > start else None
+        following = after.group(1).lower() if after else ""
+        nouns = {form.split(" ")[0] for form in matched[i] or ()}
         words = _WORD.findall(caption)
         before = len(_WORD.findall(caption[:start]))
         word = caption[start:end]
@@ -109,6 +127,8 @@ def pair_features(
             float(caption.lstrip().lower().startswith("the ")),
             float(np.mean(capitalised)) if words else 0.0,
             float(len(words) <= 4),
+            float(following in nouns),
+            float(following in PICTURE_WORDS),
             float(not synset.hyponyms),
             float(len(synset.lemmas)),
             float(len(_WORD.findall(word)) > 1),

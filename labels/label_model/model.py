@@ -81,13 +81,14 @@ class LabelModel:
         wnids: Sequence[str],
         scores: PairScores,
         none_scores: Sequence[float | None],
+        matched: Sequence[Sequence[str]],
         caption_vectors: np.ndarray,
         index: NounIndex,
     ) -> tuple[np.ndarray, list[str]]:
         """(float32 probability that each caption's picture shows its class, what its word is there)."""
         if not len(captions):
             return np.zeros(0, np.float32), []
-        features = pair_features(captions, spans, wnids, scores, none_scores, index, self.margin_clip)
+        features = pair_features(captions, spans, wnids, scores, none_scores, matched, index, self.margin_clip)
         return self.probability(features, caption_vectors).astype(np.float32), self.uses(features, caption_vectors)
 
 

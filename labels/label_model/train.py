@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from imagenot.labels.caption_rules import NONE_OF_THESE, PairScores, matched_form
+from imagenot.labels.caption_rules import NONE_OF_THESE, PairScores
 from imagenot.labels.encoders.models import DEFAULT_MODEL
 from imagenot.labels.encoders.text import SentenceTransformerEncoder
 from imagenot.labels.form_counts import of_lemmas
@@ -167,10 +167,10 @@ def pair_inputs(
     )
     scores = PairScores(similarity, contrast.margin, contrast.fit, contrast.web_margin)
     senses = senses_of(index, set(wnids))
-    forms = [matched_form(m, senses[w]) or "" for m, w in zip(matched, wnids)]
+    forms = contrast.forms  # the form of the synset's word the caption matched, as the score stage finds it
     spans = form_spans(captions, forms)
     none = none_scores(captions, spans, wnids, senses, tagged)
-    features = pair_features(captions, spans, wnids, scores, none, index, MARGIN_CLIP)
+    features = pair_features(captions, spans, wnids, scores, none, matched, index, MARGIN_CLIP)
     return PairInputs(captions, wnids, forms, scores, features, vectors.astype(np.float64))
 
 
@@ -213,15 +213,22 @@ def fit_model(inputs: PairInputs, pairs: list[JudgedPair], seed: int, components
     uses = [USE_OF.get((p.use or "").strip()) for p, k in zip(pairs, known) if k]
     named = np.array([u is not None for u in uses])
     use = LogisticRegression(C=c, max_iter=5000, random_state=seed).fit(x[named], [u for u in uses if u])
-    order = [list(use.classes_).index(u) for u in USES]
+    # One row of weights a use; a use no training pair has is never named. With two uses read,
+    # scikit-learn fits one row, for the second: the first takes its negation.
+    coef, intercept = use.coef_, use.intercept_
+    if len(use.classes_) == 2:
+        coef, intercept = np.vstack([-coef, coef]), np.r_[-intercept, intercept]
+    use_coef, use_intercept = np.zeros((len(USES), x.shape[1])), np.full(len(USES), -1e6)
+    for row, name in enumerate(use.classes_):
+        use_coef[USES.index(name)], use_intercept[USES.index(name)] = coef[row], intercept[row]
     return LabelModel(
         FEATURES,
         mean,
         scale,
         picturable.coef_[0],
         float(picturable.intercept_[0]),
-        use.coef_[order],
-        use.intercept_[order],
+        use_coef,
+        use_intercept,
         axes,
         center,
         {"margin_clip": MARGIN_CLIP, "reads_with": reads_with()},

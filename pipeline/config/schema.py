@@ -5,6 +5,8 @@ Every section forbids unknown keys, so a typo is an error naming the key, not a 
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import os
 import types
@@ -187,6 +189,21 @@ FOREIGN_FUNCTION_WORDS = "de del des du en el la le les los las te dos da di il 
 
 # The picturable step's roots: things, and the symbols and cards people photograph (logo, business
 # card, postcard), which WordNet files under communication (filters/picturable.py).
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _warn_other_lexicon(label_model: str, trained: str) -> None:
+    """Once a process: the label model read web senses from another lexicon than the packaged one."""
+    log.warning(
+        "scoring.label_model %r was trained with another web-sense lexicon (digest %s, now %s): retrain it "
+        "(python -m imagenot.labels.label_model.train) for its web-sense margins to mean what they did",
+        label_model,
+        trained,
+        lexicon_digest(),
+    )
+
+
 WEB_SENSE_METHODS = ("sentence", "trained")  # the sense methods that score web senses: they read glosses
 PICTURABLE_ROOTS = ("physical_entity.n.01", "symbol.n.01", "card.n.02", "card.n.03")
 
@@ -383,7 +400,7 @@ class Scoring(Section):
         "a folder with weights.npz and card.json (its train.py writes them), or null: off",
     )
     label_floor: float = Field(  # chosen out of fold, folds by class (benchmarks/quality_labels.py)
-        0.55,
+        0.5,
         ge=0,
         le=1,
         allow_inf_nan=False,
@@ -439,15 +456,22 @@ class Scoring(Section):
             return self
         if self.sense_margin is None:
             raise ValueError("scoring.label_model reads sense margins: it needs scoring.sense_margin (or is null)")
-        reads = self.label_model_weights().card["reads_with"]
-        given = {name: getattr(self, name) for name in reads if name != "web_senses"}
-        given["web_senses"] = lexicon_digest() if self.scores_web_senses() else None
+        reads = dict(self.label_model_weights().card["reads_with"])
+        trained_lexicon = reads.pop("web_senses")
+        given = {name: getattr(self, name) for name in reads}
         if given != reads:
             wrong = ", ".join(f"scoring.{k}: {reads[k]} (not {given[k]})" for k in reads if given[k] != reads[k])
             raise ValueError(
                 f"scoring.label_model {self.label_model!r} was trained on pairs read with other settings: {wrong}; "
                 "use them, train a model for these (labels/label_model/train.py) or set scoring.label_model: null"
             )
+        if not self.scores_web_senses():
+            raise ValueError(
+                f"scoring.label_model {self.label_model!r} reads the web senses' margins: it needs "
+                "scoring.web_senses (or label_model: null)"
+            )
+        if trained_lexicon != lexicon_digest():  # an edited lexicon: the model still reads, a little off
+            _warn_other_lexicon(self.label_model, trained_lexicon)
         return self
 
     def label_model_weights(self) -> LabelModel:
@@ -488,10 +512,10 @@ class Ranking(Section):
         description="lowest synset score kept, for this encoder (the paper's 0.82 is RoBERTa's)",
     )
     classes: int = Field(1000, ge=1, le=100_000, description="K, the number of classes (step 8)")
-    # pipeline/rank/pass_share.py; `audit classes` flags under it. 0.6: chosen out of fold with the label model's
+    # pipeline/rank/pass_share.py; `audit classes` flags under it. 0.5: chosen out of fold with the label model's
     # floor, folds by class, on the build's judged labels (benchmarks/quality_labels.py; 0.7 before issue 51)
     min_pass_share: float = Field(
-        0.6,
+        0.5,
         ge=0,
         le=1,
         description="share of a synset's captions that must pass the caption rules and the sense decision for it to "

@@ -253,7 +253,7 @@ def decided_rows(
     label, uses = (None, [None] * len(captions))
     if label_model is not None:
         judge = config.scoring.label_model_weights().judge
-        label, uses = judge(captions, spans, candidate, scores, none, vectors, index)
+        label, uses = judge(captions, spans, candidate, scores, none, matched, vectors, index)
         scores = dataclasses.replace(scores, label=label)
     passes, reason = caption_decision(scores, threshold, config.scoring.sense_decision(), rule)
     return [

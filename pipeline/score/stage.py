@@ -177,6 +177,7 @@ class CaptionScorer:
                 wnids,
                 PairScores(scores, contrast.margin, contrast.fit, contrast.web_margin),
                 batch.column(NONE_SCORE_COLUMN).to_pylist(),
+                batch.column("matched").to_pylist(),
                 vectors,
                 self.index,
             )
