@@ -181,7 +181,7 @@ def test_why_gives_index_counts_and_reference_relation(uninterrupted, index):
     below = next(r for r in ranking if r["fate"] == "below_threshold")
     answer = invoke(why, [below["wnid"], "--run", str(run_dir)]).output
     assert (
-        f"score {below['score']} below the threshold 0.3 for packaged:all-MiniLM-L6-v2 (ranking.thresholds)" in answer
+        f"score {below['score']} below the threshold 0.32 for packaged:all-MiniLM-L6-v2 (ranking.thresholds)" in answer
     )
     beyond = next(r for r in ranking if r["fate"] == "beyond_top_k")
     answer = invoke(why, [beyond["wnid"], "--run", str(run_dir)]).output

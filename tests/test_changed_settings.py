@@ -137,6 +137,9 @@ ALL_CHANGED = {
         "sense_sentence_weight": 5.0,  # the trained method's alone: a build under both changes no result by it
         "sense_prior": 0.0,
         "sense_margin": 0.02,
+        "web_senses": False,  # the both method scores none: with the label model off, as it is by default here
+        "web_sense_margin": 0.05,
+        "label_floor": 0.3,
         "none_of_these_fit": {"both": 0.05},  # the floor of the method in use: few captions fit no sense so little
         "first_phase": "priority",
         "exact_per_class": 12,

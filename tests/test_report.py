@@ -130,7 +130,7 @@ def test_the_card_states_every_open_choice_with_its_value(plain):
         "scoring.first_pass_captions": "10",
         "scoring.seed": "0",
         "ranking.top_n": "5",
-        "ranking.thresholds[packaged:all-MiniLM-L6-v2]": "0.3",
+        "ranking.thresholds[packaged:all-MiniLM-L6-v2]": "0.32",
         "ranking.min_captions": "1",
         "ranking.classes": "8",
         "sampling.images_per_class": "5",

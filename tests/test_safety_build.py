@@ -41,7 +41,8 @@ TARGETS = {
     "diabetic": ("diabetic.n.01", "person_synsets", "identity_disability"),
     "blowjob": ("cock_sucking.n.01", "nsfw_synsets", "nsfw_text"),  # no WordNet mark: the classifier's
 }
-CLASSES = {"gavel": "gavel.n.01", "trowel": "trowel.n.01", "birdcage": "birdcage.n.01"}
+# "a gavel": the label model reads a bare "gavel 1950" as a caption whose picture may not show one
+CLASSES = {"a gavel": "gavel.n.01", "trowel": "trowel.n.01", "birdcage": "birdcage.n.01"}
 CONFIG = {
     "corpus": {"columns": dict.fromkeys(("width", "height", "similarity", "punsafe", "nsfw", "sample_id", "license"))},
     "selection": {"min_captions": 3, "allowed_nsfw_tags": None},

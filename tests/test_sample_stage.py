@@ -12,6 +12,7 @@ from cli_runner import cli_command, invoke
 
 from imagenot.pipeline.config.schema import Config, Ranking, Runner, Sampling, Scoring, Selection
 from imagenot.pipeline.frame.registry import declared, run_in_folder
+from imagenot.pipeline.rank.sampling_order import SENSE_REASONS
 from imagenot.pipeline.report.card import _scoring_path
 
 sample_command = cli_command("sample")
@@ -111,6 +112,7 @@ def test_outputs_hold_n_images_per_class_and_the_reserve(sampled_run):
         assert n["candidates"] == sum(
             n[k]
             for k in (
+                *SENSE_REASONS,
                 "below_threshold",
                 "duplicate_url",
                 "duplicate_caption",

@@ -78,7 +78,8 @@ class SenseQueries:
 
     def prepare(self, senses: Iterable[str]) -> None:
         """Embed the query texts of the senses not seen yet, in one encoder call."""
-        self.vectors(sorted(set(senses)))
+        if wanted := sorted(set(senses)):  # a batch whose words have one sense each wants none
+            self.vectors(wanted)
 
     def scores(self, caption_vectors: np.ndarray, word: str, wnids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """float64 (captions, len(wnids)) scores and fits (the scores without the prior): each

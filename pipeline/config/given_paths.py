@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from apache_beam.io.filesystems import FileSystems
-
+from imagenot.pipeline.run.filesystems import FileSystems
 from imagenot.pipeline.run.paths import absolute
 from imagenot.wordnet.classlists import REFERENCE_SETS
 

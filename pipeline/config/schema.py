@@ -192,6 +192,11 @@ FOREIGN_FUNCTION_WORDS = "de del des du en el la le les los las te dos da di il 
 log = logging.getLogger(__name__)
 
 
+def _label_model_weights(label_model: str) -> LabelModel:
+    """The label model a config names: the packaged one, or a folder (each read once a process)."""
+    return load_model() if label_model == "packaged" else read_model_folder(label_model)
+
+
 @functools.cache
 def _warn_other_lexicon(label_model: str, trained: str) -> None:
     """Once a process: the label model read web senses from another lexicon than the packaged one."""
@@ -450,33 +455,56 @@ class Scoring(Section):
                 )
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _label_model_on_where_it_reads(cls, data: object) -> object:
+        """The label model is on by default only where a config reads pairs as it was trained on: one
+        that reads them otherwise (another encoder or query template, the trained or context method,
+        no sense contrast or web senses) has it off, as `label_model: null` says; a config that names
+        a model is held to it (below)."""
+        if not isinstance(data, dict) or "label_model" in data:
+            return data
+        try:
+            without = cls.model_validate({**data, "label_model": None})
+        except ValidationError:
+            return data  # the validation proper names what is wrong
+        default = cls.model_fields["label_model"].default
+        return data if without.label_model_misreads(default) is None else {**data, "label_model": None}
+
     @model_validator(mode="after")
     def _label_model_reads_as_trained(self) -> Scoring:
         if self.label_model is None:
             return self
-        if self.sense_margin is None:
-            raise ValueError("scoring.label_model reads sense margins: it needs scoring.sense_margin (or is null)")
-        reads = dict(self.label_model_weights().card["reads_with"])
-        trained_lexicon = reads.pop("web_senses")
-        given = {name: getattr(self, name) for name in reads}
-        if given != reads:
-            wrong = ", ".join(f"scoring.{k}: {reads[k]} (not {given[k]})" for k in reads if given[k] != reads[k])
-            raise ValueError(
-                f"scoring.label_model {self.label_model!r} was trained on pairs read with other settings: {wrong}; "
-                "use them, train a model for these (labels/label_model/train.py) or set scoring.label_model: null"
-            )
-        if not self.scores_web_senses():
-            raise ValueError(
-                f"scoring.label_model {self.label_model!r} reads the web senses' margins: it needs "
-                "scoring.web_senses (or label_model: null)"
-            )
+        if wrong := self.label_model_misreads(self.label_model):
+            raise ValueError(wrong)
+        trained_lexicon = self.label_model_weights().card["reads_with"]["web_senses"]
         if trained_lexicon != lexicon_digest():  # an edited lexicon: the model still reads, a little off
             _warn_other_lexicon(self.label_model, trained_lexicon)
         return self
 
+    def label_model_misreads(self, label_model: str) -> str | None:
+        """Why the label model `label_model` cannot read this config's pairs (None: it can)."""
+        if self.sense_margin is None:
+            return f"scoring.label_model {label_model!r} reads sense margins: it needs scoring.sense_margin (or null)"
+        reads = dict(_label_model_weights(label_model).card["reads_with"])
+        reads.pop("web_senses")
+        given = {name: getattr(self, name) for name in reads}
+        if given != reads:
+            wrong = ", ".join(f"scoring.{k}: {reads[k]} (not {given[k]})" for k in reads if given[k] != reads[k])
+            return (
+                f"scoring.label_model {label_model!r} was trained on pairs read with other settings: {wrong}; "
+                "use them, train a model for these (labels/label_model/train.py) or set scoring.label_model: null"
+            )
+        if not self.scores_web_senses():
+            return (
+                f"scoring.label_model {label_model!r} reads the web senses' margins: it needs "
+                "scoring.web_senses (or label_model: null)"
+            )
+        return None
+
     def label_model_weights(self) -> LabelModel:
         """The label model `label_model` names (read once per process)."""
-        return load_model() if self.label_model == "packaged" else read_model_folder(self.label_model)
+        return _label_model_weights(self.label_model)
 
     def sense_decision(self) -> SenseDecision:
         """The sense decision's floors: the margin, and the fit floor of the method in use (both

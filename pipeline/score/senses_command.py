@@ -44,6 +44,7 @@ from imagenot.errors import ImagenotError
 from imagenot.labels.caption_rules import (
     BELOW_THRESHOLD,
     KEPT,
+    LABEL_MODEL,
     NONE_OF_THESE_FIT,
     OTHER_SENSE,
     WEB_SENSE,
@@ -206,8 +207,11 @@ def senses_table(table: pa.Table, config: Config, queries: SenseScorer, path: st
         rows[i] = row
     columns = {
         "predicted": pa.string(),
+        "candidate": pa.string(),
         "score": pa.float32(),
         "margin": pa.float32(),
+        "sense_margin": pa.float32(),
+        "web_margin": pa.float32(),
         "sense_fit": pa.float32(),
         "similarity": pa.float32(),
         "passes": pa.bool_(),
@@ -340,11 +344,11 @@ def describe(caption: str, forms: list[str], span, config: Config, queries: Sens
         for wnid, score, fit, row in zip(wnids, scores, fits, decided):
             gloss = any_sense_gloss(senses.index, wnid)[:60]
             label = any_sense_label(senses.index, wnid)
-            lines.append(f"  {label:40s} {score:6.3f} fit {fit:6.3f}  {gloss:60s}  {_fate(row, wnid)}")
+            lines.append(f"  {label:40s} {score:6.3f} fit {fit:6.3f}  {gloss:60s}  {_fate(row, wnid, senses.index)}")
     return lines
 
 
-def _fate(row: dict, sense: str) -> str:
+def _fate(row: dict, sense: str, index: NounIndex) -> str:
     """What a build does with the caption were it a candidate of `sense` (`decided_rows`' row)."""
     if is_web_sense(sense):
         return "a sense WordNet lacks (labels/web_senses.tsv): no class is one"
@@ -353,7 +357,11 @@ def _fate(row: dict, sense: str) -> str:
         return reason or "kept"
     if reason in (OTHER_SENSE, WEB_SENSE):
         winner = next(s["synset"] for s in row["senses"] if s["synset"] != row["candidate"])
-        return f"{reason}: goes to {winner}"
+        winner = winner if is_web_sense(winner) else index.by_name(winner).wnid
+        return f"{reason}: goes to {any_sense_label(index, winner)}"
+    if reason == LABEL_MODEL:
+        shows, use = row["label_score"], row["label_use"]
+        return f"{LABEL_MODEL}: shows it with probability {shows:.3f}, under scoring.label_floor (the word: {use})"
     if reason == NONE_OF_THESE_FIT:
         return f"{NONE_OF_THESE_FIT}: no sense fits the word here (the best sense's fit {row['sense_fit']:.3f})"
     return f"caption rule {reason}"
