@@ -235,7 +235,8 @@ def test_the_sampled_plan_matches_the_build_and_warns_when_and_only_when_it_fall
     assert plan["sample"]["rows"] == 12_000  # the whole small corpus: the projection is exact
     assert plan["candidates"]["mid"] == built["candidates"]
     expected_classes = min(asked, built["passing"])
-    assert abs(plan["classes"]["mid"] - expected_classes) <= 0.15 * expected_classes
+    # the label model's pass share is a range no sample knows (Rates.label_keep_*): the build within it
+    assert plan["classes"]["low"] <= expected_classes <= plan["classes"]["high"], plan["classes"]
     if not more_classes:  # the build ranked K = 8: its captions are those of 8 classes
         for key in ("captions_scored", "captions_embedded"):
             assert abs(plan[key]["mid"] - built[key]) <= 0.15 * built[key], (key, plan[key], built[key])

@@ -82,6 +82,13 @@ class Rates:
     threshold_keep_low: float = 0.6
     threshold_keep_share: float = 0.77
     threshold_keep_high: float = 0.95
+    # With the label model on, the share of them whose captions the sense decision passes at least
+    # `ranking.min_pass_share` (low_pass_share otherwise), the encoder's too: 0.38 in a default build
+    # of the LAION sample at a 10k corpus's settings, 0.55 in tests/small_build.py's synthetic build
+    # (4 Dec; benchmarks/README.md, "`imagenot plan --sample` against builds"), the middle taken.
+    label_keep_low: float = 0.35
+    label_keep_share: float = 0.47
+    label_keep_high: float = 0.6
     dead_url_low: float = 0.1
     dead_url_share: float = 0.2
     dead_url_high: float = 0.3

@@ -122,6 +122,9 @@ def sampled_plan(config: Config, rows: int, shards: int, rates: Rates, workers: 
     sampling, k = config.sampling, config.ranking.classes
     need_rank, need_fill = config.min_class_captions, sampling.images_per_class + sampling.reserve
     keep = dict(zip(BOUNDS, (rates.threshold_keep_low, rates.threshold_keep_share, rates.threshold_keep_high)))
+    if config.scoring.label_model is not None:
+        labels = (rates.label_keep_low, rates.label_keep_share, rates.label_keep_high)
+        keep = {bound: round(keep[bound] * share, 3) for bound, share in zip(BOUNDS, labels)}
     dead = dict(zip(BOUNDS, (rates.dead_url_low, rates.dead_url_share, rates.dead_url_high)))
     plans, per_bound = {}, {}
     for bound in BOUNDS:
@@ -210,8 +213,10 @@ def _sample_section(
         },
         "threshold_keeps": {
             **keep,
-            "source": "Rates.threshold_keep_*: the share measured by builds "
-            "(benchmarks/README.md, `imagenot plan --sample` against builds); not from this sample",
+            "source": "Rates.threshold_keep_*"
+            + (" x Rates.label_keep_* (the label model's pass share)" if config.scoring.label_model else "")
+            + ": the share measured by builds (benchmarks/README.md, `imagenot plan --sample` against builds); "
+            "not from this sample",
         },
     }
 
