@@ -55,7 +55,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "clean.parquet"
         urls = [f"http://127.0.0.1/{i}.jpg" for i in range(len(written))]
-        pq.write_table(pa.table({"URL": urls, "TEXT": [r["caption"] for r in written]}), corpus)
+        texts = [r["caption"] for r in written]  # LAION's columns, each caption rated safe
+        pq.write_table(pa.table({"URL": urls, "TEXT": texts, "NSFW": ["UNLIKELY"] * len(texts)}), corpus)
         imagenot("tag", "--input", str(corpus), "--out", str(Path(tmp) / "run"))
         tagged = read_tagged(str(Path(tmp) / "run" / "tag" / "tagged" / "*.parquet"))
     by_position = {int(row_id.rsplit(":", 1)[1]): row for row_id, row in tagged.items()}
