@@ -22,6 +22,8 @@ from imagenot.pipeline.run.summary import read_summary
 RANK_CUTS = {
     "below_threshold": "below the gloss-similarity threshold (ranking.thresholds)",
     "too_few_captions": "with too few captions (ranking.min_captions, by default sampling.images_per_class)",
+    "low_pass_share": "whose captions pass the caption rules and the sense decision too seldom "
+    "(ranking.min_pass_share)",
     "no_captions": "with no scored caption",
 }
 

@@ -181,9 +181,15 @@ class SenseKept(NamedTuple):
 
 def sense_decision_settings(scoring: Scoring) -> dict:
     """What the rank and sample stages record of the sense decision they cut at: the margin, and the
-    fit floor where one is in force (so a run without one keeps its fingerprint)."""
-    floor = scoring.sense_decision().min_fit
-    return {"sense_margin": scoring.sense_margin, **({"none_of_these_fit": floor} if floor is not None else {})}
+    fit floor, the web senses' margin and the label floor where each is in force (so a run without
+    one keeps its fingerprint, and a changed one reruns them)."""
+    decision = scoring.sense_decision()
+    in_force = {
+        "none_of_these_fit": decision.min_fit,
+        "web_sense_margin": decision.web_margin,
+        "label_floor": decision.min_label,
+    }
+    return {"sense_margin": scoring.sense_margin, **{k: v for k, v in in_force.items() if v is not None}}
 
 
 class SampleOrder(NamedTuple):
