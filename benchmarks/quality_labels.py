@@ -250,6 +250,7 @@ def main() -> None:
             inputs = pickle.loads(args.inputs.read_bytes())
         else:
             tagged = read_tagged(str(build["run"] / "tag" / "tagged" / "*.parquet"))
+            pairs = [p for p in pairs if p.row_id in tagged]  # all of them, unless --corpus is a part
             inputs = pair_inputs(pairs, tagged, index, inputs_encoder())
             if args.inputs:
                 args.inputs.write_bytes(pickle.dumps(inputs))

@@ -41,8 +41,9 @@ def _main_json(capsys, script: str, *args: str) -> dict:
 
 @pytest.fixture(scope="module")
 def laion_rows(tmp_path_factory) -> Path:
-    """The shared LAION sample's first 600 rows: the real captions the quality scripts read."""
-    path = tmp_path_factory.mktemp("laion") / "laion_600.parquet"
+    """The shared LAION sample's first 600 rows: the real captions the quality scripts read, in a file
+    of the sample's name (a row's id is its file's stem and its place: the judged pairs name them)."""
+    path = tmp_path_factory.mktemp("laion") / "laion_sample_9614.parquet"
     pq.write_table(pq.read_table(SHARED_DATA / "laion_sample_9614.parquet").slice(0, 600), path)
     return path
 
