@@ -205,7 +205,8 @@ def test_an_empty_selected_shard_gives_an_empty_scored_file(ranked_run, tmp_path
     tally = score_shard(
         str(empty), str(tmp_path / "out"), "scored", scorer, lambda batch: pa.array([True] * batch.num_rows)
     )
-    assert tally == {"rows_scored": 0, "captions_embedded": 0, "sense_cpu_seconds": 0.0}
+    sense_cpu = tally.pop("sense_cpu_seconds")  # the label model's few numpy calls on no rows: a millisecond
+    assert tally == {"rows_scored": 0, "captions_embedded": 0} and 0 <= sense_cpu < 0.05
     written = pq.read_table(tmp_path / "out" / "scored" / "part-empty.parquet")
     assert written.num_rows == 0 and "gloss_similarity" in written.column_names
 
