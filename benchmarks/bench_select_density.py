@@ -111,7 +111,8 @@ def bench_size(rows: int, workers: int, root: Path, corpora: Path | None) -> dic
         }
         print(
             f"  select {regime:5s} min_captions {selection.min_captions:5d}: {select[regime]['candidates']:6,} "
-            f"candidates ({select[regime]['possible_candidates']:,} possible in the first pass), "
+            f"candidates ({select[regime]['possible_candidates']:,} possible in the first pass; "
+            f"{select[regime]['classes_with_captions']:,} with captions after the rules), "
             f"{measured['cpu_seconds']:.1f} cpu s  {load_text()}",
             flush=True,
         )

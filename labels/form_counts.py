@@ -243,9 +243,10 @@ def _first_occurrence(words: _Words, shape: _FormShape, caption_of: np.ndarray, 
     end, form = np.repeat(end, fan), forms_by_last[_ranges(starts[last], fan)]
     caption = words.caption[end]
     key = caption.astype(np.int64) * len(shape.size) + form
-    asked = caption_of.astype(np.int64) * len(shape.size) + form_ids
-    keep = np.isin(key, asked)
-    end, form, caption, key = end[keep], form[keep], caption[keep], key[keep]
+    asked = caption_of.astype(np.int64) * len(shape.size) + form_ids  # sorted and distinct (`_occurrences`)
+    slot = np.minimum(np.searchsorted(asked, key), len(asked) - 1)  # a hit's (caption, form) among those asked
+    keep = asked[slot] == key
+    end, form, caption, slot = end[keep], form[keep], caption[keep], slot[keep]
     start = end - shape.size[form] + 1
     ok = start >= words.offsets[caption]
     if shape.heads:
@@ -254,15 +255,10 @@ def _first_occurrence(words: _Words, shape: _FormShape, caption_of: np.ndarray, 
             needed = shape.before[form, j]
             at = np.clip(end - j - 1, 0, len(head_ids) - 1)
             ok &= (needed < 0) | (head_ids[at] == needed)
-    start, key = start[ok], key[ok]
-    order = np.lexsort((start, key))
-    key, start = key[order], start[order]
-    firsts = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, bool)
-    key, start = key[firsts], start[firsts]
-    at = np.minimum(np.searchsorted(key, asked), max(len(key) - 1, 0))
-    hit = key[at] == asked if len(key) else np.zeros(len(asked), bool)
-    out = np.full(len(asked), -1, np.int64)
-    out[hit] = start[at[hit]]
+    none = np.iinfo(np.int64).max
+    out = np.full(len(asked), none, np.int64)
+    np.minimum.at(out, slot[ok], start[ok].astype(np.int64))  # the first occurrence: the least start
+    out[out == none] = -1
     return out
 
 
