@@ -64,3 +64,21 @@ def test_find_span_is_the_patterns_span_on_realistic_captions(stage_matcher):
     for caption, form in pairs:
         found = _span_pattern(form).search(caption)
         assert find_span(caption, form) == (found.span() if found else None), (caption, form)
+
+
+def test_sense_key_counts_are_nltks_lemma_counts():
+    """Every sense key of `cntlist.rev` counted as NLTK's binary search of the file counts it."""
+    from nltk.util import binary_search_file
+
+    from imagenot.labels.pair_checker import _wordnet, sense_key_counts
+
+    counts = sense_key_counts()
+    assert len(counts) > 30_000
+    file = _wordnet().open("cntlist.rev")
+    try:
+        for key, n in counts.items():
+            assert int(binary_search_file(file, key).rsplit(" ", 1)[-1]) == n, key
+    finally:
+        file.close()
+    dog = _wordnet().synset("dog.n.01").lemmas()[0]
+    assert counts[dog.key()] == dog.count() > 0
