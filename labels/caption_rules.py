@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,7 +115,7 @@ class CaptionRules:
     given_names: frozenset[str] = frozenset()  # lower-cased
     function_words: frozenset[str] = frozenset()  # English: never a name's neighbour
     tag_words: Callable[[tuple[str, ...]], list[str]] | None = None  # Penn tags of lower-cased words
-    word_pos: Callable[[str], set[str]] | None = None  # WordNet's parts of speech of a word: "n", "v", "a", ...
+    word_pos: Callable[[str], Set[str]] | None = None  # WordNet's parts of speech of a word: "n", "v", "a", ...
     none_of_these: NoneOfThese | None = None  # the none_of_these rule's model, with the corpus's form statistics
 
 

@@ -159,13 +159,22 @@ def tag_words(words: tuple[str, ...]) -> list[str]:
     in the wheel; no NLTK data is needed), one per word. Its tagging step alone: the words are split
     already, with no punctuation left for its tokenizer to cut, which would cost twice the tagging
     (the same tags: tests/test_caption_rules.py)."""
-    return [tag for _, tag in _tagger().find_tags(list(words))]
+    return list(_tags(words))
 
 
-def word_pos(word: str) -> set[str]:
-    """WordNet's parts of speech of a word, inflected or not ("gets" -> {"n", "v"})."""
+@functools.lru_cache(maxsize=1 << 16)
+def _tags(words: tuple[str, ...]) -> tuple[str, ...]:
+    """`tag_words`, kept for the captions met again: about a fifth of the captions repeat an
+    earlier one (synthetic and LAION's alike)."""
+    return tuple(tag for _, tag in _tagger().find_tags(list(words)))
+
+
+@functools.cache
+def word_pos(word: str) -> frozenset[str]:
+    """WordNet's parts of speech of a word, inflected or not ("gets" -> {"n", "v"}); kept, as the
+    part-of-speech rule asks for each pair's word."""
     wordnet = _wordnet()
-    return {pos for pos in "nvasr" if wordnet.morphy(word, pos)}
+    return frozenset(pos for pos in "nvasr" if wordnet.morphy(word, pos))
 
 
 @functools.cache
