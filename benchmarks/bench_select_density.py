@@ -22,7 +22,9 @@ once, then select twice on that tag output, each stage in a fresh process (bench
 the candidates, the synsets that could still become candidates during the first pass
 (`possible_candidates`), CPU seconds and CPU us a row; between consecutive sizes, each stage's
 marginal CPU us a row (start-up cancels), and tag + select; the density's select over the
-baseline's. The last line is one JSON object.
+baseline's. Select's driver work that grows with the candidates (`driver_cpu_seconds`: a one-off
+at LAION's size) is measured again in this process and the marginal is also given net of it,
+since the candidates grow with the corpus here. The last line is one JSON object.
 
     python benchmarks/bench_select_density.py --rows 200000 500000 [--workers 1] [--corpora DIR]
 """
@@ -34,8 +36,10 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -66,6 +70,39 @@ def candidate_synsets(funnel: list[dict]) -> int:
     counts those that kept a caption after step 6 and the caption rules)."""
     steps = [step["step"] for step in funnel]
     return funnel[steps.index(SINGLE_SYNSET) - 1]["synsets_left"]
+
+
+def measure_driver(config_path: Path, run_dir: Path) -> float:
+    """`driver_cpu_seconds` in a fresh process (NLTK's caches would make a second call cheaper),
+    or with `--in-process` in this one."""
+    if IN_PROCESS["on"]:
+        return driver_cpu_seconds(config_path, run_dir)
+    command = [sys.executable, __file__, "--driver", str(config_path), str(run_dir)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def driver_cpu_seconds(config_path: Path, run_dir: Path) -> float:
+    """The CPU seconds of select's work on the driver that grows with the candidates, not the rows,
+    redone here on the run's files: the synsets that can still become candidates and their forms,
+    steps 2-5, and the caption rules' facts of every candidate (`PairChecker`). At LAION-2B-en it
+    is a one-off of seconds against hours of per-row work, but between two small corpora whose
+    candidates differ by thousands it would pass for per-row CPU."""
+    from imagenot.labels.pair_checker import _wordnet, senses_of
+    from imagenot.pipeline.config.schema import load_config
+    from imagenot.pipeline.run.files import read_json
+    from imagenot.pipeline.run.layout import SELECT, TAG, TAG_TALLY_FILE, stage_path
+    from imagenot.pipeline.select.stage import USABLE_FILE, choose_synsets, lemma_forms, possible_candidates
+    from imagenot.wordnet.index import load_index
+
+    selection, index = load_config(str(config_path)).selection, load_index()
+    _wordnet()  # loaded before the clock starts: a fixed cost of every process
+    tagged = read_json(os.path.join(stage_path(str(run_dir), TAG), TAG_TALLY_FILE))["synset_captions"]
+    usable = read_json(os.path.join(stage_path(str(run_dir), SELECT), USABLE_FILE))["usable"]
+    started = time.process_time()
+    lemma_forms(possible_candidates(tagged, selection), index)
+    senses_of(index, choose_synsets(tagged, usable, selection).candidates)
+    return round(time.process_time() - started, 2)
 
 
 def regime_min_captions(regime: str, rows: int) -> int:
@@ -108,12 +145,14 @@ def bench_size(rows: int, workers: int, root: Path, corpora: Path | None) -> dic
             "candidates": candidate_synsets(measured["figures"]["funnel"]),
             "classes_with_captions": measured["figures"]["candidates"],
             "possible_candidates": len(possible_candidates(tagged, selection)),
+            "driver_cpu_seconds": measure_driver(configs[regime], folders[regime]),
         }
         print(
             f"  select {regime:5s} min_captions {selection.min_captions:5d}: {select[regime]['candidates']:6,} "
             f"candidates ({select[regime]['possible_candidates']:,} possible in the first pass; "
             f"{select[regime]['classes_with_captions']:,} with captions after the rules), "
-            f"{measured['cpu_seconds']:.1f} cpu s  {load_text()}",
+            f"{measured['cpu_seconds']:.1f} cpu s (candidate-bound driver work {select[regime]['driver_cpu_seconds']} "
+            f"cpu s)  {load_text()}",
             flush=True,
         )
     return {
@@ -139,8 +178,11 @@ def marginal(results: list[dict]) -> dict[str, dict[str, float]]:
         figures = {"tag": per_row(b["tag"]["cpu_seconds"] - a["tag"]["cpu_seconds"], added)}
         for regime in REGIMES:
             spent = b["select"][regime]["cpu_seconds"] - a["select"][regime]["cpu_seconds"]
+            driver = b["select"][regime]["driver_cpu_seconds"] - a["select"][regime]["driver_cpu_seconds"]
             figures[f"select_{regime}"] = per_row(spent, added)
+            figures[f"select_{regime}_net_of_driver"] = per_row(spent - driver, added)
         figures["tag_select_laion"] = round(figures["tag"] + figures["select_laion"], 2)
+        figures["tag_select_laion_net_of_driver"] = round(figures["tag"] + figures["select_laion_net_of_driver"], 2)
         figures["select_laion_over_small"] = round(figures["select_laion"] / figures["select_small"], 2)
         out[f"{b['rows']}-{a['rows']}"] = figures
     return out
@@ -170,7 +212,11 @@ def main() -> None:
     parser.add_argument("--corpora", help="keep the corpora here and reuse those already written (default: in --tmp)")
     parser.add_argument("--tmp", help="where the temporary folder for runs goes (removed at the end)")
     parser.add_argument("--in-process", action="store_true", help="run the stages in this process (a smoke run)")
+    parser.add_argument("--driver", nargs=2, metavar=("CONFIG", "RUN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.driver:
+        print(driver_cpu_seconds(*map(Path, args.driver)))
+        return
     IN_PROCESS["on"] = args.in_process
 
     print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
