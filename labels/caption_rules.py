@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,7 +115,7 @@ class CaptionRules:
     given_names: frozenset[str] = frozenset()  # lower-cased
     function_words: frozenset[str] = frozenset()  # English: never a name's neighbour
     tag_words: Callable[[tuple[str, ...]], list[str]] | None = None  # Penn tags of lower-cased words
-    word_pos: Callable[[str], set[str]] | None = None  # WordNet's parts of speech of a word: "n", "v", "a", ...
+    word_pos: Callable[[str], Set[str]] | None = None  # WordNet's parts of speech of a word: "n", "v", "a", ...
     none_of_these: NoneOfThese | None = None  # the none_of_these rule's model, with the corpus's form statistics
 
 
@@ -123,21 +123,65 @@ def pair_rule(caption: str, form: str, sense: Sense, rules: CaptionRules) -> str
     """The first rule that says `form` (a normalised surface form that tagged `sense`) does not
     name the synset in `caption`, or None. A form not found in the caption as written (text
     the tagger normalised beyond case and punctuation) passes."""
+    return _pair_verdict(caption, form, sense, rules)[0]
+
+
+def _pair_verdict(
+    caption: str, form: str, sense: Sense, rules: CaptionRules
+) -> tuple[str | None, tuple[float, bool] | None]:
+    """`pair_rule`, and the none-of-these score (`none_of_these_scores`) where that rule was
+    reached: `check_rows` keeps it for the rows it keeps rather than computing it again."""
     span = find_span(caption, form)
     if span is None:
-        return None
+        return None, None
     start, end = span
     for rule in RULES:
-        if rule in rules.enabled and _CHECKS[rule](caption, start, end, sense, rules):
-            return rule
-    return None
+        if rule not in rules.enabled:
+            continue
+        if rule == NONE_OF_THESE and rules.none_of_these is not None:
+            [score] = none_of_these_scores([(caption, start, end, sense.lemmas)], rules.none_of_these)
+            return (rule if score[1] else None), score
+        if _CHECKS[rule](caption, start, end, sense, rules):
+            return rule, None
+    return None, None
 
 
 def find_span(caption: str, form: str) -> tuple[int, int] | None:
     """Where the form first occurs in the caption: its words apart by any separators, apostrophes
     anywhere inside a word, a possessive "'s" after it."""
+    if caption.isascii() and "'" not in caption and _PLAIN_FORM.fullmatch(form):
+        return _plain_span(caption, form)
     found = _span_pattern(form).search(caption)
     return found.span() if found else None
+
+
+# A form of ASCII letters and digits, words apart by one space: in an ASCII caption without
+# apostrophes, `_span_pattern` matches it exactly where the caption's runs of letters and digits,
+# lower-cased, are its words in a row (a separator is any other character, and the pattern's ends
+# need a run to start and end there), so no pattern need be compiled (about half the caption
+# rules' CPU at LAION's candidate density, where most pairs have a form not met before).
+_PLAIN_FORM = re.compile(r"[a-z0-9]+(?: [a-z0-9]+)*")
+_ASCII_RUN = re.compile(r"[a-z0-9]+")
+
+
+def _plain_span(caption: str, form: str) -> tuple[int, int] | None:
+    """`find_span` of a plain form (`_PLAIN_FORM`) in an ASCII caption without apostrophes."""
+    lowered = caption.lower()
+    words = form.split(" ")
+    if len(words) == 1:  # the common case: a run equal to the form, found by `str.find`
+        at, size, end = lowered.find(form), len(form), len(lowered)
+        while at >= 0:
+            if (at == 0 or not lowered[at - 1].isalnum()) and (at + size == end or not lowered[at + size].isalnum()):
+                return at, at + size
+            at = lowered.find(form, at + 1)
+        return None
+    if words[0] not in lowered:
+        return None
+    runs = [(m.group(), m.start(), m.end()) for m in _ASCII_RUN.finditer(lowered)]
+    for i in range(len(runs) - len(words) + 1):
+        if all(runs[i + k][0] == word for k, word in enumerate(words)):
+            return runs[i][1], runs[i + len(words) - 1][2]
+    return None
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -292,11 +336,18 @@ def pair_rules(
     captions: list, matched: list, wnids: list[str], rules: CaptionRules, senses: Mapping[str, Sense]
 ) -> list[str | None]:
     """Per (caption, its matched surface forms, wnid) pair, the rule that drops it, or None."""
-    fired = []
+    return [rule for rule, _ in _pair_verdicts(captions, matched, wnids, rules, senses)]
+
+
+def _pair_verdicts(
+    captions: list, matched: list, wnids: list[str], rules: CaptionRules, senses: Mapping[str, Sense]
+) -> list[tuple[str | None, tuple[float, bool] | None]]:
+    """`_pair_verdict` of each (caption, its matched surface forms, wnid) pair."""
+    verdicts = []
     for caption, forms, wnid in zip(captions, matched, wnids):
         form = matched_form(forms or [], senses[wnid])
-        fired.append(pair_rule(caption, form, senses[wnid], rules) if caption and form else None)
-    return fired
+        verdicts.append(_pair_verdict(caption, form, senses[wnid], rules) if caption and form else (None, None))
+    return verdicts
 
 
 ClassDrops = dict[tuple[str, str], int]  # (wnid, rule) -> captions of that class the rule dropped
@@ -322,12 +373,16 @@ def check_rows(
     captions = require_column(batch, "caption", "the caption rules read it").to_pylist()
     matched = require_column(batch, "matched", "the tag stage writes it").to_pylist()
     wnids = require_column(batch, "wnid", "added by step 6").to_pylist()
-    fired = pair_rules(captions, matched, wnids, rules, senses)
+    verdicts = _pair_verdicts(captions, matched, wnids, rules, senses)
+    fired = [rule for rule, _ in verdicts]
     drops = Counter((STEP, rule) for rule in fired if rule)
     by_class = Counter((wnid, rule) for wnid, rule in zip(wnids, fired) if rule)
     kept = [i for i, rule in enumerate(fired) if rule is None]
     scores = [None] * len(kept)
-    if rules.none_of_these is not None and kept:
+    if NONE_OF_THESE in rules.enabled and rules.none_of_these is not None:
+        # every kept pair whose form the caption spells reached the rule: its score is the verdict's
+        scores = [score[0] if (score := verdicts[i][1]) is not None else None for i in kept]
+    elif rules.none_of_these is not None and kept:
         forms = [matched_form(matched[i] or [], senses[wnids[i]]) for i in kept]
         pairs = none_of_these_pairs([captions[i] for i in kept], forms, [senses[wnids[i]] for i in kept], rules)
         scores = [p for p, _ in pairs]

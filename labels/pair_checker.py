@@ -129,8 +129,23 @@ def senses_of(index: NounIndex, wnids: Iterable[str]) -> dict[str, Sense]:
 
 def _count(synset, lemma: str) -> int:
     """How often SemCor tagged `lemma` with this synset of NLTK's, of any part of speech
-    (WordNet's sense order follows it)."""
-    return sum(entry.count() for entry in synset.lemmas() if entry.name().lower() == lemma.lower())
+    (WordNet's sense order follows it): NLTK's `Lemma.count()`, from `sense_key_counts`."""
+    counts = sense_key_counts()
+    return sum(counts.get(entry.key(), 0) for entry in synset.lemmas() if entry.name().lower() == lemma.lower())
+
+
+@functools.cache
+def sense_key_counts() -> dict[str, int]:
+    """SemCor's tag count of each sense key WordNet counts (`cntlist.rev`: key, sense number,
+    count), read once. NLTK's `Lemma.count()` reads the same lines by a binary search of the file
+    on disk for each lemma; the none-of-these rule asks for every sense of every form it meets,
+    which at LAION's candidate density cost a fifth of the caption rules' CPU."""
+    file = _wordnet().open("cntlist.rev")
+    try:
+        lines = file.read().splitlines()
+    finally:
+        file.close()
+    return {line.split(" ", 1)[0]: int(line.rsplit(" ", 1)[-1]) for line in lines if line}
 
 
 def _noun_count(synset: Synset, lemma: str) -> int:
@@ -144,13 +159,22 @@ def tag_words(words: tuple[str, ...]) -> list[str]:
     in the wheel; no NLTK data is needed), one per word. Its tagging step alone: the words are split
     already, with no punctuation left for its tokenizer to cut, which would cost twice the tagging
     (the same tags: tests/test_caption_rules.py)."""
-    return [tag for _, tag in _tagger().find_tags(list(words))]
+    return list(_tags(words))
 
 
-def word_pos(word: str) -> set[str]:
-    """WordNet's parts of speech of a word, inflected or not ("gets" -> {"n", "v"})."""
+@functools.lru_cache(maxsize=1 << 16)
+def _tags(words: tuple[str, ...]) -> tuple[str, ...]:
+    """`tag_words`, kept for the captions met again: about a fifth of the captions repeat an
+    earlier one (synthetic and LAION's alike)."""
+    return tuple(tag for _, tag in _tagger().find_tags(list(words)))
+
+
+@functools.cache
+def word_pos(word: str) -> frozenset[str]:
+    """WordNet's parts of speech of a word, inflected or not ("gets" -> {"n", "v"}); kept, as the
+    part-of-speech rule asks for each pair's word."""
     wordnet = _wordnet()
-    return {pos for pos in "nvasr" if wordnet.morphy(word, pos)}
+    return frozenset(pos for pos in "nvasr" if wordnet.morphy(word, pos))
 
 
 @functools.cache

@@ -244,3 +244,13 @@ def test_quality_clean(capsys):
 def test_bench_label_model(capsys, laion_rows):
     found = _main_json(capsys, "bench_label_model.py", "--corpus", str(laion_rows), "--limit", "30", "--repeats", "1")
     assert set(found["ratio_to_wordnet_senses"]) == {"wordnet_senses", "web_senses", "web_senses_and_label_model"}
+
+
+def test_bench_select_density(tmp_path):
+    found = _last_json(
+        "bench_select_density.py", "--rows", "3000", "6000", "--in-process", "--tmp", str(tmp_path), timeout=600
+    )
+    [small, large] = found["sizes"]
+    assert small["select"]["laion"]["min_captions"] == 1 and small["select"]["small"]["min_captions"] == 3
+    assert small["select"]["laion"]["candidates"] > small["select"]["small"]["candidates"]
+    assert set(found["marginal_us_per_row"]["6000-3000"]) >= {"tag", "select_laion", "select_laion_net_of_driver"}

@@ -44,13 +44,19 @@ class Rates:
     # "Score bounded by the candidates that can become classes"), at load 2-9 on 2 cores: a
     # Dataflow worker is not shared, and contention inflates CPU (at load 15-20: 9.2 and 20.6 us a
     # row, fixed parts 40% more). The other stages' fixed parts were measured in one process: their
-    # driver part is taken as the same.
+    # driver part is taken as the same. Select at LAION-2B-en's candidate density (issue 53,
+    # benchmarks/bench_select_density.py, 4 Dec 2026: min_captions 1 at 200,000 and 500,000 rows,
+    # 19,698 and 24,330 candidates, one local worker, load 1-3): its per-row rate is the marginal CPU
+    # net of the driver's candidate-bound work (22.4 and 32.8 us in two runs, the mean taken), its
+    # driver part the runs' intercept (the candidates' senses, the synsets that can still become
+    # candidates and their forms, the rules' per-word lookups: 20-24 s against 10 at a few hundred
+    # candidates). Tag does not depend on the candidates: 4.6 us a row in the same runs, 5.8 kept.
     tag_driver_s: float = 2.2
     tag_fixed_s: float = 3.5
     tag_us_per_row: float = 5.8
-    select_driver_s: float = 3.8
+    select_driver_s: float = 21.0
     select_fixed_s: float = 4.8  # two Beam jobs: each worker process starts twice (WordNet, the caption rules)
-    select_us_per_row: float = 15.3
+    select_us_per_row: float = 27.6
     score_fixed_s: float = 6.4
     score_us_per_row: float = 1.3
     rank_fixed_s: float = 5.0
@@ -101,6 +107,16 @@ class Rates:
     price_gpu_hour: float = 0.35  # USD, assumed (T4)
     price_traffic_gb: float = 0.045  # USD, assumed: Cloud NAT's processing of the workers' fetched bytes
 
+
+# Where the default per-row rates of tag and select were measured, printed with every plan: select's
+# CPU a row grows with the candidates (the forms it counts, the captions whose synsets hold one),
+# so they were measured at LAION-2B-en's candidate density (issue 53), not a small corpus's.
+ROW_RATES_MEASURED = (
+    "select per row and its driver part as measured at LAION-2B-en's candidate density "
+    "(benchmarks/bench_select_density.py, 4 Dec 2026: min_captions projected from the tag counts, 19,698 and 24,330 "
+    "candidates at 200,000 and 500,000 rows); tag per row at a few hundred candidates (bench_build, issue 45: tag "
+    "reads no candidates)"
+)
 
 ROW_STAGES = ("tag", "select", "sample")  # the stages whose CPU grows with the corpus rows alone
 
@@ -288,8 +304,14 @@ def make_plan(
         "traffic_usd": round(traffic_usd, 2),
         "wall_hours_at_workers": _round(vcpu / (workers * rates.vcpus_per_worker) + gpu_hours / workers),
         "workers": workers,
+        "row_rates": ROW_RATES_MEASURED if _default_row_rates(rates) else "tag and select per row as given",
         "assumptions": asdict(rates),
     }
+
+
+def _default_row_rates(rates: Rates) -> bool:
+    defaults = Rates()
+    return (rates.tag_us_per_row, rates.select_us_per_row) == (defaults.tag_us_per_row, defaults.select_us_per_row)
 
 
 def _stages_to_sample(config: Config, work: dict, shards: int, bill: _Billing) -> dict:
@@ -389,6 +411,8 @@ def render(plan: dict) -> str:
     )
     if "sample" in plan:
         lines += _render_sample(plan)
+    if "row_rates" in plan:
+        lines.append(f"rates: {plan['row_rates']}")
     lines.append("assumptions (flags): " + ", ".join(f"{k}={v}" for k, v in plan["assumptions"].items()))
     return "\n".join(lines)
 
