@@ -135,15 +135,18 @@ def _pair_verdict(
     if span is None:
         return None, None
     start, end = span
+    score = None
     for rule in RULES:
         if rule not in rules.enabled:
             continue
-        if rule == NONE_OF_THESE and rules.none_of_these is not None:
-            [score] = none_of_these_scores([(caption, start, end, sense.lemmas)], rules.none_of_these)
-            return (rule if score[1] else None), score
-        if _CHECKS[rule](caption, start, end, sense, rules):
+        if rule == NONE_OF_THESE:  # the one rule with a score (off without its model)
+            if rules.none_of_these is not None:
+                [score] = none_of_these_scores([(caption, start, end, sense.lemmas)], rules.none_of_these)
+                if score[1]:
+                    return rule, score
+        elif _CHECKS[rule](caption, start, end, sense, rules):
             return rule, None
-    return None, None
+    return None, score
 
 
 def find_span(caption: str, form: str) -> tuple[int, int] | None:
@@ -283,13 +286,6 @@ def _rare_sense(caption: str, start: int, end: int, sense: Sense, rules: Caption
     return bool(spelled) and all(form in sense.outranked_forms for form in spelled)
 
 
-def _none_of_these(caption: str, start: int, end: int, sense: Sense, rules: CaptionRules) -> bool:
-    if rules.none_of_these is None:
-        return False
-    [(_, drops)] = none_of_these_scores([(caption, start, end, sense.lemmas)], rules.none_of_these)
-    return drops
-
-
 def none_of_these_pairs(
     captions: list[str], forms: list[str | None], senses: list[Sense], rules: CaptionRules
 ) -> list[tuple[float | None, bool]]:
@@ -323,8 +319,7 @@ _CHECKS = {
     "title": _title,
     "part_of_speech": _part_of_speech,
     "rare_sense": _rare_sense,
-    NONE_OF_THESE: _none_of_these,
-}
+}  # none_of_these: `_pair_verdict` reads its score itself
 
 
 def matched_form(matched: list[str], sense: Sense) -> str | None:
