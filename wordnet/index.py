@@ -121,7 +121,7 @@ def _wnids(synsets) -> tuple[str, ...]:
     return tuple(sorted(wnid_of_offset(s.offset()) for s in synsets))
 
 
-def _tag_counts(wn) -> dict[str, int]:
+def tag_counts(wn) -> dict[str, int]:
     """Each sense key's tagged-corpus count from cntlist.rev ("key sense_number count" lines), read
     once: what NLTK's `Lemma.count()` returns, which binary-searches the file for each lemma (half
     the index's build time)."""
@@ -131,7 +131,7 @@ def _tag_counts(wn) -> dict[str, int]:
 
 def _build_from_nltk() -> NounIndex:
     wn = load_nltk_wordnet()
-    counts = _tag_counts(wn)
+    counts = tag_counts(wn)
     raw = {}
     for s in wn.all_synsets("n"):
         raw[wnid_of_offset(s.offset())] = (
