@@ -92,13 +92,12 @@ def chosen_cut(outcomes: dict[str, list[str]], verdict: dict[str, str | None]) -
     costs come first (where no cut keeps to that, the one that flags the most other-sense classes
     less right ones)."""
 
-    def figures(cut: float) -> dict:
-        return flag_figures(flags_at(outcomes, cut), verdict)
-
-    within = [cut for cut in CUTS if figures(cut)["right"]["share"] <= RIGHT_TARGET]
+    shares = {cut: flag_figures(flags_at(outcomes, cut), verdict) for cut in CUTS}
+    other, right = ({cut: f[kind]["share"] for cut, f in shares.items()} for kind in ("other", "right"))
+    within = [cut for cut in CUTS if right[cut] <= RIGHT_TARGET]
     if within:
-        return max(within, key=lambda cut: (figures(cut)["other"]["share"], -cut))
-    return max(CUTS, key=lambda cut: (figures(cut)["other"]["share"] - figures(cut)["right"]["share"], -cut))
+        return max(within, key=lambda cut: (other[cut], -cut))
+    return max(CUTS, key=lambda cut: (other[cut] - right[cut], -cut))
 
 
 def out_of_fold(outcomes: dict[str, list[str]], verdict: dict[str, str | None]) -> dict:
