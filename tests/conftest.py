@@ -7,6 +7,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from context_spans import prepared_context_spans
 from ports import free_loopback_port
 from reference_matcher import ReferenceMatcher
 from shared_runs import build_once
@@ -110,6 +111,13 @@ def shared_tmp(tmp_path_factory, worker_id) -> Path:
     """This session's tmp base, seen by every xdist worker (each worker's own base lies below it)."""
     base = tmp_path_factory.getbasetemp()
     return base if worker_id == "master" else base.parent
+
+
+@pytest.fixture(scope="session")
+def context_spans(shared_tmp):
+    """The context method's span encoder (context_spans.py), its SemCor sense vectors prepared once
+    for the session's workers. Its batch size may be changed by a test that puts it back."""
+    return prepared_context_spans(shared_tmp)
 
 
 @pytest.fixture(scope="session")

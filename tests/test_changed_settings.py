@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+import context_spans
 from cli_runner import cli_command, invoke
 from ports import kept_loopback_port
 from shared_runs import copy_run
@@ -131,7 +132,7 @@ ALL_CHANGED = {
         "encoder": "transformers",
         "runtime": "onnx",
         "sense_method": "both",  # reads sense_templates, sense_pooling and sense_layers
-        "sense_layers": 2,
+        "sense_layers": context_spans.LAYERS,  # the context tests' setting: SemCor's vectors prepared once
         "sense_templates": ["{lemma}: {gloss}"],
         "sense_pooling": "max",
         "sense_sentence_weight": 5.0,  # the trained method's alone: a build under both changes no result by it
@@ -144,7 +145,7 @@ ALL_CHANGED = {
         "first_phase": "priority",
         "exact_per_class": 12,
         "pooling": "cls",
-        "max_length": 48,
+        "max_length": context_spans.MAX_LENGTH,
         "batch_size": 64,
         "query_template": "{name}: {gloss}",
         "first_pass_captions": 8,
@@ -209,7 +210,7 @@ def _changed(tmp_path: Path, port: int) -> dict:
     return changed
 
 
-def test_a_build_with_every_option_of_every_stage_changed_finishes(tmp_path):
+def test_a_build_with_every_option_of_every_stage_changed_finishes(tmp_path, context_spans):
     changed = _changed(tmp_path, kept_loopback_port())
     (tmp_path / "changed.yaml").write_text(yaml.safe_dump(changed))
     config = load_config(tmp_path / "changed.yaml")
