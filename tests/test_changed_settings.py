@@ -9,10 +9,10 @@ import hashlib
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import context_spans
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
-import context_spans
 from cli_runner import cli_command, invoke
 from ports import kept_loopback_port
 from shared_runs import copy_run
