@@ -15,10 +15,12 @@ the corpus names at all). A synset the corpus never names costs its rows nothing
 cost LAION's few rows that name it little; each row's own synsets are candidates as they would be
 at LAION, which is what a row's select CPU depends on.
 
-For each size (a synthetic corpus as bench_build writes it, realistic captions, seed 0), tag runs
-once, then select twice on that tag output, each stage in a fresh process (bench_build's
-`measure_stage`: summary.json's `cpu_seconds`, local Beam workers included): at bench_build's
-`min_captions` (rows / 1,000, the baseline) and at LAION's density. Printed: per size and regime
+For each size (a synthetic corpus as bench_build writes it, realistic captions, seed 0), tag runs,
+then select on that tag output at bench_build's `min_captions` (rows / 1,000, the baseline) and at
+LAION's density, each stage in a fresh process (bench_build's `measure_stage`: summary.json's
+`cpu_seconds`, local Beam workers included), `--repeats` times on fresh copies of its input: the
+least CPU is kept, since other processes on a shared machine only ever add to it (one run each
+moved a stage's CPU by 10-20% here, and the marginal of two sizes by half). Printed: per size and regime
 the candidates, the synsets that could still become candidates during the first pass
 (`possible_candidates`), CPU seconds and CPU us a row; between consecutive sizes, each stage's
 marginal CPU us a row (start-up cancels), and tag + select; the density's select over the
@@ -26,7 +28,7 @@ baseline's. Select's driver work that grows with the candidates (`driver_cpu_sec
 at LAION's size) is measured again in this process and the marginal is also given net of it,
 since the candidates grow with the corpus here. The last line is one JSON object.
 
-    python benchmarks/bench_select_density.py --rows 200000 500000 [--workers 1] [--corpora DIR]
+    python benchmarks/bench_select_density.py --rows 200000 1000000 --repeats 3 [--workers 1] [--corpora DIR]
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def regime_min_captions(regime: str, rows: int) -> int:
     return laion_min_captions(rows) if regime == "laion" else max(1, rows // 1000)
 
 
-def bench_size(rows: int, workers: int, root: Path, corpora: Path | None) -> dict:
+def bench_size(rows: int, workers: int, root: Path, corpora: Path | None, repeats: int) -> dict:
     from imagenot.pipeline.config.schema import load_config
     from imagenot.pipeline.corpus.synth import ground_truth_path, synth_corpus
     from imagenot.pipeline.run.files import read_json
@@ -127,32 +129,45 @@ def bench_size(rows: int, workers: int, root: Path, corpora: Path | None) -> dic
         path.write_text(yaml.safe_dump(config))
         return path
 
-    folders = {regime: root / f"run-{rows}-{regime}" for regime in REGIMES}
-    for folder in folders.values():
+    def fresh_folder(name: str, repeat: int, min_captions: int, tagged: Path | None = None) -> tuple[Path, Path]:
+        folder = root / f"run-{rows}-{name}-{repeat}"
         folder.mkdir(parents=True)
-    configs = {regime: config_file(folders[regime], regime_min_captions(regime, rows)) for regime in REGIMES}
-    tag = measure_stage("tag", configs["small"], folders["small"])
-    print(f"{rows:,} rows: tag {tag['cpu_seconds']:.1f} cpu s  {load_text()}", flush=True)
-    shutil.copytree(stage_path(str(folders["small"]), TAG), stage_path(str(folders["laion"]), TAG))
-    tagged = read_json(os.path.join(stage_path(str(folders["small"]), TAG), TAG_TALLY_FILE))["synset_captions"]
+        if tagged is not None:  # select starts from the same tag output each time
+            shutil.copytree(tagged, stage_path(str(folder), TAG))
+        return folder, config_file(folder, min_captions)
+
+    def least_cpu(stage: str, runs: list[tuple[Path, Path]]) -> tuple[dict, Path, Path]:
+        """The stage measured in each (folder, config): the run of least CPU (other processes on the
+        machine only ever add to it), with every run's CPU."""
+        measured = [(measure_stage(stage, config, folder), folder, config) for folder, config in runs]
+        best = min(measured, key=lambda run: run[0]["cpu_seconds"])
+        return {**best[0], "cpu_seconds_runs": [run[0]["cpu_seconds"] for run in measured]}, best[1], best[2]
+
+    small = regime_min_captions("small", rows)
+    tag_runs = [fresh_folder("tag", i, small) for i in range(repeats)]
+    tag, tag_folder, _ = least_cpu("tag", tag_runs)
+    print(f"{rows:,} rows: tag {tag['cpu_seconds']:.1f} cpu s (runs {tag['cpu_seconds_runs']})  {load_text()}")
+    tagged_dir = Path(stage_path(str(tag_folder), TAG))
+    tagged = read_json(os.path.join(tagged_dir, TAG_TALLY_FILE))["synset_captions"]
     select = {}
     for regime in REGIMES:
-        measured = measure_stage("select", configs[regime], folders[regime])
-        selection = load_config(str(configs[regime])).selection
+        runs = [fresh_folder(regime, i, regime_min_captions(regime, rows), tagged_dir) for i in range(repeats)]
+        measured, folder, config = least_cpu("select", runs)
+        selection = load_config(str(config)).selection
         select[regime] = {
             **measured,
             "min_captions": selection.min_captions,
             "candidates": candidate_synsets(measured["figures"]["funnel"]),
             "classes_with_captions": measured["figures"]["candidates"],
             "possible_candidates": len(possible_candidates(tagged, selection)),
-            "driver_cpu_seconds": measure_driver(configs[regime], folders[regime]),
+            "driver_cpu_seconds": measure_driver(config, folder),
         }
         print(
             f"  select {regime:5s} min_captions {selection.min_captions:5d}: {select[regime]['candidates']:6,} "
             f"candidates ({select[regime]['possible_candidates']:,} possible in the first pass; "
             f"{select[regime]['classes_with_captions']:,} with captions after the rules), "
-            f"{measured['cpu_seconds']:.1f} cpu s (candidate-bound driver work {select[regime]['driver_cpu_seconds']} "
-            f"cpu s)  {load_text()}",
+            f"{measured['cpu_seconds']:.1f} cpu s (runs {measured['cpu_seconds_runs']}; candidate-bound driver work "
+            f"{select[regime]['driver_cpu_seconds']} cpu s)  {load_text()}",
             flush=True,
         )
     return {
@@ -209,6 +224,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[200_000, 500_000])
     parser.add_argument("--workers", type=int, default=1, help="local Beam worker processes per stage")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="measure each stage this many times, on fresh copies; keep the least CPU"
+    )
     parser.add_argument("--corpora", help="keep the corpora here and reuse those already written (default: in --tmp)")
     parser.add_argument("--tmp", help="where the temporary folder for runs goes (removed at the end)")
     parser.add_argument("--in-process", action="store_true", help="run the stages in this process (a smoke run)")
@@ -222,7 +240,7 @@ def main() -> None:
     print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         corpora = Path(args.corpora) if args.corpora else None
-        results = [bench_size(rows, args.workers, Path(tmp), corpora) for rows in sorted(args.rows)]
+        results = [bench_size(rows, args.workers, Path(tmp), corpora, args.repeats) for rows in sorted(args.rows)]
     print(f"end: {load_text()}\n")
     print(table(results))
     for r in results:
