@@ -82,12 +82,16 @@ def colour_words() -> frozenset[str]:
 def tagged_counts(word: str) -> tuple[int, int]:
     """How often WordNet's tagged corpus (SemCor) has the word (a form, inflected or not) as a
     noun, and in every part of speech."""
-    wordnet = _wordnet()
+    wordnet, index = _wordnet(), load_index()
     counts = {pos: 0 for pos in "nvar"}
     for pos in counts:
         base = wordnet.morphy(word, pos)
-        for synset in wordnet.synsets(base, pos) if base else []:
-            counts[pos] += _count(synset, base)
+        if not base:
+            continue
+        if pos == "n":  # most forms the rules meet are nouns: the index counts them without NLTK's synsets
+            counts[pos] = sum(_noun_count(index[wnid], base) for wnid in _noun_wnids(base))
+        else:
+            counts[pos] = sum(_count(synset, base) for synset in wordnet.synsets(base, pos))
     return counts["n"], sum(counts.values())
 
 
@@ -109,16 +113,13 @@ def senses_of(index: NounIndex, wnids: Iterable[str]) -> dict[str, Sense]:
     lemmas = sorted({lemma for wnid in wnids for lemma in index[wnid].lemmas})
     normal = dict(zip(lemmas, normalize_text(pa.array(lemmas, pa.string())).to_pylist()))  # one batch: fast
     number = index.by_name(_NUMBER_ROOT).wnid
-    wordnet = _wordnet()
     senses = {}
     for wnid in wnids:
         synset = index[wnid]
         outranked = set()
         for lemma in synset.lemmas:
-            counts = {
-                s.name(): _noun_count(index[wnid_of_offset(s.offset())], lemma) for s in wordnet.synsets(lemma, "n")
-            }
-            if counts and max(counts.values()) > counts.get(synset.name, 0):
+            counts = {other: _noun_count(index[other], lemma) for other in _noun_wnids(lemma)}
+            if counts and max(counts.values()) > counts.get(wnid, 0):
                 outranked.add(normal[lemma])
         forms = frozenset(normal[lemma] for lemma in synset.lemmas)
         senses[wnid] = Sense(
@@ -141,6 +142,19 @@ def sense_key_counts() -> dict[str, int]:
     rule asks for every sense of every form it meets, which at LAION's candidate density cost a fifth
     of the caption rules' CPU."""
     return tag_counts(_wordnet())
+
+
+def _noun_wnids(lemma: str) -> list[str]:
+    """The wnids of NLTK's `wordnet.synsets(lemma, "n")`, one per synset it lists (the synsets of each
+    form morphy gives), read from NLTK's lemma index without building its Synset objects, which the
+    caption rules would ask for every lemma of every candidate (at LAION's candidate density most of
+    select's work on the driver): the same list for every noun lemma of WordNet, in a sixth of the
+    time. The two names are NLTK's own, private to it: its version is pinned."""
+    wordnet = _wordnet()
+    lemmas = wordnet._lemma_pos_offset_map
+    return [
+        wnid_of_offset(offset) for form in wordnet._morphy(lemma.lower(), "n") for offset in lemmas[form].get("n", [])
+    ]
 
 
 def _noun_count(synset: Synset, lemma: str) -> int:
