@@ -28,15 +28,22 @@ def synset_text(synset: Synset) -> str:
     return ", ".join(lemma.replace("_", " ") for lemma in synset.lemmas) + ": " + synset.gloss
 
 
+# wnid -> score, kept for the process: select scores the candidates twice (the bound of its first
+# pass, then the candidates), tens of thousands of synsets at LAION's density. The model scores each
+# text alone, so a score is the same whichever texts were scored with it.
+_SCORED: dict[tuple[str, str], float] = {}  # (text, wnid): another index's synset is another text
+
+
 def nsfw_scores(wnids: Iterable[str], index: NounIndex) -> dict[str, float]:
     """wnid -> the classifier's probability that its text is offensive, in wnid order."""
-    wnids = sorted(set(wnids))
-    if not wnids:
-        return {}
-    from profanity_check import predict_prob  # here: it loads scikit-learn (seconds), which a config check needs not
+    keys = [(synset_text(index[wnid]), wnid) for wnid in sorted(set(wnids))]
+    new = [key for key in keys if key not in _SCORED]
+    if new:
+        # here: it loads scikit-learn (seconds), which a config check needs not
+        from profanity_check import predict_prob
 
-    scores = predict_prob([synset_text(index[wnid]) for wnid in wnids])
-    return {wnid: float(score) for wnid, score in zip(wnids, scores)}
+        _SCORED.update(zip(new, map(float, predict_prob([text for text, _ in new]))))
+    return {wnid: _SCORED[text, wnid] for text, wnid in keys}
 
 
 def nsfw_removals(candidates: Iterable[str], index: NounIndex, threshold: float) -> dict[str, Removal]:
