@@ -28,10 +28,10 @@ def synset_text(synset: Synset) -> str:
     return ", ".join(lemma.replace("_", " ") for lemma in synset.lemmas) + ": " + synset.gloss
 
 
-# wnid -> score, kept for the process: select scores the candidates twice (the bound of its first
+# (text, wnid) -> score, kept for the process: select scores the candidates twice (the bound of its first
 # pass, then the candidates), tens of thousands of synsets at LAION's density. The model scores each
 # text alone, so a score is the same whichever texts were scored with it.
-_SCORED: dict[tuple[str, str], float] = {}  # (text, wnid): another index's synset is another text
+_SCORED: dict[tuple[str, str], float] = {}  # the text in the key: another index's synset is another text
 
 
 def nsfw_scores(wnids: Iterable[str], index: NounIndex) -> dict[str, float]:

@@ -45,23 +45,18 @@ def test_semcor_split_is_by_whole_documents():
     assert (len(docs["train"]), len(docs["dev"]), len(docs["test"])) == (149, 19, 18)
 
 
-@pytest.fixture(scope="module")
-def encoder(context_spans):
-    return context_spans
-
-
-def test_a_span_s_vector_is_the_same_bits_alone_and_in_any_batch(encoder):
+def test_a_span_s_vector_is_the_same_bits_alone_and_in_any_batch(context_spans):
     captions = ["a crane", "crane lifting steel beams at the port", "two cranes", "x " * 20 + "crane", "a crane"]
     spans = [(2, 7), (0, 5), (4, 10), (40, 45), (0, 1)]
-    together = encoder.encode_spans(captions, spans)
+    together = context_spans.encode_spans(captions, spans)
     for i in range(len(captions)):
-        assert np.array_equal(encoder.encode_spans(captions[i : i + 1], spans[i : i + 1])[0], together[i])
+        assert np.array_equal(context_spans.encode_spans(captions[i : i + 1], spans[i : i + 1])[0], together[i])
     assert not np.array_equal(together[0], together[4])  # one caption, two spans: two vectors
     assert np.allclose(np.linalg.norm(together, axis=1), 1, atol=1e-6)
 
 
-def test_the_word_where_it_stands_picks_its_sense(encoder):
-    scorer = context_senses(Scoring(), spans=encoder)
+def test_the_word_where_it_stands_picks_its_sense(context_spans):
+    scorer = context_senses(Scoring(), spans=context_spans)
     captions = ["Liebherr mobile crane lifting steel beams at the port", "sandhill cranes in flight over the marsh"]
     vectors = scorer.row_vectors(captions, None, ["crane", "cranes"])
     wnids = (CRANE_MACHINE, CRANE_BIRD)
@@ -70,8 +65,8 @@ def test_the_word_where_it_stands_picks_its_sense(encoder):
     assert np.all(fits >= scores)  # the prior's log probabilities are <= 0
 
 
-def test_a_sense_semcor_never_annotates_backs_off_to_its_hypernym(encoder):
-    vectors = context_senses(Scoring(), spans=encoder).vectors
+def test_a_sense_semcor_never_annotates_backs_off_to_its_hypernym(context_spans):
+    vectors = context_senses(Scoring(), spans=context_spans).vectors
     assert CRANE_MACHINE not in vectors  # crane.n.04 is never annotated in SemCor's train documents
     vector = vectors.vector(CRANE_MACHINE)
     assert vector.dtype == np.float32 and abs(np.linalg.norm(vector) - 1) < 1e-5
@@ -86,15 +81,15 @@ def test_first_span_is_the_earliest_place_of_any_form():
     assert first_span(words[1], ["crane", "cranes"]) is None
 
 
-def test_both_methods_add_the_sentence_similarity_to_the_word_s(encoder):
+def test_both_methods_add_the_sentence_similarity_to_the_word_s(context_spans):
     from imagenot.labels.senses.sentence import SenseQueries
     from imagenot.pipeline.score.runtimes import load_encoder
 
     sentence_encoder = load_encoder(threads=1)
-    context = context_senses(Scoring(sense_prior=0.0), spans=encoder)
+    context = context_senses(Scoring(sense_prior=0.0), spans=context_spans)
     both = ContextSenses(
         Scoring(sense_prior=0.0).sense_settings(),
-        encoder,
+        context_spans,
         context.vectors,
         sentence=SenseQueries(Scoring().sense_settings(), sentence_encoder),
     )

@@ -44,19 +44,21 @@ class Rates:
     # "Score bounded by the candidates that can become classes"), at load 2-9 on 2 cores: a
     # Dataflow worker is not shared, and contention inflates CPU (at load 15-20: 9.2 and 20.6 us a
     # row, fixed parts 40% more). The other stages' fixed parts were measured in one process: their
-    # driver part is taken as the same. Select at LAION-2B-en's candidate density (issue 53,
-    # benchmarks/bench_select_density.py, 4 Dec 2026: min_captions 1 at 200,000 and 500,000 rows,
-    # 19,698 and 24,330 candidates, one local worker, load 1-3): its per-row rate is the marginal CPU
-    # net of the driver's candidate-bound work (22.4 and 32.8 us in two runs, the mean taken), its
-    # driver part the runs' intercept (the candidates' senses, the synsets that can still become
-    # candidates and their forms, the rules' per-word lookups: 20-24 s against 10 at a few hundred
-    # candidates). Tag does not depend on the candidates: 4.6 us a row in the same runs, 5.8 kept.
+    # driver part is taken as the same. Tag and select at LAION-2B-en's candidate density (issue 53,
+    # benchmarks/bench_select_density.py, 4 Dec 2026 evening: min_captions 1 at 200,000 and
+    # 1,000,000 rows, 19,698 and 26,469 candidates, one local worker, each stage the least CPU of
+    # three runs, load about 1, two runs of the script): select's per-row rate is the marginal CPU
+    # between the sizes (24.6 and 29.9 us, the mean taken; the driver's candidate-bound work
+    # included, so that the bill errs high), its driver part the runs' intercept (the candidates'
+    # senses, the synsets that can still become candidates and their forms: 12-15 s at 20-26k
+    # candidates); tag's the same runs' marginal (7.6 and 8.4 us: it reads no candidates, but 1M-4M
+    # rows at load 2-9 gave 5.8).
     tag_driver_s: float = 2.2
     tag_fixed_s: float = 3.5
-    tag_us_per_row: float = 5.8
-    select_driver_s: float = 21.0
+    tag_us_per_row: float = 8.0
+    select_driver_s: float = 12.9
     select_fixed_s: float = 4.8  # two Beam jobs: each worker process starts twice (WordNet, the caption rules)
-    select_us_per_row: float = 27.6
+    select_us_per_row: float = 27.3
     score_fixed_s: float = 6.4
     score_us_per_row: float = 1.3
     rank_fixed_s: float = 5.0
@@ -112,10 +114,9 @@ class Rates:
 # CPU a row grows with the candidates (the forms it counts, the captions whose synsets hold one),
 # so they were measured at LAION-2B-en's candidate density (issue 53), not a small corpus's.
 ROW_RATES_MEASURED = (
-    "select per row and its driver part as measured at LAION-2B-en's candidate density "
-    "(benchmarks/bench_select_density.py, 4 Dec 2026: min_captions projected from the tag counts, 19,698 and 24,330 "
-    "candidates at 200,000 and 500,000 rows); tag per row at a few hundred candidates (bench_build, issue 45: tag "
-    "reads no candidates)"
+    "tag and select per row, and select's driver part, as measured at LAION-2B-en's candidate density "
+    "(benchmarks/bench_select_density.py, 4 Dec 2026 evening: min_captions projected from the tag counts, "
+    "19,698 and 26,469 candidates at 200,000 and 1,000,000 rows)"
 )
 
 ROW_STAGES = ("tag", "select", "sample")  # the stages whose CPU grows with the corpus rows alone
