@@ -18,9 +18,11 @@ at LAION, which is what a row's select CPU depends on.
 For each size (a synthetic corpus as bench_build writes it, realistic captions, seed 0), tag runs,
 then select on that tag output at bench_build's `min_captions` (rows / 1,000, the baseline) and at
 LAION's density, each stage in a fresh process (bench_build's `measure_stage`: summary.json's
-`cpu_seconds`, local Beam workers included), `--repeats` times on fresh copies of its input: the
-least CPU is kept, since other processes on a shared machine only ever add to it (one run each
-moved a stage's CPU by 10-20% here, and the marginal of two sizes by half). Printed: per size and regime
+`cpu_seconds`, local Beam workers included), in `--repeats` rounds, each of which measures every
+size once on fresh folders (the sizes in turn, so that a change of the machine's load over the
+minutes falls on each size): each stage's least CPU is kept, since other processes on a shared
+machine only ever add to it (one run each moved a stage's CPU by 10-20% here, and the marginal of
+two sizes by half). Printed: per size and regime
 the candidates, the synsets that could still become candidates during the first pass
 (`possible_candidates`), CPU seconds and CPU us a row; between consecutive sizes, each stage's
 marginal CPU us a row (start-up cancels), and tag + select; the density's select over the
@@ -111,48 +113,69 @@ def regime_min_captions(regime: str, rows: int) -> int:
     return laion_min_captions(rows) if regime == "laion" else max(1, rows // 1000)
 
 
-def bench_size(rows: int, workers: int, root: Path, corpora: Path | None, repeats: int) -> dict:
+class Size:
+    """One corpus size: its corpus (written once, or found in `corpora`), and fresh run folders with
+    their configs."""
+
+    def __init__(self, rows: int, workers: int, root: Path, corpora: Path | None):
+        from imagenot.pipeline.corpus.synth import ground_truth_path, synth_corpus
+
+        self.rows, self.workers, self.root = rows, workers, root
+        self.corpus_dir = (corpora or root) / f"corpus-{rows}"
+        if not Path(ground_truth_path(str(self.corpus_dir))).exists():
+            synth_corpus(self.corpus_dir, rows=rows, seed=0, shard_rows=SHARD_ROWS)
+
+    def fresh(self, name: str, repeat: int, min_captions: int, tagged: Path | None = None) -> tuple[Path, Path]:
+        """A new run folder (with a copy of `tagged`, a tag stage's folder) and its config file."""
+        from imagenot.pipeline.run.layout import TAG, stage_path
+
+        folder = self.root / f"run-{self.rows}-{name}-{repeat}"
+        folder.mkdir(parents=True)
+        if tagged is not None:
+            shutil.copytree(tagged, stage_path(str(folder), TAG))
+        config = bench_config(self.rows, self.corpus_dir, self.root / f"embeddings-{self.rows}", self.workers)
+        config["selection"]["min_captions"] = min_captions
+        path = folder / "bench_config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return folder, path
+
+
+def measure_round(size: Size, repeat: int) -> dict[str, tuple[dict, Path, Path]]:
+    """Tag, then select in each regime on that tag output, each on fresh folders: "tag" and each
+    regime -> (the stage's figures, its run folder, its config)."""
+    from imagenot.pipeline.run.layout import TAG, stage_path
+
+    folder, config = size.fresh("tag", repeat, regime_min_captions("small", size.rows))
+    measured = {"tag": (measure_stage("tag", config, folder), folder, config)}
+    tagged = Path(stage_path(str(folder), TAG))
+    for regime in REGIMES:
+        folder, config = size.fresh(regime, repeat, regime_min_captions(regime, size.rows), tagged)
+        measured[regime] = (measure_stage("select", config, folder), folder, config)
+    cpu = ", ".join(f"{name} {figures['cpu_seconds']:.1f}" for name, (figures, _, _) in measured.items())
+    print(f"  {size.rows:,} rows, round {repeat + 1}: {cpu} cpu s  {load_text()}", flush=True)
+    return measured
+
+
+def least_cpu(runs: list[tuple[dict, Path, Path]]) -> tuple[dict, Path, Path]:
+    """Of one stage's runs, the one of least CPU (other processes on the machine only ever add to
+    it), with every run's CPU."""
+    figures, folder, config = min(runs, key=lambda run: run[0]["cpu_seconds"])
+    return {**figures, "cpu_seconds_runs": [run[0]["cpu_seconds"] for run in runs]}, folder, config
+
+
+def size_result(size: Size, rounds: list[dict]) -> dict:
+    """A size's figures from its rounds: each stage's least CPU, the candidates of each regime."""
     from imagenot.pipeline.config.schema import load_config
-    from imagenot.pipeline.corpus.synth import ground_truth_path, synth_corpus
     from imagenot.pipeline.run.files import read_json
     from imagenot.pipeline.run.layout import TAG, TAG_TALLY_FILE, stage_path
     from imagenot.pipeline.select.stage import possible_candidates
 
-    corpus_dir = (corpora or root) / f"corpus-{rows}"
-    if not Path(ground_truth_path(str(corpus_dir))).exists():
-        synth_corpus(corpus_dir, rows=rows, seed=0, shard_rows=SHARD_ROWS)
-
-    def config_file(folder: Path, min_captions: int) -> Path:
-        config = bench_config(rows, corpus_dir, root / f"embeddings-{rows}", workers)
-        config["selection"]["min_captions"] = min_captions
-        path = folder / "bench_config.yaml"
-        path.write_text(yaml.safe_dump(config))
-        return path
-
-    def fresh_folder(name: str, repeat: int, min_captions: int, tagged: Path | None = None) -> tuple[Path, Path]:
-        folder = root / f"run-{rows}-{name}-{repeat}"
-        folder.mkdir(parents=True)
-        if tagged is not None:  # select starts from the same tag output each time
-            shutil.copytree(tagged, stage_path(str(folder), TAG))
-        return folder, config_file(folder, min_captions)
-
-    def least_cpu(stage: str, runs: list[tuple[Path, Path]]) -> tuple[dict, Path, Path]:
-        """The stage measured in each (folder, config): the run of least CPU (other processes on the
-        machine only ever add to it), with every run's CPU."""
-        measured = [(measure_stage(stage, config, folder), folder, config) for folder, config in runs]
-        best = min(measured, key=lambda run: run[0]["cpu_seconds"])
-        return {**best[0], "cpu_seconds_runs": [run[0]["cpu_seconds"] for run in measured]}, best[1], best[2]
-
-    small = regime_min_captions("small", rows)
-    tag_runs = [fresh_folder("tag", i, small) for i in range(repeats)]
-    tag, tag_folder, _ = least_cpu("tag", tag_runs)
-    print(f"{rows:,} rows: tag {tag['cpu_seconds']:.1f} cpu s (runs {tag['cpu_seconds_runs']})  {load_text()}")
-    tagged_dir = Path(stage_path(str(tag_folder), TAG))
-    tagged = read_json(os.path.join(tagged_dir, TAG_TALLY_FILE))["synset_captions"]
+    tag, tag_folder, _ = least_cpu([measured["tag"] for measured in rounds])
+    tagged = read_json(os.path.join(stage_path(str(tag_folder), TAG), TAG_TALLY_FILE))["synset_captions"]
+    print(f"{size.rows:,} rows: tag {tag['cpu_seconds']:.1f} cpu s (runs {tag['cpu_seconds_runs']})")
     select = {}
     for regime in REGIMES:
-        runs = [fresh_folder(regime, i, regime_min_captions(regime, rows), tagged_dir) for i in range(repeats)]
-        measured, folder, config = least_cpu("select", runs)
+        measured, folder, config = least_cpu([measured[regime] for measured in rounds])
         selection = load_config(str(config)).selection
         select[regime] = {
             **measured,
@@ -167,14 +190,14 @@ def bench_size(rows: int, workers: int, root: Path, corpora: Path | None, repeat
             f"candidates ({select[regime]['possible_candidates']:,} possible in the first pass; "
             f"{select[regime]['classes_with_captions']:,} with captions after the rules), "
             f"{measured['cpu_seconds']:.1f} cpu s (runs {measured['cpu_seconds_runs']}; candidate-bound driver work "
-            f"{select[regime]['driver_cpu_seconds']} cpu s)  {load_text()}",
+            f"{select[regime]['driver_cpu_seconds']} cpu s)",
             flush=True,
         )
     return {
-        "rows": rows,
-        "workers": workers,
+        "rows": size.rows,
+        "workers": size.workers,
         "tagged_synsets": len(tagged),
-        "projected_candidates": projected_candidates(tagged, rows),
+        "projected_candidates": projected_candidates(tagged, size.rows),
         "tag": tag,
         "select": select,
     }
@@ -240,7 +263,12 @@ def main() -> None:
     print(f"start: {load_text()}; {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         corpora = Path(args.corpora) if args.corpora else None
-        results = [bench_size(rows, args.workers, Path(tmp), corpora, args.repeats) for rows in sorted(args.rows)]
+        sizes = [Size(rows, args.workers, Path(tmp), corpora) for rows in sorted(args.rows)]
+        rounds = {size.rows: [] for size in sizes}
+        for repeat in range(args.repeats):  # the sizes in turn: a change of the machine's load falls on each
+            for size in sizes:
+                rounds[size.rows].append(measure_round(size, repeat))
+        results = [size_result(size, rounds[size.rows]) for size in sizes]
     print(f"end: {load_text()}\n")
     print(table(results))
     for r in results:
