@@ -248,9 +248,12 @@ def test_bench_label_model(capsys, laion_rows):
 
 def test_bench_select_density(tmp_path):
     found = _last_json(
-        "bench_select_density.py", "--rows", "3000", "6000", "--in-process", "--tmp", str(tmp_path), timeout=600
+        "bench_select_density.py",
+        *("--rows", "3000", "6000", "--repeats", "2", "--in-process", "--tmp", str(tmp_path)),
+        timeout=600,
     )
     [small, large] = found["sizes"]
+    assert len(small["tag"]["cpu_seconds_runs"]) == len(large["select"]["laion"]["cpu_seconds_runs"]) == 2
     assert small["select"]["laion"]["min_captions"] == 1 and small["select"]["small"]["min_captions"] == 3
     assert small["select"]["laion"]["candidates"] > small["select"]["small"]["candidates"]
     assert set(found["marginal_us_per_row"]["6000-3000"]) >= {"tag", "select_laion", "select_laion_net_of_driver"}

@@ -47,18 +47,18 @@ class Rates:
     # driver part is taken as the same. Tag and select at LAION-2B-en's candidate density (issue 53,
     # benchmarks/bench_select_density.py, 4 Dec 2026 evening: min_captions 1 at 200,000 and
     # 1,000,000 rows, 19,698 and 26,469 candidates, one local worker, each stage the least CPU of
-    # three runs, load about 1, two runs of the script): select's per-row rate is the marginal CPU
-    # between the sizes (24.6 and 29.9 us, the mean taken; the driver's candidate-bound work
-    # included, so that the bill errs high), its driver part the runs' intercept (the candidates'
-    # senses, the synsets that can still become candidates and their forms: 12-15 s at 20-26k
-    # candidates); tag's the same runs' marginal (7.6 and 8.4 us: it reads no candidates, but 1M-4M
-    # rows at load 2-9 gave 5.8).
+    # three runs, load about 1, three runs of the script): select's per-row rate is the marginal CPU
+    # between the sizes (24.6, 29.9 and 29.6 us, the mean taken; the driver's candidate-bound work
+    # included, so that the bill errs high), its driver part the runs' mean intercept (the
+    # candidates' senses, the synsets that can still become candidates and their forms: 10-15 s at
+    # 20-26k candidates); tag's the same runs' marginal (7.6, 8.4 and 7.5 us: it reads no
+    # candidates, but 1M-4M rows at load 2-9 gave 5.8).
     tag_driver_s: float = 2.2
     tag_fixed_s: float = 3.5
-    tag_us_per_row: float = 8.0
-    select_driver_s: float = 12.9
+    tag_us_per_row: float = 7.8
+    select_driver_s: float = 12.0
     select_fixed_s: float = 4.8  # two Beam jobs: each worker process starts twice (WordNet, the caption rules)
-    select_us_per_row: float = 27.3
+    select_us_per_row: float = 28.0
     score_fixed_s: float = 6.4
     score_us_per_row: float = 1.3
     rank_fixed_s: float = 5.0
