@@ -22,9 +22,9 @@ LAION's density, each stage in a fresh process (bench_build's `measure_stage`: s
 size once on fresh folders (the sizes in turn, so that a change of the machine's load over the
 minutes falls on each size): each stage's least CPU is kept, since other processes on a shared
 machine only ever add to it (one run each moved a stage's CPU by 10-20% here, and the marginal of
-two sizes by half). Printed: per size and regime
-the candidates, the synsets that could still become candidates during the first pass
-(`possible_candidates`), CPU seconds and CPU us a row; between consecutive sizes, each stage's
+two sizes by half). Printed: each round's CPU seconds; per size and regime the candidates, the
+synsets that could still become candidates during the first pass (`possible_candidates`), CPU
+seconds (every run's, and the least) and CPU us a row; between consecutive sizes, each stage's
 marginal CPU us a row (start-up cancels), and tag + select; the density's select over the
 baseline's. Select's driver work that grows with the candidates (`driver_cpu_seconds`: a one-off
 at LAION's size) is measured again in this process and the marginal is also given net of it,
