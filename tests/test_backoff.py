@@ -17,12 +17,9 @@ from imagenot.pipeline.download.crawler import Crawler
 
 THREADS, RATE, BASE = 8, 10, 0.4
 # A request whose slot the crawler granted before it recorded the throttled answer may reach the
-# server inside the window; GRANT_SLACK covers the gap between the grant (inside the crawler's lock)
-# and the moment this test times it (after the lock): on a loaded 2-core machine the thread may be
-# descheduled there for tens of milliseconds (CI's suite runs 3 workers on 2 cores: 0.01 failed
-# once so). A crawler that ignored the backoff would grant the next slots a rate step (0.1 s) apart
-# all through the window (0.4 s and more), well past it.
-GRANT_SLACK = 0.05
+# server inside the window. Both moments are timed inside the crawler's own lock (`_LockTimes`), so
+# a thread paused after either cannot move them; GRANT_SLACK is only the clocks' margin.
+GRANT_SLACK = 0.01
 
 
 def _window(path: str) -> float:
@@ -35,22 +32,40 @@ def _window(path: str) -> float:
     return BASE
 
 
+class _LockTimes:
+    """The crawler's politeness lock, noting for each thread when it last let go of it, read while
+    still holding it: the moment a grant or a recorded answer took effect for the other threads."""
+
+    def __init__(self, lock):
+        self._lock, self.released = lock, {}
+
+    def __enter__(self):
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.released[threading.get_ident()] = time.monotonic()
+        self._lock.release()
+
+
 def _timed(crawler: Crawler, current: threading.local) -> tuple[dict[str, float], dict[str, float]]:
     """When each request's slot was granted, and when each answer was recorded, by the path the
-    server logs, on the server's clock (time.monotonic in this process)."""
+    server logs, on the server's clock (time.monotonic in this process): the last release of the
+    crawler's lock by the thread in `slot` (its granting hold) and in `answered` (its update)."""
     granted, answered_at = {}, {}
     politeness = crawler.politeness
     slot, answered = politeness.slot, politeness.answered
+    politeness._lock = times = _LockTimes(politeness._lock)
 
     @contextmanager
     def timed_slot(host, deadline):
         with slot(host, deadline):
-            granted[current.path] = time.monotonic()
+            granted[current.path] = times.released[threading.get_ident()]
             yield
 
     def timed_answered(host, status, retry_after=None):
         answered(host, status, retry_after)
-        answered_at[current.path] = time.monotonic()
+        answered_at[current.path] = times.released[threading.get_ident()]
 
     politeness.slot, politeness.answered = timed_slot, timed_answered
     return granted, answered_at
